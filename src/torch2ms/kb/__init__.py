@@ -1,0 +1,107 @@
+"""The knowledge base: one declarative entry per torch API, loaded from ``kb/data/*.toml``.
+
+Everything that knows an API mapping (lookup, scan, convert, weight renaming, the differential
+tests) reads it from here.
+"""
+
+from __future__ import annotations
+
+import difflib
+import tomllib
+from collections import Counter
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from .schema import STATUSES, ArgRule, Case, Entry, KBError, entry_from_toml
+
+__all__ = [
+    "ArgRule", "Case", "Entry", "KB", "KBError", "STATUSES", "load_kb", "canonical_name",
+]
+
+DATA_DIR = Path(__file__).parent / "data"
+
+# Short forms users type (and that the priority list uses) → canonical torch prefixes.
+_EXPANSIONS = (
+    ("F.", "torch.nn.functional."),
+    ("nn.functional.", "torch.nn.functional."),
+    ("nn.init.", "torch.nn.init."),
+    ("nn.", "torch.nn."),
+    ("Tensor.", "torch.Tensor."),
+    ("Module.", "torch.nn.Module."),
+    ("Optimizer.", "torch.optim.Optimizer."),
+    ("optim.", "torch.optim."),
+    ("init.", "torch.nn.init."),
+)
+
+
+def canonical_name(name: str) -> str:
+    """Expand a short form (``F.relu``, ``nn.Conv2d``, ``Tensor.view``) to its full torch name."""
+    name = name.strip()
+    if name.startswith(("torch.", "torchvision.", "torchaudio.", "torchtext.")) or name == "torch":
+        return name
+    for short, full in _EXPANSIONS:
+        if name.startswith(short):
+            return full + name[len(short):]
+    return name
+
+
+@dataclass
+class KB:
+    entries: list[Entry]
+
+    def __post_init__(self) -> None:
+        self._by_name: dict[str, Entry] = {}
+        for e in self.entries:
+            for name in (e.torch, *e.aliases):
+                self._by_name.setdefault(name, e)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __iter__(self):
+        return iter(self.entries)
+
+    def get(self, name: str) -> Entry | None:
+        """Exact lookup by full torch name, alias, or a short form."""
+        return self._by_name.get(name) or self._by_name.get(canonical_name(name))
+
+    def method(self, attr: str, owner: str = "torch.Tensor") -> Entry | None:
+        """The method entry for ``x.attr(...)`` where ``x`` is a ``owner`` (Tensor by default)."""
+        return self._by_name.get(f"{owner}.{attr}")
+
+    def suggest(self, name: str, n: int = 5) -> list[str]:
+        """Close matches for a typo, best first."""
+        full = canonical_name(name)
+        names = list(self._by_name)
+        hits = difflib.get_close_matches(full, names, n=n, cutoff=0.6)
+        tail = full.rsplit(".", 1)[-1].lower()
+        for cand in names:
+            if len(hits) >= n:
+                break
+            if cand.rsplit(".", 1)[-1].lower() == tail and cand not in hits:
+                hits.append(cand)
+        return hits
+
+    def stats(self) -> dict[str, Counter]:
+        """Counts by namespace, each a Counter of statuses."""
+        out: dict[str, Counter] = {}
+        for e in self.entries:
+            out.setdefault(e.namespace, Counter())[e.status] += 1
+        return dict(sorted(out.items()))
+
+
+def _load_file(path: Path) -> list[Entry]:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise KBError(f"{path.name}: not valid TOML: {exc}") from exc
+    return [entry_from_toml(raw, path.name) for raw in data.get("api", [])]
+
+
+@lru_cache(maxsize=4)
+def load_kb(data_dir: Path = DATA_DIR) -> KB:
+    entries: list[Entry] = []
+    for path in sorted(Path(data_dir).glob("*.toml")):
+        entries.extend(_load_file(path))
+    return KB(entries)

@@ -1,0 +1,1 @@
+"""Transforms and handlers per KB namespace; each module registers with @transform / @handler."""

@@ -1,0 +1,111 @@
+"""Transforms and handlers shared by several namespaces."""
+
+from __future__ import annotations
+
+from ..schema import Entry
+from ..transforms import NOT_LITERAL, Unsupported, handler, literal, transform
+
+
+def rule_key(entry: Entry, transform_name: str) -> str:
+    """The MindSpore keyword of the rule that uses this transform."""
+    rule = next(r for r in entry.args.values() if r.transform == transform_name)
+    return rule.ms or rule.torch
+
+
+def spatial_dims(entry: Entry) -> int:
+    for d in (1, 2, 3):
+        if f"{d}d" in entry.torch:
+            return d
+    return 2
+
+
+@transform
+def conv_padding(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
+    """torch ``padding`` (int, tuple, 'same', 'valid') → MindSpore ``pad_mode`` + ``padding``.
+
+    MindSpore's default pad_mode is 'same' (TF-style) and its 2-D padding tuple is
+    (top, bottom, left, right), so torch's (h, w) becomes (h, h, w, w).
+    """
+    v = literal(value) if value is not None else 0
+    dims = spatial_dims(entry)
+    if v is NOT_LITERAL:
+        return {"pad_mode": "'pad'", "padding": value}  # type: ignore[dict-item]
+    if isinstance(v, str):
+        if v not in ("same", "valid"):
+            raise Unsupported(f"padding={v!r} is not a torch padding mode")
+        return {"pad_mode": repr(v)}
+    if isinstance(v, int):
+        return {"pad_mode": "'pad'", "padding": repr(v)}
+    if isinstance(v, (tuple, list)) and all(isinstance(i, int) for i in v):
+        v = tuple(v)
+        if len(v) == 1 or dims == 1:
+            return {"pad_mode": "'pad'", "padding": repr(v[0])}
+        if len(v) == dims:
+            return {"pad_mode": "'pad'", "padding": repr(tuple(p for p in v for _ in (0, 1)))}
+    raise Unsupported(f"padding={value} has no MindSpore form")
+
+
+@transform
+def pool_padding(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
+    """Pooling padding: MindSpore needs pad_mode='pad' for any padding or ceil_mode."""
+    v = literal(value) if value is not None else 0
+    if v is NOT_LITERAL:
+        return {"pad_mode": "'pad'", "padding": value}  # type: ignore[dict-item]
+    return {"pad_mode": "'pad'", "padding": repr(tuple(v) if isinstance(v, list) else v)}
+
+
+@transform
+def stride_default_kernel(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
+    """torch pooling stride defaults to kernel_size; MindSpore's defaults to 1."""
+    if value is None or literal(value) is None:
+        return {"stride": bound.get("kernel_size", "1")}
+    return {"stride": value}
+
+
+@transform
+def one_minus(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
+    """BatchNorm momentum: MindSpore weighs the old running value, torch the new batch value."""
+    src = value if value is not None else entry.sig_defaults().get("momentum", "0.1")
+    v = literal(src)
+    if v is None:
+        raise Unsupported("momentum=None (cumulative moving average) has no MindSpore form")
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return {rule_key(entry, "one_minus"): repr(round(1.0 - v, 12))}
+    return {rule_key(entry, "one_minus"): f"1 - ({src})"}
+
+
+@transform
+def to_tuple(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
+    """An int-or-sequence shape argument MindSpore only takes as a tuple."""
+    v = literal(value)
+    key = rule_key(entry, "to_tuple")
+    if isinstance(v, int):
+        return {key: f"({v},)"}
+    if isinstance(v, (list, tuple)):
+        return {key: repr(tuple(v))}
+    return {key: f"(tuple({value}) if isinstance({value}, (list, tuple)) else ({value},))"}
+
+
+@transform
+def to_int32(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
+    """Class-index labels: several MindSpore losses accept only int32."""
+    return {rule_key(entry, "to_int32"): f"{value}.astype(mindspore.int32)"}
+
+
+@transform
+def dim_tuple(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
+    """A dim given as a list becomes a tuple: MindSpore reductions reject lists in graph mode."""
+    v = literal(value)
+    key = rule_key(entry, "dim_tuple")
+    if isinstance(v, list):
+        return {key: repr(tuple(v))}
+    return {key: value}  # type: ignore[dict-item]
+
+
+@handler
+def tensor_size(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """``x.size()`` → ``x.shape``; ``x.size(i)`` → ``x.shape[i]`` (MindSpore's ``size`` is numel)."""
+    dim = bound.get("dim")
+    if dim is None:
+        return f"{receiver}.shape"
+    return f"{receiver}.shape[{dim}]"

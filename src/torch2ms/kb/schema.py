@@ -1,0 +1,212 @@
+"""The shape of one knowledge-base entry: a torch API and how it maps to MindSpore 2.10.
+
+Entries live as TOML in ``kb/data/*.toml`` (one ``[[api]]`` table each). This module turns the
+TOML into typed, validated objects; nothing here knows any particular API.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+STATUSES = ("direct", "args-differ", "composite", "no-equivalent")
+KINDS = ("class", "function", "method", "attribute", "dtype", "module")
+BACKENDS = ("CPU", "GPU", "Ascend")
+CHECKS = ("values", "shape", "stats", "state")
+
+
+class KBError(ValueError):
+    """A knowledge-base entry that does not follow the schema."""
+
+
+@dataclass(frozen=True)
+class ArgRule:
+    """How one torch argument becomes MindSpore arguments.
+
+    ``ms`` is the MindSpore keyword (``None``: drop the argument). ``transform`` names a function in
+    ``kb/transforms.py`` that rewrites the argument's source text (and may emit several keywords).
+    ``always``: emit the rule even when the torch call omits the argument, from the torch default,
+    because MindSpore's own default differs silently. ``unsupported``: source values MindSpore
+    cannot express; a call using one is left for a person, with ``note``.
+    """
+
+    torch: str
+    ms: str | None
+    transform: str | None = None
+    always: bool = False
+    unsupported: tuple[str, ...] = ()
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Case:
+    """One differential test: random inputs, a torch call, what to compare."""
+
+    call: str
+    inputs: dict[str, str] = field(default_factory=dict)
+    init: str | None = None
+    train: bool = False
+    check: str = "values"
+    atol: float = 1e-5
+    rtol: float = 1e-5
+    graph: bool = False
+    setup: str = ""
+
+
+@dataclass(frozen=True)
+class Entry:
+    torch: str
+    kind: str
+    status: str
+    ms: str = ""
+    aliases: tuple[str, ...] = ()
+    backends: tuple[str, ...] = ()
+    note: str = ""
+    sig: tuple[str, ...] = ()
+    ms_sig: tuple[str, ...] = ()
+    args: dict[str, ArgRule] = field(default_factory=dict)
+    template: str = ""
+    params: dict[str, str | None] = field(default_factory=dict)
+    layout: dict[str, str] = field(default_factory=dict)
+    cases: tuple[Case, ...] = ()
+    source: str = ""
+
+    @property
+    def short(self) -> str:
+        """The name users type: ``nn.Conv2d``, ``F.relu``, ``Tensor.view``."""
+        name = self.torch
+        for prefix, short in _SHORT_PREFIXES:
+            if name.startswith(prefix):
+                return short + name[len(prefix):]
+        return name
+
+    @property
+    def namespace(self) -> str:
+        for prefix, ns in _NAMESPACES:
+            if self.torch.startswith(prefix):
+                return ns
+        return "torch"
+
+    @property
+    def is_method(self) -> bool:
+        return self.kind == "method" or self.torch.startswith("torch.Tensor.")
+
+    def sig_names(self) -> list[str]:
+        return [p.split("=", 1)[0].lstrip("*") for p in self.sig]
+
+    def sig_defaults(self) -> dict[str, str]:
+        return {p.split("=", 1)[0].lstrip("*"): p.split("=", 1)[1] for p in self.sig if "=" in p}
+
+
+_SHORT_PREFIXES = (
+    ("torch.nn.functional.", "F."),
+    ("torch.Tensor.", "Tensor."),
+    ("torch.nn.Module.", "Module."),
+    ("torch.optim.Optimizer.", "Optimizer."),
+    ("torch.nn.", "nn."),
+)
+
+_NAMESPACES = (
+    ("torch.nn.functional.", "torch.nn.functional"),
+    ("torch.nn.init.", "torch.nn.init"),
+    ("torch.nn.utils.", "torch.nn.utils"),
+    ("torch.nn.Module.", "torch.nn.Module"),
+    ("torch.nn.", "torch.nn"),
+    ("torch.optim.lr_scheduler.", "torch.optim.lr_scheduler"),
+    ("torch.optim.", "torch.optim"),
+    ("torch.Tensor.", "torch.Tensor"),
+    ("torch.utils.data.", "torch.utils.data"),
+    ("torch.distributed.", "torch.distributed"),
+    ("torch.cuda.", "torch.cuda"),
+    ("torch.linalg.", "torch.linalg"),
+    ("torch.fft.", "torch.fft"),
+    ("torchvision.", "torchvision"),
+)
+
+_ENTRY_KEYS = {
+    "torch", "kind", "status", "ms", "aliases", "backends", "note", "sig", "ms_sig", "args",
+    "template", "params", "layout", "case",
+}
+_ARG_KEYS = {"ms", "transform", "always", "unsupported", "note"}
+_CASE_KEYS = {"call", "inputs", "init", "train", "check", "atol", "rtol", "graph", "setup"}
+
+
+def _arg_rule(name: str, raw: Any, where: str) -> ArgRule:
+    # Shorthands keep the data terse: "group" renames, false drops.
+    if raw is False:
+        return ArgRule(torch=name, ms=None)
+    if isinstance(raw, str):
+        return ArgRule(torch=name, ms=raw)
+    if not isinstance(raw, dict):
+        raise KBError(f"{where}: args.{name} must be a string, false or a table")
+    extra = set(raw) - _ARG_KEYS
+    if extra:
+        raise KBError(f"{where}: args.{name} has unknown keys {sorted(extra)}")
+    ms = raw.get("ms", name)
+    return ArgRule(
+        torch=name,
+        ms=None if ms is False else ms,
+        transform=raw.get("transform"),
+        always=bool(raw.get("always", False)),
+        unsupported=tuple(raw.get("unsupported", ())),
+        note=raw.get("note", ""),
+    )
+
+
+def _case(raw: dict, where: str) -> Case:
+    extra = set(raw) - _CASE_KEYS
+    if extra:
+        raise KBError(f"{where}: case has unknown keys {sorted(extra)}")
+    if raw.get("check", "values") not in CHECKS:
+        raise KBError(f"{where}: case check must be one of {CHECKS}")
+    if "call" not in raw:
+        raise KBError(f"{where}: case needs 'call'")
+    return Case(
+        call=raw["call"],
+        inputs=dict(raw.get("inputs", {})),
+        init=raw.get("init"),
+        train=bool(raw.get("train", False)),
+        check=raw.get("check", "values"),
+        atol=float(raw.get("atol", 1e-5)),
+        rtol=float(raw.get("rtol", 1e-5)),
+        graph=bool(raw.get("graph", False)),
+        setup=raw.get("setup", ""),
+    )
+
+
+def entry_from_toml(raw: dict, source: str) -> Entry:
+    where = f"{source}: {raw.get('torch', '<no torch name>')}"
+    extra = set(raw) - _ENTRY_KEYS
+    if extra:
+        raise KBError(f"{where}: unknown keys {sorted(extra)}")
+    for key in ("torch", "kind", "status"):
+        if key not in raw:
+            raise KBError(f"{where}: missing '{key}'")
+    if raw["status"] not in STATUSES:
+        raise KBError(f"{where}: status must be one of {STATUSES}, got {raw['status']!r}")
+    if raw["kind"] not in KINDS:
+        raise KBError(f"{where}: kind must be one of {KINDS}, got {raw['kind']!r}")
+    backends = tuple(raw.get("backends", ()))
+    for b in backends:
+        if b not in BACKENDS:
+            raise KBError(f"{where}: unknown backend {b!r}")
+    if raw["status"] != "no-equivalent" and not (raw.get("ms") or raw.get("template")):
+        raise KBError(f"{where}: a mapped entry needs 'ms' or 'template'")
+    params = {k: (None if v is False else v) for k, v in raw.get("params", {}).items()}
+    return Entry(
+        torch=raw["torch"],
+        kind=raw["kind"],
+        status=raw["status"],
+        ms=raw.get("ms", ""),
+        aliases=tuple(raw.get("aliases", ())),
+        backends=backends,
+        note=raw.get("note", ""),
+        sig=tuple(raw.get("sig", ())),
+        ms_sig=tuple(raw.get("ms_sig", ())),
+        args={k: _arg_rule(k, v, where) for k, v in raw.get("args", {}).items()},
+        template=raw.get("template", ""),
+        params=params,
+        layout=dict(raw.get("layout", {})),
+        cases=tuple(_case(c, where) for c in raw.get("case", ())),
+        source=source,
+    )

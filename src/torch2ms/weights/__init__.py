@@ -1,0 +1,1 @@
+"""Weight conversion: torch state dicts → MindSpore parameter dicts, driven by the KB."""

@@ -1,0 +1,48 @@
+"""Rename and re-lay-out torch parameters by the KB's per-layer rules (numpy only, no torch)."""
+
+from __future__ import annotations
+
+from typing import Callable, Mapping
+
+import numpy as np
+
+from ..kb import KB
+
+# Layout changes a KB entry names in its ``layout`` table.
+LAYOUTS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    # MindSpore's Conv1d is a Conv2d over a height-1 image: weight (out, in, 1, k).
+    "conv1d_weight": lambda a: a[:, :, None, :],
+}
+INVERSE_LAYOUTS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "conv1d_weight": lambda a: a[:, :, 0, :],
+}
+
+
+def rename_key(key: str, layer_types: Mapping[str, str], kb: KB) -> tuple[str | None, str | None]:
+    """Map one torch state-dict key to (MindSpore name or None if dropped, layout name or None).
+
+    ``layer_types`` maps a module prefix (``features.1``; ``""`` for the root) to its torch class
+    name (``torch.nn.BatchNorm2d``).
+    """
+    prefix, _, leaf = key.rpartition(".")
+    entry = kb.get(layer_types.get(prefix, ""))
+    if entry is None or leaf not in entry.params:
+        return key, None
+    new_leaf = entry.params[leaf]
+    if new_leaf is None:
+        return None, None
+    new_key = f"{prefix}.{new_leaf}" if prefix else new_leaf
+    return new_key, entry.layout.get(leaf)
+
+
+def convert_state_dict(
+    state: Mapping[str, np.ndarray], layer_types: Mapping[str, str], kb: KB
+) -> dict[str, np.ndarray]:
+    """A torch state dict (numpy values) → MindSpore parameter names and layouts."""
+    out: dict[str, np.ndarray] = {}
+    for key, value in state.items():
+        new_key, layout = rename_key(key, layer_types, kb)
+        if new_key is None:
+            continue
+        out[new_key] = LAYOUTS[layout](value) if layout else value
+    return out
