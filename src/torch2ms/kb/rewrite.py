@@ -236,6 +236,20 @@ class _ExprRewriter(ast.NodeTransformer):
                 return ast.parse(entry.ms, mode="eval").body
             return node
         self.generic_visit(node)
+        receiver = ast.unparse(node.value)
+        owner = self.receiver_types.get(receiver)
+        entry = self.kb.method(node.attr, owner) if owner else None
+        if entry is not None and entry.kind == "attribute":
+            # ``x.T``, ``x.is_cuda``: only for receivers whose type is known.
+            if entry.status == "no-equivalent":
+                self.failed = True
+                self.notes.append(entry.note or f"{entry.torch} has no MindSpore equivalent")
+                return node
+            if entry.template:
+                res = rewrite_call(entry, [], [], receiver)
+                self.notes += res.notes
+                return ast.parse(res.source, mode="eval").body if res.ok else node
+            return ast.parse(f"{_paren(receiver)}.{_ms_attr(entry)}", mode="eval").body
         return node
 
 

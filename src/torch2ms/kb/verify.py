@@ -201,6 +201,7 @@ def run_case(entry: Entry, case: Case, index: int, kb: KB) -> CaseResult:
     torch.manual_seed(0)
     ms.set_seed(0)
     owners = {"m": "torch.nn.Module", "opt": "torch.optim.Optimizer"}
+    owners.update({k: "torch.Tensor" for k, v in raw_inputs.items() if isinstance(v, np.ndarray)})
     if case.setup:
         setup_ms = rewrite_expression(kb, case.setup, owners)
         if not setup_ms.ok:
