@@ -12,7 +12,7 @@ from typing import Any
 STATUSES = ("direct", "args-differ", "composite", "no-equivalent")
 KINDS = ("class", "function", "method", "attribute", "dtype", "module")
 BACKENDS = ("CPU", "GPU", "Ascend")
-CHECKS = ("values", "shape", "stats", "state")
+CHECKS = ("values", "shape", "stats", "state", "optimizer", "scheduler")
 
 
 class KBError(ValueError):

@@ -6,7 +6,6 @@ rules the converter uses, so a passing case proves the rule, not a hand-written 
 
 from __future__ import annotations
 
-import ast
 import zlib
 from dataclasses import dataclass
 from typing import Any
@@ -14,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from . import KB, Case, Entry
-from .rewrite import rewrite_call, rewrite_expression
+from .rewrite import rewrite_expression
 
 # Case ``inputs`` are expressions over these helpers: randn(2, 3), randint(0, 5, (4,)), ...
 
@@ -142,14 +141,6 @@ def compare(t_val: Any, m_val: Any, case: Case, what: str = "output") -> float:
     return worst
 
 
-def _split_call_args(src: str) -> tuple[list[str], list[tuple[str, str]]]:
-    if not src.strip():
-        return [], []
-    call = ast.parse(f"f({src})", mode="eval").body
-    assert isinstance(call, ast.Call)
-    return [ast.unparse(a) for a in call.args], [(k.arg, ast.unparse(k.value)) for k in call.keywords if k.arg]
-
-
 def layer_types(module: Any, kb: KB) -> dict[str, str]:
     """Prefix → canonical torch class name, for every submodule the KB knows."""
     out = {}
@@ -185,6 +176,11 @@ def run_case(entry: Entry, case: Case, index: int, kb: KB) -> CaseResult:
     import mindspore as ms
     import torch
 
+    if case.check in ("optimizer", "scheduler"):
+        # Multi-step training checks live in their own module.
+        from .verify_optim import run_optimizer_case
+
+        return run_optimizer_case(entry, case, index, kb)
     ms.set_context(mode=ms.PYNATIVE_MODE)
     rng = np.random.default_rng(_seed(entry, index))
     ns = _input_namespace(rng)
@@ -218,8 +214,8 @@ def run_case(entry: Entry, case: Case, index: int, kb: KB) -> CaseResult:
         raise CaseFailure(f"rewrite refused {case.call!r}: {ms_call.notes}")
     if entry.kind == "class":
         t_ctor = f"{entry.torch}({case.init or ''})"
-        args, kwargs = _split_call_args(case.init or "")
-        m_ctor = rewrite_call(entry, args, kwargs)
+        # The whole constructor expression, so nested torch layers (Sequential(...)) convert too.
+        m_ctor = rewrite_expression(kb, t_ctor, owners)
         if not m_ctor.ok:
             raise CaseFailure(f"rewrite refused {t_ctor}: {m_ctor.notes}")
         tm = eval(t_ctor, tns)  # noqa: S307
