@@ -74,14 +74,15 @@ class KB:
         """Close matches for a typo, best first."""
         full = canonical_name(name)
         names = list(self._by_name)
-        hits = difflib.get_close_matches(full, names, n=n, cutoff=0.6)
+        close = difflib.get_close_matches(full, names, n=3 * n, cutoff=0.6)
         tail = full.rsplit(".", 1)[-1].lower()
-        for cand in names:
-            if len(hits) >= n:
-                break
-            if cand.rsplit(".", 1)[-1].lower() == tail and cand not in hits:
-                hits.append(cand)
-        return hits
+        close += [c for c in names if c.rsplit(".", 1)[-1].lower() == tail]
+        hits: list[str] = []
+        for cand in close:
+            canon = self._by_name[cand].torch  # an alias suggests its entry
+            if canon not in hits:
+                hits.append(canon)
+        return hits[:n]
 
     def stats(self) -> dict[str, Counter]:
         """Counts by namespace, each a Counter of statuses."""

@@ -24,6 +24,17 @@ def rename_key(key: str, layer_types: Mapping[str, str], kb: KB) -> tuple[str | 
     ``layer_types`` maps a module prefix (``features.1``; ``""`` for the root) to its torch class
     name (``torch.nn.BatchNorm2d``).
     """
+    # An enclosing layer may rename a nested path (TransformerEncoderLayer: linear1.weight →
+    # dense1.weight); outermost layer first, so it wins over the inner layer's own leaf rule.
+    parts = key.split(".")
+    for i in range(len(parts) - 1):
+        outer, rest = ".".join(parts[:i]), ".".join(parts[i:])
+        outer_entry = kb.get(layer_types[outer]) if outer in layer_types else None
+        if outer_entry is not None and rest in outer_entry.params:
+            new_rest = outer_entry.params[rest]
+            if new_rest is None:
+                return None, None
+            return (f"{outer}.{new_rest}" if outer else new_rest), outer_entry.layout.get(rest)
     prefix, _, leaf = key.rpartition(".")
     entry = kb.get(layer_types.get(prefix, ""))
     if entry is None or leaf not in entry.params:

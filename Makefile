@@ -1,0 +1,34 @@
+# torch2ms: two entry points on a fresh machine — `make demo` and `make test`.
+PYTHON ?= python3.11
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(VENV)/bin/pip
+STAMP  := $(VENV)/.installed-stamp
+# pytest-xdist workers: CI has 2 cores.
+WORKERS ?= 2
+
+.PHONY: venv demo test test-fast bench clean
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e '.[frameworks,test]'
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	@bash examples/demo.sh
+
+test: $(STAMP)
+	$(PY) -m pytest -n $(WORKERS) -q -p no:cacheprovider
+
+# Static tests only (no framework imports): quick feedback while editing.
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -p no:cacheprovider -m "not differential and not slow"
+
+bench: $(STAMP)
+	$(PY) bench/run.py
+
+clean:
+	rm -rf $(VENV) build src/*.egg-info

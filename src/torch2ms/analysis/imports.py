@@ -1,0 +1,61 @@
+"""Canonicalise names: resolve every import alias to its full ``torch.`` name.
+
+``import torch.nn as nn`` / ``from torch import nn`` / ``import torch.nn.functional as F`` /
+``from torch.nn import Conv2d`` all end up as full dotted names, so matching never depends on
+how a user spelled the import.
+"""
+
+from __future__ import annotations
+
+import ast
+
+FRAMEWORK_ROOTS = ("torch", "torchvision", "torchaudio", "torchtext")
+
+
+class ImportMap:
+    """Local name → full dotted name, for names bound by import statements."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, str] = {}
+        self.lines: dict[str, int] = {}
+
+    @classmethod
+    def from_tree(cls, tree: ast.AST) -> "ImportMap":
+        imap = cls()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname:
+                        imap._bind(alias.asname, alias.name, node.lineno)
+                    else:
+                        root = alias.name.split(".", 1)[0]
+                        imap._bind(root, root, node.lineno)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for alias in node.names:
+                    if alias.name == "*":
+                        continue
+                    imap._bind(alias.asname or alias.name, f"{node.module}.{alias.name}", node.lineno)
+        return imap
+
+    def _bind(self, local: str, full: str, line: int) -> None:
+        self.names[local] = full
+        self.lines.setdefault(local, line)
+
+    def resolve(self, node: ast.AST) -> str | None:
+        """The full dotted name of a Name/Attribute chain whose root is an imported name."""
+        parts: list[str] = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return None
+        base = self.names.get(node.id)
+        if base is None:
+            return None
+        return ".".join([base, *reversed(parts)])
+
+    def is_framework(self, full: str | None) -> bool:
+        return bool(full) and full.split(".", 1)[0] in FRAMEWORK_ROOTS
+
+    def uses_torch(self) -> bool:
+        return any(self.is_framework(v) for v in self.names.values())

@@ -1,0 +1,164 @@
+"""Light type inference: which local names hold a torch Tensor, Module or Optimizer.
+
+Cheap and local (one function at a time, no whole-program metadata): forward arguments,
+values produced by torch calls or by calling layers, ``self.<layer>`` attributes assigned in
+``__init__``, annotations. When it cannot tell, callers decide by how unambiguous a method name is.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from .imports import ImportMap
+
+TENSOR, MODULE, OPTIMIZER = "torch.Tensor", "torch.nn.Module", "torch.optim.Optimizer"
+
+# Methods that, on a receiver of unknown type, almost surely mean a torch Tensor.
+TENSOR_ONLY_METHODS = frozenset(
+    "view view_as permute unsqueeze squeeze contiguous detach cuda numpy item flatten transpose "
+    "masked_fill masked_fill_ type_as expand expand_as new_zeros new_ones new_full new_empty new_tensor "
+    "matmul bmm mm softmax log_softmax sigmoid relu argmax argmin clamp clamp_ zero_ fill_ add_ mul_ "
+    "sub_ div_ copy_ normal_ uniform_ bernoulli_ exp_ narrow chunk topk rsqrt repeat_interleave "
+    "masked_select index_select gather scatter scatter_ scatter_add unfold nelement numel dim "
+    "float double half long int bool to_sparse is_contiguous tolist requires_grad_ backward "
+    "cpu t norm std var sum mean".split()
+)
+# Names that are Tensor methods in torch but also common on builtins (str, list, dict).
+AMBIGUOUS_METHODS = frozenset(
+    "to size split copy index count sort max min abs pow exp log sqrt round floor ceil reshape "
+    "eq ne lt gt le ge all any flip repeat type append pop update get items keys values join "
+    "format replace strip".split()
+)
+
+
+@dataclass
+class Scope:
+    """Types of names in one function (or the module body)."""
+
+    types: dict[str, str] = field(default_factory=dict)
+
+    def get(self, name: str) -> str | None:
+        return self.types.get(name)
+
+
+def _call_result_type(call: ast.Call, imap: ImportMap, scope: Scope, self_attrs: dict[str, str], kb) -> str | None:
+    func = call.func
+    full = imap.resolve(func)
+    if full and imap.is_framework(full):
+        entry = kb.get(full)
+        if full.startswith("torch.optim.") and full.count(".") == 2:
+            return OPTIMIZER
+        if full.startswith("torch.nn.") and full.split(".")[2][:1].isupper() and "functional" not in full:
+            return MODULE
+        if entry is not None and entry.kind == "class" and full.startswith("torch.nn."):
+            return MODULE
+        if full.startswith(("torch.nn.functional.", "torch.")) and (entry is None or entry.kind in ("function",)):
+            return TENSOR
+        return None
+    # self.conv(x) where self.conv is a layer → a Tensor; layer(x) for a local module → a Tensor.
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+        if self_attrs.get(func.attr) == MODULE:
+            return TENSOR
+    if isinstance(func, ast.Name) and scope.get(func.id) == MODULE:
+        return TENSOR
+    # Methods on a tensor mostly return tensors.
+    if isinstance(func, ast.Attribute):
+        recv = expr_type(func.value, imap, scope, self_attrs, kb)
+        if recv == TENSOR and func.attr not in ("item", "tolist", "numpy", "size", "dim", "numel", "backward"):
+            return TENSOR
+    return None
+
+
+def expr_type(node: ast.AST, imap: ImportMap, scope: Scope, self_attrs: dict[str, str], kb) -> str | None:
+    if isinstance(node, ast.Name):
+        return scope.get(node.id)
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return self_attrs.get(node.attr)
+    if isinstance(node, ast.Call):
+        return _call_result_type(node, imap, scope, self_attrs, kb)
+    if isinstance(node, ast.BinOp):
+        left = expr_type(node.left, imap, scope, self_attrs, kb)
+        right = expr_type(node.right, imap, scope, self_attrs, kb)
+        return TENSOR if TENSOR in (left, right) else None
+    if isinstance(node, ast.Subscript):
+        return TENSOR if expr_type(node.value, imap, scope, self_attrs, kb) == TENSOR else None
+    return None
+
+
+def _annotation_type(ann: ast.AST | None, imap: ImportMap) -> str | None:
+    if ann is None:
+        return None
+    full = imap.resolve(ann)
+    if full in ("torch.Tensor", "torch.FloatTensor", "torch.LongTensor"):
+        return TENSOR
+    if full == "torch.nn.Module":
+        return MODULE
+    return None
+
+
+def infer_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, imap: ImportMap, self_attrs: dict[str, str], kb, is_forward: bool) -> Scope:
+    """Types of the names in one function body (a single forward pass in source order)."""
+    scope = Scope()
+    args = fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs
+    for a in args:
+        t = _annotation_type(a.annotation, imap)
+        if t:
+            scope.types[a.arg] = t
+        elif is_forward and a.arg != "self":
+            scope.types[a.arg] = TENSOR
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign):
+            t = expr_type(node.value, imap, scope, self_attrs, kb)
+            for target in node.targets:
+                for name in _target_names(target):
+                    if t:
+                        scope.types[name] = t
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            t = _annotation_type(node.annotation, imap) or (
+                expr_type(node.value, imap, scope, self_attrs, kb) if node.value else None
+            )
+            if t:
+                scope.types[node.target.id] = t
+        elif isinstance(node, ast.For) and isinstance(node.target, ast.Tuple):
+            # for x, y in loader: batches are tensors when the iterable is a DataLoader.
+            it = imap.resolve(node.iter.func) if isinstance(node.iter, ast.Call) else None
+            if it == "torch.utils.data.DataLoader":
+                for name in _target_names(node.target):
+                    scope.types[name] = TENSOR
+    return scope
+
+
+def _target_names(target: ast.AST) -> list[str]:
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        out = []
+        for elt in target.elts:
+            out.extend(_target_names(elt))
+        return out
+    return []
+
+
+def self_attribute_types(cls: ast.ClassDef, imap: ImportMap, kb) -> dict[str, str]:
+    """``self.<name>`` types from assignments anywhere in the class (usually ``__init__``)."""
+    out: dict[str, str] = {}
+    empty = Scope()
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Assign):
+            t = expr_type(node.value, imap, empty, out, kb)
+            for target in node.targets:
+                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+                    if t:
+                        out[target.attr] = t
+    return out
+
+
+def is_module_class(cls: ast.ClassDef, imap: ImportMap, local_modules: set[str]) -> bool:
+    for base in cls.bases:
+        full = imap.resolve(base)
+        if full and full.startswith("torch.nn.") and full != "torch.nn.functional":
+            return True
+        if isinstance(base, ast.Name) and base.id in local_modules:
+            return True
+    return False

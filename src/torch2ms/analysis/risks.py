@@ -1,0 +1,97 @@
+"""Static-graph risks (R3): forward code that MindSpore GRAPH_MODE rejects or runs differently.
+
+Each finding says where, what and what to do. Facts behind them: shared reference §7.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from .imports import ImportMap
+from .infer import TENSOR, Scope, expr_type
+
+
+@dataclass(frozen=True)
+class Risk:
+    code: str
+    line: int
+    col: int
+    message: str
+    fix: str
+    function: str = ""
+
+
+# code → (message, fix)
+RISKS: dict[str, tuple[str, str]] = {
+    "try-except": (
+        "try/except in forward: GRAPH_MODE fails with \"Unsupported statement 'Try'\"",
+        "move the error handling out of construct, or check the condition with an if",
+    ),
+    "size-call": (
+        "x.size(i): MindSpore's Tensor.size is an int (numel), so calling it fails",
+        "use x.shape[i] (torch2ms convert does this)",
+    ),
+    "inplace-method": (
+        "in-place Tensor method: MindSpore PyNative returns the result but does not mutate (GRAPH_MODE does)",
+        "assign the out-of-place result: x = x.add(y) (torch2ms convert does this)",
+    ),
+    "host-sync": (
+        "tensor → Python value inside forward (.numpy()/.item()/.tolist()/.cpu()): breaks the graph or forces a sync",
+        "keep the value a Tensor inside construct; convert after the forward",
+    ),
+    "self-mutation": (
+        "assignment to a non-Parameter attribute in forward: GRAPH_MODE strict rejects it and lax mode keeps it outside the graph",
+        "make it a Parameter(requires_grad=False) updated with ops.assign, or move the state out of construct",
+    ),
+    "unsupported-syntax": (
+        "syntax GRAPH_MODE does not compile",
+        "rewrite without it, or run this Cell in PyNative mode",
+    ),
+    "return-dict": (
+        "forward returns a dict: GRAPH_MODE strict turns it into a tuple (keys lost)",
+        "return a tuple, or keep jit_syntax_level LAX",
+    ),
+}
+
+
+def _risk(code: str, node: ast.AST, function: str, detail: str = "") -> Risk:
+    msg, fix = RISKS[code]
+    if detail:
+        msg = f"{msg} ({detail})"
+    return Risk(code, getattr(node, "lineno", 0), getattr(node, "col_offset", 0), msg, fix, function)
+
+
+def forward_risks(fn: ast.FunctionDef, imap: ImportMap, scope: Scope, self_attrs: dict[str, str], kb) -> list[Risk]:
+    """Risks in one forward method of an nn.Module subclass."""
+    out: list[Risk] = []
+    name = fn.name
+    for node in ast.walk(fn):
+        if isinstance(node, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+            out.append(_risk("try-except", node, name))
+        elif isinstance(node, (ast.Yield, ast.YieldFrom)):
+            out.append(_risk("unsupported-syntax", node, name, "yield"))
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            out.append(_risk("unsupported-syntax", node, name, type(node).__name__.lower()))
+        elif isinstance(node, ast.Delete):
+            out.append(_risk("unsupported-syntax", node, name, "del"))
+        elif isinstance(node, (ast.AsyncFunctionDef, ast.Await, ast.AsyncWith, ast.AsyncFor)):
+            out.append(_risk("unsupported-syntax", node, name, "async"))
+        elif isinstance(node, ast.Return) and isinstance(node.value, (ast.Dict, ast.DictComp)):
+            out.append(_risk("return-dict", node, name))
+        elif isinstance(node, (ast.Assign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                    out.append(_risk("self-mutation", node, name, f"self.{t.attr}"))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            attr = node.func.attr
+            recv_type = expr_type(node.func.value, imap, scope, self_attrs, kb)
+            is_tensor = recv_type == TENSOR
+            if attr == "size" and node.args and (is_tensor or recv_type is None):
+                out.append(_risk("size-call", node, name))
+            elif attr in ("numpy", "item", "tolist", "cpu") and (is_tensor or attr in ("numpy", "item")):
+                out.append(_risk("host-sync", node, name, f".{attr}()"))
+            elif attr.endswith("_") and not attr.startswith("_") and (is_tensor or kb.method(attr) is not None):
+                out.append(_risk("inplace-method", node, name, f".{attr}()"))
+    return out

@@ -1,0 +1,342 @@
+"""The operator inventory (R1) and static-graph risks (R3) of a file or project tree.
+
+Static only: reads source with ``ast``; needs neither torch nor MindSpore.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import os
+import tokenize
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ..kb import KB, load_kb
+from .imports import ImportMap
+from .infer import (
+    AMBIGUOUS_METHODS, MODULE, OPTIMIZER, TENSOR, TENSOR_ONLY_METHODS, Scope, expr_type,
+    infer_function, is_module_class, self_attribute_types,
+)
+from .risks import Risk, forward_risks
+
+MAX_FILE_BYTES = 5 * 1024 * 1024
+SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", ".venv", "venv", "node_modules", ".tox", ".mypy_cache", ".pytest_cache"}
+
+# Effort classes (R1): what converting a use takes.
+AUTO, REVIEW, MANUAL = "automatic", "review", "manual"
+
+
+@dataclass(frozen=True)
+class ApiUse:
+    api: str
+    line: int
+    col: int
+    status: str  # KB status, or "unknown"
+    confidence: str = "certain"  # certain | likely | guess (tensor-method receivers)
+
+    @property
+    def effort(self) -> str:
+        if self.status in ("no-equivalent", "unknown"):
+            return MANUAL
+        if self.status == "composite" or self.confidence == "guess":
+            return REVIEW
+        return AUTO
+
+
+@dataclass
+class FileReport:
+    path: str
+    lines: int = 0
+    uses: list[ApiUse] = field(default_factory=list)
+    risks: list[Risk] = field(default_factory=list)
+    error: str | None = None
+
+    def effort(self) -> Counter:
+        c = Counter(u.effort for u in self.uses)
+        c[REVIEW] += len(self.risks)
+        return c
+
+
+@dataclass
+class ScanReport:
+    root: str
+    files: list[FileReport] = field(default_factory=list)
+
+    @property
+    def uses(self) -> list[tuple[str, ApiUse]]:
+        return [(f.path, u) for f in self.files for u in f.uses]
+
+    @property
+    def risks(self) -> list[tuple[str, Risk]]:
+        return [(f.path, r) for f in self.files for r in f.risks]
+
+    @property
+    def errors(self) -> list[FileReport]:
+        return [f for f in self.files if f.error]
+
+    def inventory(self) -> dict[str, dict]:
+        """API → {status, count, locations, confidence}, the 算子清单."""
+        inv: dict[str, dict] = {}
+        for path, u in self.uses:
+            row = inv.setdefault(u.api, {"api": u.api, "status": u.status, "count": 0, "locations": [], "confidence": Counter()})
+            row["count"] += 1
+            row["locations"].append(f"{path}:{u.line}")
+            row["confidence"][u.confidence] += 1
+        return dict(sorted(inv.items(), key=lambda kv: (-kv[1]["count"], kv[0])))
+
+    def by_status(self) -> Counter:
+        return Counter(u.status for _, u in self.uses)
+
+    def effort(self) -> Counter:
+        total: Counter = Counter()
+        for f in self.files:
+            total.update(f.effort())
+        return total
+
+    def to_dict(self) -> dict:
+        inv = self.inventory()
+        for row in inv.values():
+            row["confidence"] = dict(row["confidence"])
+        return {
+            "root": self.root,
+            "summary": {
+                "files": len(self.files),
+                "files_with_errors": len(self.errors),
+                "lines": sum(f.lines for f in self.files),
+                "api_uses": len(self.uses),
+                "distinct_apis": len(inv),
+                "by_status": dict(self.by_status()),
+                "effort": dict(self.effort()),
+                "risks": len(self.risks),
+            },
+            "inventory": list(inv.values()),
+            "risks": [{"path": p, **asdict(r)} for p, r in self.risks],
+            "files": [
+                {"path": f.path, "lines": f.lines, "uses": len(f.uses), "risks": len(f.risks),
+                 "effort": dict(f.effort()), "error": f.error}
+                for f in self.files
+            ],
+        }
+
+
+# ---- reading files robustly -----------------------------------------------------------------
+
+
+class BadInput(Exception):
+    pass
+
+
+def read_source(path: Path) -> str:
+    """Decode a Python file as Python would (BOM, PEP 263 cookie), or raise BadInput with why."""
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise BadInput(f"cannot stat: {exc.strerror or exc}") from exc
+    if size > MAX_FILE_BYTES:
+        raise BadInput(f"file is {size / 1e6:.1f} MB, over the {MAX_FILE_BYTES // 1024 // 1024} MB limit for source files; skipped")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise BadInput(f"cannot read: {exc.strerror or exc}") from exc
+    if b"\x00" in data[:8192]:
+        raise BadInput("binary file (contains NUL bytes); skipped")
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        raise BadInput(f"bad encoding declaration: {exc}") from exc
+    try:
+        return data.decode(encoding)
+    except (UnicodeDecodeError, LookupError) as exc:
+        pos = getattr(exc, "start", "?")
+        raise BadInput(
+            f"cannot decode as {encoding} (byte {pos}); add a '# -*- coding: ... -*-' line or re-save as UTF-8"
+        ) from exc
+
+
+def iter_python_files(root: Path) -> tuple[list[Path], list[FileReport]]:
+    """Python files under root (following directory links once), plus reports for bad paths."""
+    if root.is_file() or root.suffix == ".py":
+        return [root], []
+    files: list[Path] = []
+    problems: list[FileReport] = []
+    seen: set[str] = set()
+
+    def walk(d: Path) -> None:
+        try:
+            real = os.path.realpath(d)
+        except OSError as exc:
+            problems.append(FileReport(str(d), error=f"cannot resolve: {exc}"))
+            return
+        if real in seen:
+            problems.append(FileReport(str(d), error="symlink loop (directory already visited); skipped"))
+            return
+        seen.add(real)
+        try:
+            entries = sorted(os.scandir(d), key=lambda e: e.name)
+        except OSError as exc:
+            problems.append(FileReport(str(d), error=f"cannot list directory: {exc.strerror or exc}"))
+            return
+        for e in entries:
+            p = Path(e.path)
+            try:
+                if e.is_dir(follow_symlinks=True):
+                    if e.name in SKIP_DIRS or (p / "pyvenv.cfg").exists():
+                        continue
+                    walk(p)
+                elif e.name.endswith(".py"):
+                    if e.is_symlink() and not p.exists():
+                        problems.append(FileReport(str(p), error="broken or looping symlink; skipped"))
+                    else:
+                        files.append(p)
+            except OSError as exc:
+                problems.append(FileReport(str(p), error=f"{exc.strerror or exc} (symlink loop?); skipped"))
+
+    walk(root)
+    return files, problems
+
+
+# ---- one file ---------------------------------------------------------------------------------
+
+
+class _Collector(ast.NodeVisitor):
+    """Records every framework API reference (maximal dotted chains) and tensor-method calls."""
+
+    def __init__(self, imap: ImportMap, kb: KB) -> None:
+        self.imap = imap
+        self.kb = kb
+        self.uses: list[ApiUse] = []
+        self.risks: list[Risk] = []
+        self.scope = Scope()
+        self.self_attrs: dict[str, str] = {}
+        self.local_modules: set[str] = set()
+        self.in_module_class = False
+
+    def _add(self, api: str, node: ast.AST, confidence: str = "certain") -> None:
+        entry = self.kb.get(api)
+        status = entry.status if entry else "unknown"
+        self.uses.append(ApiUse(entry.torch if entry else api, node.lineno, node.col_offset, status, confidence))
+
+    def visit_Import(self, node):  # imports are bindings, not uses
+        return
+
+    def visit_ImportFrom(self, node):
+        return
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        for d in node.decorator_list:
+            self.visit(d)
+        for b in node.bases:
+            self.visit(b)
+        outer = (self.self_attrs, self.in_module_class)
+        self.in_module_class = is_module_class(node, self.imap, self.local_modules)
+        if self.in_module_class:
+            self.local_modules.add(node.name)
+        self.self_attrs = self_attribute_types(node, self.imap, self.kb)
+        for stmt in node.body:
+            self.visit(stmt)
+        self.self_attrs, self.in_module_class = outer
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        is_forward = self.in_module_class and node.name == "forward"
+        outer = self.scope
+        self.scope = infer_function(node, self.imap, self.self_attrs, self.kb, is_forward)
+        if self.in_module_class and not is_forward:
+            # Methods of a Module: self is a Module.
+            pass
+        if is_forward:
+            self.risks.extend(forward_risks(node, self.imap, self.scope, self.self_attrs, self.kb))
+        self.generic_visit(node)
+        self.scope = outer
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        full = self.imap.resolve(node)
+        if full and self.imap.is_framework(full):
+            self._add(full, node)
+            return  # the maximal chain only
+        self._method_or_attribute(node)
+        self.generic_visit(node)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        full = self.imap.resolve(node)
+        if full and self.imap.is_framework(full) and full != node.id and "." in full:
+            # `from torch.nn import Conv2d` then `Conv2d(...)`
+            self._add(full, node)
+
+    def _method_or_attribute(self, node: ast.Attribute) -> None:
+        recv_type = expr_type(node.value, self.imap, self.scope, self.self_attrs, self.kb)
+        if isinstance(node.value, ast.Name) and node.value.id == "self" and self.in_module_class:
+            recv_type = recv_type or None
+        attr = node.attr
+        if recv_type in (MODULE, OPTIMIZER):
+            owner = recv_type
+            if self.kb.method(attr, owner) is not None:
+                self._add(f"{owner}.{attr}", node, "certain")
+            return
+        entry = self.kb.method(attr)
+        if recv_type == TENSOR:
+            if entry is not None or attr in TENSOR_ONLY_METHODS or attr in AMBIGUOUS_METHODS:
+                self._add(f"torch.Tensor.{attr}", node, "certain")
+            return
+        if recv_type is None and attr in TENSOR_ONLY_METHODS and not (
+            isinstance(node.value, ast.Name) and node.value.id == "self"
+        ):
+            self._add(f"torch.Tensor.{attr}", node, "likely")
+
+
+def scan_source(source: str, path: str, kb: KB | None = None) -> FileReport:
+    kb = kb or load_kb()
+    report = FileReport(path, lines=source.count("\n") + (0 if source.endswith("\n") else 1))
+    try:
+        tree = ast.parse(source, filename=path)
+    except SyntaxError as exc:
+        report.error = f"syntax error at line {exc.lineno}: {exc.msg}; fix the file (or run it under Python 3.11) and scan again"
+        return report
+    except (ValueError, RecursionError, MemoryError) as exc:
+        report.error = f"cannot parse: {exc}"
+        return report
+    imap = ImportMap.from_tree(tree)
+    if not imap.uses_torch():
+        return report
+    col = _Collector(imap, kb)
+    col.visit(tree)
+    report.uses = sorted(col.uses, key=lambda u: (u.line, u.col))
+    report.risks = sorted(col.risks, key=lambda r: (r.line, r.col))
+    return report
+
+
+def scan_file(path: Path, kb: KB | None = None, display: str | None = None) -> FileReport:
+    name = display or str(path)
+    try:
+        source = read_source(path)
+    except BadInput as exc:
+        return FileReport(name, error=str(exc))
+    return scan_source(source, name, kb)
+
+
+def scan_path(path: str | os.PathLike, kb: KB | None = None) -> ScanReport:
+    """Scan a file or a project tree; bad files are reported and the rest still scanned."""
+    kb = kb or load_kb()
+    root = Path(path)
+    if not root.exists() and not root.is_symlink():
+        raise FileNotFoundError(f"{root}: no such file or directory")
+    files, problems = iter_python_files(root)
+    base = root if root.is_dir() else root.parent
+    report = ScanReport(str(root))
+    for f in files:
+        try:
+            rel = str(f.relative_to(base))
+        except ValueError:
+            rel = str(f)
+        report.files.append(scan_file(f, kb, rel))
+    for p in problems:
+        try:
+            p.path = str(Path(p.path).relative_to(base))
+        except ValueError:
+            pass
+        report.files.append(p)
+    report.files.sort(key=lambda f: f.path)
+    return report

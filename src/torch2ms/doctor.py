@@ -1,0 +1,93 @@
+"""``torch2ms doctor`` (R5): versions, device target and known-bad combinations, with what to do."""
+
+from __future__ import annotations
+
+import platform
+import sys
+from dataclasses import dataclass, field
+from importlib import metadata
+
+PACKAGES = ("torch", "torchvision", "mindspore", "numpy", "libcst", "rich", "safetensors")
+PINNED = {"mindspore": "2.10.0", "torch": "2.14.1", "torchvision": "0.29.1"}
+
+
+@dataclass
+class Finding:
+    level: str  # ok | warn | error
+    message: str
+    fix: str = ""
+
+
+@dataclass
+class DoctorReport:
+    versions: dict[str, str | None] = field(default_factory=dict)
+    device_target: str | None = None
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not any(f.level == "error" for f in self.findings)
+
+
+def _version(pkg: str) -> str | None:
+    try:
+        return metadata.version(pkg)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _major(v: str) -> int:
+    try:
+        return int(v.split(".")[0])
+    except ValueError:
+        return 0
+
+
+def diagnose(versions: dict[str, str | None] | None = None, probe_device: bool = True) -> DoctorReport:
+    """Inspect the environment (or a given set of versions, for tests)."""
+    rep = DoctorReport()
+    rep.versions = {"python": platform.python_version()} | (versions if versions is not None else {p: _version(p) for p in PACKAGES})
+    v = rep.versions
+    py = v["python"] or ""
+    if not py.startswith("3.11"):
+        rep.findings.append(Finding("warn", f"Python {py}: torch2ms is tested on Python 3.11", "use a Python 3.11 environment"))
+    ms, torch, np_ = v.get("mindspore"), v.get("torch"), v.get("numpy")
+    if ms is None:
+        rep.findings.append(Finding("warn", "mindspore is not installed: convert/scan/lookup work, compare and weight checks against a net do not",
+                                    f"pip install mindspore=={PINNED['mindspore']} 'numpy<2'"))
+    elif ms != PINNED["mindspore"]:
+        rep.findings.append(Finding("warn", f"mindspore {ms}: the knowledge base was proven on {PINNED['mindspore']}",
+                                    f"pip install mindspore=={PINNED['mindspore']}"))
+    if ms and np_ and _major(np_) >= 2:
+        rep.findings.append(Finding(
+            "error", f"numpy {np_} with mindspore: mindspore.dataset.GeneratorDataset fails on python/numpy-scalar items "
+            "('Unable to avoid copy while creating an array')", "pip install 'numpy<2'"))
+    if torch is None:
+        rep.findings.append(Finding("warn", "torch is not installed: fine for the MindSpore side; compare needs --torch-python PY",
+                                    "point compare at a torch environment with --torch-python"))
+    if torch and v.get("torchvision") is None:
+        rep.findings.append(Finding("warn", "torchvision is not installed: data-pipeline checks of torchvision transforms are unavailable",
+                                    f"pip install torchvision=={PINNED['torchvision']}"))
+    if torch and ms:
+        rep.findings.append(Finding("ok", "torch and mindspore share this environment: fine for compare; the articles "
+                                    "recommend separate environments for production, which compare supports with --torch-python"))
+    for pkg in ("libcst", "rich"):
+        if v.get(pkg) is None:
+            rep.findings.append(Finding("error", f"{pkg} is missing: torch2ms itself needs it", f"pip install {pkg}"))
+    if probe_device and ms:
+        try:
+            import mindspore
+
+            rep.device_target = mindspore.get_context("device_target")
+        except Exception as exc:  # noqa: BLE001 - any import failure is a finding for the user
+            rep.findings.append(Finding("error", f"import mindspore failed: {exc}", "reinstall mindspore with numpy<2"))
+    if not rep.findings or all(f.level == "ok" for f in rep.findings):
+        rep.findings.append(Finding("ok", "no known-bad combination found"))
+    return rep
+
+
+def main_text(rep: DoctorReport) -> list[str]:
+    lines = [f"{k:12s} {val or 'not installed'}" for k, val in rep.versions.items()]
+    lines.append(f"{'device':12s} {rep.device_target or 'unknown (mindspore not imported)'}")
+    lines.append(f"{'platform':12s} {platform.platform()} ({sys.executable})")
+    return lines

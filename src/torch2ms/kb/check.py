@@ -1,0 +1,98 @@
+"""``torch2ms kb check``: validate the knowledge-base data beyond what the schema loader enforces."""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections import Counter
+from pathlib import Path
+
+from . import KB, canonical_name, load_kb
+from .transforms import HANDLERS, TRANSFORMS
+
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
+
+
+def _resolve_ms(target: str):
+    """Import a dotted MindSpore name; ``Tensor.x``/``Cell.x`` resolve on those classes."""
+    import mindspore as ms
+
+    if target.startswith("Tensor."):
+        obj, rest = ms.Tensor, target.split(".")[1:]
+    elif target.startswith("Cell."):
+        obj, rest = ms.nn.Cell, target.split(".")[1:]
+    elif target.startswith("mindspore"):
+        parts = target.split(".")
+        for i in range(len(parts), 0, -1):
+            try:
+                obj = importlib.import_module(".".join(parts[:i]))
+                rest = parts[i:]
+                break
+            except ImportError:
+                continue
+        else:
+            raise AttributeError(target)
+    else:
+        return None  # other owners (Optimizer., Parameter.) are checked by their tests
+    for attr in rest:
+        obj = getattr(obj, attr)
+    return obj
+
+
+def check_kb(kb: KB | None = None, resolve_targets: bool = True, priority_file: Path | None = None) -> list[str]:
+    """Problems found in the KB; empty when it is consistent."""
+    kb = kb or load_kb()
+    problems: list[str] = []
+    names = Counter()
+    for e in kb:
+        for n in (e.torch, *e.aliases):
+            names[n] += 1
+    for n, c in names.items():
+        if c > 1:
+            problems.append(f"duplicate: {n} is defined {c} times")
+    try:
+        import mindspore  # noqa: F401
+
+        have_ms = resolve_targets
+    except ImportError:
+        have_ms = False
+    for e in kb:
+        where = f"{e.source}: {e.torch}"
+        sig = set(e.sig_names())
+        for arg, rule in e.args.items():
+            if sig and arg not in sig:
+                problems.append(f"{where}: argument rule for '{arg}', which is not in sig")
+            if rule.transform and rule.transform not in TRANSFORMS:
+                problems.append(f"{where}: unknown transform '{rule.transform}'")
+        if e.template.startswith("@"):
+            if e.template[1:] not in HANDLERS:
+                problems.append(f"{where}: unknown handler '{e.template}'")
+        elif e.template:
+            for ph in _PLACEHOLDER.findall(e.template):
+                if ph != "self" and ph not in sig:
+                    problems.append(f"{where}: template placeholder '{{{ph}}}' is not in sig")
+        if e.status != "no-equivalent" and not e.cases:
+            problems.append(f"{where}: mapped entry without a differential case")
+        if have_ms and e.ms and e.status != "no-equivalent":
+            try:
+                _resolve_ms(e.ms)
+            except (AttributeError, ImportError) as exc:
+                problems.append(f"{where}: MindSpore target {e.ms} does not exist ({exc})")
+    if priority_file and priority_file.exists():
+        problems.extend(_priority_gaps(kb, priority_file))
+    return problems
+
+
+REQUIRED_PREFIXES = ("torch.", "torch.Tensor.", "torch.nn.Module.", "torch.optim.Optimizer.")
+
+
+def _priority_gaps(kb: KB, path: Path) -> list[str]:
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines()[1:]:
+        api = line.split("\t", 1)[0].strip()
+        if not api or api.startswith(("torchvision", "torchtext", "torchaudio")):
+            continue
+        full = canonical_name(api)
+        if full.startswith(REQUIRED_PREFIXES) and kb.get(full) is None:
+            out.append(f"priority API {api} has no KB entry")
+    return out

@@ -1,0 +1,105 @@
+"""Handlers for torch.nn.init (→ mindspore.common.initializer + Parameter.set_data) and torch.optim."""
+
+from __future__ import annotations
+
+import math
+
+from ..schema import Entry
+from ..transforms import NOT_LITERAL, Unsupported, handler, literal
+
+_INIT = "mindspore.common.initializer"
+# Non-linearities MindSpore's _calculate_gain knows (HeUniform/HeNormal raise ValueError on others).
+_MS_GAINS = {
+    "linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+    "sigmoid", "tanh", "relu", "leaky_relu",
+}
+
+
+def _arg(bound: dict[str, str], entry: Entry, name: str) -> str:
+    if name in bound:
+        return bound[name]
+    default = entry.sig_defaults().get(name)
+    if default is None:
+        raise Unsupported(f"{entry.short}: argument '{name}' is required")
+    return default
+
+
+def _wrap(src: str) -> str:
+    s = src.strip()
+    return s if s.replace(".", "").replace("_", "").isalnum() else f"({s})"
+
+
+def _set_data(tensor: str, init: str) -> str:
+    t = _wrap(tensor)
+    return f"{t}.set_data({_INIT}.initializer({init}, {t}.shape, {t}.dtype))"
+
+
+@handler
+def init_kaiming(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """kaiming_{uniform,normal}_ → HeUniform/HeNormal(negative_slope=a, mode, nonlinearity).
+
+    The defaults happen to agree (a=0, 'fan_in', 'leaky_relu'); they are emitted anyway so the
+    converted call does not depend on that. 'selu' is not a MindSpore non-linearity.
+    """
+    nl = _arg(bound, entry, "nonlinearity")
+    v = literal(nl)
+    if v is not NOT_LITERAL and v not in _MS_GAINS:
+        raise Unsupported(
+            f"{entry.short}(nonlinearity={nl}): MindSpore's He initializers only know {sorted(_MS_GAINS)}; "
+            "use Normal/Uniform with the gain computed by hand"
+        )
+    cls = "HeUniform" if "uniform" in entry.torch else "HeNormal"
+    init = (
+        f"{_INIT}.{cls}(negative_slope={_arg(bound, entry, 'a')}, mode={_arg(bound, entry, 'mode')}, "
+        f"nonlinearity={nl})"
+    )
+    return _set_data(bound["tensor"], init)
+
+
+def _fold(expr: str, a: str, b: str, op: str) -> str:
+    va, vb = literal(a), literal(b)
+    if isinstance(va, (int, float)) and isinstance(vb, (int, float)):
+        return repr(float((vb - va) / 2 if op == "half" else (va + vb) / 2))
+    return expr
+
+
+@handler
+def init_uniform(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """uniform_(t, a, b) → Uniform(scale) draws U(-scale, scale): scale (b-a)/2, shifted by (a+b)/2."""
+    a, b = _arg(bound, entry, "a"), _arg(bound, entry, "b")
+    scale = _fold(f"(({b}) - ({a})) / 2", a, b, "half")
+    shift = _fold(f"(({a}) + ({b})) / 2", a, b, "mid")
+    t = _wrap(bound["tensor"])
+    init = f"{_INIT}.initializer({_INIT}.Uniform({scale}), {t}.shape, {t}.dtype)"
+    if literal(shift) == 0.0:
+        return f"{t}.set_data({init})"
+    return f"{t}.set_data({init}.init_data() + {shift})"
+
+
+def _gain(nl: str, param) -> float:
+    if nl in ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+              "conv_transpose3d", "sigmoid"):
+        return 1.0
+    if nl == "tanh":
+        return 5.0 / 3
+    if nl == "relu":
+        return math.sqrt(2.0)
+    if nl == "leaky_relu":
+        slope = 0.01 if param is None else param
+        return math.sqrt(2.0 / (1 + slope ** 2))
+    if nl == "selu":
+        return 3.0 / 4
+    raise Unsupported(f"calculate_gain: unknown nonlinearity {nl!r}")
+
+
+@handler
+def init_calculate_gain(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """calculate_gain with literal arguments is a constant; MindSpore has no public equivalent."""
+    nl = literal(bound.get("nonlinearity"))
+    param = literal(bound.get("param", "None"))
+    if not isinstance(nl, str) or param is NOT_LITERAL:
+        raise Unsupported(
+            "calculate_gain with non-literal arguments: MindSpore has no public function; "
+            "compute the gain in Python (math.sqrt(2.0) for relu, 5/3 for tanh, ...)"
+        )
+    return repr(_gain(nl, param))

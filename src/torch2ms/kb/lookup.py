@@ -1,0 +1,105 @@
+"""``torch2ms lookup``: one API's mapping, argument differences, pitfall, backends and example (R2, R4)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import KB, Entry, load_kb
+from .rewrite import rewrite_expression
+from .transforms import HANDLERS, TRANSFORMS
+
+
+@dataclass
+class LookupResult:
+    query: str
+    entry: Entry | None
+    suggestions: list[str] = field(default_factory=list)
+
+    @property
+    def found(self) -> bool:
+        return self.entry is not None
+
+
+def _doc_line(fn) -> str:
+    doc = (fn.__doc__ or "").strip().splitlines()
+    return doc[0].replace("``", "") if doc else ""
+
+
+def argument_differences(entry: Entry) -> list[str]:
+    """Human-readable lines, one per argument rule."""
+    lines = []
+    defaults = entry.sig_defaults()
+    for name, rule in entry.args.items():
+        default = f" (torch default {defaults[name]})" if name in defaults else ""
+        if rule.unsupported:
+            vals = "any value but the default" if "*" in rule.unsupported else ", ".join(rule.unsupported)
+            lines.append(f"{name}: not supported for {vals}. {rule.note}".strip())
+            continue
+        if rule.transform:
+            why = _doc_line(TRANSFORMS[rule.transform]) if rule.transform in TRANSFORMS else rule.transform
+            always = " — always passed, MindSpore's default differs" if rule.always else ""
+            lines.append(f"{name}{default} → {why}{always}")
+        elif rule.ms is None:
+            lines.append(f"{name}: dropped (no meaning in MindSpore)")
+        elif rule.ms != name:
+            always = " — always passed, MindSpore's default differs" if rule.always else ""
+            lines.append(f"{name} → {rule.ms}{default}{always}")
+        elif rule.always:
+            lines.append(f"{name}{default}: always passed, MindSpore's default differs")
+        if rule.note and not rule.unsupported:
+            lines.append(f"  {rule.note}")
+    if entry.template.startswith("@") and entry.template[1:] in HANDLERS:
+        lines.append(f"call rewritten: {_doc_line(HANDLERS[entry.template[1:]])}")
+    elif entry.template:
+        lines.append(f"call rewritten as: {entry.template}")
+    return lines
+
+
+def example(entry: Entry, kb: KB) -> tuple[str, str] | None:
+    """(before, after) source from the entry's first differential case."""
+    if not entry.cases or entry.status == "no-equivalent":
+        return None
+    case = entry.cases[0]
+    owners = {"m": "torch.nn.Module", "opt": "torch.optim.Optimizer"}
+    owners.update({k: "torch.Tensor" for k in case.inputs})
+    before_lines = []
+    if case.setup:
+        before_lines.append(case.setup)
+    if entry.kind == "class":
+        before_lines.append(f"m = {entry.torch}({case.init or ''})")
+    before_lines.append(f"out = {case.call}" if case.check not in ("optimizer", "scheduler") else case.call)
+    before = "\n".join(before_lines)
+    after = rewrite_expression(kb, before, owners)
+    return before, after.source
+
+
+def lookup(name: str, kb: KB | None = None) -> LookupResult:
+    kb = kb or load_kb()
+    entry = kb.get(name)
+    if entry is None:
+        return LookupResult(name, None, kb.suggest(name))
+    return LookupResult(name, entry)
+
+
+def lookup_dict(res: LookupResult, kb: KB | None = None) -> dict:
+    kb = kb or load_kb()
+    if not res.found:
+        return {"query": res.query, "found": False, "suggestions": res.suggestions}
+    e = res.entry
+    assert e is not None
+    ex = example(e, kb)
+    return {
+        "query": res.query,
+        "found": True,
+        "torch": e.torch,
+        "aliases": list(e.aliases),
+        "kind": e.kind,
+        "mindspore": e.ms,
+        "status": e.status,
+        "backends": list(e.backends),
+        "note": e.note,
+        "argument_differences": argument_differences(e),
+        "parameter_renames": {k: v for k, v in e.params.items() if v != k},
+        "example": {"torch": ex[0], "mindspore": ex[1]} if ex else None,
+        "tests": len(e.cases),
+    }

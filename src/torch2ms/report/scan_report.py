@@ -1,0 +1,125 @@
+"""Scan report renderers: terminal (rich), Markdown, CSV, JSON."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from rich.console import Console
+from rich.table import Table
+
+from ..analysis.scan import AUTO, MANUAL, REVIEW, ScanReport
+
+STATUS_ORDER = ("direct", "args-differ", "composite", "no-equivalent", "unknown")
+STATUS_STYLE = {"direct": "green", "args-differ": "cyan", "composite": "yellow", "no-equivalent": "red", "unknown": "magenta"}
+MAX_LOCATIONS = 3
+
+
+def _locations(locs: list[str]) -> str:
+    more = f" (+{len(locs) - MAX_LOCATIONS})" if len(locs) > MAX_LOCATIONS else ""
+    return ", ".join(locs[:MAX_LOCATIONS]) + more
+
+
+def _confidence(conf: dict) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(conf.items())) if set(conf) != {"certain"} else ""
+
+
+def render_terminal(report: ScanReport, console: Console | None = None) -> None:
+    console = console or Console()
+    data = report.to_dict()
+    s = data["summary"]
+    console.print(
+        f"[bold]torch2ms scan[/] {report.root}: {s['files']} files, {s['lines']} lines, "
+        f"{s['api_uses']} torch API uses of {s['distinct_apis']} distinct APIs"
+    )
+    for status in STATUS_ORDER:
+        rows = [r for r in data["inventory"] if r["status"] == status]
+        if not rows:
+            continue
+        t = Table(title=f"{status} ({len(rows)} APIs, {sum(r['count'] for r in rows)} uses)",
+                  title_style=STATUS_STYLE[status], title_justify="left")
+        t.add_column("API")
+        t.add_column("uses", justify="right")
+        t.add_column("where")
+        t.add_column("receiver guessed")
+        for r in rows:
+            t.add_row(r["api"], str(r["count"]), _locations(r["locations"]), _confidence(r["confidence"]))
+        console.print(t)
+    if data["risks"]:
+        t = Table(title=f"static-graph risks in forward ({len(data['risks'])})", title_justify="left", title_style="red")
+        t.add_column("where")
+        t.add_column("risk")
+        t.add_column("what to do")
+        for r in data["risks"]:
+            t.add_row(f"{r['path']}:{r['line']}", r["message"], r["fix"])
+        console.print(t)
+    eff = Table(title="effort estimate", title_justify="left")
+    eff.add_column("file")
+    for col in (AUTO, REVIEW, MANUAL):
+        eff.add_column(col, justify="right")
+    for f in data["files"]:
+        if f["error"] or not f["uses"] and not f["risks"]:
+            continue
+        eff.add_row(f["path"], *(str(f["effort"].get(c, 0)) for c in (AUTO, REVIEW, MANUAL)))
+    total = s["effort"]
+    eff.add_row("[bold]total[/]", *(f"[bold]{total.get(c, 0)}[/]" for c in (AUTO, REVIEW, MANUAL)))
+    console.print(eff)
+    n = sum(total.values()) or 1
+    console.print(
+        f"converted automatically: {100 * total.get(AUTO, 0) / n:.0f}%  needs review: "
+        f"{100 * total.get(REVIEW, 0) / n:.0f}%  manual: {100 * total.get(MANUAL, 0) / n:.0f}%"
+    )
+    for f in report.errors:
+        console.print(f"[red]not scanned[/] {f.path}: {f.error}")
+
+
+def to_json(report: ScanReport) -> str:
+    return json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n"
+
+
+def to_csv(report: ScanReport) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["kind", "path", "line", "api_or_risk", "status", "confidence", "effort", "message"])
+    for path, u in report.uses:
+        w.writerow(["api", path, u.line, u.api, u.status, u.confidence, u.effort, ""])
+    for path, r in report.risks:
+        w.writerow(["risk", path, r.line, r.code, "", "", REVIEW, r.message])
+    for f in report.errors:
+        w.writerow(["error", f.path, "", "", "", "", "", f.error])
+    return buf.getvalue()
+
+
+def to_markdown(report: ScanReport) -> str:
+    data = report.to_dict()
+    s = data["summary"]
+    out = [
+        f"# torch2ms scan: {report.root}",
+        "",
+        f"{s['files']} files, {s['lines']} lines, {s['api_uses']} torch API uses of {s['distinct_apis']} distinct APIs.",
+        "",
+        "| status | APIs | uses |",
+        "|---|---:|---:|",
+    ]
+    for status in STATUS_ORDER:
+        rows = [r for r in data["inventory"] if r["status"] == status]
+        if rows:
+            out.append(f"| {status} | {len(rows)} | {sum(r['count'] for r in rows)} |")
+    out += ["", "## Operator inventory", "", "| API | status | uses | where |", "|---|---|---:|---|"]
+    for r in data["inventory"]:
+        out.append(f"| `{r['api']}` | {r['status']} | {r['count']} | {_locations(r['locations'])} |")
+    if data["risks"]:
+        out += ["", "## Static-graph risks", "", "| where | risk | what to do |", "|---|---|---|"]
+        for r in data["risks"]:
+            out.append(f"| {r['path']}:{r['line']} | {r['message']} | {r['fix']} |")
+    out += ["", "## Effort", "", f"| file | {AUTO} | {REVIEW} | {MANUAL} |", "|---|---:|---:|---:|"]
+    for f in data["files"]:
+        if not f["error"] and (f["uses"] or f["risks"]):
+            out.append(f"| {f['path']} | " + " | ".join(str(f["effort"].get(c, 0)) for c in (AUTO, REVIEW, MANUAL)) + " |")
+    t = s["effort"]
+    out.append("| **total** | " + " | ".join(f"**{t.get(c, 0)}**" for c in (AUTO, REVIEW, MANUAL)) + " |")
+    if report.errors:
+        out += ["", "## Not scanned", ""]
+        out += [f"- `{f.path}`: {f.error}" for f in report.errors]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,34 @@
+"""The KB data itself: schema, consistency, coverage (R1, R2, R4)."""
+
+from pathlib import Path
+
+import pytest
+
+from torch2ms.cli import main
+from torch2ms.kb import KBError, STATUSES, load_kb
+from torch2ms.kb.check import check_kb
+from torch2ms.kb.schema import entry_from_toml
+
+PRIORITY = Path(__file__).resolve().parents[2] / "shared" / "reference" / "torch_api_priority.tsv"
+
+
+def test_kb_check_clean_without_importing_mindspore():
+    assert check_kb(resolve_targets=False) == []
+
+
+def test_schema_rejects_bad_entries():
+    with pytest.raises(KBError, match="status"):
+        entry_from_toml({"torch": "torch.x", "kind": "function", "status": "maybe"}, "t.toml")
+    with pytest.raises(KBError, match="unknown keys"):
+        entry_from_toml({"torch": "torch.x", "kind": "function", "status": "direct", "ms": "a", "colour": 1}, "t.toml")
+    with pytest.raises(KBError, match="needs 'ms'"):
+        entry_from_toml({"torch": "torch.x", "kind": "function", "status": "direct"}, "t.toml")
+
+
+def test_kb_stats_cli(capsys):
+    assert main(["kb", "stats", "--json"]) == 0
+    import json
+
+    data = json.loads(capsys.readouterr().out)
+    assert data["total"] == len(load_kb())
+    assert set().union(*(set(v) for k, v in data.items() if k != "total")) <= set(STATUSES)
