@@ -68,7 +68,7 @@ def test_r1_tensor_methods_with_confidence():
     by = {(u.api, u.line): u for u in rep.uses}
     assert by[("torch.Tensor.view", 21)].confidence == "certain"  # x is a forward argument
     assert by[("torch.Tensor.size", 18)].confidence == "certain"
-    assert by[("torch.Tensor.permute", 30)].confidence == "likely"  # unknown receiver, tensor-only name
+    assert by[("torch.Tensor.permute", 29)].confidence == "likely"  # unknown receiver, tensor-only name
 
 
 def test_r3_static_graph_risks_in_forward():
