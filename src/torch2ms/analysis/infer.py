@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from .imports import ImportMap
 
 TENSOR, MODULE, OPTIMIZER = "torch.Tensor", "torch.nn.Module", "torch.optim.Optimizer"
+MODULE_CLASS = "class:torch.nn.Module"  # a name bound to a Module subclass (not an instance)
+MODULE_RETURNS_SELF = frozenset("to cuda cpu train eval float half double requires_grad_ apply".split())
 
 # Methods that, on a receiver of unknown type, almost surely mean a torch Tensor.
 TENSOR_ONLY_METHODS = frozenset(
@@ -62,9 +64,13 @@ def _call_result_type(call: ast.Call, imap: ImportMap, scope: Scope, self_attrs:
             return TENSOR
     if isinstance(func, ast.Name) and scope.get(func.id) == MODULE:
         return TENSOR
+    if isinstance(func, ast.Name) and scope.get(func.id) == MODULE_CLASS:
+        return MODULE  # an instance of the project's own nn.Module subclass
     # Methods on a tensor mostly return tensors.
     if isinstance(func, ast.Attribute):
         recv = expr_type(func.value, imap, scope, self_attrs, kb)
+        if recv == MODULE and func.attr in MODULE_RETURNS_SELF:
+            return MODULE
         if recv == TENSOR and func.attr not in ("item", "tolist", "numpy", "size", "dim", "numel", "backward"):
             return TENSOR
     return None
@@ -97,9 +103,12 @@ def _annotation_type(ann: ast.AST | None, imap: ImportMap) -> str | None:
     return None
 
 
-def infer_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, imap: ImportMap, self_attrs: dict[str, str], kb, is_forward: bool) -> Scope:
+def infer_function(
+    fn: ast.FunctionDef | ast.AsyncFunctionDef, imap: ImportMap, self_attrs: dict[str, str], kb, is_forward: bool,
+    module_classes: dict[str, str] | None = None,
+) -> Scope:
     """Types of the names in one function body (a single forward pass in source order)."""
-    scope = Scope()
+    scope = Scope(dict(module_classes or {}))
     args = fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs
     for a in args:
         t = _annotation_type(a.annotation, imap)
@@ -140,10 +149,24 @@ def _target_names(target: ast.AST) -> list[str]:
     return []
 
 
-def self_attribute_types(cls: ast.ClassDef, imap: ImportMap, kb) -> dict[str, str]:
+def module_classes(tree: ast.AST, imap: ImportMap) -> dict[str, str]:
+    """Names of the file's own nn.Module subclasses (also through local base classes)."""
+    found: set[str] = set()
+    classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
+    changed = True
+    while changed:
+        changed = False
+        for cls in classes:
+            if cls.name not in found and is_module_class(cls, imap, found):
+                found.add(cls.name)
+                changed = True
+    return {name: MODULE_CLASS for name in found}
+
+
+def self_attribute_types(cls: ast.ClassDef, imap: ImportMap, kb, module_classes: dict[str, str] | None = None) -> dict[str, str]:
     """``self.<name>`` types from assignments anywhere in the class (usually ``__init__``)."""
     out: dict[str, str] = {}
-    empty = Scope()
+    empty = Scope(dict(module_classes or {}))
     for node in ast.walk(cls):
         if isinstance(node, ast.Assign):
             t = expr_type(node.value, imap, empty, out, kb)

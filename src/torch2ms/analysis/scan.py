@@ -17,7 +17,7 @@ from ..kb import KB, load_kb
 from .imports import ImportMap
 from .infer import (
     AMBIGUOUS_METHODS, MODULE, OPTIMIZER, TENSOR, TENSOR_ONLY_METHODS, Scope, expr_type,
-    infer_function, is_module_class, self_attribute_types,
+    infer_function, is_module_class, module_classes, self_attribute_types,
 )
 from .risks import Risk, forward_risks
 
@@ -211,6 +211,7 @@ class _Collector(ast.NodeVisitor):
         self.scope = Scope()
         self.self_attrs: dict[str, str] = {}
         self.local_modules: set[str] = set()
+        self.module_classes: dict[str, str] = {}
         self.in_module_class = False
 
     def _add(self, api: str, node: ast.AST, confidence: str = "certain") -> None:
@@ -233,7 +234,7 @@ class _Collector(ast.NodeVisitor):
         self.in_module_class = is_module_class(node, self.imap, self.local_modules)
         if self.in_module_class:
             self.local_modules.add(node.name)
-        self.self_attrs = self_attribute_types(node, self.imap, self.kb)
+        self.self_attrs = self_attribute_types(node, self.imap, self.kb, self.module_classes)
         for stmt in node.body:
             self.visit(stmt)
         self.self_attrs, self.in_module_class = outer
@@ -241,10 +242,7 @@ class _Collector(ast.NodeVisitor):
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         is_forward = self.in_module_class and node.name == "forward"
         outer = self.scope
-        self.scope = infer_function(node, self.imap, self.self_attrs, self.kb, is_forward)
-        if self.in_module_class and not is_forward:
-            # Methods of a Module: self is a Module.
-            pass
+        self.scope = infer_function(node, self.imap, self.self_attrs, self.kb, is_forward, self.module_classes)
         if is_forward:
             self.risks.extend(forward_risks(node, self.imap, self.scope, self.self_attrs, self.kb))
         self.generic_visit(node)
@@ -302,6 +300,8 @@ def scan_source(source: str, path: str, kb: KB | None = None) -> FileReport:
     if not imap.uses_torch():
         return report
     col = _Collector(imap, kb)
+    col.module_classes = module_classes(tree, imap)
+    col.scope = Scope(dict(col.module_classes))
     col.visit(tree)
     report.uses = sorted(col.uses, key=lambda u: (u.line, u.col))
     report.risks = sorted(col.risks, key=lambda r: (r.line, r.col))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.syntax import Syntax
 from rich.table import Table
 
@@ -10,29 +11,29 @@ from rich.table import Table
 def render_lookup(d: dict, console: Console | None = None) -> None:
     console = console or Console()
     if not d["found"]:
-        console.print(f"[red]{d['query']}: not in the knowledge base.[/]")
+        console.print(f"[red]{escape(d['query'])}: not in the knowledge base.[/]")
         if d["suggestions"]:
             console.print("Did you mean: " + ", ".join(d["suggestions"]))
         return
     t = Table(show_header=False, box=None, pad_edge=False)
     t.add_column(style="bold")
     t.add_column()
-    t.add_row("torch", d["torch"] + (f"  (also {', '.join(d['aliases'])})" if d["aliases"] else ""))
+    t.add_row("torch", escape(d["torch"]) + (f"  (also {', '.join(d['aliases'])})" if d["aliases"] else ""))
     t.add_row("MindSpore", d["mindspore"] or "—")
     t.add_row("status", d["status"])
     t.add_row("backends", ", ".join(d["backends"]) or "—")
     if d["note"]:
-        t.add_row("pitfall", d["note"])
+        t.add_row("pitfall", escape(d["note"]))
     t.add_row("proven by", f"{d['tests']} differential test case(s)")
     console.print(t)
     if d["argument_differences"]:
         console.print("[bold]argument differences[/]")
         for line in d["argument_differences"]:
-            console.print(f"  • {line}" if not line.startswith("  ") else f"    {line.strip()}")
+            console.print(escape(f"  • {line}" if not line.startswith("  ") else f"    {line.strip()}"))
     if d["parameter_renames"]:
         console.print("[bold]parameter renames (weights)[/]")
         for k, v in d["parameter_renames"].items():
-            console.print(f"  • {k} → {v if v is not None else '(dropped)'}")
+            console.print(escape(f"  • {k} → {v if v is not None else '(dropped)'}"))
     if d["example"]:
         console.print("[bold]before (PyTorch)[/]")
         console.print(Syntax(d["example"]["torch"], "python", theme="ansi_dark", background_color="default"))

@@ -7,6 +7,7 @@ import io
 import json
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ..analysis.scan import AUTO, MANUAL, REVIEW, ScanReport
@@ -39,12 +40,12 @@ def render_terminal(report: ScanReport, console: Console | None = None) -> None:
             continue
         t = Table(title=f"{status} ({len(rows)} APIs, {sum(r['count'] for r in rows)} uses)",
                   title_style=STATUS_STYLE[status], title_justify="left")
-        t.add_column("API")
+        t.add_column("API", no_wrap=True)
         t.add_column("uses", justify="right")
-        t.add_column("where")
+        t.add_column("where", overflow="fold")
         t.add_column("receiver guessed")
         for r in rows:
-            t.add_row(r["api"], str(r["count"]), _locations(r["locations"]), _confidence(r["confidence"]))
+            t.add_row(escape(r["api"]), str(r["count"]), escape(_locations(r["locations"])), _confidence(r["confidence"]))
         console.print(t)
     if data["risks"]:
         t = Table(title=f"static-graph risks in forward ({len(data['risks'])})", title_justify="left", title_style="red")
@@ -52,7 +53,7 @@ def render_terminal(report: ScanReport, console: Console | None = None) -> None:
         t.add_column("risk")
         t.add_column("what to do")
         for r in data["risks"]:
-            t.add_row(f"{r['path']}:{r['line']}", r["message"], r["fix"])
+            t.add_row(escape(f"{r['path']}:{r['line']}"), escape(r["message"]), escape(r["fix"]))
         console.print(t)
     eff = Table(title="effort estimate", title_justify="left")
     eff.add_column("file")
@@ -61,7 +62,7 @@ def render_terminal(report: ScanReport, console: Console | None = None) -> None:
     for f in data["files"]:
         if f["error"] or not f["uses"] and not f["risks"]:
             continue
-        eff.add_row(f["path"], *(str(f["effort"].get(c, 0)) for c in (AUTO, REVIEW, MANUAL)))
+        eff.add_row(escape(f["path"]), *(str(f["effort"].get(c, 0)) for c in (AUTO, REVIEW, MANUAL)))
     total = s["effort"]
     eff.add_row("[bold]total[/]", *(f"[bold]{total.get(c, 0)}[/]" for c in (AUTO, REVIEW, MANUAL)))
     console.print(eff)
@@ -71,7 +72,7 @@ def render_terminal(report: ScanReport, console: Console | None = None) -> None:
         f"{100 * total.get(REVIEW, 0) / n:.0f}%  manual: {100 * total.get(MANUAL, 0) / n:.0f}%"
     )
     for f in report.errors:
-        console.print(f"[red]not scanned[/] {f.path}: {f.error}")
+        console.print(f"[red]not scanned[/] {escape(f.path)}: {escape(f.error or '')}")
 
 
 def to_json(report: ScanReport) -> str:
