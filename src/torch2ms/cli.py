@@ -64,6 +64,29 @@ def cmd_scan(args: argparse.Namespace) -> int:
     return EXIT_FOUND if any(fail[f] for f in args.fail_on or []) else EXIT_OK
 
 
+def cmd_convert(args: argparse.Namespace) -> int:
+    from .convert import ConvertError, convert_tree
+
+    console = Console(stderr=True)
+    try:
+        report = convert_tree(args.src, args.output, jobs=args.jobs, progress=console.is_terminal)
+    except ConvertError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        return EXIT_USAGE
+    s = report.to_dict()["summary"]
+    out = Console()
+    out.print(
+        f"[bold]torch2ms convert[/] {args.src} → {args.output}: {s['python_files']} Python files "
+        f"({s['files_changed']} changed), {s['other_files_copied']} other files copied"
+    )
+    out.print(f"converted {s['converted']}, needs review {s['review']}, not converted {s['not_converted']} "
+              f"— conversion rate {100 * s['conversion_rate']:.1f}%")
+    for f in report.failed:
+        out.print(f"[red]failed[/] {f.path}: {f.error}")
+    out.print(f"report: {Path(args.output) / 'torch2ms-report.md'}")
+    return EXIT_FOUND if report.failed else EXIT_OK
+
+
 def cmd_kb_stats(args: argparse.Namespace) -> int:
     from .kb import STATUSES, load_kb
 
@@ -139,6 +162,12 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--fail-on", action="append", choices=["unknown", "no-equivalent", "risk", "error"],
                     help="exit 1 when the scan finds this (repeatable; for CI)")
     sc.set_defaults(func=cmd_scan)
+
+    cv = sub.add_parser("convert", help="convert a PyTorch file or project to MindSpore")
+    cv.add_argument("src")
+    cv.add_argument("-o", "--output", required=True, help="output directory (written atomically; never inside SRC)")
+    cv.add_argument("-j", "--jobs", type=int, default=None, help="worker processes (default: all cores)")
+    cv.set_defaults(func=cmd_convert)
 
     kb = sub.add_parser("kb", help="knowledge-base maintenance")
     kbsub = kb.add_subparsers(dest="kb_command", required=True)

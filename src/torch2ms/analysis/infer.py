@@ -105,10 +105,12 @@ def _annotation_type(ann: ast.AST | None, imap: ImportMap) -> str | None:
 
 def infer_function(
     fn: ast.FunctionDef | ast.AsyncFunctionDef, imap: ImportMap, self_attrs: dict[str, str], kb, is_forward: bool,
-    module_classes: dict[str, str] | None = None,
+    module_classes: dict[str, str] | None = None, in_module_class: bool = False,
 ) -> Scope:
     """Types of the names in one function body (a single forward pass in source order)."""
     scope = Scope(dict(module_classes or {}))
+    if in_module_class:
+        scope.types["self"] = MODULE
     args = fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs
     for a in args:
         t = _annotation_type(a.annotation, imap)

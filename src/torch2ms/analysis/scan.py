@@ -242,7 +242,7 @@ class _Collector(ast.NodeVisitor):
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         is_forward = self.in_module_class and node.name == "forward"
         outer = self.scope
-        self.scope = infer_function(node, self.imap, self.self_attrs, self.kb, is_forward, self.module_classes)
+        self.scope = infer_function(node, self.imap, self.self_attrs, self.kb, is_forward, self.module_classes, self.in_module_class)
         if is_forward:
             self.risks.extend(forward_risks(node, self.imap, self.scope, self.self_attrs, self.kb))
         self.generic_visit(node)
@@ -299,13 +299,17 @@ def scan_source(source: str, path: str, kb: KB | None = None) -> FileReport:
     imap = ImportMap.from_tree(tree)
     if not imap.uses_torch():
         return report
+    report.uses, report.risks = collect(tree, imap, kb)
+    return report
+
+
+def collect(tree: ast.Module, imap: ImportMap, kb: KB) -> tuple[list[ApiUse], list[Risk]]:
+    """Every torch API use and forward risk in a parsed module, in source order."""
     col = _Collector(imap, kb)
     col.module_classes = module_classes(tree, imap)
     col.scope = Scope(dict(col.module_classes))
     col.visit(tree)
-    report.uses = sorted(col.uses, key=lambda u: (u.line, u.col))
-    report.risks = sorted(col.risks, key=lambda r: (r.line, r.col))
-    return report
+    return sorted(col.uses, key=lambda u: (u.line, u.col)), sorted(col.risks, key=lambda r: (r.line, r.col))
 
 
 def scan_file(path: Path, kb: KB | None = None, display: str | None = None) -> FileReport:

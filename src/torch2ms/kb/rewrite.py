@@ -21,9 +21,29 @@ class CallRewrite:
     source: str
     ok: bool = True
     notes: list[str] = field(default_factory=list)
+    # For a plain call (no template): the callee and the argument sources, so the converter
+    # can keep each unchanged argument's original formatting and comments.
+    func: str | None = None
+    args: list[str] | None = None
+    kwargs: list[tuple[str, str]] | None = None
+
+
+def _wrapped(src: str) -> bool:
+    """Is the whole source already inside one pair of parentheses?"""
+    if not (src.startswith("(") and src.endswith(")")):
+        return False
+    depth = 0
+    for i, ch in enumerate(src):
+        depth += ch == "("
+        depth -= ch == ")"
+        if depth == 0 and i < len(src) - 1:
+            return False
+    return True
 
 
 def _paren(src: str) -> str:
+    if _wrapped(src.strip()):
+        return src
     try:
         node = ast.parse(src.strip(), mode="eval").body
     except SyntaxError:
@@ -84,7 +104,8 @@ def rewrite_call(
     if not entry.sig and not entry.args and not entry.template:
         # Same arguments: only the name changes.
         parts = list(args) + [f"{k}={v}" for k, v in kwargs]
-        return CallRewrite(_render(entry, parts, receiver))
+        return CallRewrite(_render(entry, parts, receiver), func=_callee(entry, receiver),
+                           args=list(args), kwargs=list(kwargs))
     bound, extra, unknown = bind(entry, args, kwargs)
     if extra:
         notes.append(f"{len(extra)} more positional argument(s) than {entry.short} takes")
@@ -124,7 +145,8 @@ def rewrite_call(
         for k in unknown:
             out_kw.setdefault(k, bound[k])
         parts = out_pos + [f"{k}={v}" for k, v in out_kw.items()]
-        return CallRewrite(_render(entry, parts, receiver), notes=notes)
+        return CallRewrite(_render(entry, parts, receiver), notes=notes, func=_callee(entry, receiver),
+                           args=out_pos, kwargs=list(out_kw.items()))
     except Unsupported as exc:
         return CallRewrite("", ok=False, notes=notes + [str(exc)])
 
@@ -174,6 +196,14 @@ def _template(entry: Entry, bound: dict[str, str], defaults: dict[str, str], rec
         raise Unsupported(f"{entry.short}: argument '{key}' is required")
 
     return _PLACEHOLDER.sub(sub, entry.template)
+
+
+def _callee(entry: Entry, receiver: str | None) -> str | None:
+    if entry.is_method and not entry.ms.startswith("mindspore."):
+        return f"{_paren(receiver or 'self')}.{_ms_attr(entry)}"
+    if entry.kind in ("attribute", "dtype"):
+        return None
+    return entry.ms
 
 
 def _render(entry: Entry, parts: list[str], receiver: str | None) -> str:

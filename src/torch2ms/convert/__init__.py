@@ -1,0 +1,6 @@
+"""Source-to-source conversion PyTorch → MindSpore (libcst, driven by the KB)."""
+
+from .module import ConvertedModule, convert_source
+from .project import ConvertError, ConvertReport, convert_tree
+
+__all__ = ["ConvertError", "ConvertReport", "ConvertedModule", "convert_source", "convert_tree"]

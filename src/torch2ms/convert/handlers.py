@@ -1,0 +1,99 @@
+"""Named custom handlers for constructs no single KB entry can express.
+
+One function per construct: gradient contexts, decorators with no MindSpore meaning, in-place
+statements, statements that become no-ops.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+if TYPE_CHECKING:
+    from .transformer import TorchToMindSpore
+
+# MindSpore only differentiates inside grad functions: a no-grad block needs no context at all.
+GRAD_CONTEXTS = frozenset({
+    "torch.no_grad", "torch.inference_mode", "torch.enable_grad", "torch.set_grad_enabled",
+    "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad",
+})
+# Decorators that only mean something to TorchScript, FX or autograd mode switching.
+DROP_DECORATORS = frozenset({
+    "torch.jit.script", "torch.jit.ignore", "torch.jit.unused", "torch.jit.export",
+    "torch.jit.script_method", "torch.fx.wrap", *GRAD_CONTEXTS,
+})
+
+
+def callee(node: cst.BaseExpression) -> cst.BaseExpression:
+    return node.func if isinstance(node, cst.Call) else node
+
+
+def call_handler(t: "TorchToMindSpore", full: str, original: cst.Call, updated: cst.Call):
+    """Calls handled here rather than by their KB entry; None lets the KB decide."""
+    if full in GRAD_CONTEXTS:
+        return updated  # unwrap_grad_context / drop_decorators deal with the whole construct
+    return None
+
+
+def unwrap_grad_context(t: "TorchToMindSpore", original: cst.With, updated: cst.With):
+    """``with torch.no_grad(): body`` → ``body``; other context managers of the same with stay."""
+    keep = [item for item in updated.items if t.resolve(callee(item.item)) not in GRAD_CONTEXTS]
+    if len(keep) == len(updated.items):
+        return updated
+    dropped = [t.resolve(callee(i.item)) for i in updated.items if i not in keep]
+    for name in dropped:
+        t.record(name or "torch.no_grad", "converted", "block kept without a context: MindSpore differentiates only inside grad functions")
+    if keep:
+        keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        return updated.with_changes(items=keep)
+    body = list(updated.body.body) if isinstance(updated.body, cst.IndentedBlock) else [updated.body]
+    if body and hasattr(body[0], "leading_lines"):
+        body[0] = body[0].with_changes(leading_lines=[*updated.leading_lines, *body[0].leading_lines])
+    return cst.FlattenSentinel(body)
+
+
+def drop_decorators(t: "TorchToMindSpore", fn: cst.FunctionDef) -> cst.FunctionDef:
+    keep = []
+    for d in fn.decorators:
+        name = t.resolve(callee(d.decorator))
+        if name in DROP_DECORATORS:
+            t.record(name, "converted", "decorator has no meaning in MindSpore; removed")
+        else:
+            keep.append(d)
+    if len(keep) == len(fn.decorators):
+        return fn
+    lines = [line for d in fn.decorators if d not in keep for line in d.leading_lines if line.comment]
+    if lines:
+        fn = fn.with_changes(leading_lines=[*fn.leading_lines, *lines])
+    return fn.with_changes(decorators=keep)
+
+
+def _is_inplace_rewrite(t: "TorchToMindSpore", call: cst.Call) -> bool:
+    func = call.func
+    if not isinstance(func, cst.Attribute) or not func.attr.value.endswith("_") or func.attr.value.startswith("_"):
+        return False
+    entry = t.kb.method(func.attr.value)
+    return entry is not None and entry.status == "composite" and "set_data" not in entry.template \
+        and "assign" not in entry.template
+
+
+def after_statement(t: "TorchToMindSpore", original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
+    """Statement-level fixes after the expressions inside were converted."""
+    if len(original.body) != 1 or not isinstance(original.body[0], cst.Expr):
+        return updated
+    before, after = original.body[0].value, updated.body[0]
+    if not isinstance(after, cst.Expr) or after.value is before:
+        return updated
+    # x.add_(y) became x.add(y): MindSpore's in-place methods do not mutate in PyNative, so assign.
+    if isinstance(before, cst.Call) and _is_inplace_rewrite(t, before):
+        target = before.func.value  # type: ignore[union-attr]
+        assign = cst.Assign(targets=[cst.AssignTarget(target)], value=after.value)
+        return updated.with_changes(body=[assign])
+    # model.to(device) became model; optimizer.zero_grad() became None: nothing left to do.
+    if isinstance(before, cst.Call) and isinstance(after.value, (cst.Name, cst.Attribute)) and \
+            not isinstance(after.value, cst.Call):
+        if updated.leading_lines and any(line.comment for line in updated.leading_lines):
+            return updated.with_changes(body=[cst.Pass()])
+        return cst.RemovalSentinel.REMOVE
+    return updated

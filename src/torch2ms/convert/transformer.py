@@ -1,0 +1,431 @@
+"""The source-to-source converter for one module: libcst, driven by the KB.
+
+Canonicalise, then match: every torch reference is resolved to its full name through the file's
+imports (``analysis.imports``) before the KB is consulted. Types of method receivers come from the
+same light inference ``scan`` uses. Comments and formatting survive because unchanged nodes
+(and unchanged call arguments) are reused as they are.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from ..analysis.imports import ImportMap
+from ..analysis.infer import (
+    MODULE, OPTIMIZER, TENSOR, TENSOR_ONLY_METHODS, Scope, expr_type, infer_function, module_classes,
+    self_attribute_types,
+)
+from ..kb import KB, Entry
+from ..kb.rewrite import CallRewrite, rewrite_call
+from . import handlers
+from .names import MindSporeNames
+
+MARK = "# torch2ms:"
+_EMPTY = cst.Module([])
+
+
+def code(node: cst.CSTNode) -> str:
+    return _EMPTY.code_for_node(node)
+
+
+@dataclass
+class Change:
+    api: str
+    action: str  # converted | review | not-converted
+    note: str = ""
+    line: int = 0
+
+
+@dataclass
+class ModuleFacts:
+    """What the cheap ``ast`` pass knows about the file."""
+
+    imap: ImportMap
+    module_classes: dict[str, str]
+    self_attrs: dict[str, dict[str, str]]
+    scopes: dict[tuple[str, str], Scope]
+    taken: set[str]
+
+
+def module_facts(tree: ast.Module, kb: KB) -> ModuleFacts:
+    imap = ImportMap.from_tree(tree)
+    mclasses = module_classes(tree, imap)
+    self_attrs: dict[str, dict[str, str]] = {}
+    scopes: dict[tuple[str, str], Scope] = {}
+    taken: set[str] = set()
+
+    def visit(body, cls: ast.ClassDef | None):
+        for node in body:
+            if isinstance(node, ast.ClassDef):
+                self_attrs[node.name] = self_attribute_types(node, imap, kb, mclasses)
+                visit(node.body, node)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                in_mod = cls is not None and cls.name in mclasses
+                attrs = self_attrs.get(cls.name, {}) if cls else {}
+                scopes[(cls.name if cls else "", node.name)] = infer_function(
+                    node, imap, attrs, kb, in_mod and node.name == "forward", mclasses, in_mod)
+                visit(node.body, cls)
+            else:
+                for field_name in ("body", "orelse", "finalbody", "handlers"):
+                    sub = getattr(node, field_name, None)
+                    if isinstance(sub, list):
+                        visit(sub, cls)
+
+    visit(tree.body, None)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            taken.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)):
+            taken.add(node.name)
+        elif isinstance(node, ast.arg):
+            taken.add(node.arg)
+    for local, full in imap.names.items():
+        if not imap.is_framework(full):
+            taken.add(local)
+    return ModuleFacts(imap, mclasses, self_attrs, scopes, taken)
+
+
+def dotted(node: cst.BaseExpression) -> str | None:
+    parts: list[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name):
+        parts.append(node.value)
+        return ".".join(reversed(parts))
+    return None
+
+
+class TorchToMindSpore(cst.CSTTransformer):
+    def __init__(self, kb: KB, facts: ModuleFacts) -> None:
+        super().__init__()
+        self.kb = kb
+        self.facts = facts
+        self.imap = facts.imap
+        self.names = MindSporeNames(facts.taken)
+        self.changes: list[Change] = []
+        self.markers: list[list[str]] = []
+        self.class_stack: list[str] = []
+        self.func_stack: list[str] = []
+        self.still_needed: set[str] = set()  # local import names unconverted code still uses
+        self._call_funcs: set[cst.CSTNode] = set()
+
+    # ---- context -------------------------------------------------------------------------
+
+    @property
+    def in_module_class(self) -> bool:
+        return bool(self.class_stack) and self.class_stack[-1] in self.facts.module_classes
+
+    def scope(self) -> Scope:
+        cls = self.class_stack[-1] if self.class_stack else ""
+        fn = self.func_stack[-1] if self.func_stack else ""
+        return self.facts.scopes.get((cls, fn)) or Scope(dict(self.facts.module_classes))
+
+    def self_attrs(self) -> dict[str, str]:
+        return self.facts.self_attrs.get(self.class_stack[-1], {}) if self.class_stack else {}
+
+    def receiver_type(self, node: cst.BaseExpression) -> str | None:
+        if isinstance(node, cst.Name):
+            return self.scope().get(node.value)
+        try:
+            tree = ast.parse(code(node).strip(), mode="eval").body
+        except SyntaxError:
+            return None
+        return expr_type(tree, self.imap, self.scope(), self.self_attrs(), self.kb)
+
+    def resolve(self, node: cst.BaseExpression) -> str | None:
+        name = dotted(node)
+        if name is None:
+            return None
+        root, _, rest = name.partition(".")
+        base = self.imap.names.get(root)
+        if base is None or not self.imap.is_framework(base):
+            return None
+        return f"{base}.{rest}" if rest else base
+
+    def mark(self, api: str, note: str, root: str | None = None) -> None:
+        self.changes.append(Change(api, "not-converted", note))
+        if self.markers:
+            self.markers[-1].append(f"{MARK} not converted — {api}: {note}")
+        if root:
+            self.still_needed.add(root)
+
+    def record(self, api: str, action: str = "converted", note: str = "") -> None:
+        self.changes.append(Change(api, action, note))
+        if action == "review" and self.markers:
+            self.markers[-1].append(f"{MARK} review — {api}: {note}")
+
+    def parse_ms(self, source: str) -> cst.BaseExpression:
+        return cst.parse_expression(self.names.shorten(source))
+
+    # ---- statements carry the markers of what is inside them ------------------------------
+
+    def _push(self, node) -> bool:
+        self.markers.append([])
+        return True
+
+    def _pop(self, original, updated):
+        notes = self.markers.pop()
+        if not notes:
+            return updated
+        existing = {line.comment.value for line in updated.leading_lines if line.comment}
+        new = [cst.EmptyLine(comment=cst.Comment(n)) for n in dict.fromkeys(notes) if n not in existing]
+        if not new:
+            return updated
+        return updated.with_changes(leading_lines=[*updated.leading_lines, *new])
+
+    visit_SimpleStatementLine = _push
+    visit_If = visit_For = visit_While = visit_With = visit_Try = _push
+
+    def leave_SimpleStatementLine(self, original, updated):
+        updated = self._pop(original, updated)
+        return handlers.after_statement(self, original, updated)
+
+    leave_If = leave_For = leave_While = leave_Try = _pop
+
+    def leave_With(self, original, updated):
+        updated = self._pop(original, updated)
+        return handlers.unwrap_grad_context(self, original, updated)
+
+    def leave_IndentedBlock(self, original, updated):
+        # A block whose statements all became no-ops still needs one statement.
+        if not updated.body:
+            return updated.with_changes(body=[cst.SimpleStatementLine([cst.Pass()])])
+        return updated
+
+    # ---- classes and functions -------------------------------------------------------------
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        self.markers.append([])
+        self.class_stack.append(node.name.value)
+        return True
+
+    def leave_ClassDef(self, original, updated):
+        self.class_stack.pop()
+        return self._pop(original, updated)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self.markers.append([])
+        self.func_stack.append(node.name.value)
+        return True
+
+    def leave_FunctionDef(self, original, updated):
+        self.func_stack.pop()
+        updated = handlers.drop_decorators(self, updated)
+        if self.in_module_class and original.name.value == "forward":
+            updated = updated.with_changes(name=cst.Name("construct"))
+            self.record("torch.nn.Module.forward")
+        return self._pop(original, updated)
+
+    def visit_Decorator(self, node: cst.Decorator) -> bool:
+        # Decorators dropped whole (torch.jit.*, no_grad) are not references to convert.
+        return self.resolve(handlers.callee(node.decorator)) not in handlers.DROP_DECORATORS
+
+    # ---- imports ------------------------------------------------------------------------------
+
+    def visit_Import(self, node) -> bool:
+        return False
+
+    def visit_ImportFrom(self, node) -> bool:
+        return False
+
+    # ---- references and calls ----------------------------------------------------------------
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        # A resolved torch chain is handled whole in leave_Attribute / leave_Call.
+        return self.resolve(node) is None
+
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+        full = self.resolve(original)
+        if full is None:
+            return self._method_attribute(original, updated)
+        return self._reference(full, original, updated)
+
+    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
+        full = self.imap.names.get(original.value)
+        if full and self.imap.is_framework(full) and "." in full:
+            return self._reference(full, original, updated)
+        return updated
+
+    def _reference(self, full: str, original, updated) -> cst.BaseExpression:
+        """A torch name used as a value: a class (base class, isinstance), a dtype, a function."""
+        if self._is_call_func(original):
+            return updated  # the call handler converts (or marks) the whole call
+        entry = self.kb.get(full)
+        root = dotted(original).split(".", 1)[0] if dotted(original) else None
+        if entry is None:
+            self.mark(full, "not in the torch2ms knowledge base; port by hand", root)
+            return updated
+        if entry.status == "no-equivalent" or not entry.ms.startswith("mindspore."):
+            self.mark(entry.torch, entry.note or "no MindSpore equivalent", root)
+            return updated
+        if entry.template and entry.kind == "function":
+            # A function passed as a value: its argument rules cannot be applied here.
+            self.record(entry.torch, "review", "used as a value; argument differences not applied: " + entry.note)
+        else:
+            self.record(entry.torch)
+        return self.parse_ms(entry.ms)
+
+    def _is_call_func(self, node) -> bool:
+        return node in self._call_funcs
+
+    def visit_Call(self, node: cst.Call) -> bool:
+        # Remember callee nodes so references know they are being called.
+        self._call_funcs.add(node.func)
+        return True
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        self._call_funcs.discard(original.func)
+        full = self.resolve(original.func)
+        if full is not None:
+            return self._torch_call(full, original, updated)
+        if isinstance(original.func, cst.Attribute):
+            return self._method_call(original, updated)
+        return updated
+
+    def _split_args(self, call: cst.Call) -> tuple[list[str], list[tuple[str, str]]] | None:
+        args, kwargs = [], []
+        for a in call.args:
+            if a.star:
+                return None
+            if a.keyword is not None:
+                kwargs.append((a.keyword.value, code(a.value).strip()))
+            else:
+                args.append(code(a.value).strip())
+        return args, kwargs
+
+    def _apply(self, entry: Entry, original: cst.Call, updated: cst.Call, receiver: str | None,
+               api: str) -> cst.BaseExpression:
+        split = self._split_args(updated)
+        if split is None:
+            if not entry.sig and not entry.args and not entry.template and entry.status == "direct":
+                res = rewrite_call(entry, [], [], receiver)
+                self.record(api)
+                return updated.with_changes(func=self.parse_ms(res.func or ""))
+            self.mark(api, "*args/**kwargs in the call: convert by hand", None)
+            return updated
+        res = rewrite_call(entry, *split, receiver=receiver)
+        if not res.ok:
+            self.mark(api, "; ".join(res.notes) or entry.note, self._root_of(original.func))
+            return updated
+        if res.notes:
+            self.record(api, "review", "; ".join(res.notes))
+        elif entry.status == "composite":
+            self.record(api, "converted", entry.note)
+        else:
+            self.record(api)
+        return self._build_call(res, updated)
+
+    def _build_call(self, res: CallRewrite, updated: cst.Call) -> cst.BaseExpression:
+        if res.func is None or res.args is None:
+            return self.parse_ms(res.source)
+        # Reuse the original argument nodes whose source is unchanged (keeps comments/format).
+        originals = {code(a.value).strip(): a for a in updated.args}
+        new_args: list[cst.Arg] = []
+        for src in res.args:
+            a = originals.get(src)
+            new_args.append(a if a is not None and a.keyword is None else cst.Arg(self.parse_ms(src)))
+        for k, src in res.kwargs or []:
+            a = originals.get(src)
+            if a is not None and a.keyword is not None and a.keyword.value == k:
+                new_args.append(a)
+            elif a is not None:
+                new_args.append(a.with_changes(keyword=cst.Name(k), equal=cst.AssignEqual(
+                    whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))))
+            else:
+                new_args.append(cst.Arg(self.parse_ms(src), keyword=cst.Name(k), equal=cst.AssignEqual(
+                    whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))))
+        new_args = _fix_commas(new_args, updated.args[-1] if updated.args else None)
+        return updated.with_changes(func=self.parse_ms(res.func), args=new_args)
+
+    def _root_of(self, node) -> str | None:
+        name = dotted(node)
+        return name.split(".", 1)[0] if name else None
+
+    def _torch_call(self, full: str, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        special = handlers.call_handler(self, full, original, updated)
+        if special is not None:
+            return special
+        entry = self.kb.get(full)
+        if entry is None:
+            self.mark(full, "not in the torch2ms knowledge base; port by hand", self._root_of(original.func))
+            return updated
+        if entry.status == "no-equivalent":
+            self.mark(entry.torch, entry.note or "no MindSpore equivalent", self._root_of(original.func))
+            return updated
+        return self._apply(entry, original, updated, None, entry.torch)
+
+    # ---- methods on tensors, modules, optimizers ----------------------------------------------
+
+    def _method_owner(self, receiver: cst.BaseExpression, attr: str) -> tuple[str | None, str]:
+        rtype = self.receiver_type(receiver)
+        if rtype in (TENSOR, MODULE, OPTIMIZER):
+            return rtype, "certain"
+        if isinstance(receiver, cst.Name) and receiver.value == "self":
+            return (MODULE, "certain") if self.in_module_class else (None, "")
+        if rtype is None and attr in TENSOR_ONLY_METHODS:
+            return TENSOR, "likely"
+        return None, ""
+
+    def _method_call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        func = original.func
+        assert isinstance(func, cst.Attribute)
+        attr = func.attr.value
+        owner, confidence = self._method_owner(func.value, attr)
+        if owner is None:
+            return updated
+        if owner == MODULE and attr == "forward":
+            self.record("torch.nn.Module.forward")
+            return updated.with_changes(func=updated.func.with_changes(attr=cst.Name("construct")))
+        entry = self.kb.method(attr, owner)
+        if entry is None:
+            return updated
+        receiver = code(updated.func.value).strip()
+        if entry.status == "no-equivalent":
+            self.mark(entry.torch, entry.note or "no MindSpore equivalent")
+            return updated
+        result = self._apply(entry, original, updated, receiver, entry.torch)
+        if confidence == "likely" and result is not updated:
+            self.changes[-1].note = (self.changes[-1].note + "; " if self.changes[-1].note else "") + \
+                "receiver assumed to be a Tensor"
+        return result
+
+    def _method_attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+        """``x.T``, ``x.is_cuda``, ``x.device``: Tensor attributes of receivers known to be tensors."""
+        if original in self._call_funcs:
+            return updated
+        if self.receiver_type(original.value) != TENSOR:
+            return updated
+        entry = self.kb.method(original.attr.value, TENSOR)
+        if entry is None or entry.kind != "attribute":
+            return updated
+        if entry.status == "no-equivalent":
+            self.mark(entry.torch, entry.note or "no MindSpore equivalent")
+            return updated
+        if entry.template:
+            res = rewrite_call(entry, [], [], code(updated.value).strip())
+            if res.ok:
+                self.record(entry.torch)
+                return self.parse_ms(res.source)
+            return updated
+        ms_attr = entry.ms.rsplit(".", 1)[-1]
+        if ms_attr != original.attr.value:
+            self.record(entry.torch)
+            return updated.with_changes(attr=cst.Name(ms_attr))
+        return updated
+
+
+def _fix_commas(args: list[cst.Arg], original_last: cst.Arg | None) -> list[cst.Arg]:
+    """Every argument but the last needs a comma; the last keeps a trailing comma only if it was last before."""
+    out = []
+    for i, a in enumerate(args):
+        if i == len(args) - 1:
+            out.append(a if a is original_last else a.with_changes(comma=cst.MaybeSentinel.DEFAULT))
+        elif isinstance(a.comma, cst.MaybeSentinel):
+            out.append(a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))))
+        else:
+            out.append(a)
+    return out
