@@ -32,3 +32,26 @@ def test_kb_stats_cli(capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["total"] == len(load_kb())
     assert set().union(*(set(v) for k, v in data.items() if k != "total")) <= set(STATUSES)
+
+
+def test_r1_kb_covers_at_least_600_apis():
+    kb = load_kb()
+    assert len(kb) >= 600
+    stats = kb.stats()
+    for ns in ("torch", "torch.nn", "torch.nn.functional", "torch.nn.init", "torch.optim", "torch.Tensor"):
+        assert sum(stats[ns].values()) > 0, ns
+
+
+def test_r1_every_priority_torch_api_has_an_entry():
+    if not PRIORITY.exists():
+        pytest.skip("shared/reference not beside the checkout")
+    from torch2ms.kb.check import _priority_gaps
+
+    assert _priority_gaps(load_kb(), PRIORITY) == []
+
+
+@pytest.mark.differential
+def test_r4_every_mindspore_target_exists():
+    pytest.importorskip("mindspore")
+    problems = [p for p in check_kb(resolve_targets=True) if "does not exist" in p]
+    assert problems == []

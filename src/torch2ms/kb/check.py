@@ -17,10 +17,13 @@ def _resolve_ms(target: str):
     """Import a dotted MindSpore name; ``Tensor.x``/``Cell.x`` resolve on those classes."""
     import mindspore as ms
 
-    if target.startswith("Tensor."):
-        obj, rest = ms.Tensor, target.split(".")[1:]
-    elif target.startswith("Cell."):
-        obj, rest = ms.nn.Cell, target.split(".")[1:]
+    if target.startswith(("Tensor.", "Cell.")):
+        owner, attr = target.split(".", 1)
+        cls = ms.Tensor if owner == "Tensor" else ms.nn.Cell
+        # Some attributes (Cell.training) only exist on instances.
+        if hasattr(cls, attr) or (owner == "Cell" and attr in vars(ms.nn.Cell())):
+            return True
+        raise AttributeError(f"{owner} has no attribute {attr!r}")
     elif target.startswith("mindspore"):
         parts = target.split(".")
         for i in range(len(parts), 0, -1):
