@@ -182,6 +182,10 @@ def build_parser() -> argparse.ArgumentParser:
     dr = sub.add_parser("doctor", help="versions, device target and known-bad combinations")
     dr.add_argument("--json", action="store_true")
     dr.set_defaults(func=cmd_doctor)
+
+    from .weights.cli import add_weights_parser  # torch2ms weights IN -o OUT.ckpt (R21, R22)
+
+    add_weights_parser(sub)
     return p
 
 

@@ -15,13 +15,16 @@ FRAMEWORK_ROOTS = ("torch", "torchvision", "torchaudio", "torchtext")
 class ImportMap:
     """Local name → full dotted name, for names bound by import statements."""
 
-    def __init__(self) -> None:
+    def __init__(self, local_roots: frozenset[str] = frozenset()) -> None:
         self.names: dict[str, str] = {}
         self.lines: dict[str, int] = {}
+        # Top-level packages of the project being converted: never framework code, even when
+        # the project is itself called torchvision.
+        self.local_roots = local_roots
 
     @classmethod
-    def from_tree(cls, tree: ast.AST) -> "ImportMap":
-        imap = cls()
+    def from_tree(cls, tree: ast.AST, local_roots: frozenset[str] = frozenset()) -> "ImportMap":
+        imap = cls(local_roots)
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 for alias in node.names:
@@ -55,7 +58,8 @@ class ImportMap:
         return ".".join([base, *reversed(parts)])
 
     def is_framework(self, full: str | None) -> bool:
-        return bool(full) and full.split(".", 1)[0] in FRAMEWORK_ROOTS
+        root = full.split(".", 1)[0] if full else ""
+        return root in FRAMEWORK_ROOTS and root not in self.local_roots
 
     def uses_torch(self) -> bool:
         return any(self.is_framework(v) for v in self.names.values())

@@ -87,9 +87,16 @@ def after_statement(t: "TorchToMindSpore", original: cst.SimpleStatementLine, up
         return updated
     # x.add_(y) became x.add(y): MindSpore's in-place methods do not mutate in PyNative, so assign.
     if isinstance(before, cst.Call) and _is_inplace_rewrite(t, before):
+        # x.sub_(a).div_(b) mutates x: the target is the innermost receiver.
         target = before.func.value  # type: ignore[union-attr]
-        assign = cst.Assign(targets=[cst.AssignTarget(target)], value=after.value)
-        return updated.with_changes(body=[assign])
+        while isinstance(target, cst.Call) and _is_inplace_rewrite(t, target):
+            target = target.func.value  # type: ignore[union-attr]
+        if isinstance(target, (cst.Name, cst.Attribute, cst.Subscript)):
+            assign = cst.Assign(targets=[cst.AssignTarget(target)], value=after.value)
+            return updated.with_changes(body=[assign])
+        t.record(t.kb.method(before.func.attr.value).torch, "review",  # type: ignore[union-attr]
+                 "in-place result of a temporary: assign it where it is used")
+        return updated
     # model.to(device) became model; optimizer.zero_grad() became None: nothing left to do.
     if isinstance(before, cst.Call) and isinstance(after.value, (cst.Name, cst.Attribute)) and \
             not isinstance(after.value, cst.Call):

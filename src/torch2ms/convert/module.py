@@ -113,14 +113,18 @@ def _after_header(body: list) -> int:
     return i
 
 
-def convert_source(source: str, path: str = "<string>", kb: KB | None = None) -> ConvertedModule:
-    """Convert one module. A file that cannot be parsed comes back unchanged with the error."""
+def convert_source(source: str, path: str = "<string>", kb: KB | None = None,
+                   local_roots: frozenset[str] = frozenset()) -> ConvertedModule:
+    """Convert one module. A file that cannot be parsed comes back unchanged with the error.
+
+    ``local_roots``: the project's own top-level packages (their imports are not torch's).
+    """
     kb = kb or load_kb()
     try:
         tree = ast.parse(source, filename=path)
     except SyntaxError as exc:
         return ConvertedModule(path, source, source, error=f"syntax error at line {exc.lineno}: {exc.msg}; copied unchanged")
-    facts = module_facts(tree, kb)
+    facts = module_facts(tree, kb, local_roots)
     if not facts.imap.uses_torch():
         return ConvertedModule(path, source, source)
     try:

@@ -38,7 +38,7 @@ class MindSporeNames:
         for prefix, short, imp in ALIASES:
             if full.startswith(prefix):
                 alias = short.rstrip(".")
-                if alias in self.taken and alias not in ("nn",):
+                if alias in self.taken:
                     break
                 self.needed.add(imp)
                 return short + full[len(prefix):]

@@ -83,13 +83,24 @@ class ConvertReport:
         }
 
 
-def _convert_one(args: tuple[str, str]) -> tuple[str, ConvertedModule | None, str | None]:
-    abs_path, rel = args
+def _convert_one(args: tuple[str, str, frozenset[str]]) -> tuple[str, ConvertedModule | None, str | None]:
+    abs_path, rel, local_roots = args
     try:
         source = read_source(Path(abs_path))
     except BadInput as exc:
         return rel, None, str(exc)
-    return rel, convert_source(source, rel), None
+    return rel, convert_source(source, rel, local_roots=local_roots), None
+
+
+def local_packages(src: Path) -> frozenset[str]:
+    """The project's own importable top-level names: SRC itself if it is a package, its packages and modules."""
+    if src.is_file():
+        return frozenset({src.stem})
+    names = {p.name for p in src.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    names |= {p.stem for p in src.glob("*.py")}
+    if (src / "__init__.py").exists():
+        names.add(src.name)
+    return frozenset(names)
 
 
 def _walk(src: Path, exclude: Path | None) -> tuple[list[Path], list[Path]]:
@@ -137,7 +148,8 @@ def convert_tree(src: str | os.PathLike, out: str | os.PathLike, jobs: int | Non
         py_files, other = _walk(src_p, exclude)
         base = src_p
     report = ConvertReport(str(src_p), str(out_p))
-    work = [(str(p), str(p.relative_to(base))) for p in py_files]
+    roots = local_packages(src_p)
+    work = [(str(p), str(p.relative_to(base)), roots) for p in py_files]
     results = _run(work, jobs, progress)
 
     out_p.parent.mkdir(parents=True, exist_ok=True)

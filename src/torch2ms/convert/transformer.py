@@ -48,19 +48,24 @@ class ModuleFacts:
     self_attrs: dict[str, dict[str, str]]
     scopes: dict[tuple[str, str], Scope]
     taken: set[str]
+    # class name → self attribute → torch layer class (self.bn = nn.BatchNorm2d(...))
+    layer_attrs: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
-def module_facts(tree: ast.Module, kb: KB) -> ModuleFacts:
-    imap = ImportMap.from_tree(tree)
+def module_facts(tree: ast.Module, kb: KB, local_roots: frozenset[str] = frozenset()) -> ModuleFacts:
+    imap = ImportMap.from_tree(tree, local_roots)
     mclasses = module_classes(tree, imap)
     self_attrs: dict[str, dict[str, str]] = {}
     scopes: dict[tuple[str, str], Scope] = {}
     taken: set[str] = set()
 
+    layer_attrs: dict[str, dict[str, str]] = {}
+
     def visit(body, cls: ast.ClassDef | None):
         for node in body:
             if isinstance(node, ast.ClassDef):
                 self_attrs[node.name] = self_attribute_types(node, imap, kb, mclasses)
+                layer_attrs[node.name] = _self_layers(node, imap, kb)
                 visit(node.body, node)
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 in_mod = cls is not None and cls.name in mclasses
@@ -85,7 +90,21 @@ def module_facts(tree: ast.Module, kb: KB) -> ModuleFacts:
     for local, full in imap.names.items():
         if not imap.is_framework(full):
             taken.add(local)
-    return ModuleFacts(imap, mclasses, self_attrs, scopes, taken)
+    return ModuleFacts(imap, mclasses, self_attrs, scopes, taken, layer_attrs)
+
+
+def _self_layers(cls: ast.ClassDef, imap: ImportMap, kb: KB) -> dict[str, str]:
+    """``self.bn = nn.BatchNorm2d(...)`` → {"bn": "torch.nn.BatchNorm2d"}."""
+    out: dict[str, str] = {}
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            entry = kb.get(imap.resolve(node.value.func) or "")
+            if entry is None or entry.kind != "class":
+                continue
+            for t in node.targets:
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                    out[t.attr] = entry.torch
+    return out
 
 
 def dotted(node: cst.BaseExpression) -> str | None:
@@ -111,6 +130,7 @@ class TorchToMindSpore(cst.CSTTransformer):
         self.class_stack: list[str] = []
         self.func_stack: list[str] = []
         self.still_needed: set[str] = set()  # local import names unconverted code still uses
+        self.narrowed: list[dict[str, list[str]]] = []  # isinstance(m, nn.BatchNorm2d) guards
         self._call_funcs: set[cst.CSTNode] = set()
 
     # ---- context -------------------------------------------------------------------------
@@ -189,6 +209,39 @@ class TorchToMindSpore(cst.CSTTransformer):
     def leave_With(self, original, updated):
         updated = self._pop(original, updated)
         return handlers.unwrap_grad_context(self, original, updated)
+
+    # ---- isinstance narrowing: inside `if isinstance(m, nn.BatchNorm2d):`, m is a BatchNorm ----
+
+    def visit_If_body(self, node: cst.If) -> None:
+        self.narrowed.append(self._isinstance_classes(node.test))
+
+    def leave_If_body(self, node: cst.If) -> None:
+        self.narrowed.pop()
+
+    def _isinstance_classes(self, test: cst.BaseExpression) -> dict[str, list[str]]:
+        if not (isinstance(test, cst.Call) and isinstance(test.func, cst.Name) and test.func.value == "isinstance"
+                and len(test.args) == 2 and isinstance(test.args[0].value, cst.Name)):
+            return {}
+        cls = test.args[1].value
+        elts = [e.value for e in cls.elements] if isinstance(cls, (cst.Tuple, cst.List)) else [cls]
+        names = []
+        for e in elts:
+            entry = self.kb.get(self.resolve(e) or "")
+            if entry is not None and entry.kind == "class":
+                names.append(entry.torch)
+        return {test.args[0].value.value: names} if names else {}
+
+    def layer_classes(self, receiver: cst.BaseExpression) -> list[str]:
+        """The torch layer class(es) a receiver is known to hold (isinstance guard or self.<layer>)."""
+        if isinstance(receiver, cst.Name):
+            for frame in reversed(self.narrowed):
+                if receiver.value in frame:
+                    return frame[receiver.value]
+        if isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name) and \
+                receiver.value.value == "self" and self.class_stack:
+            cls = self.facts.layer_attrs.get(self.class_stack[-1], {}).get(receiver.attr.value)
+            return [cls] if cls else []
+        return []
 
     def leave_IndentedBlock(self, original, updated):
         # A block whose statements all became no-ops still needs one statement.
@@ -307,7 +360,12 @@ class TorchToMindSpore(cst.CSTTransformer):
                 return updated.with_changes(func=self.parse_ms(res.func or ""))
             self.mark(api, "*args/**kwargs in the call: convert by hand", None)
             return updated
-        res = rewrite_call(entry, *split, receiver=receiver)
+        try:
+            res = rewrite_call(entry, *split, receiver=receiver)
+        except Exception as exc:  # noqa: BLE001 - a bad rule must not cost the whole file
+            self.mark(api, f"rule failed on this call ({type(exc).__name__}: {exc}); convert by hand",
+                      self._root_of(original.func))
+            return updated
         if not res.ok:
             self.mark(api, "; ".join(res.notes) or entry.note, self._root_of(original.func))
             return updated
@@ -393,10 +451,37 @@ class TorchToMindSpore(cst.CSTTransformer):
                 "receiver assumed to be a Tensor"
         return result
 
+    def _layer_parameter(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression | None:
+        """``bn.weight`` → ``bn.gamma`` when bn is known to be a BatchNorm (the KB's params renames)."""
+        classes = self.layer_classes(original.value)
+        attr = original.attr.value
+        renames = set()
+        for cls in classes:
+            entry = self.kb.get(cls)
+            if entry is not None and attr in entry.params:
+                renames.add(entry.params[attr])
+        if not renames:
+            return None
+        api = f"{classes[0]}.{attr}"
+        if len(renames) > 1:
+            self.record(api, "review", f"'{attr}' is named {sorted(map(str, renames))} in MindSpore depending on the layer")
+            return updated
+        new = renames.pop()
+        if new is None:
+            self.mark(api, f"MindSpore's layer has no '{attr}'")
+            return updated
+        if new != attr:
+            self.record(api, "converted", f"parameter renamed {attr} → {new}")
+            return updated.with_changes(attr=cst.Name(new))
+        return updated
+
     def _method_attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
         """``x.T``, ``x.is_cuda``, ``x.device``: Tensor attributes of receivers known to be tensors."""
         if original in self._call_funcs:
             return updated
+        layer = self._layer_parameter(original, updated)
+        if layer is not None:
+            return layer
         if self.receiver_type(original.value) != TENSOR:
             return updated
         entry = self.kb.method(original.attr.value, TENSOR)

@@ -125,22 +125,23 @@ def rewrite_call(
             rule = entry.args.get(name)
             src = bound.get(name)
             emitted = _apply_rule(entry, rule, name, src, bound, defaults)
-            was_positional = idx < len(args) and not entry.sig[idx].startswith("*")
+            is_star = entry.sig[idx].startswith("*") and not entry.sig[idx].startswith("**")
+            was_positional = idx < len(args)
+            if is_star and was_positional:
+                # *tensors: the collected positional sources stay positional, renamed or not.
+                if not positional_ok:
+                    raise Unsupported(f"{entry.short}: *{name} after a keyword argument")
+                out_pos.append(next(iter(emitted.values())) if emitted else (src or ""))
+                continue
             if (
                 was_positional and positional_ok and len(emitted) == 1
                 and (ms_sig[idx] if idx < len(ms_sig) else (None if ms_sig else name)) == next(iter(emitted))
             ):
                 out_pos.append(next(iter(emitted.values())))
                 continue
-            if was_positional and name in entry.sig_names() and entry.sig[idx].startswith("*"):
-                out_pos.append(src or "")
-                continue
             positional_ok = False
             for k, v in emitted.items():
                 out_kw[k] = v
-        for p in entry.sig:
-            if p.startswith("*") and p.lstrip("*") in bound and not p.startswith("**"):
-                pass
         # Keywords the signature does not know pass through unchanged.
         for k in unknown:
             out_kw.setdefault(k, bound[k])

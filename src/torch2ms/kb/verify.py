@@ -221,10 +221,11 @@ def run_case(entry: Entry, case: Case, index: int, kb: KB) -> CaseResult:
         tm = eval(t_ctor, tns)  # noqa: S307
         mm = eval(m_ctor.source, mns)  # noqa: S307
         tns["m"], mns["m"] = tm, mm
-        if list(tm.state_dict()):
-            copy_torch_weights(tm, mm, kb)
-        tm.train(case.train)
-        mm.set_train(case.train)
+        if isinstance(tm, torch.nn.Module):  # data classes (DataLoader, samplers) are classes too
+            if list(tm.state_dict()):
+                copy_torch_weights(tm, mm, kb)
+            tm.train(case.train)
+            mm.set_train(case.train)
         torch_src, ms_src = f"m = {t_ctor}; {case.call}", f"m = {m_ctor.source}; {ms_call.source}"
     else:
         torch_src, ms_src = case.call, ms_call.source

@@ -10,7 +10,8 @@ MindSpore gradients from ``mindspore.value_and_grad``) and every parameter is co
 every step.
 
 ``check = "scheduler"``: ``opt`` comes from ``setup`` (default: ``torch.optim.SGD(params, lr=0.1)``)
-and the ``call`` builds the scheduler. Each of ``SCHED_STEPS`` iterations trains one step, then
+and the ``call`` builds the scheduler (or, for scheduler methods, acts on a ``sched`` from ``setup``;
+its result is compared). Each of ``SCHED_STEPS`` iterations trains one step, then
 calls ``scheduler.step()`` (``step(metric)`` for ReduceLROnPlateau, from a fixed metric series)
 and compares the learning rate of every param group, and the parameters, on both sides.
 """
@@ -153,7 +154,17 @@ def run_optimizer_case(entry: Entry, case: Case, index: int, kb: KB):
         steps = STEPS
     else:
         topt, mopt = tns["opt"], mns["opt"]
-        tsched, msched = t_out, m_out
+        sched_types = (torch.optim.lr_scheduler.LRScheduler, torch.optim.lr_scheduler.ReduceLROnPlateau)
+        if isinstance(t_out, sched_types):
+            tsched, msched = t_out, m_out
+        else:
+            # A scheduler method: compare what it returned, then keep stepping the `sched` from setup.
+            worst = compare(
+                _scalarize(_to_numpy(t_out, "torch")), _scalarize(_to_numpy(m_out, "ms")), case, "call result"
+            )
+            tsched, msched = tns.get("sched"), mns.get("sched")
+            if not isinstance(tsched, sched_types):
+                raise CaseFailure("scheduler case: the call is not a scheduler and setup defines no `sched`")
         steps = SCHED_STEPS
 
     def lrs():

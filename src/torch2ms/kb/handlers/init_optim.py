@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import math
+import re
 
 from ..schema import Entry
-from ..transforms import NOT_LITERAL, Unsupported, handler, literal
+from ..transforms import NOT_LITERAL, Unsupported, handler, literal, transform
 
 _INIT = "mindspore.common.initializer"
 # Non-linearities MindSpore's _calculate_gain knows (HeUniform/HeNormal raise ValueError on others).
@@ -26,7 +28,38 @@ def _arg(bound: dict[str, str], entry: Entry, name: str) -> str:
 
 def _wrap(src: str) -> str:
     s = src.strip()
+    # `init.xxx_(m.weight.data)`: MindSpore's Parameter.data is a plain Tensor without set_data,
+    # so the initializer is applied to the Parameter itself.
+    if s.endswith(".data") and s[:-5].replace(".", "").replace("_", "").isalnum():
+        s = s[:-5]
     return s if s.replace(".", "").replace("_", "").isalnum() else f"({s})"
+
+
+# torch.nn.init function → the mindspore.common.initializer expression ({arg}: torch argument source).
+_INIT_EXPR = {
+    "zeros_": "'zeros'",
+    "ones_": "'ones'",
+    "constant_": f"{_INIT}.Constant({{val}})",
+    "normal_": f"{_INIT}.Normal(sigma={{std}}, mean={{mean}})",
+    "trunc_normal_": f"{_INIT}.TruncatedNormal(sigma={{std}}, mean={{mean}}, a={{a}}, b={{b}})",
+    "xavier_uniform_": f"{_INIT}.XavierUniform(gain={{gain}})",
+    "xavier_normal_": f"{_INIT}.XavierNormal(gain={{gain}})",
+    "orthogonal_": f"{_INIT}.Orthogonal(gain={{gain}})",
+    "eye_": f"{_INIT}.Identity()",
+    "dirac_": f"{_INIT}.Dirac(groups={{groups}})",
+    "sparse_": f"{_INIT}.Sparse(sparsity={{sparsity}}, sigma={{std}})",
+}
+
+
+@handler
+def init_set_data(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """torch.nn.init.X_(t, ...) → t.set_data(initializer(<MindSpore initializer>, t.shape, t.dtype)).
+
+    set_data returns the Parameter, as the torch function returns its tensor.
+    """
+    expr = _INIT_EXPR[entry.torch.rsplit(".", 1)[-1]]
+    init = re.sub(r"\{(\w+)\}", lambda m: _arg(bound, entry, m.group(1)), expr)
+    return _set_data(bound["tensor"], init)
 
 
 def _set_data(tensor: str, init: str) -> str:
@@ -67,6 +100,10 @@ def _fold(expr: str, a: str, b: str, op: str) -> str:
 def init_uniform(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """uniform_(t, a, b) → Uniform(scale) draws U(-scale, scale): scale (b-a)/2, shifted by (a+b)/2."""
     a, b = _arg(bound, entry, "a"), _arg(bound, entry, "b")
+    t = _wrap(bound["tensor"])
+    if ast.dump(ast.parse(a, mode="eval")) == ast.dump(ast.parse(f"-({b})", mode="eval")):
+        # The usual symmetric bound uniform_(w, -k, k) is exactly Uniform(k).
+        return f"{t}.set_data({_INIT}.initializer({_INIT}.Uniform({b}), {t}.shape, {t}.dtype))"
     scale = _fold(f"(({b}) - ({a})) / 2", a, b, "half")
     shift = _fold(f"(({a}) + ({b})) / 2", a, b, "mid")
     t = _wrap(bound["tensor"])
@@ -103,3 +140,41 @@ def init_calculate_gain(bound: dict[str, str], receiver: str | None, entry: Entr
             "compute the gain in Python (math.sqrt(2.0) for relu, 5/3 for tanh, ...)"
         )
     return repr(_gain(nl, param))
+
+
+@transform
+def cycliclr_cycle_momentum(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
+    """torch CyclicLR cycles the optimizer momentum by default; MindSpore's CyclicLR never does.
+
+    Only ``cycle_momentum=False`` converts (the momentum bounds are then unused and dropped).
+    """
+    if literal(value) is False:
+        return {}
+    raise Unsupported(
+        "CyclicLR(cycle_momentum=True) is torch's default and also cycles the momentum between "
+        "base_momentum and max_momentum; MindSpore's CyclicLR only cycles the lr. Pass cycle_momentum=False "
+        "(or set momentum by hand each step)"
+    )
+
+
+def _float_src(value: str) -> str:
+    v = literal(value)
+    if isinstance(v, bool):
+        raise Unsupported(f"expected a number, got {value}")
+    if isinstance(v, (int, float)):
+        return repr(float(v))
+    return f"float({value})"
+
+
+@transform
+def optim_float(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
+    """An optimizer hyper-parameter MindSpore type-checks as float (ASGD t0/lambd, Adadelta rho): 2 → 2.0."""
+    if value is None:
+        return {}
+    names = [r.ms or r.torch for r in entry.args.values() if r.transform == "optim_float"]
+    # A transform is called once per argument: find which one this value belongs to.
+    # (Arguments with the same source get the same conversion, so emitting all matches is safe.)
+    out = {name: _float_src(value) for name in names if bound.get(name) == value}
+    if not out:
+        raise Unsupported(f"optim_float: cannot tell which argument {value} is")
+    return out

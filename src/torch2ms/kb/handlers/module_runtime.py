@@ -11,6 +11,8 @@ _MS_DTYPE_PREFIXES = ("mindspore.", "ms.")
 def _is_dtype_src(src: str) -> bool:
     """Whether an (already rewritten) argument source names a dtype rather than a device."""
     s = src.strip()
+    if s.endswith(".dtype"):
+        return True
     return s.startswith(_MS_DTYPE_PREFIXES) or s.startswith("torch.") and not s.startswith("torch.device")
 
 
@@ -34,26 +36,6 @@ def mr_module_to(bound: dict[str, str], receiver: str | None, entry: Entry) -> s
 
 
 @handler
-def mr_data_loader(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
-    """DataLoader → mindspore.dataset.dataloader.DataLoader (the torch-compatible loader in 2.10).
-
-    Arguments keep their names; ``pin_memory`` and the ``generator`` (a torch.Generator) are dropped.
-    """
-    parts = []
-    names = entry.sig_names()
-    for name in names:
-        if name not in bound or name in ("pin_memory", "generator", "pin_memory_device"):
-            continue
-        parts.append(f"{name}={bound[name]}")
-    for k, v in bound.items():
-        if k not in names:
-            parts.append(f"{k}={v}")
-    first, rest = parts[0], parts[1:]
-    args = [first.split("=", 1)[1]] + rest if first.startswith("dataset=") else parts
-    return f"mindspore.dataset.dataloader.DataLoader({', '.join(args)})"
-
-
-@handler
 def mr_requires_grad_(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``m.requires_grad_(flag)`` → set ``requires_grad`` on every Parameter, return the cell."""
     self = receiver or "self"
@@ -71,6 +53,63 @@ def mr_grad_scaler(bound: dict[str, str], receiver: str | None, entry: Entry) ->
     enabled = literal(bound.get("enabled", "True"))
     if enabled is not True:
         raise Unsupported("GradScaler(enabled=...) has no DynamicLossScaler form: drop the scaler when disabled")
+    g = literal(growth)
+    growth = str(int(g)) if isinstance(g, (int, float)) and float(g).is_integer() else growth
     scale = bound.get("init_scale", "65536.0")
     window = bound.get("growth_interval", "2000")
     return f"mindspore.amp.DynamicLossScaler(scale_value={scale}, scale_factor={growth}, scale_window={window})"
+
+
+@handler
+def mr_checkpoint(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """torch.utils.checkpoint.checkpoint(fn, *args, use_reentrant=...) → mindspore.recompute(fn, *args)."""
+    if bound.get("context_fn") not in (None, "None"):
+        raise Unsupported("checkpoint(context_fn=...) has no mindspore.recompute form")
+    fn = bound.get("function")
+    if fn is None:
+        raise Unsupported("checkpoint() needs the function to run")
+    rest = bound.get("args")
+    return f"mindspore.recompute({fn}, {rest})" if rest else f"mindspore.recompute({fn})"
+
+
+@handler
+def mr_identity_decorator(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """TorchScript-only decorators (jit.unused / ignore / export): the function itself.
+
+    ``@torch.jit.ignore(drop=True)`` (called without the function) becomes an identity decorator.
+    """
+    fn = bound.get("fn", bound.get("drop"))  # torch.jit.ignore(fn) binds the function to drop
+    if fn is None or literal(fn) is None or isinstance(literal(fn), bool):
+        return "(lambda f: f)"
+    return fn
+
+
+@handler
+def mr_jit(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """torch.jit.script / trace / torch.compile → mindspore.jit(fn); tracing inputs and backends dropped."""
+    key = next(n for n in entry.sig_names() if n in ("obj", "func", "model"))
+    fn = bound.get(key)
+    if fn is None or literal(fn) is None:
+        raise Unsupported(f"{entry.short}() without a function: use @mindspore.jit as the decorator")
+    if literal(bound.get("disable", "False")) is True:
+        return fn
+    extra = ""
+    fullgraph = bound.get("fullgraph")
+    if fullgraph is not None:
+        extra = f", fullgraph={fullgraph}"
+    return f"mindspore.jit({fn}{extra})"
+
+
+@handler
+def mr_device(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """torch.device('cuda', 0) → 'cuda:0': MindSpore has no device objects, keep the string."""
+    t = bound.get("type")
+    if t is None:
+        raise Unsupported("torch.device() needs a device type")
+    idx = bound.get("index")
+    if idx is None or literal(idx) is None:
+        return t
+    tv, iv = literal(t), literal(idx)
+    if isinstance(tv, str) and isinstance(iv, int):
+        return repr(f"{tv}:{iv}")
+    return f"f'{{{t}}}:{{{idx}}}'"

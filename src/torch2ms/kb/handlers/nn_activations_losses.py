@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from ..schema import Entry
 from ..transforms import NOT_LITERAL, Unsupported, handler, literal, transform
-from .common import rule_key
 
 
 @transform
@@ -45,20 +44,6 @@ def act_alpha_one(value: str | None, bound: dict[str, str], entry: Entry) -> dic
         f"nn.ELU(alpha={value}): MindSpore's Elu kernel only supports alpha=1.0; "
         "use ops.where(x > 0, x, alpha * (ops.exp(x) - 1)) in construct()"
     )
-
-
-@transform
-def loss_reduction(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
-    """``reduction`` emitted explicitly (several MindSpore losses default to 'none')."""
-    src = value if value is not None else entry.sig_defaults().get("reduction", "'mean'")
-    return {rule_key(entry, "loss_reduction"): src}
-
-
-@transform
-def loss_kl_reduction(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
-    """KLDivLoss reduction; torch's default 'mean' averages over every element."""
-    src = value if value is not None else "'mean'"
-    return {"reduction": src}
 
 
 def _legacy_reduction(bound: dict[str, str], entry: Entry) -> None:
@@ -102,22 +87,73 @@ def loss_cross_entropy(bound: dict[str, str], receiver: str | None, entry: Entry
 
 
 @handler
-def loss_nll(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
-    """nn.NLLLoss: same keywords; the deprecated size_average/reduce are refused."""
+def loss_triplet_margin(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """nn.TripletMarginLoss → nn.TripletMarginWithDistanceLoss (default distance = pairwise L2, eps 1e-6).
+
+    MindSpore's own nn.TripletMarginLoss has no CPU kernel ("Unsupported op [TripletMarginLoss] on
+    CPU"); with p=2 and eps=1e-6 the distance-function form is the same function and runs everywhere.
+    """
     _legacy_reduction(bound, entry)
-    kws = _kw(bound, entry, ["weight", "ignore_index", "reduction"])
-    return f"mindspore.nn.NLLLoss({', '.join(kws)})"
+    p = literal(bound.get("p", "2.0"))
+    eps = literal(bound.get("eps", "1e-06"))
+    if p != 2 or eps != 1e-6:
+        raise Unsupported(
+            "TripletMarginLoss(p != 2 or eps != 1e-6): MindSpore's nn.TripletMarginLoss has no CPU kernel; use "
+            "nn.TripletMarginWithDistanceLoss(distance_function=lambda a, b: ops.norm(a - b + eps, ord=p, dim=-1)) "
+            "or nn.TripletMarginLoss on GPU/Ascend"
+        )
+    kws = _kw(bound, entry, ["margin", "swap", "reduction"])
+    return f"mindspore.nn.TripletMarginWithDistanceLoss({', '.join(kws)})"
+
+
+def _bool_arg(bound: dict[str, str], name: str, default: bool) -> bool | str:
+    v = literal(bound.get(name)) if name in bound else default
+    return v if isinstance(v, bool) else bound[name]
 
 
 @handler
-def loss_kl_div(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
-    """nn.KLDivLoss: MindSpore has no log_target; for log-space targets feed exp(target)."""
-    _legacy_reduction(bound, entry)
-    lt = bound.get("log_target")
-    if lt is not None and literal(lt) not in (False,):
-        raise Unsupported(
-            "KLDivLoss(log_target=True) has no MindSpore form: pass exp(target) to nn.KLDivLoss, "
-            "or compute ops.exp(t) * (t - x) yourself"
-        )
-    kws = _kw(bound, entry, ["reduction"])
-    return f"mindspore.nn.KLDivLoss({', '.join(kws)})"
+def utils_pad_sequence(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """rnn.pad_sequence → pad every tensor's first dim to the longest with ops.pad, then ops.stack.
+
+    MindSpore has no pad_sequence; ops.pad's padding tuple starts from the last dim, as in torch.
+    """
+    if "sequences" not in bound:
+        raise Unsupported("pad_sequence needs sequences")
+    bf = _bool_arg(bound, "batch_first", False)
+    axis = ("0" if bf else "1") if isinstance(bf, bool) else f"0 if {bf} else 1"
+    pv = bound.get("padding_value", "0.0")
+    side = literal(bound.get("padding_side", "'right'"))
+    n = "max(_u.shape[0] for _u in _s)"
+    if side == "right":
+        pad = f"(0, {n} - _t.shape[0])"
+    elif side == "left":
+        pad = f"({n} - _t.shape[0], 0)"
+    else:
+        raise Unsupported(f"pad_sequence(padding_side={bound.get('padding_side')}) must be 'left' or 'right'")
+    return (
+        "(lambda _s: mindspore.ops.stack([mindspore.ops.pad(_t, (0, 0) * (_t.ndim - 1) + "
+        f"{pad}, value={pv}) for _t in _s], axis={axis}))(list({bound['sequences']}))"
+    )
+
+
+@handler
+def utils_unpad_sequence(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """rnn.unpad_sequence → a list of slices of the padded batch, one per length."""
+    bf = _bool_arg(bound, "batch_first", False)
+    padded, lengths = bound["padded_sequences"], bound["lengths"]
+    if isinstance(bf, bool):
+        idx = "[_i, :int(_l)]" if bf else "[:int(_l), _i]"
+        return f"[{padded}{idx} for _i, _l in enumerate({lengths})]"
+    return f"[({padded}[_i, :int(_l)] if {bf} else {padded}[:int(_l), _i]) for _i, _l in enumerate({lengths})]"
+
+
+@handler
+def utils_get_total_norm(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """get_total_norm → the vector norm of the per-tensor vector norms (ops.vector_norm)."""
+    if literal(bound.get("error_if_nonfinite", "False")) is not False:
+        raise Unsupported("get_total_norm(error_if_nonfinite=True): check ops.isfinite(norm) yourself")
+    p = bound.get("norm_type", "2.0")
+    return (
+        f"mindspore.ops.vector_norm(mindspore.ops.stack([mindspore.ops.vector_norm(_t, {p}) "
+        f"for _t in {bound['tensors']}]), {p})"
+    )

@@ -137,3 +137,33 @@ def nnl_layernorm_shape(value: str | None, bound: dict[str, str], entry: Entry) 
             )
         return {"normalized_shape": repr(tuple(v))}
     return {"normalized_shape": f"(tuple({value}) if isinstance({value}, (list, tuple)) else ({value},))"}
+
+
+def _int1(value: str | None, key: str) -> dict[str, str]:
+    """A 1-D layer's size argument: MindSpore's Conv1d/Conv1dTranspose take only an int."""
+    v = literal(value)
+    if isinstance(v, (tuple, list)):
+        if len(v) != 1 or not isinstance(v[0], int):
+            raise Unsupported(f"{key}={value}: a 1-D convolution takes one value")
+        return {key: repr(v[0])}
+    if v is NOT_LITERAL and value is not None:
+        return {key: f"({value}[0] if isinstance({value}, (tuple, list)) else {value})"}
+    return {key: value} if value is not None else {}
+
+
+@transform
+def nnl_int1_kernel_size(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
+    """kernel_size of a 1-D convolution → int."""
+    return _int1(value, "kernel_size")
+
+
+@transform
+def nnl_int1_stride(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
+    """stride of a 1-D convolution → int."""
+    return _int1(value, "stride")
+
+
+@transform
+def nnl_int1_dilation(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
+    """dilation of a 1-D convolution → int."""
+    return _int1(value, "dilation")

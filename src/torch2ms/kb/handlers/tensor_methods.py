@@ -42,19 +42,41 @@ def _is_false(src: str | None) -> bool:
 
 
 def _plain_call(bound: dict[str, str], receiver: str, entry: Entry, method: str) -> str:
-    """``receiver.method(...)``: bound arguments positional in sig order while contiguous, then keywords."""
+    """``receiver.method(...)``: bound arguments positional in sig order (gaps filled from the torch
+    defaults), then keywords. Honors ``unsupported`` and drop (``= false``) argument rules."""
+    names = entry.sig_names()
+    defaults = entry.sig_defaults()
+    for name, rule in entry.args.items():
+        src = bound.get(name)
+        if rule.unsupported and src is not None:
+            default = defaults.get(name)
+            bad = ("*" in rule.unsupported and (default is None or literal(src) != literal(default))) or src in rule.unsupported
+            if bad:
+                raise Unsupported(rule.note or f"{entry.short}({name}={src}) has no MindSpore form")
+    kept = [n for n in names if n in bound and not (n in entry.args and entry.args[n].ms is None)]
+    last = max((names.index(n) for n in kept), default=-1)
     parts: list[str] = []
     positional = True
-    for name in entry.sig_names():
-        if name not in bound:
-            positional = False
-            continue
+    for idx, name in enumerate(names):
         rule = entry.args.get(name)
         if rule is not None and rule.ms is None:
+            continue
+        if name not in bound:
+            if positional and idx < last and name in defaults:
+                parts.append(defaults[name])
+                continue
+            positional = False
             continue
         key = rule.ms if rule is not None else name
         parts.append(bound[name] if positional else f"{key}={bound[name]}")
     return f"{receiver}.{method}({', '.join(parts)})"
+
+
+def _p(receiver: str | None) -> str:
+    """The receiver source, parenthesised when it is not atomic (``(a + b).round()``)."""
+    from ..rewrite import _paren
+
+    return _paren(receiver or "self")
 
 
 def _method_name(entry: Entry) -> str:
@@ -67,12 +89,13 @@ def tm_to(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 
     MindSpore places tensors globally (``ms.set_device``), so device arguments are dropped.
     """
+    receiver = _p(receiver)
     dtype = bound.get("dtype")
     for key in ("arg0", "arg1"):
         src = bound.get(key)
         if src is None:
             continue
-        if key == "arg1" and literal(src) in (True, False):
+        if key == "arg1" and isinstance(literal(src), bool):
             continue  # to(dtype, non_blocking)
         if _is_dtype_src(src):
             dtype = src
@@ -91,6 +114,7 @@ def tm_to(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 @handler
 def tm_type(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``x.type(torch.float16)`` → ``x.astype(mindspore.float16)``; ``x.type()`` → torch-style type string."""
+    receiver = _p(receiver)
     dtype = bound.get("dtype")
     if dtype is None:
         return f"('torch.' + {{'Float32': 'FloatTensor', 'Float64': 'DoubleTensor', 'Float16': 'HalfTensor', " \
@@ -110,6 +134,7 @@ def tm_type(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 @handler
 def tm_max_min(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``x.max()`` / ``x.max(dim, keepdim)`` keep the method; ``x.max(other)`` → ``ops.maximum``."""
+    receiver = _p(receiver)
     which = entry.torch.rsplit(".", 1)[-1]
     dim, other = bound.get("dim"), bound.get("other")
     if dim is not None and not isinstance(literal(dim), (int, tuple, list)):
@@ -127,12 +152,14 @@ def tm_max_min(bound: dict[str, str], receiver: str | None, entry: Entry) -> str
 @handler
 def tm_int64(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """An index-returning method whose MindSpore result is int32: cast to torch's int64."""
+    receiver = _p(receiver)
     return f"{_plain_call(bound, receiver or 'self', entry, _method_name(entry))}.astype(mindspore.int64)"
 
 
 @handler
 def tm_idx_int64(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """A (values, indices) method whose MindSpore indices are int32: cast them to torch's int64."""
+    receiver = _p(receiver)
     call = _plain_call(bound, receiver or "self", entry, _method_name(entry))
     return f"(lambda _v, _i: (_v, _i.astype(mindspore.int64)))(*{call})"
 
@@ -140,16 +167,17 @@ def tm_idx_int64(bound: dict[str, str], receiver: str | None, entry: Entry) -> s
 @handler
 def tm_std_var(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """torch std/var are unbiased by default (correction=1); MindSpore's default ddof is 0."""
+    receiver = _p(receiver)
     which = entry.torch.rsplit(".", 1)[-1]
     dim = bound.get("dim")
     unbiased = bound.get("unbiased")
     correction = bound.get("correction")
-    if dim is not None and literal(dim) in (True, False):
+    if dim is not None and isinstance(literal(dim), bool):
         unbiased, dim = dim, None  # x.std(False): the old (unbiased) overload
     if correction is None:
         if unbiased is None:
             correction = "1"
-        elif literal(unbiased) in (True, False):
+        elif isinstance(literal(unbiased), bool):
             correction = "1" if literal(unbiased) else "0"
         else:
             correction = f"int({unbiased})"
@@ -173,18 +201,21 @@ def _ints(src: str) -> str:
 @handler
 def tm_flip(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``x.flip(0)`` / ``x.flip(0, 1)`` / ``x.flip([0, 1])`` → ``x.flip((0, 1))`` (MS takes only a tuple)."""
+    receiver = _p(receiver)
     return f"{receiver}.flip({_ints(bound['dims'])})"
 
 
 @handler
 def tm_repeat(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``x.repeat(2, 1)`` → ``ops.tile(x, (2, 1))``: Tensor.repeat is not supported on CPU."""
+    receiver = _p(receiver)
     return f"mindspore.ops.tile({receiver}, {_ints(bound['sizes'])})"
 
 
 @handler
 def tm_new_filled(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``x.new_zeros(2, 3)`` / ``((2, 3))`` / ``(size=...)`` with x's dtype unless ``dtype=`` is given."""
+    receiver = _p(receiver)
     which = entry.torch.rsplit(".", 1)[-1]
     size = _ints(bound["size"])
     dtype = _ms_dtype(bound["dtype"]) if bound.get("dtype") not in (None, "None") else f"{receiver}.dtype"
@@ -197,6 +228,7 @@ def tm_new_filled(bound: dict[str, str], receiver: str | None, entry: Entry) -> 
 @handler
 def tm_new_tensor(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``x.new_tensor(data)`` → ``Tensor(data, dtype=x.dtype)`` (torch keeps x's dtype)."""
+    receiver = _p(receiver)
     dtype = _ms_dtype(bound["dtype"]) if bound.get("dtype") not in (None, "None") else f"{receiver}.dtype"
     return f"mindspore.Tensor({bound['data']}, dtype={dtype})"
 
@@ -204,6 +236,7 @@ def tm_new_tensor(bound: dict[str, str], receiver: str | None, entry: Entry) -> 
 @handler
 def tm_random_int(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``x.random_(to)`` / ``x.random_(from, to)`` → uniform integers cast to x's dtype (out of place)."""
+    receiver = _p(receiver)
     lo, hi = bound.get("from"), bound.get("to")
     if hi is None or literal(hi) is None:
         if lo is None:
@@ -215,6 +248,7 @@ def tm_random_int(bound: dict[str, str], receiver: str | None, entry: Entry) -> 
 @handler
 def tm_unflatten(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``x.unflatten(dim, sizes)`` → a reshape that splits one dimension."""
+    receiver = _p(receiver)
     dim, sizes = bound["dim"], _ints(bound["sizes"])
     d = literal(dim)
     if isinstance(d, int) and d >= 0:
@@ -230,6 +264,7 @@ def tm_unflatten(bound: dict[str, str], receiver: str | None, entry: Entry) -> s
 @handler
 def tm_stride(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """MindSpore's stride() returns a list; torch a tuple (or one int with ``dim``)."""
+    receiver = _p(receiver)
     dim = bound.get("dim")
     if dim is None or literal(dim) is None:
         return f"tuple({receiver}.stride())"
@@ -239,6 +274,7 @@ def tm_stride(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 @handler
 def tm_median(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``x.median()`` is one value (torch's lower median); ``x.median(dim)`` → (values, indices)."""
+    receiver = _p(receiver)
     dim = bound.get("dim")
     if dim is None:
         return f"{receiver}.flatten().median(0)[0]"
@@ -249,22 +285,22 @@ def tm_median(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 @handler
 def tm_kthvalue(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``x.kthvalue(k, dim)`` → the k-th entry of a stable ascending sort (values, int64 indices)."""
+    receiver = _p(receiver)
     k, dim = bound["k"], bound.get("dim", "-1")
     keep = literal(bound.get("keepdim", "False"))
     if keep is NOT_LITERAL:
         raise Unsupported("Tensor.kthvalue with a non-literal keepdim")
-    sl = f"({k}) - 1" if not keep else f"({k}) - 1, ({k})"
-    pick = "select" if not keep else "narrow"
     if keep:
         return (f"(lambda _v, _i: (_v.narrow({dim}, ({k}) - 1, 1), _i.narrow({dim}, ({k}) - 1, 1).astype(mindspore.int64)))"
                 f"(*{receiver}.sort({dim}, stable=True))")
-    return (f"(lambda _v, _i: (_v.{pick}({dim}, {sl}), _i.{pick}({dim}, {sl}).astype(mindspore.int64)))"
+    return (f"(lambda _v, _i: (_v.select({dim}, ({k}) - 1), _i.select({dim}, ({k}) - 1).astype(mindspore.int64)))"
             f"(*{receiver}.sort({dim}, stable=True))")
 
 
 @handler
 def tm_index_int32(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """index_fill / index_add: MindSpore's kernels take only int32 indices."""
+    receiver = _p(receiver)
     method = _method_name(entry)
     b = dict(bound)
     b["index"] = f"{bound['index']}.astype(mindspore.int32)"
@@ -274,6 +310,7 @@ def tm_index_int32(bound: dict[str, str], receiver: str | None, entry: Entry) ->
 @handler
 def tm_positional(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """Same method, every argument passed positionally (MindSpore's keyword names differ from torch's)."""
+    receiver = _p(receiver)
     return _plain_call(bound, receiver or "self", entry, _method_name(entry))
 
 
@@ -282,6 +319,7 @@ def tm_norm(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``x.norm(p, dim, keepdim)``: torch's p='fro' means the 2-norm over ``dim`` (all elements when
     dim is None); a numeric p with dim=None is a vector norm of the flattened tensor (MindSpore
     would take a matrix norm of a 2-D tensor)."""
+    receiver = _p(receiver)
     p, dim, keep = bound.get("p"), bound.get("dim"), bound.get("keepdim")
     if p is not None and literal(p) in ("fro", None):
         p = None
@@ -301,6 +339,7 @@ def tm_norm(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 @handler
 def tm_roll(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``x.roll(shifts, dims)`` as an index_select per dim (the Roll kernel is unregistered on CPU)."""
+    receiver = _p(receiver)
     shifts, dims = bound["shifts"], bound.get("dims")
     r = receiver or "self"
     if dims is None or literal(dims) is None:
@@ -323,9 +362,21 @@ def tm_roll(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 def tm_unique(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``x.unique()`` → ``ops.unique`` then a sort (MindSpore's x.unique kernel is unregistered on CPU
     and ops.unique keeps first-appearance order)."""
+    receiver = _p(receiver)
     for key in ("return_inverse", "return_counts"):
         if not _is_false(bound.get(key)):
             raise Unsupported(f"Tensor.unique({key}=True) has no sorted MindSpore form; use ops.unique and sort yourself")
     if bound.get("dim") not in (None, "None"):
         raise Unsupported("Tensor.unique(dim=...) has no MindSpore form")
     return f"mindspore.ops.sort(mindspore.ops.unique({receiver})[0])[0]"
+
+
+@handler
+def tm_round(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """``x.round(decimals=d)``: MindSpore's Round kernel only takes decimals=0 on CPU; scale instead."""
+    receiver = _p(receiver)
+    d = bound.get("decimals")
+    if d is None or literal(d) == 0:
+        return f"{receiver}.round()"
+    d = _p(d)
+    return f"({receiver} * 10.0 ** {d}).round() / 10.0 ** {d}"

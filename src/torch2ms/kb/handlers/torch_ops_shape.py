@@ -1,0 +1,395 @@
+"""Handlers for torch.* shape/indexing, linear algebra, random and dtype entries (torch_ops_shape.toml)."""
+
+from __future__ import annotations
+
+import ast
+
+from ..schema import Entry
+from ..transforms import NOT_LITERAL, Unsupported, handler, literal, transform
+
+
+def _p(src: str) -> str:
+    from ..rewrite import _paren
+
+    return _paren(src)
+
+
+def _split_args(src: str) -> list[str]:
+    """Split a comma-joined argument source (a ``*args`` binding) into its parts."""
+    call = ast.parse(f"f({src})", mode="eval").body
+    return [ast.unparse(a) for a in call.args]  # type: ignore[attr-defined]
+
+
+def _kwargs(entry: Entry, bound: dict[str, str], skip: tuple[str, ...] = ()) -> list[str]:
+    """Keyword arguments from the entry's argument rules, for names not in ``skip``."""
+    from ..rewrite import _apply_rule
+
+    defaults = entry.sig_defaults()
+    out: list[str] = []
+    for name in entry.sig_names():
+        if name in skip:
+            continue
+        rule = entry.args.get(name)
+        if name not in bound and not (rule and rule.always):
+            continue
+        for k, v in _apply_rule(entry, rule, name, bound.get(name), bound, defaults).items():
+            out.append(f"{k}={v}")
+    return out
+
+
+@handler
+def ts_star_call(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """``ms(*args, **kw)`` for a signature with one ``*name`` parameter (rand(*size), meshgrid(*tensors)).
+
+    The starred arguments pass positionally; a single list/tuple literal is unpacked when the
+    MindSpore function wants separate tensors (``ms_sig`` starts with ``*``).
+    """
+    star = next(p.lstrip("*") for p in entry.sig if p.startswith("*"))
+    parts: list[str] = []
+    if star in bound:
+        src = bound[star]
+        items = _split_args(src)
+        if len(items) == 1 and entry.ms_sig and entry.ms_sig[0].startswith("*"):
+            node = ast.parse(items[0], mode="eval").body
+            if isinstance(node, (ast.List, ast.Tuple)):
+                src = ", ".join(ast.unparse(e) for e in node.elts)
+            elif not isinstance(node, ast.Constant):
+                src = f"*{items[0]}"
+        parts.append(src)
+    parts += _kwargs(entry, bound, skip=(star,))
+    return f"{entry.ms}({', '.join(parts)})"
+
+
+@handler
+def ts_matmul_chain(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """chain_matmul(a, b, c) / linalg.multi_dot([a, b, c]) → nested mindspore.ops.matmul."""
+    src = bound.get("matrices") or bound.get("tensors") or ""
+    items = _split_args(src)
+    if len(items) == 1:
+        node = ast.parse(items[0], mode="eval").body
+        if not isinstance(node, (ast.List, ast.Tuple)):
+            raise Unsupported(f"{entry.short} of a non-literal sequence: write the matmuls out")
+        items = [ast.unparse(e) for e in node.elts]
+    out = items[0]
+    for it in items[1:]:
+        out = f"mindspore.ops.matmul({out}, {it})"
+    return out
+
+
+@handler
+def ts_unflatten(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    x, d, sizes = _p(bound["input"]), bound["dim"], bound["sizes"]
+    return f"mindspore.ops.reshape({x}, {x}.shape[:{d}] + tuple({sizes}) + {x}.shape[{d}:][1:])"
+
+
+@handler
+def ts_select(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    x, d, i = _p(bound["input"]), bound["dim"], _p(bound["index"])
+    v = literal(bound["index"])
+    start = i if isinstance(v, int) and v >= 0 else f"{i} % {x}.shape[{d}]"
+    return f"mindspore.ops.squeeze(mindspore.ops.narrow({x}, {d}, {start}, 1), {d})"
+
+
+@handler
+def ts_masked_fill(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    x, mask, value = bound["input"], bound["mask"], bound["value"]
+    v = literal(value)
+    if isinstance(v, int) and not isinstance(v, bool):
+        # MaskedFill on CPU rejects an int value for a float tensor; cast to the tensor's dtype.
+        value = f"mindspore.Tensor({v}, {_p(x)}.dtype)"
+    return f"mindspore.ops.masked_fill({x}, {mask}, {value})"
+
+
+@handler
+def ts_scatter(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """torch.scatter(input, dim, index, src|value, reduce=None)."""
+    x, d, idx = bound["input"], bound["dim"], bound["index"]
+    src = bound.get("src")
+    value = bound.get("value")
+    if src is not None and value is None and literal(src) is not NOT_LITERAL:
+        value, src = src, None
+    if value is not None:
+        upd = f"mindspore.ops.full({_p(idx)}.shape, {value}, dtype={_p(x)}.dtype)"
+    elif src is not None:
+        # MindSpore needs src exactly index-shaped; torch reads only that corner of src.
+        upd = f"{_p(src)}[tuple(slice(0, n) for n in {_p(idx)}.shape)]"
+    else:
+        raise Unsupported("torch.scatter needs src or value")
+    reduce = literal(bound.get("reduce", "None"))
+    if reduce is None:
+        return f"mindspore.ops.tensor_scatter_elements({x}, {idx}, {upd}, {d})"
+    if reduce == "add":
+        return f"mindspore.ops.tensor_scatter_elements({x}, {idx}, {upd}, {d}, 'add')"
+    raise Unsupported(f"torch.scatter(reduce={bound.get('reduce')}) has no MindSpore CPU form; only 'add'")
+
+
+@handler
+def ts_scatter_reduce(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    x, d, idx, src = bound["input"], bound["dim"], bound["index"], bound["src"]
+    red = literal(bound.get("reduce"))
+    if red != "sum":
+        raise Unsupported("scatter_reduce: only reduce='sum' maps (tensor_scatter_elements 'add'); "
+                          "'prod'/'mean'/'amax'/'amin' have no MindSpore CPU kernel")
+    inc = literal(bound.get("include_self", "True"))
+    if inc is not True:
+        raise Unsupported("scatter_reduce(include_self=False) has no MindSpore form")
+    return f"mindspore.ops.tensor_scatter_elements({x}, {idx}, {src}, {d}, 'add')"
+
+
+@handler
+def ts_index_add(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """ops.index_add writes into its input and wants int32 indices: copy first, cast."""
+    x, d, idx, src = _p(bound["input"]), bound["dim"], _p(bound["index"]), bound["source"]
+    alpha = bound.get("alpha")
+    if alpha is not None and literal(alpha) != 1:
+        src = f"{_p(src)} * {_p(alpha)}"
+    return f"mindspore.ops.index_add({x}.copy(), {idx}.astype(mindspore.int32), {src}, {d})"
+
+
+@handler
+def ts_take_along_dim(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    x, idx = _p(bound["input"]), _p(bound["indices"])
+    d = bound.get("dim")
+    if d is None or literal(d) is None:
+        return f"mindspore.ops.gather_elements({x}.reshape(-1), 0, {idx}.reshape(-1))"
+    return f"mindspore.ops.gather_elements({x}, {d}, {idx})"
+
+
+@handler
+def ts_where(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    c = bound["condition"]
+    if "input" not in bound and "other" not in bound:
+        return f"tuple(mindspore.ops.nonzero({c}).T)"
+    if "input" not in bound or "other" not in bound:
+        raise Unsupported("torch.where needs both input and other (or neither)")
+    return f"mindspore.ops.where({c}, {bound['input']}, {bound['other']})"
+
+
+@handler
+def ts_nonzero(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    if "out" in bound:
+        raise Unsupported("out= is not supported; assign the result.")
+    as_tuple = literal(bound.get("as_tuple", "False"))
+    if as_tuple is False:
+        return f"mindspore.ops.nonzero({bound['input']})"
+    if as_tuple is True:
+        return f"tuple(mindspore.ops.nonzero({bound['input']}).T)"
+    raise Unsupported("nonzero(as_tuple=<expression>): write the two branches out")
+
+
+@handler
+def ts_diag(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """torch.diag is two functions: 1-D → diagonal matrix, 2-D → its diagonal."""
+    x = _p(bound["input"])
+    k = bound.get("diagonal", "0")
+    return f"(mindspore.ops.diagflat({x}, {k}) if {x}.ndim == 1 else mindspore.ops.diagonal({x}, {k}))"
+
+
+@handler
+def ts_meshgrid(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    return ts_star_call(bound, receiver, entry)
+
+
+@handler
+def ts_linalg_svd(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """linalg.svd → (U, S, Vh); mindspore.ops.svd returns (S, U, V)."""
+    fm = bound.get("full_matrices", "True")
+    return f"(lambda s, u, v: (u, s, v.mT))(*mindspore.ops.svd({bound['A']}, full_matrices={fm}))"
+
+
+@handler
+def ts_torch_svd(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """torch.svd → (U, S, V); mindspore.ops.svd returns (S, U, V)."""
+    if literal(bound.get("compute_uv", "True")) is not True:
+        raise Unsupported("torch.svd(compute_uv=False) returns zero U/V; use mindspore.ops.svd(x, compute_uv=False)")
+    some = literal(bound.get("some", "True"))
+    fm = "False" if some is True else ("True" if some is False else f"not {_p(bound['some'])}")
+    return f"(lambda s, u, v: (u, s, v))(*mindspore.ops.svd({bound['input']}, full_matrices={fm}))"
+
+
+def _uplo_lower(bound: dict[str, str]) -> str:
+    v = literal(bound.get("UPLO", "'L'"))
+    if v == "L":
+        return "True"
+    if v == "U":
+        return "False"
+    return f"{_p(bound['UPLO'])} == 'L'"
+
+
+@handler
+def ts_eigh(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """linalg.eigh / eigvalsh → the Eigh primitive (loaded with mindspore; mindspore.scipy is not)."""
+    only = "compute_eigenvectors=False, " if entry.torch.endswith("eigvalsh") else ""
+    return f"mindspore.ops.operations.linalg_ops.Eigh({only}lower={_uplo_lower(bound)})({bound['A']})"
+
+
+# `import mindspore` does not load mindspore.scipy, and the converter shortens any literal
+# "mindspore.<name>" (strings included) to "ms.<name>": spell the module so neither bites.
+_MS_SCIPY_LINALG = "__import__('mindspore' + '.scipy.linalg', fromlist=['linalg'])"
+
+
+@handler
+def ts_matrix_rank(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    if any(k in bound for k in ("atol", "rtol", "tol", "hermitian")):
+        raise Unsupported("matrix_rank with atol/rtol/hermitian: compare mindspore.ops.svd(A, compute_uv=False) to your tolerance")
+    a = _p(bound["A"])
+    return ("(lambda s: (s > s.max(-1, keepdims=True) * max(" + a + ".shape[-2:]) * "
+            "(1.1920928955078125e-07 if s.dtype == mindspore.float32 else 2.220446049250313e-16)).sum(-1))"
+            f"(mindspore.ops.svd({a}, compute_uv=False))")
+
+
+@handler
+def ts_randint(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """torch.randint(high, size) or (low, high, size)."""
+    b = dict(bound)
+    if "size" not in b:
+        if "high" in b and "low" in b:
+            b["size"], b["high"], b["low"] = b["high"], b["low"], "0"
+        else:
+            raise Unsupported("torch.randint needs high and size")
+    lo = b.get("low", "0")
+    rest = _kwargs(entry, b, skip=("low", "high", "size"))
+    return f"mindspore.ops.randint({', '.join([lo, b['high'], b['size']] + rest)})"
+
+
+@handler
+def ts_randint_like(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """torch.randint_like(input, high) or (input, low, high); keeps the input's dtype like torch."""
+    b = dict(bound)
+    if "high" not in b:
+        b["high"], b["low"] = b["low"], "0"
+    x = _p(b["input"])
+    dtype = b.get("dtype")
+    out = f"mindspore.ops.randint_like({b['input']}, {b.get('low', '0')}, {b['high']}, dtype=mindspore.int64)"
+    return f"{out}.astype({dtype if dtype else x + '.dtype'})"
+
+
+@handler
+def ts_normal(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """torch.normal(mean, std[, size]) → mindspore.ops.normal(shape, mean, stddev)."""
+    mean, std = bound.get("mean", "0.0"), bound.get("std", "1.0")
+    size = bound.get("size")
+    if size is None:
+        m, s = literal(mean), literal(std)
+        if m is NOT_LITERAL:
+            # ops.normal broadcasts shape with the mean and stddev shapes.
+            shape = f"{_p(mean)}.shape"
+        elif s is NOT_LITERAL:
+            shape = f"{_p(std)}.shape"
+        else:
+            raise Unsupported("torch.normal(float, float) needs size")
+        size = shape
+    else:
+        v = literal(size)
+        if isinstance(v, list):
+            size = repr(tuple(v))
+    extra = ""
+    if "dtype" in bound:
+        extra = f".astype({bound['dtype']})"
+    return f"mindspore.ops.normal({size}, {mean}, {std}){extra}"
+
+
+@handler
+def ts_finfo(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    fn = entry.torch.rsplit(".", 1)[-1]
+    t = bound.get("type")
+    if t is None:
+        return f"__import__('numpy').{fn}(__import__('numpy').float32)"
+    # Spelled with __import__ so the converted file needs no extra import.
+    return f"__import__('numpy').{fn}(mindspore.dtype_to_nptype({t}))"
+
+
+@handler
+def ts_bernoulli(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """torch.bernoulli(input) draws with probabilities ``input``; ops.bernoulli's p defaults to 0.5."""
+    x = bound["input"]
+    p = bound.get("p")
+    if literal(p) is None:
+        p = None
+    return f"mindspore.ops.bernoulli({x}, p={p if p is not None else x})"
+
+
+_LEGACY_DTYPES = {
+    "Tensor": "float32", "FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
+    "BFloat16Tensor": "bfloat16", "LongTensor": "int64", "IntTensor": "int32", "ShortTensor": "int16",
+    "CharTensor": "int8", "ByteTensor": "uint8", "BoolTensor": "bool_",
+}
+
+
+@transform
+def ts_tensor_data(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
+    """torch.FloatTensor(data) → mindspore.Tensor(input_data=data, dtype=mindspore.float32).
+
+    A transform, not a handler, so that ``torch.Tensor`` used as a value (annotations,
+    isinstance) converts cleanly to ``mindspore.Tensor``.
+    """
+    dtype = "mindspore." + _LEGACY_DTYPES[entry.torch.rsplit(".", 1)[-1]]
+    v = literal(value)
+    if isinstance(v, int) and not isinstance(v, bool):
+        raise Unsupported(f"{entry.short}(<sizes>) allocates uninitialised memory: use mindspore.ops.zeros((sizes), {dtype})")
+    return {"input_data": value, "dtype": dtype}  # type: ignore[dict-item]
+
+
+@handler
+def ts_atleast(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """torch.atleast_2d(x) / atleast_2d(x, y) → ops.atleast_2d(x) / ops.atleast_2d([x, y])."""
+    items = _split_args(bound["tensors"])
+    fn = entry.ms
+    if len(items) == 1:
+        return f"{fn}({items[0]})"
+    return f"{fn}([{', '.join(items)}])"
+
+
+@handler
+def ts_solve_triangular(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    if literal(bound.get("left", "True")) is not True:
+        raise Unsupported("solve_triangular(left=False) has no MindSpore form: transpose the system")
+    if literal(bound.get("unitriangular", "False")) is not False:
+        raise Unsupported("solve_triangular(unitriangular=True): use mindspore.scipy.linalg.solve_triangular(unit_diagonal=True)")
+    if "upper" not in bound:
+        raise Unsupported("solve_triangular needs upper=")
+    up = literal(bound["upper"])
+    lower = "False" if up is True else ("True" if up is False else f"not {_p(bound['upper'])}")
+    return f"mindspore.ops.MatrixTriangularSolve(lower={lower})({bound['A']}, {bound['B']})"
+
+
+@handler
+def ts_linalg_cond(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    if literal(bound.get("p", "None")) not in (None, 2):
+        raise Unsupported("linalg.cond: only the 2-norm (p=None or 2) maps, via the singular values")
+    return f"(lambda s: s[..., 0] / s[..., -1])(mindspore.ops.svd({bound['A']}, compute_uv=False))"
+
+
+@handler
+def ts_linalg_lu(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    if literal(bound.get("pivot", "True")) is not True:
+        raise Unsupported("linalg.lu(pivot=False) has no MindSpore form")
+    return ("(lambda p, l, u: (p.astype(l.dtype), l, u))"
+            f"(*{_MS_SCIPY_LINALG}.lu({bound['A']}))")
+
+
+@handler
+def ts_lu_factor(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    if literal(bound.get("pivot", "True")) is not True:
+        raise Unsupported("linalg.lu_factor(pivot=False) has no MindSpore form")
+    return ("(lambda lu, piv: (lu, piv + 1))"
+            f"(*{_MS_SCIPY_LINALG}.lu_factor({bound['A']}))")
+
+
+@handler
+def ts_put(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """torch.put(input, index, source, accumulate) → a scatter on the flattened tensor."""
+    x, idx, src = _p(bound["input"]), _p(bound["index"]), _p(bound["source"])
+    acc = literal(bound.get("accumulate", "False"))
+    if acc not in (True, False):
+        raise Unsupported("torch.put(accumulate=<expression>): write the two branches out")
+    red = ", 'add'" if acc else ""
+    return (f"mindspore.ops.tensor_scatter_elements({x}.reshape(-1), {idx}.reshape(-1), "
+            f"{src}.reshape(-1), 0{red}).reshape({x}.shape)")
+
+
+@handler
+def ts_lu_solve(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    if literal(bound.get("left", "True")) is not True or literal(bound.get("adjoint", "False")) is not False:
+        raise Unsupported("linalg.lu_solve(left=False / adjoint=True) has no MindSpore form")
+    return f"mindspore.ops.lu_solve({bound['B']}, {bound['LU']}, {bound['pivots']})"

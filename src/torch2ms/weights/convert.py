@@ -1,0 +1,553 @@
+"""``torch2ms weights``: a torch checkpoint → a MindSpore .ckpt (and back), without torch.
+
+Pipeline: read the file lazily (:mod:`.torch_format`), pick the state dict out of whatever the file
+holds, find each layer's torch type, rename/re-lay-out by the KB (:mod:`.rename`), check against the
+MindSpore network when one is given, and stream the arrays into the .ckpt (:mod:`.ckpt_io`).
+
+Layer types come from, most precise first:
+  1. a torch module (``--torch-net``, needs torch): exact, via ``named_modules()``;
+  2. the MindSpore network (``--net``): every KB rename of each key is tried and the one naming a
+     parameter of the net with the right shape wins;
+  3. a heuristic on the key names and shapes (:func:`guess_layer_types`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import importlib.util
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+import numpy as np
+
+from ..kb import KB, load_kb
+from .ckpt_io import read_ckpt, save_with_mindspore, write_ckpt
+from .rename import INVERSE_LAYOUTS, LAYOUTS, rename_key
+from .torch_format import CheckpointFormatError, TensorRef, load_any, save_torch_zip
+
+__all__ = [
+    "WeightsError", "Assignment", "LoadReport", "ConversionResult", "extract_state_dict",
+    "strip_wrapper_prefix", "read_state_dict", "guess_layer_types", "plan_conversion", "match_to_shapes",
+    "convert_checkpoint", "load_net", "net_param_shapes", "torch_layer_types", "ckpt_to_torch",
+    "guess_ms_layer_types",
+]
+
+
+class WeightsError(Exception):
+    """A usage problem: bad file, bad factory, unknown key path."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Finding the state dict
+
+NESTED_KEYS = ("state_dict", "model_state_dict", "model", "module", "net", "network", "model_ema",
+               "ema", "params", "weights", "state")
+WRAPPER_PREFIXES = ("module.", "_orig_mod.", "model.")
+
+
+def _is_state_dict(obj: Any) -> bool:
+    return isinstance(obj, Mapping) and bool(obj) and all(
+        isinstance(k, str) and isinstance(v, TensorRef) for k, v in obj.items())
+
+
+def _flatten(obj: Any, prefix: str, out: dict[str, TensorRef]) -> None:
+    if isinstance(obj, TensorRef):
+        out[prefix] = obj
+    elif isinstance(obj, Mapping):
+        for k, v in obj.items():
+            _flatten(v, f"{prefix}.{k}" if prefix else str(k), out)
+
+
+def extract_state_dict(obj: Any, key: str | None = None) -> tuple[dict[str, TensorRef], str]:
+    """The state dict inside a loaded checkpoint, and the path it was found at ("" = top level).
+
+    ``key`` (dotted, e.g. ``"checkpoint.model"``) picks it explicitly. Otherwise: the top level if
+    it is a flat name → tensor mapping, else the first of :data:`NESTED_KEYS` that holds one
+    (recursively), else every tensor in the tree under its dotted path.
+    """
+    if key:
+        cur = obj
+        for part in key.split("."):
+            if not isinstance(cur, Mapping) or part not in cur:
+                have = list(cur)[:10] if isinstance(cur, Mapping) else type(cur).__name__
+                raise WeightsError(f"--key {key}: no '{part}' in the checkpoint (has {have})")
+            cur = cur[part]
+        found: dict[str, TensorRef] = {}
+        _flatten(cur, "", found)
+        if not found:
+            raise WeightsError(f"--key {key}: holds no tensors")
+        return found, key
+    if _is_state_dict(obj):
+        return dict(obj), ""
+    if isinstance(obj, Mapping):
+        for k in NESTED_KEYS:
+            if k in obj and isinstance(obj[k], Mapping):
+                inner, path = extract_state_dict(obj[k])
+                if inner:
+                    return inner, f"{k}.{path}" if path else k
+    found = {}
+    _flatten(obj, "", found)
+    if not found:
+        raise WeightsError("the checkpoint holds no tensors")
+    return found, ""
+
+
+def strip_wrapper_prefix(state: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
+    """Drop a ``module.`` (DataParallel) / ``_orig_mod.`` (torch.compile) prefix every key shares."""
+    stripped = ""
+    state = dict(state)
+    changed = True
+    while changed and state:
+        changed = False
+        for p in ("module.", "_orig_mod."):
+            if all(k.startswith(p) for k in state):
+                state = {k[len(p):]: v for k, v in state.items()}
+                stripped += p
+                changed = True
+    return state, stripped
+
+
+def read_state_dict(path: str | Path, key: str | None = None) -> tuple[dict[str, TensorRef], dict[str, str]]:
+    """Read a checkpoint file (no torch) → (state dict of lazy tensors, info)."""
+    path = Path(path)
+    if not path.exists():
+        raise WeightsError(f"{path}: no such file")
+    obj = load_any(path)
+    state, where = extract_state_dict(obj, key)
+    state, stripped = strip_wrapper_prefix(state)
+    return state, {"found_at": where, "stripped_prefix": stripped}
+
+
+# ---------------------------------------------------------------------------------------------
+# Layer types
+
+_EMB_HINT = re.compile(r"(emb|embed|embedding|wte|wpe|tok|token|word|position|pos_enc|lookup)", re.I)
+_PRELU_HINT = re.compile(r"prelu", re.I)
+
+
+def _leaves(shapes: Mapping[str, tuple[int, ...]]) -> dict[str, dict[str, tuple[int, ...]]]:
+    groups: dict[str, dict[str, tuple[int, ...]]] = {}
+    for key, shape in shapes.items():
+        prefix, _, leaf = key.rpartition(".")
+        groups.setdefault(prefix, {})[leaf] = tuple(shape)
+    return groups
+
+
+def guess_layer_types(shapes: Mapping[str, tuple[int, ...]], kb: KB) -> dict[str, str]:
+    """Module prefix → torch class, guessed from key names and shapes alone.
+
+    * ``running_mean``/``running_var``/``num_batches_tracked`` → BatchNorm2d (weight→gamma, bias→beta)
+    * a 3-D ``weight`` → Conv1d (re-laid out to (out, in, 1, k)); 4-D → Conv2d; 5-D → Conv3d
+    * a 2-D ``weight`` → Linear, or Embedding when the module name says so (emb, wte, token…)
+      and it has no bias
+    * a 1-D ``weight`` (± bias) → LayerNorm (gamma/beta; GroupNorm/InstanceNorm rename alike),
+      PReLU when the name says so
+    * a module with ``self_attn`` + ``linear1`` children → TransformerEncoderLayer
+      (+ ``multihead_attn`` → TransformerDecoderLayer)
+
+    Ambiguities it cannot resolve (BatchNorm3d vs 2d, a bias-less Linear named like an embedding,
+    ConvTranspose1d) are what ``--net`` / ``--torch-net`` are for.
+    """
+    out: dict[str, str] = {}
+    groups = _leaves(shapes)
+    for prefix, leaves in groups.items():
+        name = prefix.rsplit(".", 1)[-1]
+        guess = None
+        if {"running_mean", "running_var"} & set(leaves) or "num_batches_tracked" in leaves:
+            guess = "torch.nn.BatchNorm2d"
+        elif "weight" in leaves:
+            nd = len(leaves["weight"])
+            if nd == 3:
+                guess = "torch.nn.Conv1d"
+            elif nd == 4:
+                guess = "torch.nn.Conv2d"
+            elif nd == 5:
+                guess = "torch.nn.Conv3d"
+            elif nd == 2:
+                guess = ("torch.nn.Embedding" if "bias" not in leaves and _EMB_HINT.search(name)
+                         else "torch.nn.Linear")
+            elif nd == 1:
+                guess = ("torch.nn.PReLU" if "bias" not in leaves and _PRELU_HINT.search(name)
+                         else "torch.nn.LayerNorm")
+        if guess and kb.get(guess) is not None:
+            out[prefix] = kb.get(guess).torch
+    for prefix in list(groups):
+        # prefix of the attention's parent: "<p>.self_attn" holds in_proj_weight
+        if prefix.endswith("self_attn") and "in_proj_weight" in groups[prefix]:
+            parent = prefix[: -len("self_attn")].rstrip(".")
+            if f"{parent}.linear1".lstrip(".") in groups:
+                dec = f"{parent}.multihead_attn".lstrip(".") in groups
+                cls = "torch.nn.TransformerDecoderLayer" if dec else "torch.nn.TransformerEncoderLayer"
+                if kb.get(cls) is not None:
+                    out[parent] = kb.get(cls).torch
+    return out
+
+
+def torch_layer_types(spec: str, kb: KB) -> dict[str, str]:
+    """Exact layer types from a torch model factory (``module:Factory``); imports torch."""
+    from ..kb.verify import layer_types
+
+    module = _call_factory(spec)
+    return layer_types(module, kb)
+
+
+# ---------------------------------------------------------------------------------------------
+# Planning
+
+@dataclass
+class Assignment:
+    ms_name: str
+    torch_key: str
+    layout: str | None
+    shape: tuple[int, ...]  # after the layout change
+
+
+@dataclass
+class LoadReport:
+    """What would not load into the network: R22's table."""
+
+    missing: list[tuple[str, tuple[int, ...], str]] = field(default_factory=list)  # ms name, shape, likely torch key
+    unexpected: list[tuple[str, tuple[int, ...], str]] = field(default_factory=list)  # torch key, shape, likely ms name
+    mismatched: list[tuple[str, str, tuple[int, ...], tuple[int, ...]]] = field(default_factory=list)  # ms, torch, ms shape, torch shape
+
+    @property
+    def ok(self) -> bool:
+        return not (self.missing or self.unexpected or self.mismatched)
+
+    def to_dict(self) -> dict:
+        return {
+            "missing": [{"name": n, "shape": list(s), "likely": m} for n, s, m in self.missing],
+            "unexpected": [{"name": n, "shape": list(s), "likely": m} for n, s, m in self.unexpected],
+            "shape_mismatch": [{"name": n, "torch_key": t, "ms_shape": list(a), "torch_shape": list(b)}
+                               for n, t, a, b in self.mismatched],
+        }
+
+
+def _shape_after(shape: tuple[int, ...], layout: str | None) -> tuple[int, ...]:
+    if not layout:
+        return tuple(shape)
+    dummy = np.broadcast_to(np.zeros((), np.uint8), shape)
+    return tuple(LAYOUTS[layout](dummy).shape)
+
+
+def plan_conversion(shapes: Mapping[str, tuple[int, ...]], layer_types: Mapping[str, str], kb: KB
+                    ) -> tuple[list[Assignment], list[str]]:
+    """Rename every key by the layer types; returns (assignments, keys the KB drops)."""
+    plan, dropped = [], []
+    for key, shape in shapes.items():
+        new, layout = rename_key(key, layer_types, kb)
+        if new is None:
+            dropped.append(key)
+            continue
+        plan.append(Assignment(new, key, layout, _shape_after(tuple(shape), layout)))
+    return plan, dropped
+
+
+def _kb_alternatives(kb: KB) -> dict[str, list[tuple[str | None, str | None]]]:
+    """torch leaf path (``weight``, ``linear1.weight``) → every (MS leaf path, layout) the KB knows."""
+    alts: dict[str, list[tuple[str | None, str | None]]] = {}
+    for e in kb:
+        if e.kind != "class" or not e.params:
+            continue
+        for leaf, new in e.params.items():
+            cand = (new, e.layout.get(leaf))
+            if cand not in alts.setdefault(leaf, []):
+                alts[leaf].append(cand)
+    return alts
+
+
+def _likely(name: str, shape: tuple[int, ...], pool: Mapping[str, tuple[int, ...]]) -> str:
+    if not pool:
+        return ""
+    same = [n for n, s in pool.items() if tuple(s) == tuple(shape)]
+    for cands in (same, list(pool)):
+        hit = difflib.get_close_matches(name, cands, n=1, cutoff=0.3)
+        if hit:
+            return hit[0]
+    return same[0] if len(same) == 1 else ""
+
+
+def match_to_shapes(shapes: Mapping[str, tuple[int, ...]], ms_shapes: Mapping[str, tuple[int, ...]],
+                    kb: KB, layer_types: Mapping[str, str] | None = None
+                    ) -> tuple[list[Assignment], list[str], LoadReport]:
+    """Map torch keys onto a MindSpore network's parameters (name → shape).
+
+    For each key the rename by ``layer_types`` (guessed when not given) is tried first; if it does
+    not name a net parameter of the right shape, every other KB rename of the key's leaf is tried.
+    """
+    types = dict(layer_types) if layer_types is not None else guess_layer_types(shapes, kb)
+    alts = _kb_alternatives(kb)
+    plan: list[Assignment] = []
+    dropped: list[str] = []
+    taken: set[str] = set()
+    unmatched: dict[str, tuple[int, ...]] = {}
+    first_choice: dict[str, Assignment] = {}
+    for key, shape in shapes.items():
+        shape = tuple(shape)
+        new, layout = rename_key(key, types, kb)
+        candidates: list[tuple[str | None, str | None]] = [(new, layout)]
+        parts = key.split(".")
+        for i in range(len(parts) - 1, -1, -1):
+            head, rest = ".".join(parts[:i]), ".".join(parts[i:])
+            for new_rest, lay in alts.get(rest, []):
+                if new_rest is None:
+                    candidates.append((None, None))
+                else:
+                    candidates.append((f"{head}.{new_rest}" if head else new_rest, lay))
+        candidates.append((key, None))
+        chosen = None
+        for name, lay in candidates:
+            if name is None:
+                continue
+            if name in ms_shapes and name not in taken and _shape_after(shape, lay) == tuple(ms_shapes[name]):
+                chosen = Assignment(name, key, lay, tuple(ms_shapes[name]))
+                break
+        if chosen is not None:
+            plan.append(chosen)
+            taken.add(chosen.ms_name)
+            continue
+        leaf_alts = alts.get(parts[-1], [])
+        if new is None or (leaf_alts and all(n is None for n, _ in leaf_alts)):
+            dropped.append(key)  # the KB drops it (num_batches_tracked)
+            continue
+        unmatched[key] = shape
+        if new is not None:
+            first_choice[key] = Assignment(new, key, layout, _shape_after(shape, layout))
+    report = LoadReport()
+    missing = {n: tuple(s) for n, s in ms_shapes.items() if n not in taken}
+    for key, shape in unmatched.items():
+        fc = first_choice.get(key)
+        if fc is not None and fc.ms_name in missing:
+            report.mismatched.append((fc.ms_name, key, missing[fc.ms_name], fc.shape))
+    mism_ms = {m[0] for m in report.mismatched}
+    mism_t = {m[1] for m in report.mismatched}
+    converted_unused = {first_choice[k].ms_name if k in first_choice else k: shapes[k]
+                        for k in unmatched if k not in mism_t}
+    for n, s in missing.items():
+        if n not in mism_ms:
+            likely = _likely(n, s, converted_unused)
+            report.missing.append((n, s, likely))
+    free_ms = {n: s for n, s in missing.items() if n not in mism_ms}
+    for key in unmatched:
+        if key in mism_t:
+            continue
+        conv = first_choice[key].ms_name if key in first_choice else key
+        report.unexpected.append((key, tuple(shapes[key]), _likely(conv, tuple(shapes[key]), free_ms)))
+    return plan, dropped, report
+
+
+# ---------------------------------------------------------------------------------------------
+# Networks
+
+def _import_spec(spec: str) -> Any:
+    if ":" not in spec:
+        raise WeightsError(f"{spec}: expected module:Factory or path.py:Factory")
+    mod_part, _, attr = spec.rpartition(":")
+    if mod_part.endswith(".py") or "/" in mod_part:
+        path = Path(mod_part).resolve()
+        if not path.exists():
+            raise WeightsError(f"{path}: no such file")
+        name = f"_torch2ms_net_{abs(hash(str(path)))}"
+        s = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(s)
+        sys.modules[name] = module
+        sys.path.insert(0, str(path.parent))
+        try:
+            s.loader.exec_module(module)
+        finally:
+            sys.path.remove(str(path.parent))
+    else:
+        try:
+            module = importlib.import_module(mod_part)
+        except ImportError as exc:
+            raise WeightsError(f"cannot import {mod_part}: {exc}") from exc
+    obj = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise WeightsError(f"{spec}: {mod_part} has no {attr}")
+        obj = getattr(obj, part)
+    return obj
+
+
+def _call_factory(spec: str) -> Any:
+    factory = _import_spec(spec)
+    return factory() if callable(factory) else factory
+
+
+def load_net(spec: str) -> Any:
+    """Build the MindSpore network from ``module:Factory`` / ``path.py:Factory``."""
+    import mindspore as ms
+
+    net = _call_factory(spec)
+    if not isinstance(net, ms.nn.Cell):
+        raise WeightsError(f"{spec} gave a {type(net).__name__}, not a mindspore.nn.Cell")
+    return net
+
+
+def net_param_shapes(net: Any) -> dict[str, tuple[int, ...]]:
+    return {name: tuple(p.shape) for name, p in net.parameters_and_names()}
+
+
+# ---------------------------------------------------------------------------------------------
+# The conversion
+
+@dataclass
+class ConversionResult:
+    written: bool
+    output: str
+    params: int = 0
+    bytes: int = 0
+    dropped: list[str] = field(default_factory=list)
+    report: LoadReport | None = None
+    info: dict[str, str] = field(default_factory=dict)
+    layer_types: dict[str, str] = field(default_factory=dict)
+    verified: bool | None = None  # loaded back into the net with load_param_into_net
+
+    @property
+    def ok(self) -> bool:
+        return self.written and (self.report is None or self.report.ok) and self.verified is not False
+
+
+def _materialize(plan: list[Assignment], state: Mapping[str, TensorRef]) -> Iterator[tuple[str, np.ndarray, str]]:
+    for a in plan:
+        ref = state[a.torch_key]
+        arr = ref.numpy()
+        if a.layout:
+            arr = LAYOUTS[a.layout](arr)
+        yield a.ms_name, arr, ref.dtype
+
+
+def convert_checkpoint(src: str | Path, out: str | Path, *, kb: KB | None = None, net: Any = None,
+                       layer_types: Mapping[str, str] | None = None, key: str | None = None,
+                       writer: str = "stream", force: bool = False, verify: bool = True) -> ConversionResult:
+    """Convert a torch checkpoint file into a MindSpore .ckpt.
+
+    ``net``: a MindSpore Cell (or a ``module:Factory`` spec) to map onto and check against; if any
+    of its parameters would stay unloaded (or a torch key unused) nothing is written unless
+    ``force``. ``writer``: ``"stream"`` (default; one tensor in memory at a time) or
+    ``"mindspore"`` (``mindspore.save_checkpoint`` from a dict of numpy arrays).
+    """
+    kb = kb or load_kb()
+    state, info = read_state_dict(src, key)
+    shapes = {k: v.shape for k, v in state.items()}
+    report = None
+    if isinstance(net, str):
+        net = load_net(net)
+    if net is not None:
+        plan, dropped, report = match_to_shapes(shapes, net_param_shapes(net), kb, layer_types)
+        types = dict(layer_types) if layer_types is not None else guess_layer_types(shapes, kb)
+    else:
+        types = dict(layer_types) if layer_types is not None else guess_layer_types(shapes, kb)
+        plan, dropped = plan_conversion(shapes, types, kb)
+        seen: dict[str, str] = {}
+        for a in plan:
+            if a.ms_name in seen:
+                raise WeightsError(f"{a.torch_key} and {seen[a.ms_name]} both map to {a.ms_name}")
+            seen[a.ms_name] = a.torch_key
+    result = ConversionResult(False, str(out), dropped=dropped, report=report, info=info, layer_types=types)
+    if report is not None and not report.ok and not force:
+        return result
+    if writer == "stream":
+        result.bytes = write_ckpt(_materialize(plan, state), out)
+    elif writer == "mindspore":
+        save_with_mindspore({n: (a, d) for n, a, d in _materialize(plan, state)}, out)
+        result.bytes = Path(out).stat().st_size
+    else:
+        raise WeightsError(f"unknown writer {writer!r} (stream | mindspore)")
+    result.written, result.params = True, len(plan)
+    if net is not None and verify:
+        import mindspore as ms
+
+        not_loaded, _ = ms.load_param_into_net(net, ms.load_checkpoint(str(out)))
+        result.verified = not not_loaded
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# The way back: .ckpt → torch state dict file
+
+def guess_ms_layer_types(shapes: Mapping[str, tuple[int, ...]], kb: KB) -> dict[str, str]:
+    """Prefix → torch class from MindSpore parameter names (gamma/beta, moving_mean, embedding_table…).
+
+    A Conv1d cannot be told from a Conv2d with a (1, k) kernel by its MindSpore weight: pass
+    ``layer_types`` (e.g. from ``--torch-net``) to get its 3-D torch layout back.
+    """
+    out: dict[str, str] = {}
+    for prefix, leaves in _leaves(shapes).items():
+        guess = None
+        if "moving_mean" in leaves or "moving_variance" in leaves:
+            guess = "torch.nn.BatchNorm2d"
+        elif "gamma" in leaves or "beta" in leaves:
+            guess = "torch.nn.LayerNorm"
+        elif "embedding_table" in leaves:
+            guess = "torch.nn.Embedding"
+        elif set(leaves) == {"w"}:
+            guess = "torch.nn.PReLU"
+        elif "dense1" in {p.rsplit(".", 1)[-1] for p in _leaves(shapes) if p.startswith(prefix + ".")}:
+            guess = None
+        if guess and kb.get(guess) is not None:
+            out[prefix] = kb.get(guess).torch
+    return out
+
+
+def _inverse_key(name: str, layer_types: Mapping[str, str], kb: KB) -> tuple[str, str | None]:
+    parts = name.split(".")
+    for i in range(len(parts) - 1):
+        outer, rest = ".".join(parts[:i]), ".".join(parts[i:])
+        entry = kb.get(layer_types[outer]) if outer in layer_types else None
+        if entry is not None:
+            for old, new in entry.params.items():
+                if new == rest and "." in old:
+                    return (f"{outer}.{old}" if outer else old), entry.layout.get(old)
+    prefix, _, leaf = name.rpartition(".")
+    entry = kb.get(layer_types.get(prefix, ""))
+    if entry is not None:
+        for old, new in entry.params.items():
+            if new == leaf:
+                return (f"{prefix}.{old}" if prefix else old), entry.layout.get(old)
+    return name, None
+
+
+def ckpt_to_torch(src: str | Path, out: str | Path, *, kb: KB | None = None,
+                  layer_types: Mapping[str, str] | None = None) -> dict[str, str]:
+    """A MindSpore .ckpt → a torch state-dict file (``.pth`` zip format, or ``.safetensors``), no torch.
+
+    Returns ``{torch key: ms name}``.
+    """
+    kb = kb or load_kb()
+    arrays = read_ckpt(src)
+    types = dict(layer_types) if layer_types is not None else guess_ms_layer_types(
+        {k: v[0].shape for k, v in arrays.items()}, kb)
+    state: dict[str, Any] = {}
+    mapping: dict[str, str] = {}
+    for name, (arr, dtype) in arrays.items():
+        key, layout = _inverse_key(name, types, kb)
+        if layout:
+            arr = INVERSE_LAYOUTS[layout](arr)
+        state[key] = (dtype, arr) if dtype == "bfloat16" else arr
+        mapping[key] = name
+    out = Path(out)
+    if out.suffix == ".safetensors":
+        from safetensors.numpy import save_file
+
+        from .torch_format import bf16_to_float32
+
+        plain = {}
+        for k, v in state.items():
+            if isinstance(v, tuple):  # safetensors.numpy cannot write bf16: widen to float32
+                v = bf16_to_float32(v[1])
+            plain[k] = np.ascontiguousarray(v)
+        save_file(plain, str(out))
+    else:
+        save_torch_zip(state, out)
+    return mapping
+
+
+def describe_error(exc: Exception) -> str:
+    if isinstance(exc, (WeightsError, CheckpointFormatError)):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"

@@ -1,0 +1,526 @@
+"""Read and write PyTorch checkpoint files without torch.
+
+Reading goes through :class:`RestrictedUnpickler`: its ``find_class`` hands out only what rebuilds
+tensors and plain containers (``torch._utils._rebuild_tensor_v2`` and friends, the ``torch.*Storage``
+classes, ``collections.OrderedDict``, ``torch.Size`` and the dtypes), each replaced by a stand-in
+defined here. Any other global (``os.system``, ``builtins.eval``, ``subprocess.Popen`` ...) raises
+:class:`UnsafePickleError` naming it, before anything is called: nothing from the file is executed.
+
+Tensors come back as :class:`TensorRef`: dtype, shape, stride and offset over a storage that is a
+memory-mapped slice of the file (zip entries are stored uncompressed, so a storage is a plain byte
+range). Nothing is read until :meth:`TensorRef.numpy` is called, and then only that tensor's pages.
+
+Formats: the zip format (torch >= 1.6: ``<root>/data.pkl`` + ``<root>/data/<key>`` + ``byteorder``),
+the legacy pickle stream (``_use_new_zipfile_serialization=False``: magic, protocol, sys_info, the
+object pickle, the storage-key list, then each storage as an int64 element count + raw bytes), and
+``.safetensors``.
+
+bfloat16: numpy has no bfloat16, so a bf16 tensor is kept as its raw ``uint16`` bits with
+``TensorRef.dtype == "bfloat16"``; the .ckpt writer stores those bits unchanged as MindSpore
+``BFloat16`` (lossless), and :func:`bf16_to_float32` widens them when float values are needed.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import mmap
+import pickle
+import struct
+import zipfile
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+
+import numpy as np
+
+__all__ = [
+    "UnsafePickleError", "CheckpointFormatError", "TensorRef", "RestrictedUnpickler", "load_torch_file",
+    "load_safetensors", "load_any", "bf16_to_float32", "float32_to_bf16", "save_torch_zip", "NP_DTYPES",
+]
+
+
+class UnsafePickleError(pickle.UnpicklingError):
+    """The pickle asked for a global outside the tensor allow-list; nothing was executed."""
+
+
+class CheckpointFormatError(ValueError):
+    """The file is not a checkpoint this reader understands."""
+
+
+# torch dtype name → (numpy dtype used to hold the bytes, storage class name)
+NP_DTYPES: dict[str, tuple[str, str]] = {
+    "float32": ("float32", "FloatStorage"),
+    "float64": ("float64", "DoubleStorage"),
+    "float16": ("float16", "HalfStorage"),
+    "bfloat16": ("uint16", "BFloat16Storage"),
+    "int64": ("int64", "LongStorage"),
+    "int32": ("int32", "IntStorage"),
+    "int16": ("int16", "ShortStorage"),
+    "int8": ("int8", "CharStorage"),
+    "uint8": ("uint8", "ByteStorage"),
+    "bool": ("bool", "BoolStorage"),
+    "complex64": ("complex64", "ComplexFloatStorage"),
+    "complex128": ("complex128", "ComplexDoubleStorage"),
+}
+_STORAGE_DTYPE = {storage: name for name, (_, storage) in NP_DTYPES.items()}
+_TORCH_DTYPE_ALIASES = {
+    "float": "float32", "double": "float64", "half": "float16", "long": "int64", "int": "int32",
+    "short": "int16", "cfloat": "complex64", "cdouble": "complex128",
+}
+
+
+def bf16_to_float32(bits: np.ndarray) -> np.ndarray:
+    """Raw bfloat16 bits (uint16) → float32 values (exact)."""
+    return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+
+def float32_to_bf16(values: np.ndarray) -> np.ndarray:
+    """float32 → bfloat16 bits (uint16), round-to-nearest-even as torch does."""
+    u = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32)
+    rounded = u + (0x7FFF + ((u >> 16) & 1))
+    out = (rounded >> 16).astype(np.uint16)
+    nan = np.isnan(values)
+    if nan.any():
+        out[nan] = 0x7FC0
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Stand-ins the unpickler hands out
+
+
+@dataclass(frozen=True)
+class DType:
+    name: str  # canonical torch dtype name, e.g. "float32"
+
+
+@dataclass(frozen=True)
+class StorageType:
+    name: str  # "FloatStorage", "UntypedStorage", ...
+
+    @property
+    def dtype(self) -> str:
+        return _STORAGE_DTYPE.get(self.name, "uint8")
+
+
+@dataclass
+class Storage:
+    """One serialized storage: ``numel`` elements of ``dtype`` at a byte range of the file."""
+
+    dtype: str
+    key: str
+    numel: int
+    buffer: Callable[[], memoryview] | None = None  # the raw bytes, resolved lazily
+    byteorder: str = "little"
+
+    @property
+    def itemsize(self) -> int:
+        return np.dtype(NP_DTYPES[self.dtype][0]).itemsize
+
+
+@dataclass
+class TensorRef:
+    """A tensor in a checkpoint, not yet read."""
+
+    storage: Storage
+    offset: int  # in elements of the storage dtype
+    shape: tuple[int, ...]
+    stride: tuple[int, ...]
+    dtype: str = ""  # torch dtype name ("bfloat16" arrays hold uint16 bits)
+
+    def __post_init__(self) -> None:
+        if not self.dtype:
+            self.dtype = self.storage.dtype
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(NP_DTYPES[self.dtype][0]).itemsize
+
+    def numpy(self) -> np.ndarray:
+        """A read-only view of the file's bytes (no copy) when the layout allows; bf16 as uint16 bits."""
+        np_dtype = np.dtype(NP_DTYPES[self.dtype][0])
+        if self.storage.byteorder == "big":
+            np_dtype = np_dtype.newbyteorder(">")
+        if self.storage.buffer is None:
+            raise CheckpointFormatError(f"storage {self.storage.key} has no data in the file")
+        buf = self.storage.buffer()
+        item = np_dtype.itemsize
+        if any(s == 0 for s in self.shape):
+            return np.zeros(self.shape, dtype=np_dtype.newbyteorder("="))
+        arr = np.ndarray(self.shape, dtype=np_dtype, buffer=buf, offset=self.offset * self.storage.itemsize,
+                         strides=tuple(s * item for s in self.stride))
+        if self.storage.byteorder == "big":
+            arr = arr.astype(np_dtype.newbyteorder("="))
+        return arr
+
+    def __repr__(self) -> str:
+        return f"TensorRef({self.dtype}, shape={self.shape})"
+
+
+def _rebuild_tensor(storage: Storage, storage_offset: int, size, stride) -> TensorRef:
+    if not isinstance(storage, Storage):
+        raise CheckpointFormatError(f"tensor rebuilt from {type(storage).__name__}, expected a storage")
+    return TensorRef(storage, int(storage_offset), tuple(int(s) for s in size), tuple(int(s) for s in stride))
+
+
+def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad=False, backward_hooks=None,
+                       metadata=None) -> TensorRef:
+    return _rebuild_tensor(storage, storage_offset, size, stride)
+
+
+def _rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, backward_hooks, dtype,
+                       metadata=None) -> TensorRef:
+    t = _rebuild_tensor(storage, storage_offset, size, stride)
+    if isinstance(dtype, DType) and dtype.name in NP_DTYPES:
+        t.dtype = dtype.name
+    return t
+
+
+def _rebuild_parameter(data, requires_grad=False, backward_hooks=None) -> Any:
+    return data
+
+
+def _rebuild_parameter_with_state(data, requires_grad, backward_hooks, state) -> Any:
+    return data
+
+
+class _Size(tuple):
+    """torch.Size stand-in: a plain tuple."""
+
+
+_TORCH_UTILS = {
+    "_rebuild_tensor": _rebuild_tensor,
+    "_rebuild_tensor_v2": _rebuild_tensor_v2,
+    "_rebuild_tensor_v3": _rebuild_tensor_v3,
+    "_rebuild_parameter": _rebuild_parameter,
+    "_rebuild_parameter_with_state": _rebuild_parameter_with_state,
+}
+
+
+class RestrictedUnpickler(pickle.Unpickler):
+    """Unpickles torch checkpoints; refuses every global that is not on the tensor allow-list."""
+
+    def __init__(self, file, persistent_load: Callable[[Any], Any]):
+        super().__init__(file)
+        self._persistent = persistent_load
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module == "torch._utils" and name in _TORCH_UTILS:
+            return _TORCH_UTILS[name]
+        if module in ("torch", "torch.storage") and (name.endswith("Storage") and
+                                                     (name in _STORAGE_DTYPE or name in ("UntypedStorage", "TypedStorage"))):
+            return StorageType(name)
+        if module == "collections" and name == "OrderedDict":
+            return OrderedDict
+        if module == "torch" and name == "Size":
+            return _Size
+        if module == "torch":
+            canon = _TORCH_DTYPE_ALIASES.get(name, name)
+            if canon in NP_DTYPES:
+                return DType(canon)
+        raise UnsafePickleError(
+            f"refused to load global '{module}.{name}': only tensor data is allowed in a checkpoint "
+            "(this file would run code when unpickled; nothing was executed)"
+        )
+
+    def persistent_load(self, pid: Any) -> Any:
+        return self._persistent(pid)
+
+
+# ---------------------------------------------------------------------------------------------
+# Readers
+
+_LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
+
+
+def _mmap(path: Path) -> mmap.mmap:
+    with open(path, "rb") as fh:
+        if Path(path).stat().st_size == 0:
+            raise CheckpointFormatError(f"{path}: empty file")
+        return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+def _zip_entry_range(mm: mmap.mmap, info: zipfile.ZipInfo) -> tuple[int, int]:
+    start = info.header_offset
+    sig, = struct.unpack_from("<I", mm, start)
+    if sig != 0x04034B50:
+        raise CheckpointFormatError(f"zip entry {info.filename}: bad local header")
+    name_len, extra_len = struct.unpack_from("<HH", mm, start + 26)
+    data = start + 30 + name_len + extra_len
+    return data, data + info.file_size
+
+
+def _load_zip(path: Path, mm: mmap.mmap) -> Any:
+    zf = zipfile.ZipFile(path)
+    names = zf.namelist()
+    pkl = next((n for n in names if n.endswith("data.pkl") and n.count("/") <= 1), None)
+    if pkl is None:
+        raise CheckpointFormatError(f"{path}: zip file without data.pkl — not a torch checkpoint")
+    root = pkl[: -len("data.pkl")]
+    byteorder = "little"
+    if root + "byteorder" in names:
+        byteorder = zf.read(root + "byteorder").decode().strip() or "little"
+    infos = {i.filename: i for i in zf.infolist()}
+    storages: dict[str, Storage] = {}
+
+    def buffer_for(key: str) -> Callable[[], memoryview]:
+        info = infos.get(f"{root}data/{key}")
+        if info is None:
+            raise CheckpointFormatError(f"{path}: storage data/{key} missing")
+        if info.compress_type == zipfile.ZIP_STORED:
+            lo, hi = _zip_entry_range(mm, info)
+            return lambda: memoryview(mm)[lo:hi]
+        return lambda: memoryview(zf.read(info))  # compressed (rare): read this entry only
+
+    def persistent_load(pid: Any) -> Storage:
+        if not (isinstance(pid, tuple) and pid and pid[0] == "storage"):
+            raise UnsafePickleError(f"unsupported persistent id {pid!r:.80}")
+        _, stype, key, _location, numel = pid[:5]
+        if key not in storages:
+            dtype = stype.dtype if isinstance(stype, StorageType) else (stype.name if isinstance(stype, DType) else "uint8")
+            storages[key] = Storage(dtype, str(key), int(numel), buffer_for(str(key)), byteorder)
+        return storages[key]
+
+    with zf.open(pkl) as fh:
+        data = io.BytesIO(fh.read())
+    return RestrictedUnpickler(data, persistent_load).load()
+
+
+def _load_legacy(path: Path, mm: mmap.mmap) -> Any:
+    # A file object over the mmap (io.BytesIO(mm) would copy the whole file).
+    class _MMFile(io.RawIOBase):
+        def __init__(self) -> None:
+            self.pos = 0
+
+        def readable(self) -> bool:
+            return True
+
+        def readinto(self, b) -> int:
+            n = min(len(b), len(mm) - self.pos)
+            b[:n] = mm[self.pos:self.pos + n]
+            self.pos += n
+            return n
+
+        def read(self, n: int = -1) -> bytes:
+            end = len(mm) if n is None or n < 0 else min(len(mm), self.pos + n)
+            out = mm[self.pos:end]
+            self.pos = end
+            return out
+
+        def readline(self, limit: int = -1) -> bytes:
+            end = mm.find(b"\n", self.pos)
+            end = len(mm) if end < 0 else end + 1
+            if limit is not None and limit >= 0:
+                end = min(end, self.pos + limit)
+            out = mm[self.pos:end]
+            self.pos = end
+            return out
+
+    fh = _MMFile()
+
+    def plain(obj_pid: Any) -> Any:
+        raise UnsafePickleError("unexpected persistent id in the legacy header")
+
+    magic = RestrictedUnpickler(fh, plain).load()
+    if magic != _LEGACY_MAGIC:
+        raise CheckpointFormatError(f"{path}: not a torch checkpoint (no zip archive, no legacy magic number)")
+    protocol = RestrictedUnpickler(fh, plain).load()
+    if protocol != 1001:
+        raise CheckpointFormatError(f"{path}: legacy protocol {protocol} not supported")
+    sys_info = RestrictedUnpickler(fh, plain).load()
+    little = sys_info.get("little_endian", True) if isinstance(sys_info, dict) else True
+    storages: dict[str, Storage] = {}
+    views: dict[str, tuple[str, int, int]] = {}
+
+    def persistent_load(pid: Any) -> Any:
+        if not (isinstance(pid, tuple) and pid and pid[0] == "storage"):
+            raise UnsafePickleError(f"unsupported persistent id {pid!r:.80}")
+        _, stype, root_key, _location, numel = pid[:5]
+        view_metadata = pid[5] if len(pid) > 5 else None
+        root_key = str(root_key)
+        if root_key not in storages:
+            dtype = stype.dtype if isinstance(stype, StorageType) else "uint8"
+            storages[root_key] = Storage(dtype, root_key, int(numel), None, "little" if little else "big")
+        if view_metadata is not None:
+            view_key, offset, view_size = view_metadata
+            root = storages[root_key]
+            view = Storage(root.dtype, str(view_key), int(view_size), None, root.byteorder)
+            views[str(view_key)] = (root_key, int(offset), int(view_size))
+            storages.setdefault(str(view_key), view)
+            return storages[str(view_key)]
+        return storages[root_key]
+
+    result = RestrictedUnpickler(fh, persistent_load).load()
+    keys = RestrictedUnpickler(fh, plain).load()
+    pos = fh.pos
+    for key in keys:
+        key = str(key)
+        numel, = struct.unpack_from("<q" if little else ">q", mm, pos)
+        st = storages.get(key)
+        if st is None:
+            raise CheckpointFormatError(f"{path}: storage {key} listed but never used")
+        lo = pos + 8
+        hi = lo + numel * st.itemsize
+        st.buffer = (lambda lo=lo, hi=hi: memoryview(mm)[lo:hi])
+        pos = hi
+    for view_key, (root_key, offset, size) in views.items():
+        root = storages[root_key]
+        vst = storages[view_key]
+
+        def view_buf(root=root, offset=offset, size=size):
+            return root.buffer()[offset * root.itemsize:(offset + size) * root.itemsize]
+
+        vst.buffer = view_buf
+    return result
+
+
+def load_torch_file(path: str | Path) -> Any:
+    """Unpickle a .pth/.pt/.bin checkpoint (zip or legacy) into plain containers of TensorRef."""
+    path = Path(path)
+    mm = _mmap(path)
+    if mm[:4] == b"PK\x03\x04":
+        return _load_zip(path, mm)
+    if mm[:2] == b"\x80\x02" or mm[:1] == b"\x80":
+        return _load_legacy(path, mm)
+    if mm[:512].find(b"ustar") >= 0 or len(mm) > 262 and mm[257:262] == b"ustar":
+        raise CheckpointFormatError(f"{path}: the tar-based torch format (torch < 0.4) is not supported; "
+                                    "re-save it with a modern torch")
+    raise CheckpointFormatError(f"{path}: not a torch checkpoint (neither a zip archive nor a legacy pickle)")
+
+
+_SAFETENSORS_DTYPES = {
+    "F32": "float32", "F64": "float64", "F16": "float16", "BF16": "bfloat16", "I64": "int64",
+    "I32": "int32", "I16": "int16", "I8": "int8", "U8": "uint8", "BOOL": "bool",
+}
+
+
+def load_safetensors(path: str | Path) -> dict[str, TensorRef]:
+    """A .safetensors file → {name: TensorRef} over a memory map.
+
+    The ``safetensors`` package reads the header (names, dtypes, shapes); the data are
+    memory-mapped byte ranges read from its ``data_offsets`` so bf16 (which
+    ``safetensors.numpy`` cannot return) is handled the same way as every other dtype.
+    """
+    from safetensors import safe_open
+
+    path = Path(path)
+    mm = _mmap(path)
+    header_len, = struct.unpack_from("<Q", mm, 0)
+    header = json.loads(bytes(mm[8:8 + header_len]))
+    base = 8 + header_len
+    with safe_open(str(path), framework="numpy") as sf:  # validates the file; gives the key order
+        names = list(sf.keys())
+    out: dict[str, TensorRef] = {}
+    for name in names:
+        meta = header[name]
+        dtype = _SAFETENSORS_DTYPES.get(meta["dtype"])
+        if dtype is None:
+            raise CheckpointFormatError(f"{path}: {name} has unsupported dtype {meta['dtype']}")
+        lo, hi = meta["data_offsets"]
+        shape = tuple(meta["shape"])
+        itemsize = np.dtype(NP_DTYPES[dtype][0]).itemsize
+        st = Storage(dtype, name, (hi - lo) // itemsize, (lambda lo=lo, hi=hi: memoryview(mm)[base + lo:base + hi]))
+        stride = tuple(int(np.prod(shape[i + 1:], dtype=np.int64)) for i in range(len(shape)))
+        out[name] = TensorRef(st, 0, shape, stride)
+    return out
+
+
+def load_any(path: str | Path) -> Any:
+    """Any supported checkpoint file → its object tree (dicts/lists of TensorRef)."""
+    path = Path(path)
+    if path.suffix == ".safetensors":
+        return load_safetensors(path)
+    with open(path, "rb") as fh:
+        head = fh.read(16)
+    if len(head) >= 9 and head[8:9] == b"{" and path.suffix not in (".pth", ".pt", ".bin", ".pkl"):
+        return load_safetensors(path)
+    return load_torch_file(path)
+
+
+# ---------------------------------------------------------------------------------------------
+# Writer: a state dict in torch's zip format, readable by torch.load(weights_only=True)
+
+def _pk_str(s: str) -> bytes:
+    b = s.encode("utf-8")
+    return b"X" + struct.pack("<I", len(b)) + b
+
+
+def _pk_int(i: int) -> bytes:
+    if 0 <= i < 256:
+        return b"K" + bytes([i])
+    if 0 <= i < 65536:
+        return b"M" + struct.pack("<H", i)
+    if -(2 ** 31) <= i < 2 ** 31:
+        return b"J" + struct.pack("<i", i)
+    raw = i.to_bytes((i.bit_length() + 8) // 8, "little", signed=True)
+    return b"\x8a" + bytes([len(raw)]) + raw
+
+
+def _pk_tuple(items: Iterable[bytes]) -> bytes:
+    return b"(" + b"".join(items) + b"t"
+
+
+def _global(module: str, name: str) -> bytes:
+    return b"c" + f"{module}\n{name}\n".encode()
+
+
+def save_torch_zip(state: Mapping[str, np.ndarray | tuple[str, np.ndarray]], path: str | Path,
+                   root: str = "archive") -> None:
+    """Write ``{name: array}`` as a torch zip checkpoint (an OrderedDict of tensors), without torch.
+
+    A value may be ``("bfloat16", uint16_bits)`` to write a bfloat16 tensor. Each array is written
+    straight into its own stored (uncompressed, 64-byte aligned) zip entry, one at a time.
+    """
+    path = Path(path)
+    entries: list[tuple[str, str, np.ndarray]] = []
+    pkl = [b"\x80\x02", _global("collections", "OrderedDict"), b")R", b"("]
+    for i, (name, value) in enumerate(state.items()):
+        dtype, arr = value if isinstance(value, tuple) else (None, value)
+        arr = np.asarray(arr)
+        if dtype is None:
+            dtype = str(arr.dtype)
+        if dtype not in NP_DTYPES:
+            raise CheckpointFormatError(f"{name}: dtype {dtype} cannot be written to a torch checkpoint")
+        key = str(i)
+        entries.append((key, dtype, arr))
+        storage_cls = NP_DTYPES[dtype][1]
+        shape = arr.shape
+        stride = tuple(int(np.prod(shape[j + 1:], dtype=np.int64)) for j in range(len(shape)))
+        pid = _pk_tuple([_pk_str("storage"), _global("torch", storage_cls), _pk_str(key), _pk_str("cpu"),
+                         _pk_int(int(arr.size))]) + b"Q"
+        tensor = (_global("torch._utils", "_rebuild_tensor_v2")
+                  + _pk_tuple([pid, _pk_int(0), _pk_tuple(_pk_int(int(s)) for s in shape),
+                               _pk_tuple(_pk_int(s) for s in stride), b"\x89",
+                               _global("collections", "OrderedDict") + b")R"])
+                  + b"R")
+        pkl.append(_pk_str(name) + tensor)
+    pkl.append(b"u.")
+    tmp = path.with_name(path.name + ".tmp")
+    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+        def add(name: str, data: bytes | np.ndarray) -> None:
+            info = zipfile.ZipInfo(f"{root}/{name}", date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_STORED
+            nbytes = data.nbytes if isinstance(data, np.ndarray) else len(data)
+            info.file_size = nbytes
+            offset = zf.fp.tell()
+            fixed = offset + 30 + len(info.filename.encode())
+            pad = (-(fixed + 4)) % 64
+            info.extra = b"FB" + struct.pack("<H", pad) + b"Z" * pad
+            with zf.open(info, "w", force_zip64=nbytes > 0x7FFFFFFF) as out:
+                if isinstance(data, np.ndarray):
+                    flat = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+                    chunk = 1 << 24
+                    for lo in range(0, flat.size, chunk):
+                        out.write(flat[lo:lo + chunk].data)
+                else:
+                    out.write(data)
+
+        add("data.pkl", b"".join(pkl))
+        add("byteorder", b"little")
+        for key, dtype, arr in entries:
+            np_dtype = np.dtype(NP_DTYPES[dtype][0]).newbyteorder("<")
+            add(f"data/{key}", np.asarray(arr, dtype=np_dtype))
+        add("version", b"3\n")
+    tmp.replace(path)
