@@ -31,6 +31,14 @@ def main(root: str, data_dir: str, names: list[str]) -> None:
             net = getattr(torchvision.models, name)()
             converted = convert_state_dict(state, types, kb)
             params = dict(net.parameters_and_names())
+            buffers = dict(net.named_buffers())
+            for key in sorted(set(converted) & set(buffers) - set(params)):
+                # register_buffer'ed tensors (swin's relative_position_index) load into buffers.
+                owner_path, _, leaf = key.rpartition(".")
+                owner = net
+                for part in owner_path.split(".") if owner_path else []:
+                    owner = owner._cells[part]
+                owner.register_buffer(leaf, ms.Tensor(converted.pop(key)))
             missing = sorted(set(params) - set(converted))
             unexpected = sorted(set(converted) - set(params))
             if missing or unexpected:

@@ -33,11 +33,14 @@ class ImportMap:
                     else:
                         root = alias.name.split(".", 1)[0]
                         imap._bind(root, root, node.lineno)
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            elif isinstance(node, ast.ImportFrom):
+                # Relative imports (from ..ops.misc import MLP) are the project's own names.
+                module = "." * node.level + (node.module or "")
                 for alias in node.names:
                     if alias.name == "*":
                         continue
-                    imap._bind(alias.asname or alias.name, f"{node.module}.{alias.name}", node.lineno)
+                    full = f"{module}.{alias.name}" if node.module else f"{module}{alias.name}"
+                    imap._bind(alias.asname or alias.name, full, node.lineno)
         return imap
 
     def _bind(self, local: str, full: str, line: int) -> None:

@@ -151,9 +151,11 @@ def _target_names(target: ast.AST) -> list[str]:
     return []
 
 
-def module_classes(tree: ast.AST, imap: ImportMap) -> dict[str, str]:
-    """Names of the file's own nn.Module subclasses (also through local base classes)."""
-    found: set[str] = set()
+def module_classes(tree: ast.AST, imap: ImportMap, project_modules: frozenset[str] = frozenset()) -> dict[str, str]:
+    """Names of nn.Module subclasses usable in this file: its own classes (also through local base
+    classes) and the project's Module classes it imports (``project_modules``, by class name)."""
+    found: set[str] = {local for local, full in imap.names.items()
+                       if not imap.is_framework(full) and full.rsplit(".", 1)[-1] in project_modules}
     classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
     changed = True
     while changed:
@@ -186,4 +188,30 @@ def is_module_class(cls: ast.ClassDef, imap: ImportMap, local_modules: set[str])
             return True
         if isinstance(base, ast.Name) and base.id in local_modules:
             return True
+        if isinstance(base, ast.Attribute) and base.attr in local_modules:
+            return True  # misc.MLP
     return False
+
+
+def project_module_classes(trees: list[ast.AST], local_roots: frozenset[str] = frozenset()) -> frozenset[str]:
+    """Class names that subclass nn.Module anywhere in a project, following bases across files by name."""
+    pairs: list[tuple[str, list[ast.expr], ImportMap]] = []
+    for tree in trees:
+        imap = ImportMap.from_tree(tree, local_roots)
+        pairs += [(n.name, n.bases, imap) for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
+    found: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, bases, imap in pairs:
+            if name in found:
+                continue
+            for base in bases:
+                full = imap.resolve(base) or ""
+                tail = full.rsplit(".", 1)[-1] if full else (base.id if isinstance(base, ast.Name) else
+                                                            base.attr if isinstance(base, ast.Attribute) else "")
+                if (full.startswith("torch.nn.") and imap.is_framework(full)) or tail in found:
+                    found.add(name)
+                    changed = True
+                    break
+    return frozenset(found)

@@ -73,6 +73,8 @@ def _is_inplace_rewrite(t: "TorchToMindSpore", call: cst.Call) -> bool:
     func = call.func
     if not isinstance(func, cst.Attribute) or not func.attr.value.endswith("_") or func.attr.value.startswith("_"):
         return False
+    if t.resolve(func) is not None:
+        return False  # torch.nn.init.normal_(w) is a function, not a Tensor method
     entry = t.kb.method(func.attr.value)
     return entry is not None and entry.status == "composite" and "set_data" not in entry.template \
         and "assign" not in entry.template

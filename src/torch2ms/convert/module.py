@@ -114,17 +114,19 @@ def _after_header(body: list) -> int:
 
 
 def convert_source(source: str, path: str = "<string>", kb: KB | None = None,
-                   local_roots: frozenset[str] = frozenset()) -> ConvertedModule:
+                   local_roots: frozenset[str] = frozenset(),
+                   project_modules: frozenset[str] = frozenset()) -> ConvertedModule:
     """Convert one module. A file that cannot be parsed comes back unchanged with the error.
 
     ``local_roots``: the project's own top-level packages (their imports are not torch's).
+    ``project_modules``: names of the project's nn.Module subclasses defined in other files.
     """
     kb = kb or load_kb()
     try:
         tree = ast.parse(source, filename=path)
     except SyntaxError as exc:
         return ConvertedModule(path, source, source, error=f"syntax error at line {exc.lineno}: {exc.msg}; copied unchanged")
-    facts = module_facts(tree, kb, local_roots)
+    facts = module_facts(tree, kb, local_roots, project_modules)
     if not facts.imap.uses_torch():
         return ConvertedModule(path, source, source)
     try:

@@ -20,6 +20,7 @@ ALIASES: tuple[tuple[str, str, str], ...] = (
     ("mindspore.", "ms.", "import mindspore as ms"),
 )
 _FALLBACK = "import mindspore as ms"
+_RUNTIME = re.compile(r"(?<![\w.])torch2ms\.runtime\.([A-Za-z_]\w*)")
 _FULL = re.compile(r"(?<![\w.])mindspore(?:\.[A-Za-z_]\w*)+")
 
 # Canonical order of generated imports (stable output).
@@ -46,10 +47,19 @@ class MindSporeNames:
         return "ms." + full[len("mindspore."):]
 
     def shorten(self, source: str) -> str:
+        source = _RUNTIME.sub(self._runtime, source)
         return _FULL.sub(lambda m: self._short(m.group(0)), source)
+
+    def _runtime(self, m: re.Match) -> str:
+        # Helpers of torch2ms.runtime are imported by name: `from torch2ms.runtime import add_module`.
+        self.needed.add(f"from torch2ms.runtime import {m.group(1)}")
+        return m.group(1)
 
     def import_lines(self) -> list[str]:
         lines = [imp for imp in IMPORT_ORDER if imp in self.needed]
+        helpers = sorted(imp.rsplit(" ", 1)[1] for imp in self.needed if imp.startswith("from torch2ms.runtime "))
+        if helpers:
+            lines.append("from torch2ms.runtime import " + ", ".join(helpers))
         # `from mindspore import nn` + `from mindspore import ops` → `from mindspore import nn, ops`
         plain = sorted(line.rsplit(" ", 1)[1] for line in lines if _PLAIN.fullmatch(line))
         out = [line for line in lines if not _PLAIN.fullmatch(line)]

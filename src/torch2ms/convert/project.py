@@ -6,6 +6,7 @@ byte-identical. The input tree is never written to.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shutil
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..analysis.scan import SKIP_DIRS, BadInput, read_source
+from ..analysis.infer import project_module_classes
 from .module import ConvertedModule, convert_source
 
 REPORT_JSON = "torch2ms-report.json"
@@ -83,13 +85,23 @@ class ConvertReport:
         }
 
 
-def _convert_one(args: tuple[str, str, frozenset[str]]) -> tuple[str, ConvertedModule | None, str | None]:
-    abs_path, rel, local_roots = args
+def _convert_one(args: tuple[str, str, frozenset[str], frozenset[str]]) -> tuple[str, ConvertedModule | None, str | None]:
+    abs_path, rel, local_roots, project_modules = args
     try:
         source = read_source(Path(abs_path))
     except BadInput as exc:
         return rel, None, str(exc)
-    return rel, convert_source(source, rel, local_roots=local_roots), None
+    return rel, convert_source(source, rel, local_roots=local_roots, project_modules=project_modules), None
+
+
+def _project_modules(py_files: list[Path], roots: frozenset[str]) -> frozenset[str]:
+    trees = []
+    for p in py_files:
+        try:
+            trees.append(ast.parse(read_source(p)))
+        except (BadInput, SyntaxError, ValueError):
+            continue  # reported when the file itself is converted
+    return project_module_classes(trees, roots)
 
 
 def local_packages(src: Path) -> frozenset[str]:
@@ -149,7 +161,8 @@ def convert_tree(src: str | os.PathLike, out: str | os.PathLike, jobs: int | Non
         base = src_p
     report = ConvertReport(str(src_p), str(out_p))
     roots = local_packages(src_p)
-    work = [(str(p), str(p.relative_to(base)), roots) for p in py_files]
+    modules = _project_modules(py_files, roots)
+    work = [(str(p), str(p.relative_to(base)), roots, modules) for p in py_files]
     results = _run(work, jobs, progress)
 
     out_p.parent.mkdir(parents=True, exist_ok=True)

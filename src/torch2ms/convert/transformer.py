@@ -50,22 +50,28 @@ class ModuleFacts:
     taken: set[str]
     # class name → self attribute → torch layer class (self.bn = nn.BatchNorm2d(...))
     layer_attrs: dict[str, dict[str, str]] = field(default_factory=dict)
+    # class name → torch layer classes it subclasses directly
+    torch_bases: dict[str, list[str]] = field(default_factory=dict)
 
 
-def module_facts(tree: ast.Module, kb: KB, local_roots: frozenset[str] = frozenset()) -> ModuleFacts:
+def module_facts(tree: ast.Module, kb: KB, local_roots: frozenset[str] = frozenset(),
+                 project_modules: frozenset[str] = frozenset()) -> ModuleFacts:
     imap = ImportMap.from_tree(tree, local_roots)
-    mclasses = module_classes(tree, imap)
+    mclasses = module_classes(tree, imap, project_modules)
     self_attrs: dict[str, dict[str, str]] = {}
     scopes: dict[tuple[str, str], Scope] = {}
     taken: set[str] = set()
 
     layer_attrs: dict[str, dict[str, str]] = {}
+    torch_bases: dict[str, list[str]] = {}
 
     def visit(body, cls: ast.ClassDef | None):
         for node in body:
             if isinstance(node, ast.ClassDef):
                 self_attrs[node.name] = self_attribute_types(node, imap, kb, mclasses)
                 layer_attrs[node.name] = _self_layers(node, imap, kb)
+                bases = [kb.get(imap.resolve(b) or "") for b in node.bases]
+                torch_bases[node.name] = [b.torch for b in bases if b is not None and b.kind == "class"]
                 visit(node.body, node)
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 in_mod = cls is not None and cls.name in mclasses
@@ -90,7 +96,7 @@ def module_facts(tree: ast.Module, kb: KB, local_roots: frozenset[str] = frozens
     for local, full in imap.names.items():
         if not imap.is_framework(full):
             taken.add(local)
-    return ModuleFacts(imap, mclasses, self_attrs, scopes, taken, layer_attrs)
+    return ModuleFacts(imap, mclasses, self_attrs, scopes, taken, layer_attrs, torch_bases)
 
 
 def _self_layers(cls: ast.ClassDef, imap: ImportMap, kb: KB) -> dict[str, str]:
@@ -132,6 +138,10 @@ class TorchToMindSpore(cst.CSTTransformer):
         self.still_needed: set[str] = set()  # local import names unconverted code still uses
         self.narrowed: list[dict[str, list[str]]] = []  # isinstance(m, nn.BatchNorm2d) guards
         self._call_funcs: set[cst.CSTNode] = set()
+        self._type_nodes: set[cst.CSTNode] = set()
+        self._type_depth = 0
+        self._in_bases = False
+        self._class_has_bases: list[bool] = []
 
     # ---- context -------------------------------------------------------------------------
 
@@ -237,6 +247,9 @@ class TorchToMindSpore(cst.CSTTransformer):
             for frame in reversed(self.narrowed):
                 if receiver.value in frame:
                     return frame[receiver.value]
+        if isinstance(receiver, cst.Name) and receiver.value == "self" and self.class_stack:
+            # self inside `class LayerNorm2d(nn.LayerNorm)`: the torch base's names apply.
+            return self.facts.torch_bases.get(self.class_stack[-1], [])
         if isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name) and \
                 receiver.value.value == "self" and self.class_stack:
             cls = self.facts.layer_attrs.get(self.class_stack[-1], {}).get(receiver.attr.value)
@@ -254,10 +267,12 @@ class TorchToMindSpore(cst.CSTTransformer):
     def visit_ClassDef(self, node: cst.ClassDef) -> bool:
         self.markers.append([])
         self.class_stack.append(node.name.value)
+        self._class_has_bases.append(bool(node.bases))
         return True
 
     def leave_ClassDef(self, original, updated):
         self.class_stack.pop()
+        self._class_has_bases.pop()
         return self._pop(original, updated)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
@@ -315,12 +330,34 @@ class TorchToMindSpore(cst.CSTTransformer):
         if entry.status == "no-equivalent" or not entry.ms.startswith("mindspore."):
             self.mark(entry.torch, entry.note or "no MindSpore equivalent", root)
             return updated
-        if entry.template and entry.kind == "function":
-            # A function passed as a value: its argument rules cannot be applied here.
-            self.record(entry.torch, "review", "used as a value; argument differences not applied: " + entry.note)
-        else:
-            self.record(entry.torch)
+        in_type_position = self._type_depth > 0 or original in self._type_nodes
+        if self._in_bases and entry.ms_base:
+            self.record(entry.torch, "converted", f"subclassed: base is {entry.ms_base}")
+            return self.parse_ms(entry.ms_base)
+        if not in_type_position and entry.kind in ("class", "function") and (entry.args or entry.template or entry.sig):
+            # Passed around as a value (conv_layer=nn.Conv2d, partial(nn.LayerNorm, eps=1e-6)): the
+            # calls made through it are only known at run time, so the KB rules run then.
+            self.record(entry.torch, "review", "used as a value: torch2ms.runtime.TorchCompat applies its argument rules at run time")
+            return self.parse_ms(f'torch2ms.runtime.TorchCompat("{entry.torch}")')
+        self.record(entry.torch)
         return self.parse_ms(entry.ms)
+
+    # Base classes, annotations and isinstance/issubclass arguments name the class itself.
+    def visit_ClassDef_bases(self, node) -> None:
+        self._type_depth += 1
+        self._in_bases = True
+
+    def leave_ClassDef_bases(self, node) -> None:
+        self._type_depth -= 1
+        self._in_bases = False
+
+    def visit_Annotation(self, node) -> bool:
+        self._type_depth += 1
+        return True
+
+    def leave_Annotation(self, original, updated):
+        self._type_depth -= 1
+        return updated
 
     def _is_call_func(self, node) -> bool:
         return node in self._call_funcs
@@ -328,6 +365,11 @@ class TorchToMindSpore(cst.CSTTransformer):
     def visit_Call(self, node: cst.Call) -> bool:
         # Remember callee nodes so references know they are being called.
         self._call_funcs.add(node.func)
+        if isinstance(node.func, cst.Name) and node.func.value in ("isinstance", "issubclass") and len(node.args) == 2:
+            cls = node.args[1].value
+            self._type_nodes.add(cls)
+            if isinstance(cls, (cst.Tuple, cst.List)):
+                self._type_nodes.update(e.value for e in cls.elements)
         return True
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
@@ -358,6 +400,10 @@ class TorchToMindSpore(cst.CSTTransformer):
                 res = rewrite_call(entry, [], [], receiver)
                 self.record(api)
                 return updated.with_changes(func=self.parse_ms(res.func or ""))
+            if receiver is None and entry.kind in ("class", "function"):
+                # *args/**kwargs: the arguments are only known at run time.
+                self.record(api, "review", "*args/**kwargs: torch2ms.runtime.TorchCompat applies the argument rules at run time")
+                return updated.with_changes(func=self.parse_ms(f'torch2ms.runtime.TorchCompat("{entry.torch}")'))
             self.mark(api, "*args/**kwargs in the call: convert by hand", None)
             return updated
         try:
@@ -423,7 +469,10 @@ class TorchToMindSpore(cst.CSTTransformer):
         if rtype in (TENSOR, MODULE, OPTIMIZER):
             return rtype, "certain"
         if isinstance(receiver, cst.Name) and receiver.value == "self":
-            return (MODULE, "certain") if self.in_module_class else (None, "")
+            if self.in_module_class:
+                return MODULE, "certain"
+            # A class whose base comes from elsewhere in the project is most likely a Module too.
+            return (MODULE, "likely") if self._class_has_bases and self._class_has_bases[-1] else (None, "")
         if rtype is None and attr in TENSOR_ONLY_METHODS:
             return TENSOR, "likely"
         return None, ""
@@ -458,8 +507,12 @@ class TorchToMindSpore(cst.CSTTransformer):
         renames = set()
         for cls in classes:
             entry = self.kb.get(cls)
-            if entry is not None and attr in entry.params:
+            if entry is None:
+                continue
+            if attr in entry.params:
                 renames.add(entry.params[attr])
+            elif attr in entry.attrs:
+                renames.add(entry.attrs[attr])
         if not renames:
             return None
         api = f"{classes[0]}.{attr}"
@@ -469,6 +522,9 @@ class TorchToMindSpore(cst.CSTTransformer):
         new = renames.pop()
         if new is None:
             self.mark(api, f"MindSpore's layer has no '{attr}'")
+            return updated
+        if not new.isidentifier():
+            self.record(api, "review", f"MindSpore keeps '{attr}' at '{new}'")
             return updated
         if new != attr:
             self.record(api, "converted", f"parameter renamed {attr} → {new}")

@@ -49,7 +49,7 @@ class Case:
     check: str = "values"
     atol: float = 1e-5
     rtol: float = 1e-5
-    graph: bool = False
+    graph: bool | None = None  # None: auto (first case of a function/method entry)
     setup: str = ""
 
 
@@ -66,6 +66,10 @@ class Entry:
     ms_sig: tuple[str, ...] = ()
     args: dict[str, ArgRule] = field(default_factory=dict)
     template: str = ""
+    # Instance attributes that MindSpore names differently (Linear.out_features → out_channels).
+    attrs: dict[str, str | None] = field(default_factory=dict)
+    # What a user class subclassing this torch class should inherit from, when not ``ms``.
+    ms_base: str = ""
     params: dict[str, str | None] = field(default_factory=dict)
     layout: dict[str, str] = field(default_factory=dict)
     cases: tuple[Case, ...] = ()
@@ -125,7 +129,7 @@ _NAMESPACES = (
 
 _ENTRY_KEYS = {
     "torch", "kind", "status", "ms", "aliases", "backends", "note", "sig", "ms_sig", "args",
-    "template", "params", "layout", "case",
+    "template", "params", "layout", "case", "attrs", "ms_base",
 }
 _ARG_KEYS = {"ms", "transform", "always", "unsupported", "note"}
 _CASE_KEYS = {"call", "inputs", "init", "train", "check", "atol", "rtol", "graph", "setup"}
@@ -169,7 +173,7 @@ def _case(raw: dict, where: str) -> Case:
         check=raw.get("check", "values"),
         atol=float(raw.get("atol", 1e-5)),
         rtol=float(raw.get("rtol", 1e-5)),
-        graph=bool(raw.get("graph", False)),
+        graph=None if "graph" not in raw else bool(raw["graph"]),
         setup=raw.get("setup", ""),
     )
 
@@ -205,6 +209,8 @@ def entry_from_toml(raw: dict, source: str) -> Entry:
         ms_sig=tuple(raw.get("ms_sig", ())),
         args={k: _arg_rule(k, v, where) for k, v in raw.get("args", {}).items()},
         template=raw.get("template", ""),
+        attrs={k: (None if v is False else v) for k, v in raw.get("attrs", {}).items()},
+        ms_base=raw.get("ms_base", ""),
         params=params,
         layout=dict(raw.get("layout", {})),
         cases=tuple(_case(c, where) for c in raw.get("case", ())),

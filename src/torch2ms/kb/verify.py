@@ -6,6 +6,7 @@ rules the converter uses, so a passing case proves the rule, not a hand-written 
 
 from __future__ import annotations
 
+import sys
 import zlib
 from dataclasses import dataclass
 from typing import Any
@@ -193,7 +194,9 @@ def run_case(entry: Entry, case: Case, index: int, kb: KB) -> CaseResult:
         return ms.Tensor(np.array(v)) if isinstance(v, np.ndarray) else v
 
     tns: dict[str, Any] = {"torch": torch, "np": np, **{k: t_value(v) for k, v in raw_inputs.items()}}
-    mns: dict[str, Any] = {"mindspore": ms, "ms": ms, "np": np, **{k: m_value(v) for k, v in raw_inputs.items()}}
+    import torch2ms.runtime
+
+    mns: dict[str, Any] = {"mindspore": ms, "ms": ms, "np": np, "torch2ms": torch2ms, **{k: m_value(v) for k, v in raw_inputs.items()}}
     torch.manual_seed(0)
     ms.set_seed(0)
     owners = {"m": "torch.nn.Module", "opt": "torch.optim.Optimizer"}
@@ -240,7 +243,7 @@ def run_case(entry: Entry, case: Case, index: int, kb: KB) -> CaseResult:
         t_conv = convert_state_dict(t_state, layer_types(tns["m"], kb), kb)
         for name, p in mns["m"].parameters_and_names():
             worst = max(worst, compare(t_conv[name], p.asnumpy(), case, what=f"state {name}"))
-    if entry.kind == "class" and case.graph:
+    if case.graph and entry.kind == "class":
         ms.set_context(mode=ms.GRAPH_MODE)
         try:
             g_out = eval(ms_call.source, mns)  # noqa: S307
@@ -248,4 +251,48 @@ def run_case(entry: Entry, case: Case, index: int, kb: KB) -> CaseResult:
             ms.set_context(mode=ms.PYNATIVE_MODE)
         if not case.train:
             worst = max(worst, compare(_to_numpy(t_out, "torch"), _to_numpy(g_out, "ms"), case, "graph output"))
+    elif wants_graph(entry, case, index):
+        g_out = run_in_graph_mode(ms_call.source, {k: mns[k] for k in raw_inputs}, entry, index)
+        worst = max(worst, compare(_to_numpy(t_out, "torch"), _to_numpy(g_out, "ms"), case, "graph output"))
     return CaseResult(torch_src, ms_src, worst)
+
+
+def wants_graph(entry: Entry, case: Case, index: int) -> bool:
+    """R27: the first case of every function/method entry also runs in GRAPH_MODE unless it opts out."""
+    if case.setup or case.check in ("optimizer", "scheduler") or entry.kind == "class":
+        return bool(case.graph) and not case.setup
+    return case.graph if case.graph is not None else index == 0
+
+
+def run_in_graph_mode(expr: str, inputs: dict[str, Any], entry: Entry, index: int) -> Any:
+    """Evaluate a MindSpore expression inside a GRAPH_MODE Cell (R27).
+
+    MindSpore compiles construct from its source file, so the Cell is written to a temporary module.
+    """
+    import importlib.util
+    import tempfile
+
+    import mindspore as ms
+
+    names = list(inputs)
+    src = (
+        "import mindspore\nimport numpy as np\n\n\n"
+        "class GraphCase(mindspore.nn.Cell):\n"
+        f"    def construct(self, {', '.join(names)}):\n"
+        f"        return {expr}\n"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        path = f"{tmp}/graph_case_{_seed(entry, index)}.py"
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(src)
+        mod_name = f"graph_case_{_seed(entry, index)}"
+        spec = importlib.util.spec_from_file_location(mod_name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[mod_name] = module  # the graph compiler looks the module up by name
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+        ms.set_context(mode=ms.GRAPH_MODE)
+        try:
+            return module.GraphCase()(*[inputs[n] for n in names])
+        finally:
+            ms.set_context(mode=ms.PYNATIVE_MODE)
+            sys.modules.pop(mod_name, None)

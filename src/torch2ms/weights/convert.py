@@ -26,7 +26,7 @@ import numpy as np
 
 from ..kb import KB, load_kb
 from .ckpt_io import read_ckpt, save_with_mindspore, write_ckpt
-from .rename import INVERSE_LAYOUTS, LAYOUTS, rename_key
+from .rename import INVERSE_LAYOUTS, LAYOUTS, RESHAPE_ONLY_LAYOUTS, rename_key
 from .torch_format import CheckpointFormatError, TensorRef, load_any, save_torch_zip
 
 __all__ = [
@@ -231,7 +231,10 @@ def _shape_after(shape: tuple[int, ...], layout: str | None) -> tuple[int, ...]:
     if not layout:
         return tuple(shape)
     dummy = np.broadcast_to(np.zeros((), np.uint8), shape)
-    return tuple(LAYOUTS[layout](dummy).shape)
+    try:
+        return tuple(LAYOUTS[layout](dummy).shape)
+    except (IndexError, ValueError):
+        return ()  # the layout does not apply to this rank: never a match
 
 
 def plan_conversion(shapes: Mapping[str, tuple[int, ...]], layer_types: Mapping[str, str], kb: KB
@@ -303,7 +306,8 @@ def match_to_shapes(shapes: Mapping[str, tuple[int, ...]], ms_shapes: Mapping[st
         for name, lay in candidates:
             if name is None:
                 continue
-            if name in ms_shapes and name not in taken and _shape_after(shape, lay) == tuple(ms_shapes[name]):
+            if name in ms_shapes and name not in taken and _shape_after(shape, lay) == tuple(ms_shapes[name]) \
+                    and (lay is None or _shape_after(shape, lay) != ()):
                 chosen = Assignment(name, key, lay, tuple(ms_shapes[name]))
                 break
         if chosen is not None:
@@ -412,13 +416,25 @@ class ConversionResult:
         return self.written and (self.report is None or self.report.ok) and self.verified is not False
 
 
-def _materialize(plan: list[Assignment], state: Mapping[str, TensorRef]) -> Iterator[tuple[str, np.ndarray, str]]:
+def _materialize(plan: list[Assignment], state: Mapping[str, TensorRef], copy_ranges: bool = True
+                 ) -> Iterator[tuple]:
+    """(ms name, array view — or just its shape —, dtype, file range or None) per parameter.
+
+    Nothing is read here. When the tensor's bytes in the source file are exactly the output's
+    bytes (C-contiguous, little-endian, and no layout change or one that only adds/drops unit axes,
+    as conv1d's ``w[:, :, None, :]``), only the shape and the file range are passed on and the
+    writer copies the bytes file → file.
+    """
     for a in plan:
         ref = state[a.torch_key]
+        rng = ref.file_range() if copy_ranges else None
+        if rng is not None and (not a.layout or a.layout in RESHAPE_ONLY_LAYOUTS):
+            yield a.ms_name, a.shape, ref.dtype, rng
+            continue
         arr = ref.numpy()
         if a.layout:
             arr = LAYOUTS[a.layout](arr)
-        yield a.ms_name, arr, ref.dtype
+        yield a.ms_name, arr, ref.dtype, None
 
 
 def convert_checkpoint(src: str | Path, out: str | Path, *, kb: KB | None = None, net: Any = None,
@@ -454,7 +470,7 @@ def convert_checkpoint(src: str | Path, out: str | Path, *, kb: KB | None = None
     if writer == "stream":
         result.bytes = write_ckpt(_materialize(plan, state), out)
     elif writer == "mindspore":
-        save_with_mindspore({n: (a, d) for n, a, d in _materialize(plan, state)}, out)
+        save_with_mindspore({n: (a, d) for n, a, d, _ in _materialize(plan, state, copy_ranges=False)}, out)
         result.bytes = Path(out).stat().st_size
     else:
         raise WeightsError(f"unknown writer {writer!r} (stream | mindspore)")

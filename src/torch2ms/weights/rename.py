@@ -13,6 +13,9 @@ LAYOUTS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     # MindSpore's Conv1d is a Conv2d over a height-1 image: weight (out, in, 1, k).
     "conv1d_weight": lambda a: a[:, :, None, :],
 }
+# Layouts that only insert/remove unit axes: C-order bytes are unchanged, so the writer may copy
+# the tensor's bytes straight from the source file.
+RESHAPE_ONLY_LAYOUTS = frozenset({"conv1d_weight"})
 INVERSE_LAYOUTS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "conv1d_weight": lambda a: a[:, :, 0, :],
 }

@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import mmap
 import pickle
 import struct
 import zipfile
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
@@ -64,6 +65,7 @@ NP_DTYPES: dict[str, tuple[str, str]] = {
     "complex64": ("complex64", "ComplexFloatStorage"),
     "complex128": ("complex128", "ComplexDoubleStorage"),
 }
+_ITEMSIZE = {name: np.dtype(np_name).itemsize for name, (np_name, _) in NP_DTYPES.items()}
 _STORAGE_DTYPE = {storage: name for name, (_, storage) in NP_DTYPES.items()}
 _TORCH_DTYPE_ALIASES = {
     "float": "float32", "double": "float64", "half": "float16", "long": "int64", "int": "int32",
@@ -114,10 +116,11 @@ class Storage:
     numel: int
     buffer: Callable[[], memoryview] | None = None  # the raw bytes, resolved lazily
     byteorder: str = "little"
+    span: tuple[str, int] | None = None  # (file path, byte offset) when stored raw in the file
 
     @property
     def itemsize(self) -> int:
-        return np.dtype(NP_DTYPES[self.dtype][0]).itemsize
+        return _ITEMSIZE[self.dtype]
 
 
 @dataclass
@@ -136,7 +139,22 @@ class TensorRef:
 
     @property
     def nbytes(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(NP_DTYPES[self.dtype][0]).itemsize
+        return math.prod(self.shape) * _ITEMSIZE[self.dtype]
+
+    def file_range(self) -> tuple[str, int, int] | None:
+        """(path, byte offset, byte count) of this tensor in the file, when its bytes there are
+        exactly its C-order little-endian contents (the writer then copies file → file in the kernel)."""
+        st = self.storage
+        if st.span is None or st.byteorder != "little" or self.dtype != st.dtype:
+            return None
+        expect = 1
+        for dim, stride in zip(reversed(self.shape), reversed(self.stride)):
+            if dim != 1 and stride != expect:
+                return None
+            expect *= dim
+        if (self.offset + expect) > st.numel:
+            return None
+        return st.span[0], st.span[1] + self.offset * st.itemsize, self.nbytes
 
     def numpy(self) -> np.ndarray:
         """A read-only view of the file's bytes (no copy) when the layout allows; bf16 as uint16 bits."""
@@ -220,6 +238,13 @@ class RestrictedUnpickler(pickle.Unpickler):
             canon = _TORCH_DTYPE_ALIASES.get(name, name)
             if canon in NP_DTYPES:
                 return DType(canon)
+        # Protocol-2 pickles name Python 2 modules (__builtin__.eval); report the Python 3 name.
+        import _compat_pickle
+
+        if (module, name) in _compat_pickle.NAME_MAPPING:
+            module, name = _compat_pickle.NAME_MAPPING[(module, name)]
+        elif module in _compat_pickle.IMPORT_MAPPING:
+            module = _compat_pickle.IMPORT_MAPPING[module]
         raise UnsafePickleError(
             f"refused to load global '{module}.{name}': only tensor data is allowed in a checkpoint "
             "(this file would run code when unpickled; nothing was executed)"
@@ -265,14 +290,14 @@ def _load_zip(path: Path, mm: mmap.mmap) -> Any:
     infos = {i.filename: i for i in zf.infolist()}
     storages: dict[str, Storage] = {}
 
-    def buffer_for(key: str) -> Callable[[], memoryview]:
+    def buffer_for(key: str) -> tuple[Callable[[], memoryview], tuple[str, int] | None]:
         info = infos.get(f"{root}data/{key}")
         if info is None:
             raise CheckpointFormatError(f"{path}: storage data/{key} missing")
         if info.compress_type == zipfile.ZIP_STORED:
             lo, hi = _zip_entry_range(mm, info)
-            return lambda: memoryview(mm)[lo:hi]
-        return lambda: memoryview(zf.read(info))  # compressed (rare): read this entry only
+            return (lambda: memoryview(mm)[lo:hi]), (str(path), lo)
+        return (lambda: memoryview(zf.read(info))), None  # compressed (rare): read this entry only
 
     def persistent_load(pid: Any) -> Storage:
         if not (isinstance(pid, tuple) and pid and pid[0] == "storage"):
@@ -280,7 +305,8 @@ def _load_zip(path: Path, mm: mmap.mmap) -> Any:
         _, stype, key, _location, numel = pid[:5]
         if key not in storages:
             dtype = stype.dtype if isinstance(stype, StorageType) else (stype.name if isinstance(stype, DType) else "uint8")
-            storages[key] = Storage(dtype, str(key), int(numel), buffer_for(str(key)), byteorder)
+            buf, span = buffer_for(str(key))
+            storages[key] = Storage(dtype, str(key), int(numel), buf, byteorder, span)
         return storages[key]
 
     with zf.open(pkl) as fh:
@@ -364,6 +390,7 @@ def _load_legacy(path: Path, mm: mmap.mmap) -> Any:
         lo = pos + 8
         hi = lo + numel * st.itemsize
         st.buffer = (lambda lo=lo, hi=hi: memoryview(mm)[lo:hi])
+        st.span = (str(path), lo)
         pos = hi
     for view_key, (root_key, offset, size) in views.items():
         root = storages[root_key]
@@ -421,7 +448,8 @@ def load_safetensors(path: str | Path) -> dict[str, TensorRef]:
         lo, hi = meta["data_offsets"]
         shape = tuple(meta["shape"])
         itemsize = np.dtype(NP_DTYPES[dtype][0]).itemsize
-        st = Storage(dtype, name, (hi - lo) // itemsize, (lambda lo=lo, hi=hi: memoryview(mm)[base + lo:base + hi]))
+        st = Storage(dtype, name, (hi - lo) // itemsize, (lambda lo=lo, hi=hi: memoryview(mm)[base + lo:base + hi]),
+                     span=(str(path), base + lo))
         stride = tuple(int(np.prod(shape[i + 1:], dtype=np.int64)) for i in range(len(shape)))
         out[name] = TensorRef(st, 0, shape, stride)
     return out

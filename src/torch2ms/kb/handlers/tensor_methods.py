@@ -284,17 +284,48 @@ def tm_median(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 
 @handler
 def tm_kthvalue(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
-    """``x.kthvalue(k, dim)`` → the k-th entry of a stable ascending sort (values, int64 indices)."""
+    """``x.kthvalue(k, dim)`` → the k-th entry of a stable ascending sort (values, int64 indices).
+
+    No lambda: GRAPH_MODE cannot compile one built inside an expression.
+    """
     receiver = _p(receiver)
     k, dim = bound["k"], bound.get("dim", "-1")
     keep = literal(bound.get("keepdim", "False"))
     if keep is NOT_LITERAL:
         raise Unsupported("Tensor.kthvalue with a non-literal keepdim")
+    srt = f"{receiver}.sort(axis={dim})"  # stable=True selects SortExt, which GRAPH_MODE on CPU lacks
     if keep:
-        return (f"(lambda _v, _i: (_v.narrow({dim}, ({k}) - 1, 1), _i.narrow({dim}, ({k}) - 1, 1).astype(mindspore.int64)))"
-                f"(*{receiver}.sort({dim}, stable=True))")
-    return (f"(lambda _v, _i: (_v.select({dim}, ({k}) - 1), _i.select({dim}, ({k}) - 1).astype(mindspore.int64)))"
-            f"(*{receiver}.sort({dim}, stable=True))")
+        return (f"({srt}[0].narrow({dim}, ({k}) - 1, 1), "
+                f"{srt}[1].narrow({dim}, ({k}) - 1, 1).astype(mindspore.int64))")
+    return f"({srt}[0].select({dim}, ({k}) - 1), {srt}[1].select({dim}, ({k}) - 1).astype(mindspore.int64))"
+
+
+@handler
+def tm_expand(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """``x.expand(3, -1)`` / ``x.expand((3, -1))`` → ``x.broadcast_to((3, -1))``."""
+    sizes = bound.get("sizes", "")
+    parts = [p for p in sizes.split(",") if p.strip()] if sizes else []
+    if len(parts) == 1 and not isinstance(literal(sizes), int):
+        return f"{_p(receiver)}.broadcast_to({sizes})"  # already a tuple / torch.Size / name
+    return f"{_p(receiver)}.broadcast_to(({sizes},))" if len(parts) == 1 else f"{_p(receiver)}.broadcast_to(({sizes}))"
+
+
+@handler
+def tm_argmax(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """``x.argmax()`` over all elements; with dim, MindSpore's axis/keepdims."""
+    dim = bound.get("dim")
+    if dim is None or literal(dim) is None:
+        return f"{_p(receiver)}.flatten().argmax()"
+    keep = bound.get("keepdim", "False")
+    return f"{_p(receiver)}.argmax(axis={dim}, keepdims={keep})"
+
+
+@handler
+def tm_index_add(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """``x.index_add(dim, index, source, alpha=a)`` → ops.index_add on a copy (it writes into its input) with int32 indices."""
+    src = bound["source"] if "alpha" not in bound else f"({bound['source']}) * ({bound['alpha']})"
+    return (f"mindspore.ops.index_add({_p(receiver)}.copy(), {bound['index']}.astype(mindspore.int32), "
+            f"{src}, {bound['dim']})")
 
 
 @handler

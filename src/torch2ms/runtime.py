@@ -1,0 +1,194 @@
+"""Run-time helpers that converted code imports where a static rewrite cannot be exact.
+
+Needs MindSpore only (never torch). Each helper is named in the conversion report where used.
+"""
+
+from __future__ import annotations
+
+import ast
+from functools import lru_cache
+from typing import Any
+
+_LITERALS = (int, float, str, bool, type(None))
+
+
+@lru_cache(maxsize=1)
+def _kb():
+    from .kb import load_kb
+
+    return load_kb()
+
+
+def _source(value: Any, ns: dict[str, Any]) -> str:
+    """Source text for a run-time value: a literal when it round-trips, else a bound name."""
+    if isinstance(value, _LITERALS) or (
+        isinstance(value, (tuple, list)) and all(isinstance(v, _LITERALS) for v in value)
+    ):
+        src = repr(value)
+        try:
+            if ast.literal_eval(src) == value:
+                return src
+        except (ValueError, SyntaxError):
+            pass
+    name = f"_t2m_{len(ns)}"
+    ns[name] = value
+    return name
+
+
+class TorchCompat:
+    """A torch layer or function used as a value (``conv_layer=nn.Conv2d``, ``partial(nn.LayerNorm, eps=1e-6)``).
+
+    Calling it applies the knowledge base's argument rules to the actual arguments, exactly as the
+    converter does for a written-out call, and builds the MindSpore object.
+    """
+
+    def __init__(self, torch_name: str) -> None:
+        entry = _kb().get(torch_name)
+        if entry is None or entry.status == "no-equivalent":
+            raise TypeError(f"torch2ms: {torch_name} has no MindSpore equivalent")
+        self.torch_name = entry.torch
+        self._entry = entry
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        import mindspore
+
+        from .kb.rewrite import rewrite_call
+
+        ns: dict[str, Any] = {}
+        res = rewrite_call(self._entry, [_source(a, ns) for a in args],
+                           [(k, _source(v, ns)) for k, v in kwargs.items()])
+        if not res.ok:
+            raise TypeError(f"torch2ms: cannot convert this call of {self.torch_name}: {'; '.join(res.notes)}")
+        return eval(res.source, {"mindspore": mindspore, **ns})  # noqa: S307 - source built by our own rules
+
+    def __repr__(self) -> str:
+        return f"TorchCompat({self.torch_name!r})"
+
+
+def add_module(cell: Any, name: str, child: Any) -> None:
+    """torch ``Module.add_module``: also appends to a SequentialCell's run order, as torch does."""
+    import mindspore
+
+    cell.insert_child_to_cell(name, child)
+    if isinstance(cell, mindspore.nn.SequentialCell):
+        # insert_child_to_cell alone registers the parameters but construct() would skip the child.
+        cell.cell_list = list(cell._cells.values())  # noqa: SLF001
+
+
+def _sequential_cell():
+    import mindspore
+
+    class Sequential(mindspore.nn.SequentialCell):
+        """SequentialCell for classes that subclass torch's Sequential and add layers as attributes.
+
+        torch runs every submodule assigned to a Sequential (``self.norm = BatchNorm2d(...)``) in
+        order; MindSpore's SequentialCell only runs its ``cell_list``, so keep that list in step.
+        """
+
+        def __setattr__(self, name: str, value: Any) -> None:
+            super().__setattr__(name, value)
+            if isinstance(value, mindspore.nn.Cell) and "_cells" in self.__dict__:
+                object.__setattr__(self, "cell_list", list(self._cells.values()))
+
+        def insert_child_to_cell(self, child_name: str, child_cell: Any) -> None:
+            super().insert_child_to_cell(child_name, child_cell)
+            object.__setattr__(self, "cell_list", list(self._cells.values()))
+
+    return Sequential
+
+
+def __getattr__(name: str) -> Any:
+    # Classes that need MindSpore are built on first use, so importing this module stays cheap.
+    builders = {"Sequential": _sequential_cell, "ModuleDict": _module_dict_cell,
+                "MultiheadAttention": _multihead_attention}
+    if name in builders:
+        cls = builders[name]()
+        globals()[name] = cls
+        return cls
+    raise AttributeError(name)
+
+
+def _module_dict_cell():
+    import mindspore
+
+    class ModuleDict(mindspore.nn.Cell):
+        """A Cell with torch ModuleDict's interface, for classes that subclass ModuleDict.
+
+        MindSpore's CellDict cannot be called inside a GRAPH_MODE network (it is treated as a
+        container, "The object is not callable"); a subclass with its own forward needs a Cell.
+        """
+
+        def __init__(self, modules: Any = None) -> None:
+            super().__init__()
+            for name, cell in (dict(modules) if modules is not None else {}).items():
+                self.insert_child_to_cell(name, cell)
+
+        def __getitem__(self, key: str) -> Any:
+            return self._cells[key]
+
+        def __setitem__(self, key: str, cell: Any) -> None:
+            self.insert_child_to_cell(key, cell)
+
+        def __len__(self) -> int:
+            return len(self._cells)
+
+        def __iter__(self):
+            return iter(self._cells)
+
+        def __contains__(self, key: str) -> bool:
+            return key in self._cells
+
+        def keys(self):
+            return self._cells.keys()
+
+        def values(self):
+            return self._cells.values()
+
+        def items(self):
+            return self._cells.items()
+
+    return ModuleDict
+
+
+@lru_cache(maxsize=None)
+def compat_base(torch_name: str) -> type:
+    """A base class for user classes that subclass a torch layer whose arguments differ.
+
+    ``class LayerNorm2d(nn.LayerNorm)`` calls ``super().__init__(C, eps=1e-6)`` with torch's
+    arguments; this base translates them by the KB rules before MindSpore's __init__ sees them.
+    """
+    import mindspore
+
+    from .kb.rewrite import rewrite_call
+
+    entry = _kb().get(torch_name)
+    if entry is None or not entry.ms.startswith("mindspore."):
+        raise TypeError(f"torch2ms: {torch_name} cannot be subclassed in MindSpore")
+    ms_cls = eval(entry.ms, {"mindspore": mindspore})  # noqa: S307 - a KB name
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        ns: dict[str, Any] = {"mindspore": mindspore}
+        res = rewrite_call(entry, [_source(a, ns) for a in args], [(k, _source(v, ns)) for k, v in kwargs.items()])
+        if not res.ok or res.args is None:
+            raise TypeError(f"torch2ms: cannot convert {torch_name}(...) here: {'; '.join(res.notes)}")
+        ms_cls.__init__(self, *[eval(a, ns) for a in res.args],  # noqa: S307
+                        **{k: eval(v, ns) for k, v in res.kwargs or []})  # noqa: S307
+
+    return type(ms_cls.__name__, (ms_cls,), {"__init__": __init__, "__module__": __name__})
+
+
+def _multihead_attention():
+    import mindspore
+
+    class MultiheadAttention(mindspore.nn.MultiheadAttention):
+        """mindspore.nn.MultiheadAttention returning torch's (output, None) when need_weights=False."""
+
+        def construct(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
+                      average_attn_weights=True):
+            out = super().construct(query, key, value, key_padding_mask, need_weights, attn_mask,
+                                    average_attn_weights)
+            if need_weights:
+                return out
+            return out[0], None
+
+    return MultiheadAttention
