@@ -18,6 +18,10 @@ def _randomize_norms(model: torch.nn.Module) -> None:
     conversion errors in them (BN momentum, eps, gamma/beta): give them random but sane values."""
     g = torch.Generator().manual_seed(1)
     with torch.no_grad():
+        for p in model.parameters():
+            if p.ndim >= 2 and not p.any():
+                # zero-initialised heads (ViT) would make every output 0 and the comparison empty
+                p.copy_(0.02 * torch.randn(p.shape, generator=g))
         for m in model.modules():
             if isinstance(m, (torch.nn.BatchNorm2d, torch.nn.BatchNorm1d, torch.nn.LayerNorm, torch.nn.GroupNorm)):
                 if getattr(m, "weight", None) is not None:

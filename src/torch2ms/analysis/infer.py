@@ -51,13 +51,13 @@ def _call_result_type(call: ast.Call, imap: ImportMap, scope: Scope, self_attrs:
         entry = kb.get(full)
         if full.startswith("torch.optim.") and full.count(".") == 2:
             return OPTIMIZER
+        if entry is not None:
+            if entry.kind == "class" and full.startswith("torch.nn."):
+                return MODULE
+            return TENSOR if entry.kind == "function" else None  # torch.zeros, nn.Parameter, F.relu
         if full.startswith("torch.nn.") and full.split(".")[2][:1].isupper() and "functional" not in full:
             return MODULE
-        if entry is not None and entry.kind == "class" and full.startswith("torch.nn."):
-            return MODULE
-        if full.startswith(("torch.nn.functional.", "torch.")) and (entry is None or entry.kind in ("function",)):
-            return TENSOR
-        return None
+        return TENSOR if full.startswith("torch.") else None
     # self.conv(x) where self.conv is a layer → a Tensor; layer(x) for a local module → a Tensor.
     if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
         if self_attrs.get(func.attr) == MODULE:

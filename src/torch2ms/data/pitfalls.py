@@ -1,0 +1,83 @@
+"""Known torchvision → mindspore.dataset pitfalls (seed 001 §3, §5.3; facts §6), keyed for findings.
+
+Each entry: a short title and the fix. Findings point at a key so the report can say *why* the
+numbers differ, not only *that* they differ.
+"""
+
+from __future__ import annotations
+
+PITFALLS: dict[str, tuple[str, str]] = {
+    "decode": (
+        "Decode missing",
+        "ImageFolderDataset yields encoded bytes: put vision.Decode(to_pil=True) first in map (seed §3.1).",
+    ),
+    "decode_pil": (
+        "OpenCV decode/resize instead of PIL",
+        "vision.Decode() gives a numpy image and Resize then takes the OpenCV path (no antialias, max |Δ| ≈ 0.96 "
+        "after Normalize); vision.Decode(to_pil=True) makes Resize use PIL, matching torchvision to 3.6e-7 (facts §6).",
+    ),
+    "interpolation": (
+        "interpolation differs",
+        "torchvision BICUBIC ↔ vision.Inter.PILCUBIC (Inter.BICUBIC is OpenCV's, max |Δ| 1.22); keep a PIL image "
+        "(Decode(to_pil=True)) so Resize uses PIL; NEAREST also differs between the two libraries (facts §6).",
+    ),
+    "center_crop": (
+        "CenterCrop offset rounding",
+        "MindSpore floors the crop offset, torchvision rounds it: 1 px shift whenever (size − crop) is odd; "
+        "crop with explicit offsets (vision.Crop((top, left), size)) computed as torchvision does (facts §6).",
+    ),
+    "layout": (
+        "HWC vs CHW layout",
+        "torch ToTensor gives CHW; on MindSpore add vision.ToTensor() or vision.HWC2CHW() (seed §3.2: no error, "
+        "accuracy silently collapses).",
+    ),
+    "to_tensor": (
+        "ToTensor / scaling to [0, 1] missing",
+        "values are on the 0–255 scale: add vision.ToTensor() (or Rescale(1/255, 0)) before Normalize.",
+    ),
+    "normalize": (
+        "Normalize missing, different or misplaced",
+        "use the torch mean/std, after ToTensor with vision.Normalize(mean, std, is_hwc=False) "
+        "(or Rescale + Normalize(is_hwc=True) + HWC2CHW); Normalize before scaling shifts each channel's mean.",
+    ),
+    "normalize_hwc": (
+        "Normalize is_hwc on CHW data",
+        "vision.Normalize defaults to is_hwc=True; after ToTensor (CHW) pass is_hwc=False (facts §6).",
+    ),
+    "drop_last": (
+        "drop_last vs drop_remainder",
+        "batches per epoch differ: make DataLoader(drop_last=...) and dataset.batch(drop_remainder=...) equal; "
+        "drop_remainder defaults to False, like drop_last (facts §6; seed §3.3 says otherwise).",
+    ),
+    "shuffle": (
+        "shuffle default",
+        "ImageFolderDataset/GeneratorDataset shuffle=None means shuffle; DataLoader shuffle defaults to False: "
+        "pass shuffle=False (or True) explicitly on both sides (facts §6).",
+    ),
+    "batch_size": ("batch size differs", "use the same batch size in DataLoader and dataset.batch."),
+    "resize_size": (
+        "image size differs",
+        "Resize(int) sets the short side, Resize((h, w)) the exact size, on both sides; check Resize/Crop sizes.",
+    ),
+    "dtype": ("dtype differs", "cast with transforms.TypeCast in map, or fix the source's numpy dtype."),
+    "label_dtype": (
+        "labels int64 vs int32",
+        "MindSpore losses want int32 labels: map(transforms.TypeCast(mindspore.int32), input_columns='label') "
+        "(seed §5.1). Labels are compared by value.",
+    ),
+    "class_index": (
+        "class index mapping differs",
+        "labels agree up to a relabelling: pass class_indexing= to ImageFolderDataset (torchvision sorts class folders).",
+    ),
+    "columns": ("column count differs", "both pipelines must yield the same columns in the same order (image, label)."),
+    "values": ("values differ", "compare the transforms one by one (R25: shape, dtype, per-channel mean/std)."),
+    "error": ("pipeline raised", "the pipeline fails before the first batches could be compared."),
+}
+
+
+def title(key: str) -> str:
+    return PITFALLS.get(key, (key, ""))[0]
+
+
+def fix(key: str) -> str:
+    return PITFALLS.get(key, ("", ""))[1]
