@@ -38,7 +38,7 @@ def argument_differences(entry: Entry) -> list[str]:
         if rule.transform:
             why = _doc_line(TRANSFORMS[rule.transform]) if rule.transform in TRANSFORMS else rule.transform
             always = " — always passed, MindSpore's default differs" if rule.always else ""
-            lines.append(f"{name}{default} → {why}{always}")
+            lines.append(f"{name}{default}: {why}{always}")
         elif rule.ms is None:
             lines.append(f"{name}: dropped (no meaning in MindSpore)")
         elif rule.ms != name:

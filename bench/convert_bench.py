@@ -1,0 +1,110 @@
+"""`make bench`: speed of `torch2ms convert` against a libcst parse-only loop, from one run.
+
+Converts the installed torchvision ``models/`` + ``ops/`` source (about 30k lines): once in one
+process (``convert_source`` per file) and once over the tree with all cores (``convert_tree``,
+jobs = cpu count). Targets: >= 5,000 lines/s per core, <= 2x the parse-only time, all cores used.
+Timing lives here, never in tests.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import libcst
+
+from torch2ms.analysis.infer import project_module_classes
+from torch2ms.analysis.scan import iter_python_files
+from torch2ms.convert import convert_source, convert_tree
+from torch2ms.convert.project import local_packages
+from torch2ms.kb import load_kb
+
+REPEAT = 2
+
+
+def torchvision_tree() -> tuple[Path, list[Path]]:
+    spec = importlib.util.find_spec("torchvision")
+    if spec is None:
+        sys.exit("bench needs torchvision installed (make venv)")
+    root = Path(list(spec.submodule_search_locations)[0])
+    files: list[Path] = []
+    for sub in ("models", "ops"):
+        found, _ = iter_python_files(root / sub)
+        files += found
+    return root, files
+
+
+def best(fn) -> float:
+    times = []
+    for _ in range(REPEAT):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def main() -> None:
+    root, files = torchvision_tree()
+    sources = {p: p.read_text(encoding="utf-8") for p in files}
+    lines = sum(s.count("\n") for s in sources.values())
+    kb = load_kb()
+    import ast
+
+    roots = local_packages(root)
+    modules = project_module_classes([ast.parse(s) for s in sources.values()], roots)
+
+    def parse_only() -> None:
+        for s in sources.values():
+            libcst.parse_module(s)
+
+    def convert_serial() -> None:
+        for p, s in sources.items():
+            convert_source(s, str(p), kb=kb, local_roots=roots, project_modules=modules)
+
+    # The tree run: a copy holding only models/ + ops/ (plus the package __init__), all cores.
+    work = Path(tempfile.mkdtemp(prefix="t2m-bench-"))
+    tree = work / "torchvision"
+    for sub in ("models", "ops"):
+        shutil.copytree(root / sub, tree / sub, ignore=shutil.ignore_patterns("__pycache__"))
+    (tree / "__init__.py").write_text("")
+    jobs = os.cpu_count() or 1
+    cpu_before = os.times()
+
+    def convert_parallel() -> None:
+        convert_tree(tree, work / "out", jobs=jobs)
+
+    try:
+        t_parse = best(parse_only)
+        t_serial = best(convert_serial)
+        t0 = os.times()
+        t_par = best(convert_parallel)
+        t1 = os.times()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    # CPU seconds of the worker processes per wall second: how many cores the tree run kept busy.
+    child_cpu = (t1.children_user + t1.children_system) - (t0.children_user + t0.children_system)
+    busy = child_cpu / (REPEAT * t_par) if t_par else 0.0
+    del cpu_before
+
+    print(f"convert over torchvision models/ + ops/: {len(files)} files, {lines} lines, {jobs} cores")
+    print(f"  {'what':40s} {'seconds':>8s} {'lines/s':>10s} {'vs parse':>9s}")
+    rows = (
+        ("libcst parse only, 1 process (floor)", t_parse),
+        ("convert_source, 1 process", t_serial),
+        (f"convert_tree, jobs={jobs}", t_par),
+    )
+    for name, t in rows:
+        print(f"  {name:40s} {t:8.3f} {lines / t:10.0f} {t / t_parse:8.2f}x")
+    per_core = lines / t_serial
+    print(f"  parallel speed-up {t_serial / t_par:.2f}x on {jobs} cores; cores busy during the tree run: {busy:.2f}")
+    print(f"  target >= 5000 lines/s per core: {per_core:.0f} -> {'met' if per_core >= 5000 else 'NOT met'}")
+    print(f"  target <= 2x parse-only time: {t_serial / t_parse:.2f}x -> {'met' if t_serial <= 2 * t_parse else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    main()
