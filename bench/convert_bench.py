@@ -8,6 +8,7 @@ Timing lives here, never in tests.
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import os
 import shutil
@@ -53,7 +54,6 @@ def main() -> None:
     sources = {p: p.read_text(encoding="utf-8") for p in files}
     lines = sum(s.count("\n") for s in sources.values())
     kb = load_kb()
-    import ast
 
     roots = local_packages(root)
     modules = project_module_classes([ast.parse(s) for s in sources.values()], roots)
@@ -73,7 +73,6 @@ def main() -> None:
         shutil.copytree(root / sub, tree / sub, ignore=shutil.ignore_patterns("__pycache__"))
     (tree / "__init__.py").write_text("")
     jobs = os.cpu_count() or 1
-    cpu_before = os.times()
 
     def convert_parallel() -> None:
         convert_tree(tree, work / "out", jobs=jobs)
@@ -89,7 +88,6 @@ def main() -> None:
     # CPU seconds of the worker processes per wall second: how many cores the tree run kept busy.
     child_cpu = (t1.children_user + t1.children_system) - (t0.children_user + t0.children_system)
     busy = child_cpu / (REPEAT * t_par) if t_par else 0.0
-    del cpu_before
 
     print(f"convert over torchvision models/ + ops/: {len(files)} files, {lines} lines, {jobs} cores")
     print(f"  {'what':40s} {'seconds':>8s} {'lines/s':>10s} {'vs parse':>9s}")

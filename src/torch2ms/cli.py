@@ -183,6 +183,10 @@ def build_parser() -> argparse.ArgumentParser:
     dr.add_argument("--json", action="store_true")
     dr.set_defaults(func=cmd_doctor)
 
+    from .data.cli import add_check_data_parser  # torch2ms check-data --torch .. --ms .. (R25)
+
+    add_check_data_parser(sub)
+
     from .weights.cli import add_weights_parser  # torch2ms weights IN -o OUT.ckpt (R21, R22)
 
     add_weights_parser(sub)

@@ -21,6 +21,8 @@ class ImportMap:
         # Top-level packages of the project being converted: never framework code, even when
         # the project is itself called torchvision.
         self.local_roots = local_roots
+        # Modules star-imported (``from torch.nn import *``): their names are unknown until looked up.
+        self.stars: list[str] = []
 
     @classmethod
     def from_tree(cls, tree: ast.AST, local_roots: frozenset[str] = frozenset()) -> "ImportMap":
@@ -38,6 +40,8 @@ class ImportMap:
                 module = "." * node.level + (node.module or "")
                 for alias in node.names:
                     if alias.name == "*":
+                        if node.module and not node.level:
+                            imap.stars.append(node.module)
                         continue
                     full = f"{module}.{alias.name}" if node.module else f"{module}{alias.name}"
                     imap._bind(alias.asname or alias.name, full, node.lineno)

@@ -95,6 +95,15 @@ def expr_type(node: ast.AST, imap: ImportMap, scope: Scope, self_attrs: dict[str
 def _annotation_type(ann: ast.AST | None, imap: ImportMap) -> str | None:
     if ann is None:
         return None
+    if isinstance(ann, ast.Constant) and isinstance(ann.value, str):  # "torch.Tensor"
+        try:
+            ann = ast.parse(ann.value, mode="eval").body
+        except SyntaxError:
+            return None
+    if isinstance(ann, ast.BinOp) and isinstance(ann.op, ast.BitOr):  # Tensor | None
+        return _annotation_type(ann.left, imap) or _annotation_type(ann.right, imap)
+    if isinstance(ann, ast.Subscript) and (imap.resolve(ann.value) or "").endswith("Optional"):
+        return _annotation_type(ann.slice, imap)
     full = imap.resolve(ann)
     if full in ("torch.Tensor", "torch.FloatTensor", "torch.LongTensor"):
         return TENSOR

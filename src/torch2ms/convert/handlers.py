@@ -82,7 +82,11 @@ def _is_inplace_rewrite(t: "TorchToMindSpore", call: cst.Call) -> bool:
 
 def after_statement(t: "TorchToMindSpore", original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
     """Statement-level fixes after the expressions inside were converted."""
-    if len(original.body) != 1 or not isinstance(original.body[0], cst.Expr):
+    if len(original.body) != 1:
+        return updated
+    if isinstance(original.body[0], cst.Assign) and original.body[0] is not updated.body[0]:
+        return _self_assignment(original.body[0], updated)
+    if not isinstance(original.body[0], cst.Expr):
         return updated
     before, after = original.body[0].value, updated.body[0]
     if not isinstance(after, cst.Expr) or after.value is before:
@@ -103,6 +107,18 @@ def after_statement(t: "TorchToMindSpore", original: cst.SimpleStatementLine, up
     if isinstance(before, cst.Call) and isinstance(after.value, (cst.Name, cst.Attribute)) and \
             not isinstance(after.value, cst.Call):
         if updated.leading_lines and any(line.comment for line in updated.leading_lines):
+            return updated.with_changes(body=[cst.Pass()])
+        return cst.RemovalSentinel.REMOVE
+    return updated
+
+
+def _self_assignment(before: cst.Assign, updated: cst.SimpleStatementLine):
+    """``model = model.cuda()`` became ``model = model``: a no-op, removed."""
+    after = updated.body[0]
+    if isinstance(after, cst.Assign) and len(after.targets) == 1 and isinstance(after.value, cst.Name) \
+            and isinstance(after.targets[0].target, cst.Name) and after.targets[0].target.value == after.value.value \
+            and isinstance(before.value, cst.Call):
+        if any(line.comment for line in updated.leading_lines) or updated.trailing_whitespace.comment:
             return updated.with_changes(body=[cst.Pass()])
         return cst.RemovalSentinel.REMOVE
     return updated

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -10,6 +11,7 @@ import libcst as cst
 from ..analysis.scan import collect
 from ..kb import KB, load_kb
 from .names import ALIASES
+from .plan import PlanMismatch, change_keys
 from .transformer import MARK, Change, TorchToMindSpore, module_facts
 
 
@@ -49,14 +51,16 @@ def _local(alias: cst.ImportAlias) -> str:
     return _name(alias.name).split(".", 1)[0]
 
 
-def _still_used(new_code: str, generated_aliases: set[str], needed_by_marks: set[str]) -> set[str]:
-    """Local names the converted code still reads (a generated alias counts only via marks)."""
+def _torch_names_used(code: str, candidates: set[str]) -> set[str]:
+    """Which of ``candidates`` the code reads as names (a regex rules most out before parsing)."""
+    present = {n for n in candidates if re.search(rf"(?<![\w.]){re.escape(n)}\b", code)}
+    if not present:
+        return set()
     try:
-        tree = ast.parse(new_code)
+        tree = ast.parse(code)
     except SyntaxError:
-        return set(needed_by_marks)
-    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    return (used - generated_aliases) | needed_by_marks
+        return present
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} & present
 
 
 def _settle_imports(module: cst.Module, t: TorchToMindSpore, keep_locals: set[str]) -> cst.Module:
@@ -68,24 +72,26 @@ def _settle_imports(module: cst.Module, t: TorchToMindSpore, keep_locals: set[st
     for stmt in body:
         if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and _framework_aliases(stmt.body[0], imap):
             imp = stmt.body[0]
-            names = imp.names if not isinstance(imp.names, cst.ImportStar) else None
-            if names is None:
-                new_body.append(stmt)
-                continue
-            kept = [a for a in names if _local(a) in keep_locals]
+            if isinstance(imp.names, cst.ImportStar):
+                # Kept only while a name it provides is still used unconverted.
+                kept = [imp.names] if t.facts.star_names & keep_locals else []
+            else:
+                kept = [a for a in imp.names if _local(a) in keep_locals]
             if insert_at is None:
                 insert_at = len(new_body)
             if not kept:
                 carried_lines += list(stmt.leading_lines)
                 continue
-            kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            if not isinstance(imp.names, cst.ImportStar):
+                kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
             note = f"{MARK} torch import kept: unconverted code still uses it"
             lines = list(stmt.leading_lines)
             # The first statement's comments live in the module header.
             seen = [*lines, *(module.header if not new_body else [])]
             if not any(line.comment and line.comment.value == note for line in seen):
                 lines.append(cst.EmptyLine(comment=cst.Comment(note)))
-            new_body.append(stmt.with_changes(body=[imp.with_changes(names=kept)], leading_lines=lines))
+            names = kept[0] if isinstance(imp.names, cst.ImportStar) else kept
+            new_body.append(stmt.with_changes(body=[imp.with_changes(names=names)], leading_lines=lines))
             continue
         new_body.append(stmt)
     existing = {module.code_for_node(s).strip() for s in new_body if isinstance(s, cst.SimpleStatementLine)}
@@ -126,27 +132,87 @@ def convert_source(source: str, path: str = "<string>", kb: KB | None = None,
         tree = ast.parse(source, filename=path)
     except SyntaxError as exc:
         return ConvertedModule(path, source, source, error=f"syntax error at line {exc.lineno}: {exc.msg}; copied unchanged")
+    except ValueError as exc:  # e.g. NUL bytes
+        return ConvertedModule(path, source, source, error=f"cannot parse ({exc}); copied unchanged")
     facts = module_facts(tree, kb, local_roots, project_modules)
     if not facts.imap.uses_torch():
         return ConvertedModule(path, source, source)
     try:
-        module = cst.parse_module(source)
-        t = TorchToMindSpore(kb, facts)
-        new = module.visit(t)
-        generated = {short.rstrip(".").split(".")[0] for _, short, _ in ALIASES}
-        clash = t.still_needed & generated
-        if clash:
-            # Unconverted torch code still uses e.g. `nn`: MindSpore names must not shadow it.
-            facts.taken |= clash
-            t = TorchToMindSpore(kb, facts)
-            new = module.visit(t)
-        keep = _still_used(new.code, {a.split(".")[0] for a in _aliases_in_use(t)}, t.still_needed)
-        new = _settle_imports(new, t, keep)
-        code = new.code
+        code, t = _convert(cst.parse_module(source), kb, facts)
     except Exception as exc:  # noqa: BLE001 - any converter crash must leave the file intact
         return ConvertedModule(path, source, source, error=f"converter failed ({type(exc).__name__}: {exc}); copied unchanged")
     _assign_lines(t.changes, tree, facts, kb)
     return ConvertedModule(path, source, code, t.changes)
+
+
+def _transform(module: cst.Module, kb: KB, facts) -> tuple[cst.Module, TorchToMindSpore]:
+    t = TorchToMindSpore(kb, facts)
+    try:
+        return module.visit(t), t
+    except PlanMismatch:
+        t = TorchToMindSpore(kb, facts, use_plan=False)  # an unusual construct: visit every node
+        return module.visit(t), t
+
+
+def _convert(module: cst.Module, kb: KB, facts) -> tuple[str, TorchToMindSpore]:
+    new, t = _transform(module, kb, facts)
+    generated = {short.rstrip(".").split(".")[0] for _, short, _ in ALIASES}
+    clash = t.still_needed & generated
+    if clash:
+        # Unconverted torch code still uses e.g. `nn`: MindSpore names must not shadow it.
+        facts.taken |= clash
+        new, t = _transform(module, kb, facts)
+    torch_locals = {n for n, full in facts.imap.names.items() if facts.imap.is_framework(full)}
+    keep = set(t.still_needed)
+    for _ in range(3):
+        settled = _settle_imports(new, t, keep)
+        if facts.nested_torch_imports:
+            settled = settled.visit(_NestedImports(facts.imap, _aliases_in_use(t)))
+        code = settled.code
+        # A torch name the output still reads (not one of the MindSpore aliases) keeps its import.
+        used = _torch_names_used(code, torch_locals - _aliases_in_use(t)) - keep
+        if not used:
+            return code, t
+        keep |= used
+    return code, t
+
+
+class _NestedImports(cst.CSTTransformer):
+    """Torch imports inside functions and blocks: drop the names the block's converted code no
+    longer reads (a read of a MindSpore alias such as ``nn`` is MindSpore's, never torch's)."""
+
+    def __init__(self, imap, ms_aliases: set[str]) -> None:
+        super().__init__()
+        self.imap, self.ms_aliases = imap, ms_aliases
+
+    def visit_SimpleStatementLine(self, node) -> bool:
+        return False
+
+    def _is_torch_import(self, stmt) -> bool:
+        return isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and \
+            _framework_aliases(stmt.body[0], self.imap) and not isinstance(stmt.body[0].names, cst.ImportStar)
+
+    def leave_IndentedBlock(self, original, updated):
+        if not any(self._is_torch_import(s) for s in updated.body):
+            return updated
+        block = cst.Module(body=[s for s in updated.body if not self._is_torch_import(s)]).code
+        try:
+            tree = ast.parse(block)
+            read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        except SyntaxError:
+            return updated
+        read -= self.ms_aliases
+        body = []
+        for stmt in updated.body:
+            if not self._is_torch_import(stmt):
+                body.append(stmt)
+                continue
+            imp = stmt.body[0]
+            kept = [a for a in imp.names if _local(a) in read]
+            if kept:
+                kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+                body.append(stmt.with_changes(body=[imp.with_changes(names=kept)]))
+        return updated.with_changes(body=body or [cst.SimpleStatementLine([cst.Pass()])])
 
 
 def _aliases_in_use(t: TorchToMindSpore) -> set[str]:
@@ -158,7 +224,31 @@ def _aliases_in_use(t: TorchToMindSpore) -> set[str]:
 
 
 def _assign_lines(changes: list[Change], tree: ast.Module, facts, kb: KB) -> None:
-    """Give each change the line of the matching torch use (same resolution as scan), by order per API."""
+    """Give each change the line of its torch use: within the statement it was found in, the
+    matching name (or attribute) by order of appearance; else the statement's own line."""
+    if any(c.stmt is None for c in changes):
+        _assign_lines_by_order(changes, tree, facts, kb)
+        return
+    keys: dict[int, dict[str, list[int]]] = {}
+    seen: dict[tuple[int, str], int] = {}
+    for c in changes:
+        stmt = c.stmt
+        assert stmt is not None
+        found = keys.get(id(stmt))
+        if found is None:
+            found = keys[id(stmt)] = change_keys(stmt, facts.imap, kb)
+        c.line = stmt.lineno
+        for key in (c.api, c.api.rsplit(".", 1)[-1]):
+            got = found.get(key)
+            if got:
+                idx = seen.get((id(stmt), key), 0)
+                c.line = got[min(idx, len(got) - 1)]
+                seen[(id(stmt), key)] = idx + 1
+                break
+
+
+def _assign_lines_by_order(changes: list[Change], tree: ast.Module, facts, kb: KB) -> None:
+    """Fallback without statements: the n-th change of an API gets the n-th use scan finds."""
     uses, _ = collect(tree, facts.imap, kb)
     lines: dict[str, list[int]] = {}
     for u in uses:

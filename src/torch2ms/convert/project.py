@@ -175,7 +175,10 @@ def convert_tree(src: str | os.PathLike, out: str | os.PathLike, jobs: int | Non
                 shutil.copyfile(base / rel, target)
                 report.files.append(FileResult(rel, error=err))
                 continue
-            target.write_text(mod.code, encoding="utf-8", newline="")
+            if mod.changed:
+                target.write_text(mod.code, encoding="utf-8", newline="")
+            else:
+                shutil.copyfile(base / rel, target)  # byte-identical, whatever its encoding
             report.files.append(FileResult(
                 rel, [{"api": c.api, "action": c.action, "note": c.note, "line": c.line} for c in mod.changes],
                 mod.error, mod.changed))

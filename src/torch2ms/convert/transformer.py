@@ -22,6 +22,7 @@ from ..kb import KB, Entry
 from ..kb.rewrite import CallRewrite, rewrite_call
 from . import handlers
 from .names import MindSporeNames
+from .plan import PlanMismatch, Stmt, build_plan
 
 MARK = "# torch2ms:"
 _EMPTY = cst.Module([])
@@ -37,6 +38,7 @@ class Change:
     action: str  # converted | review | not-converted
     note: str = ""
     line: int = 0
+    stmt: ast.stmt | None = field(default=None, repr=False, compare=False)  # where it was found
 
 
 @dataclass
@@ -52,11 +54,17 @@ class ModuleFacts:
     layer_attrs: dict[str, dict[str, str]] = field(default_factory=dict)
     # class name → torch layer classes it subclasses directly
     torch_bases: dict[str, list[str]] = field(default_factory=dict)
+    # statements in pre-order, flagged when they may need converting (see plan.py)
+    plan: list[Stmt] = field(default_factory=list)
+    # names bound through a torch star import
+    star_names: frozenset[str] = frozenset()
+    nested_torch_imports: bool = False  # a torch import inside a function or block
 
 
 def module_facts(tree: ast.Module, kb: KB, local_roots: frozenset[str] = frozenset(),
                  project_modules: frozenset[str] = frozenset()) -> ModuleFacts:
     imap = ImportMap.from_tree(tree, local_roots)
+    star_names = _bind_star_names(tree, imap, kb)
     mclasses = module_classes(tree, imap, project_modules)
     self_attrs: dict[str, dict[str, str]] = {}
     scopes: dict[tuple[str, str], Scope] = {}
@@ -96,7 +104,35 @@ def module_facts(tree: ast.Module, kb: KB, local_roots: frozenset[str] = frozens
     for local, full in imap.names.items():
         if not imap.is_framework(full):
             taken.add(local)
-    return ModuleFacts(imap, mclasses, self_attrs, scopes, taken, layer_attrs, torch_bases)
+    plan = build_plan(tree, imap, kb)
+    top = {id(n) for n in tree.body}
+    nested = any(id(x.node) not in top and _imports_framework(x.node, imap) for x in plan)
+    return ModuleFacts(imap, mclasses, self_attrs, scopes, taken, layer_attrs, torch_bases,
+                       plan, star_names, nested)
+
+
+def _imports_framework(node: ast.stmt, imap: ImportMap) -> bool:
+    if isinstance(node, ast.Import):
+        return any(imap.is_framework(a.name) for a in node.names)
+    return isinstance(node, ast.ImportFrom) and not node.level and imap.is_framework(node.module)
+
+
+def _bind_star_names(tree: ast.Module, imap: ImportMap, kb: KB) -> frozenset[str]:
+    """``from torch.nn import *``: free names the KB knows in a star-imported torch module are bound to it."""
+    stars = [m for m in imap.stars if imap.is_framework(m)]
+    if not stars:
+        return frozenset()
+    stored = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    stored |= {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    bound: set[str] = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in imap.names and n.id not in stored:
+            for m in stars:
+                if kb.get(f"{m}.{n.id}") is not None:
+                    imap._bind(n.id, f"{m}.{n.id}", n.lineno)  # noqa: SLF001 - same module family
+                    bound.add(n.id)
+                    break
+    return frozenset(bound)
 
 
 def _self_layers(cls: ast.ClassDef, imap: ImportMap, kb: KB) -> dict[str, str]:
@@ -113,6 +149,31 @@ def _self_layers(cls: ast.ClassDef, imap: ImportMap, kb: KB) -> dict[str, str]:
     return out
 
 
+def _to_ast(node: cst.BaseExpression) -> ast.expr | None:
+    """The shape of an expression as ``ast``, as far as type inference looks at it (no re-parsing).
+
+    Names, attribute chains, calls (callee only), subscripts and binary operations; anything else
+    has no inferable type and gives None.
+    """
+    if isinstance(node, cst.Name):
+        return ast.Name(node.value, ast.Load())
+    if isinstance(node, cst.Attribute):
+        value = _to_ast(node.value)
+        return None if value is None else ast.Attribute(value, node.attr.value, ast.Load())
+    if isinstance(node, cst.Call):
+        func = _to_ast(node.func)
+        return None if func is None else ast.Call(func, [], [])
+    if isinstance(node, cst.Subscript):
+        value = _to_ast(node.value)
+        return None if value is None else ast.Subscript(value, ast.Constant(0), ast.Load())
+    if isinstance(node, cst.BinaryOperation):
+        left, right = _to_ast(node.left), _to_ast(node.right)
+        if left is None and right is None:
+            return None
+        return ast.BinOp(left or ast.Constant(0), ast.Add(), right or ast.Constant(0))
+    return None
+
+
 def dotted(node: cst.BaseExpression) -> str | None:
     parts: list[str] = []
     while isinstance(node, cst.Attribute):
@@ -124,9 +185,38 @@ def dotted(node: cst.BaseExpression) -> str | None:
     return None
 
 
+_SIMPLE = (cst.SimpleStatementLine, cst.SimpleStatementSuite)
+_COMPOUND = {
+    cst.FunctionDef: (ast.FunctionDef, ast.AsyncFunctionDef), cst.ClassDef: (ast.ClassDef,),
+    cst.If: (ast.If,), cst.For: (ast.For, ast.AsyncFor), cst.While: (ast.While,),
+    cst.With: (ast.With, ast.AsyncWith), cst.Try: (ast.Try,), cst.Match: (ast.Match,),
+}
+if hasattr(ast, "TryStar"):
+    _COMPOUND[cst.TryStar] = (ast.TryStar,)
+_COMPOUND_AST = tuple(t for ts in _COMPOUND.values() for t in ts)
+
+
+# Nodes that hold only punctuation, whitespace and comments: nothing inside them is ever rewritten,
+# so their children (mostly whitespace nodes, half of all nodes) are not visited.
+_OPAQUE = frozenset({
+    cst.Comma, cst.Dot, cst.AssignEqual, cst.Colon, cst.Semicolon, cst.LeftParen, cst.RightParen,
+    cst.LeftSquareBracket, cst.RightSquareBracket, cst.LeftCurlyBrace, cst.RightCurlyBrace,
+    cst.TrailingWhitespace, cst.EmptyLine, cst.ParenthesizedWhitespace, cst.SimpleWhitespace, cst.Newline,
+    cst.Comment, cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ImportStar,
+    *(c for c in vars(cst).values() if isinstance(c, type) and issubclass(c, (
+        cst.BaseBinaryOp, cst.BaseCompOp, cst.BaseBooleanOp, cst.BaseUnaryOp, cst.BaseAugOp)) and not c.__name__.startswith("Base")),
+})
+# Parts of a def/class header, skipped when the header mentions nothing to convert.
+_HEADER_PARTS = frozenset({cst.Parameters, cst.Decorator, cst.Annotation, cst.Arg})
+
+
 class TorchToMindSpore(cst.CSTTransformer):
-    def __init__(self, kb: KB, facts: ModuleFacts) -> None:
+    def __init__(self, kb: KB, facts: ModuleFacts, use_plan: bool = True) -> None:
         super().__init__()
+        self.use_plan = use_plan and bool(facts.plan)
+        self._pi = 0  # next plan entry
+        self._header_quiet = False
+        self.stmt_stack: list[ast.stmt | None] = []
         self.kb = kb
         self.facts = facts
         self.imap = facts.imap
@@ -142,6 +232,54 @@ class TorchToMindSpore(cst.CSTTransformer):
         self._type_depth = 0
         self._in_bases = False
         self._class_has_bases: list[bool] = []
+
+    # ---- statement plan: skip statements with nothing to convert, know each change's line -------
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        kind = type(node)
+        if kind in _OPAQUE:
+            return False
+        if kind in _SIMPLE or kind in _COMPOUND:
+            go = self._enter_statement(node, kind)
+            return super().on_visit(node) and go
+        if kind in _HEADER_PARTS and self._header_quiet:
+            super().on_visit(node)  # keeps visit_/leave_ hooks paired (leave_ always runs)
+            return False
+        return super().on_visit(node)
+
+    def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):
+        result = super().on_leave(original, updated)
+        kind = type(original)
+        if kind in _SIMPLE or kind in _COMPOUND:
+            self.stmt_stack.pop()
+        return result
+
+    def _enter_statement(self, node: cst.CSTNode, kind: type) -> bool:
+        if not self.use_plan:
+            self.stmt_stack.append(None)
+            return True
+        plan, i = self.facts.plan, self._pi
+        if kind in _SIMPLE:
+            k = len(node.body)  # type: ignore[attr-defined]
+            infos = plan[i:i + k]
+            if len(infos) != k or any(isinstance(x.node, _COMPOUND_AST) for x in infos):
+                raise PlanMismatch(f"statement {i}")
+            self._pi = i + k
+            self._header_quiet = False
+            self.stmt_stack.append(infos[0].node)
+            return any(x.interesting for x in infos)
+        if i >= len(plan) or not isinstance(plan[i].node, _COMPOUND[kind]):
+            raise PlanMismatch(f"statement {i}")
+        info = plan[i]
+        self.stmt_stack.append(info.node)
+        # A def/class header with nothing to convert: its parameters, decorators, bases are skipped
+        # (statements of the body set it back when entered).
+        self._header_quiet = kind in (cst.FunctionDef, cst.ClassDef) and not info.header
+        if info.interesting:
+            self._pi = i + 1
+            return True
+        self._pi = i + 1 + info.size  # the nested statements are skipped with it
+        return False
 
     # ---- context -------------------------------------------------------------------------
 
@@ -160,9 +298,8 @@ class TorchToMindSpore(cst.CSTTransformer):
     def receiver_type(self, node: cst.BaseExpression) -> str | None:
         if isinstance(node, cst.Name):
             return self.scope().get(node.value)
-        try:
-            tree = ast.parse(code(node).strip(), mode="eval").body
-        except SyntaxError:
+        tree = _to_ast(node)
+        if tree is None:
             return None
         return expr_type(tree, self.imap, self.scope(), self.self_attrs(), self.kb)
 
@@ -176,15 +313,18 @@ class TorchToMindSpore(cst.CSTTransformer):
             return None
         return f"{base}.{rest}" if rest else base
 
+    def _stmt(self) -> ast.stmt | None:
+        return self.stmt_stack[-1] if self.stmt_stack else None
+
     def mark(self, api: str, note: str, root: str | None = None) -> None:
-        self.changes.append(Change(api, "not-converted", note))
+        self.changes.append(Change(api, "not-converted", note, stmt=self._stmt()))
         if self.markers:
             self.markers[-1].append(f"{MARK} not converted — {api}: {note}")
         if root:
             self.still_needed.add(root)
 
     def record(self, api: str, action: str = "converted", note: str = "") -> None:
-        self.changes.append(Change(api, action, note))
+        self.changes.append(Change(api, action, note, stmt=self._stmt()))
         if action == "review" and self.markers:
             self.markers[-1].append(f"{MARK} review — {api}: {note}")
 
@@ -426,23 +566,35 @@ class TorchToMindSpore(cst.CSTTransformer):
     def _build_call(self, res: CallRewrite, updated: cst.Call) -> cst.BaseExpression:
         if res.func is None or res.args is None:
             return self.parse_ms(res.source)
-        # Reuse the original argument nodes whose source is unchanged (keeps comments/format).
-        originals = {code(a.value).strip(): a for a in updated.args}
+        # Reuse the original argument nodes whose source is unchanged (keeps comments/format):
+        # positional by position first, keywords by name, then any unused argument of the same source.
+        srcs = [code(a.value).strip() for a in updated.args]
+        used: set[int] = set()
+
+        def take(src: str, keyword: str | None, pos: int | None) -> cst.Arg | None:
+            cands = [pos] if pos is not None else []
+            cands += [i for i, a in enumerate(updated.args) if keyword and a.keyword is not None and a.keyword.value == keyword]
+            cands += range(len(updated.args))
+            for i in cands:
+                if i is not None and i < len(srcs) and i not in used and srcs[i] == src:
+                    used.add(i)
+                    return updated.args[i]
+            return None
+
+        eq = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
         new_args: list[cst.Arg] = []
-        for src in res.args:
-            a = originals.get(src)
+        for i, src in enumerate(res.args):
+            a = take(src, None, i)
             new_args.append(a if a is not None and a.keyword is None else cst.Arg(self.parse_ms(src)))
         for k, src in res.kwargs or []:
-            a = originals.get(src)
+            a = take(src, k, None)
             if a is not None and a.keyword is not None and a.keyword.value == k:
                 new_args.append(a)
             elif a is not None:
-                new_args.append(a.with_changes(keyword=cst.Name(k), equal=cst.AssignEqual(
-                    whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))))
+                new_args.append(a.with_changes(keyword=cst.Name(k), equal=eq, star=""))
             else:
-                new_args.append(cst.Arg(self.parse_ms(src), keyword=cst.Name(k), equal=cst.AssignEqual(
-                    whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))))
-        new_args = _fix_commas(new_args, updated.args[-1] if updated.args else None)
+                new_args.append(cst.Arg(self.parse_ms(src), keyword=cst.Name(k), equal=eq))
+        new_args = _fix_commas(new_args, list(updated.args))
         return updated.with_changes(func=self.parse_ms(res.func), args=new_args)
 
     def _root_of(self, node) -> str | None:
@@ -473,6 +625,12 @@ class TorchToMindSpore(cst.CSTTransformer):
                 return MODULE, "certain"
             # A class whose base comes from elsewhere in the project is most likely a Module too.
             return (MODULE, "likely") if self._class_has_bases and self._class_has_bases[-1] else (None, "")
+        root = receiver
+        while isinstance(root, (cst.Attribute, cst.Call, cst.Subscript)):
+            root = root.func if isinstance(root, cst.Call) else root.value
+        if isinstance(root, cst.Name) and root.value in self.imap.names and not self.imap.is_framework(
+                self.imap.names[root.value]):
+            return None, ""  # a module such as mindspore's `ops` (converted code converted again)
         if rtype is None and attr in TENSOR_ONLY_METHODS:
             return TENSOR, "likely"
         return None, ""
@@ -482,6 +640,8 @@ class TorchToMindSpore(cst.CSTTransformer):
         assert isinstance(func, cst.Attribute)
         attr = func.attr.value
         owner, confidence = self._method_owner(func.value, attr)
+        if owner is None and attr == "to" and _device_args(original):
+            owner, confidence = TENSOR, "likely"  # .to("cuda") / .to(device): only torch objects move
         if owner is None:
             return updated
         if owner == MODULE and attr == "forward":
@@ -535,6 +695,9 @@ class TorchToMindSpore(cst.CSTTransformer):
         """``x.T``, ``x.is_cuda``, ``x.device``: Tensor attributes of receivers known to be tensors."""
         if original in self._call_funcs:
             return updated
+        if original.attr.value == "forward" and self._method_owner(original.value, "forward")[0] == MODULE:
+            self.record("torch.nn.Module.forward")  # self.forward passed around: construct in MindSpore
+            return updated.with_changes(attr=cst.Name("construct"))
         layer = self._layer_parameter(original, updated)
         if layer is not None:
             return layer
@@ -559,14 +722,62 @@ class TorchToMindSpore(cst.CSTTransformer):
         return updated
 
 
-def _fix_commas(args: list[cst.Arg], original_last: cst.Arg | None) -> list[cst.Arg]:
-    """Every argument but the last needs a comma; the last keeps a trailing comma only if it was last before."""
+_DEVICE_STRINGS = ("'cuda", '"cuda', "'cpu", '"cpu', "'mps", '"mps', "'xla", '"xla')
+
+
+def _device_args(call: cst.Call) -> bool:
+    """Is this ``.to(...)`` call clearly a device move (a device string, ``device``, ``torch.device(...)``)?"""
+    if len(call.args) != 1 or call.args[0].star:
+        return False
+    a = call.args[0]
+    if a.keyword is not None:
+        return a.keyword.value == "device"
+    v = a.value
+    if isinstance(v, cst.SimpleString):
+        return v.value.startswith(_DEVICE_STRINGS)
+    if isinstance(v, cst.Name):
+        return v.value in ("device", "dev")
+    if isinstance(v, cst.Attribute):
+        return v.attr.value == "device"
+    return isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) and v.func.attr.value == "device"
+
+
+def _multiline(ws) -> bool:
+    return isinstance(ws, cst.ParenthesizedWhitespace)
+
+
+def _fix_commas(args: list[cst.Arg], originals: list[cst.Arg]) -> list[cst.Arg]:
+    """Every argument but the last needs a comma; the layout of a multi-line call carries over to
+    the arguments the rewrite added (one per line, the original trailing comma kept at the end)."""
+    last_orig = originals[-1] if originals else None
+    sep: cst.Comma | None = None  # the separator between arguments of a one-per-line call
+    if len(originals) >= 2 and isinstance(originals[-2].comma, cst.Comma) and _multiline(originals[-2].comma.whitespace_after):
+        ws = originals[-2].comma.whitespace_after
+        sep = originals[-2].comma.with_changes(whitespace_after=ws.with_changes(first_line=cst.TrailingWhitespace()))
+    trailing = last_orig is not None and isinstance(last_orig.comma, cst.Comma) and _multiline(last_orig.comma.whitespace_after)
+    default_sep = sep or cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
     out = []
     for i, a in enumerate(args):
         if i == len(args) - 1:
-            out.append(a if a is original_last else a.with_changes(comma=cst.MaybeSentinel.DEFAULT))
+            if a is last_orig:
+                out.append(a)
+            elif trailing:
+                ws = last_orig.comma.whitespace_after  # type: ignore[union-attr]
+                out.append(a.with_changes(comma=last_orig.comma.with_changes(  # type: ignore[union-attr]
+                    whitespace_after=ws.with_changes(first_line=cst.TrailingWhitespace()))))
+            elif last_orig is not None and _multiline(last_orig.whitespace_after_arg):
+                out.append(a.with_changes(comma=cst.MaybeSentinel.DEFAULT, whitespace_after_arg=last_orig.whitespace_after_arg))
+            else:
+                out.append(a.with_changes(comma=cst.MaybeSentinel.DEFAULT))
+        elif a is last_orig and trailing and sep is not None:
+            # No longer last: its comma (and comment) stays, the next line is indented like the others.
+            ws = a.comma.whitespace_after  # type: ignore[union-attr]
+            out.append(a.with_changes(comma=a.comma.with_changes(  # type: ignore[union-attr]
+                whitespace_after=ws.with_changes(indent=sep.whitespace_after.indent, last_line=sep.whitespace_after.last_line))))
+        elif a is last_orig and _multiline(a.whitespace_after_arg):
+            out.append(a.with_changes(comma=default_sep, whitespace_after_arg=cst.SimpleWhitespace("")))
         elif isinstance(a.comma, cst.MaybeSentinel):
-            out.append(a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))))
+            out.append(a.with_changes(comma=default_sep))
         else:
             out.append(a)
     return out

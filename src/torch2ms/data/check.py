@@ -13,9 +13,9 @@ import numpy as np
 
 from .collect import Side, collect, load_factory
 from .diagnose import (ERROR, INFO, WARN, Finding, channel_stats, diagnose_affine, diagnose_batch_count,
-                       diagnose_dtype, diagnose_error, diagnose_labels, diagnose_pixels, diagnose_shapes,
-                       layout_permutation)
-from .hints import config_hints, merge_hints
+                       diagnose_dtype, diagnose_error, diagnose_labels, diagnose_order, diagnose_pixels,
+                       diagnose_shapes, layout_permutation, sample_permutation)
+from .hints import config_hints, merge_hints, merge_same
 from .report import ColumnReport, DataReport
 
 MAX_CHANNELS = 16  # more "channels" than this: one overall mean/std (e.g. a (N, F) feature column)
@@ -59,27 +59,42 @@ def _compare_values(name: str, t: list[np.ndarray], m: list[np.ndarray], paired:
     col.ms_mean, col.ms_std = m_mean.tolist(), m_std.tolist()
     col.d_mean = float(np.abs(m_mean - t_mean).max())
     col.d_std = float(np.abs(m_std - t_std).max())
-    affine = diagnose_affine(t_mean, t_std, m_mean, m_std, atol, name)
-    if not paired:
-        if affine is not None:
-            affine.level = WARN  # different samples on each side: the stats are only indicative
-        return [affine] if affine else []
-    pairs = [(a, b) for a, b in zip(t, m) if a.shape == b.shape]
-    pix = None
+    stats = diagnose_affine(t_mean, t_std, m_mean, m_std, atol, name)
+    pairs = [(a, b) for a, b in zip(t, m) if a.shape == b.shape] if paired else []
     if pairs:
         tp, mp = _stack([a for a, _ in pairs]), _stack([b for _, b in pairs])
         col.max_abs = float(np.abs(tp.astype(np.float64) - mp).max())
         col.paired_batches = len(pairs)
-        if exact:
-            pix = diagnose_pixels(tp, mp, atol, name)
-    if pix is not None and (pix.pitfall == "center_crop" or affine is None
-                            or affine.pitfall in ("decode_pil", "interpolation")):
-        if affine is not None:
-            pix.evidence += affine.evidence
-        return [pix]  # the shift test is exact; a pure resampling difference is better named on pixels
-    if affine is not None and col.max_abs is not None:
-        affine.evidence.append(f"max |Δ| on paired samples {col.max_abs:.3g}")
-    return [affine] if affine else []
+        pix = diagnose_pixels(tp, mp, atol, name) if exact else None
+        if pix is not None:  # pairs name the cause better than statistics do
+            pix.evidence += [e for e in (stats.evidence if stats else []) if e not in pix.evidence]
+            return [pix]
+    elif stats is not None and not paired:
+        stats.level = WARN  # different samples on each side: the stats are only indicative
+    if stats is not None and col.max_abs is not None:
+        stats.evidence.append(f"max |Δ| on paired samples {col.max_abs:.3g}")
+    return [stats] if stats else []
+
+
+def _reorder(t: Side, m: Side, n: int, kinds: list[str], names: list[str], atol: float) -> Finding | None:
+    """If MindSpore's first n batches hold torch's samples in another order, put them in torch's order
+    (so labels and values compare sample by sample) and say so."""
+    i = next((i for i, k in enumerate(kinds) if k != "label"), None)
+    if i is None:
+        return None
+    tv = _stack([b[i] for b in t.batches[:n]])
+    mb = [b[i] for b in m.batches[:n]]
+    lp = layout_permutation(t.batches[0][i].shape, m.batches[0][i].shape)
+    mv = _stack([b.transpose(lp) for b in mb] if lp else mb)
+    perm = sample_permutation(tv, mv, atol)
+    f = diagnose_order(perm, names[i], t.config.get("shuffle"), m.config.get("shuffle"))
+    if f is None:
+        return None
+    inv = np.argsort(perm)  # position in torch order → MindSpore sample
+    sizes = np.cumsum([len(b[0]) for b in m.batches[:n]])[:-1]
+    cols = [np.split(_stack([b[c] for b in m.batches[:n]])[inv], sizes) for c in range(len(kinds))]
+    m.batches[:n] = [tuple(col[j] for col in cols) for j in range(n)]
+    return f
 
 
 def compare_sides(t: Side, m: Side, *, atol: float = 1e-3, exact: bool = True) -> DataReport:
@@ -107,13 +122,16 @@ def compare_sides(t: Side, m: Side, *, atol: float = 1e-3, exact: bool = True) -
         cols = [ColumnReport(names[i], kinds[i], list(t.batches[0][i].shape), list(m.batches[0][i].shape),
                              str(t.batches[0][i].dtype), str(m.batches[0][i].dtype), compared_batches=n)
                 for i in range(ncol)]
+        order = _reorder(t, m, n, kinds, names, atol)
+        if order is not None:
+            findings.append(order)
         label_findings: list[Finding] = []
         for i in range(ncol):  # labels first: their order tells whether samples can be paired
             if kinds[i] == "label":
                 label_findings += _compare_labels(names[i], [b[i] for b in t.batches[:n]],
                                                   [b[i] for b in m.batches[:n]], t.config, m.config, cols[i])
         shuffled = bool(t.config.get("shuffle")) or bool(m.config.get("shuffle"))
-        paired = not label_findings and not (shuffled and "label" not in kinds)
+        paired = not label_findings and (order is not None or not (shuffled and "label" not in kinds))
         for i in range(ncol):
             tb, mb = [b[i] for b in t.batches[:n]], [b[i] for b in m.batches[:n]]
             for f in (diagnose_shapes(tb[0].shape, mb[0].shape, names[i]),
@@ -127,7 +145,7 @@ def compare_sides(t: Side, m: Side, *, atol: float = 1e-3, exact: bool = True) -
     elif not (t.error or m.error):
         findings.append(Finding(ERROR, "error", f"no batches: torch gave {len(t.batches)}, "
                                 f"MindSpore {len(m.batches)}"))
-    findings = merge_hints(findings, config_hints(t.config, m.config))
+    findings = merge_hints(merge_same(findings), config_hints(t.config, m.config))
     order = {ERROR: 0, WARN: 1, INFO: 2}
     findings.sort(key=lambda f: order[f.level])
     return DataReport(torch=t, ms=m, columns=columns, findings=findings,

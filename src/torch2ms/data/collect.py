@@ -112,12 +112,15 @@ def collect(obj: Any, name: str, k: int) -> Side:
     if is_ms_dataset(obj):
         side.columns = list(obj.get_col_names())
     try:
+        side.batches_per_epoch = _batch_count(obj)  # before iterating: still known if the pipeline fails
+    except Exception:  # noqa: BLE001 - some sources only fail once read; the iteration reports it
+        pass
+    try:
         for batch in _iterate(obj, k):
             cols, arrays = _split(batch)
             if cols and not side.columns:
                 side.columns = cols
             side.batches.append(arrays)
-        side.batches_per_epoch = _batch_count(obj)
         if side.batches_per_epoch is None:  # a plain iterable: count a full pass
             side.batches_per_epoch = sum(1 for _ in obj)
     except Exception as exc:  # noqa: BLE001 - any pipeline failure is reported, then diagnosed

@@ -112,18 +112,10 @@ def _near(x: np.ndarray, y: float, rel: float) -> bool:
     return bool(np.all(np.abs(x - y) <= rel * abs(y)))
 
 
-def diagnose_affine(t_mean: np.ndarray, t_std: np.ndarray, m_mean: np.ndarray, m_std: np.ndarray,
-                    atol: float = 1e-3, column: str | None = None) -> Finding | None:
-    """Per-channel stats that disagree, read as ``ms = a * torch + b`` (a = std ratio) and named."""
-    t_mean, t_std, m_mean, m_std = (np.asarray(v, np.float64) for v in (t_mean, t_std, m_mean, m_std))
-    dm, ds = np.abs(m_mean - t_mean).max(), np.abs(m_std - t_std).max()
-    if dm <= atol and ds <= atol:
-        return None
-    a = m_std / np.where(t_std == 0, 1.0, t_std)
-    b = m_mean - a * t_mean
-    ev = [f"torch mean {_fmt(t_mean)} std {_fmt(t_std)}", f"MindSpore mean {_fmt(m_mean)} std {_fmt(m_std)}",
-          f"MindSpore ≈ a·torch + b per channel: a {_fmt(a)}, b {_fmt(b)}"]
-    head = f"per-channel |Δmean| {dm:.3g}, |Δstd| {ds:.3g}"
+def name_affine(a: np.ndarray, b: np.ndarray, head: str, column: str | None = None,
+                evidence: list[str] | None = None) -> Finding:
+    """Name an exact per-channel ``ms = a * torch + b`` relation (the arithmetic pitfalls)."""
+    ev = list(evidence or []) + [f"MindSpore ≈ a·torch + b per channel: a {_fmt(a)}, b {_fmt(b)}"]
     spread = float(np.abs(b).max())
     if _near(a, 255.0, 0.05) and spread < 0.05 * 255:
         return Finding(ERROR, "to_tensor", f"{head}: MindSpore values are ×255 (0–255 scale)", column, ev)
@@ -132,11 +124,6 @@ def diagnose_affine(t_mean: np.ndarray, t_std: np.ndarray, m_mean: np.ndarray, m
     if _near(a, 1.0, 0.02):
         return Finding(ERROR, "normalize", f"{head}: same spread, per-channel offset {_fmt(b)}: Normalize mean "
                        "differs or Normalize runs before the scaling to [0, 1]", column, ev)
-    if np.all((a > 0.8) & (a < 1.25)) and spread < 0.1:
-        # same centre, different spread: resampling (antialias or kernel) rather than arithmetic
-        kind = "sharper (no antialias)" if np.all(a > 1) else "smoother"
-        return Finding(ERROR, "decode_pil" if np.all(a > 1) else "interpolation",
-                       f"{head}: MindSpore images are {kind}: std ratio {_fmt(a)}", column, ev)
     if np.all((a > 0) & (a < 1)) and np.all((b >= -0.05) & (b <= 1.05)):
         return Finding(ERROR, "normalize", f"{head}: MindSpore values are not normalised: torch used "
                        f"Normalize(mean≈{_fmt(b)}, std≈{_fmt(a)}), MindSpore did not", column, ev)
@@ -149,43 +136,92 @@ def diagnose_affine(t_mean: np.ndarray, t_std: np.ndarray, m_mean: np.ndarray, m
     return Finding(ERROR, "values", f"{head}: per-channel affine difference", column, ev)
 
 
+def _resampling(ratio: np.ndarray, head: str, column: str | None, ev: list[str]) -> Finding:
+    if np.all(ratio > 1.02):  # no antialias keeps more high-frequency variance
+        return Finding(ERROR, "decode_pil", f"{head}: MindSpore images are sharper, std ratio {_fmt(ratio)} "
+                       "(resized without antialias)", column, ev)
+    return Finding(ERROR, "interpolation", f"{head}: resampling differs, std ratio {_fmt(ratio)}", column, ev)
+
+
+def diagnose_affine(t_mean: np.ndarray, t_std: np.ndarray, m_mean: np.ndarray, m_std: np.ndarray,
+                    atol: float = 1e-3, column: str | None = None) -> Finding | None:
+    """Per-channel stats alone (samples need not be paired): read as ``ms = a * torch + b``, a = std ratio."""
+    t_mean, t_std, m_mean, m_std = (np.asarray(v, np.float64) for v in (t_mean, t_std, m_mean, m_std))
+    dm, ds = np.abs(m_mean - t_mean).max(), np.abs(m_std - t_std).max()
+    if dm <= atol and ds <= atol:
+        return None
+    a = m_std / np.where(t_std == 0, 1.0, t_std)
+    b = m_mean - a * t_mean
+    ev = [f"torch mean {_fmt(t_mean)} std {_fmt(t_std)}", f"MindSpore mean {_fmt(m_mean)} std {_fmt(m_std)}"]
+    head = f"per-channel |Δmean| {dm:.3g}, |Δstd| {ds:.3g}"
+    if np.all((a > 0.8) & (a < 1.25)) and not _near(a, 1.0, 0.02) and float(np.abs(b).max()) < 0.1:
+        # same centre, somewhat different spread: resampling rather than arithmetic
+        return _resampling(a, head, column, ev)
+    return name_affine(a, b, head, column, ev)
+
+
 # ------------------------------------------------------------------------------------------------
 # Values: paired samples (same order, same shape)
 
-def _best_shift(t: np.ndarray, m: np.ndarray) -> tuple[tuple[int, int], float] | None:
-    """The 1-px (dy, dx) shift of the last two axes under which MindSpore equals torch best."""
+def _shifts(t: np.ndarray, m: np.ndarray, tol: float) -> list[tuple[int, int]] | None:
+    """Per sample, the (dy, dx) ∈ {-1, 0, 1}² shift of the last two axes under which MindSpore equals
+    torch on the overlap; ``None`` when some sample has no such shift. Crop offsets differ per sample
+    (only where size − crop is odd), hence the per-sample test."""
     if t.ndim < 3 or min(t.shape[-2:]) < 3:
         return None
-    best = None
-    for dy in (-1, 0, 1):
-        for dx in (-1, 0, 1):
-            if dy == dx == 0:
-                continue
-            ts = t[..., max(dy, 0):t.shape[-2] + min(dy, 0), max(dx, 0):t.shape[-1] + min(dx, 0)]
-            ms = m[..., max(-dy, 0):m.shape[-2] + min(-dy, 0), max(-dx, 0):m.shape[-1] + min(-dx, 0)]
-            d = float(np.abs(ts.astype(np.float64) - ms).max())
-            if best is None or d < best[1]:
-                best = ((dy, dx), d)
-    return best
+    h, w = t.shape[-2:]
+    found = []
+    for ts_, ms_ in zip(t, m):
+        hit = None
+        for dy in (0, -1, 1):
+            for dx in (0, -1, 1):
+                a = ts_[..., max(dy, 0):h + min(dy, 0), max(dx, 0):w + min(dx, 0)]
+                b = ms_[..., max(-dy, 0):h + min(-dy, 0), max(-dx, 0):w + min(-dx, 0)]
+                if float(np.abs(a - b).max()) <= tol:
+                    hit = (dy, dx)
+                    break
+            if hit:
+                break
+        if hit is None:
+            return None
+        found.append(hit)
+    return found
+
+
+def _channels(x: np.ndarray) -> list[np.ndarray]:
+    if x.ndim >= 3 and x.shape[1] <= 16:
+        return [x[:, c].reshape(-1) for c in range(x.shape[1])]
+    return [x.reshape(-1)]
 
 
 def diagnose_pixels(t: np.ndarray, m: np.ndarray, atol: float = 1e-3, column: str | None = None) -> Finding | None:
-    """Same shape, same order: name the cause of a large max |Δ| (crop shift, antialias, kernel)."""
+    """Same shape, same order: name the cause of a max |Δ| above ``atol``.
+
+    An exact per-channel affine relation is arithmetic (ToTensor, Normalize); a 1-px shift is
+    CenterCrop rounding; anything else is resampling (antialias, interpolation kernel).
+    """
     t64, m64 = np.asarray(t, np.float64), np.asarray(m, np.float64)
     d = float(np.abs(t64 - m64).max())
     if d <= atol:
         return None
     head = f"max |Δ| {d:.3g} on paired samples"
-    shift = _best_shift(t64, m64)
-    if shift is not None and shift[1] <= max(atol, 1e-3 * d):
-        (dy, dx), r = shift
-        return Finding(ERROR, "center_crop", f"{head}: MindSpore equals torch shifted by {dy} px (H), {dx} px (W) "
-                       f"(max |Δ| {r:.2g} on the overlap)", column)
-    ratio = m64.std() / max(t64.std(), 1e-12)
-    if ratio > 1.02:
-        return Finding(ERROR, "decode_pil", f"{head}, std ratio {ratio:.3f}: MindSpore images are sharper "
-                       "(resized without antialias)", column)
-    return Finding(ERROR, "interpolation", f"{head}, std ratio {ratio:.3f}: resampling differs", column)
+    shifts = _shifts(t64, m64, max(atol, 1e-3 * d))
+    if shifts is not None:
+        moved = sorted({sh for sh in shifts if sh != (0, 0)})
+        return Finding(ERROR, "center_crop", f"{head}: {sum(sh != (0, 0) for sh in shifts)} of {len(shifts)} "
+                       f"samples equal torch shifted by 1 px ((dy, dx) {moved}); the rest are identical", column)
+    a, b, resid, ratio = [], [], [], []
+    for tc, mc in zip(_channels(t64), _channels(m64)):
+        var = tc.var()
+        ac = float(np.mean((tc - tc.mean()) * (mc - mc.mean())) / var) if var > 0 else 0.0
+        bc = float(mc.mean() - ac * tc.mean())
+        a.append(ac)
+        b.append(bc)
+        resid.append(float(np.sqrt(np.mean((mc - ac * tc - bc) ** 2)) / max(mc.std(), 1e-12)))
+        ratio.append(mc.std() / max(tc.std(), 1e-12))
+    if max(resid) < 1e-3:  # exact affine up to float32 rounding
+        return name_affine(np.array(a), np.array(b), head, column)
+    return _resampling(np.array(ratio), head, column, [f"relative residual of the best affine fit {_fmt(resid)}"])
 
 
 # ------------------------------------------------------------------------------------------------
@@ -193,6 +229,43 @@ def diagnose_pixels(t: np.ndarray, m: np.ndarray, atol: float = 1e-3, column: st
 
 def _non_decreasing(x: np.ndarray) -> bool:
     return bool(np.all(np.diff(x) >= 0))
+
+
+def sample_permutation(t: np.ndarray, m: np.ndarray, atol: float = 1e-3,
+                       budget: float = 2e8) -> np.ndarray | None:
+    """``p`` with ``m[j] == t[p[j]]`` (within ``atol``) for every sample, or ``None``.
+
+    Finds a shuffle even when the labels happen to line up. Skipped (None) above ``budget``
+    element comparisons: it is O(N² · sample size).
+    """
+    if t.shape != m.shape or t.ndim < 2 or t.shape[0] ** 2 * t[0].size > budget:
+        return None
+    tf = np.asarray(t, np.float64).reshape(len(t), -1)
+    mf = np.asarray(m, np.float64).reshape(len(m), -1)
+    p = np.empty(len(m), dtype=np.int64)
+    free = np.ones(len(t), dtype=bool)
+    for j, row in enumerate(mf):
+        d = np.abs(tf - row).max(axis=1)
+        d[~free] = np.inf
+        i = int(np.argmin(d))
+        if d[i] > atol:
+            return None
+        p[j], free[i] = i, False
+    return p
+
+
+def diagnose_order(perm: np.ndarray, column: str | None = None, shuffle_torch: bool | None = None,
+                   shuffle_ms: bool | None = None) -> Finding | None:
+    """The same samples in another order: one side shuffles."""
+    if perm is None or np.array_equal(perm, np.arange(len(perm))):
+        return None
+    moved = int(np.sum(perm != np.arange(len(perm))))
+    head = f"the same {len(perm)} samples, {moved} in another position"
+    if shuffle_torch and shuffle_ms:
+        return Finding(INFO, "shuffle", f"{head}: both pipelines shuffle; compared after reordering", column)
+    who = ("MindSpore shuffles, torch does not" if shuffle_ms and not shuffle_torch else
+           "torch shuffles, MindSpore does not" if shuffle_torch and not shuffle_ms else "one side shuffles")
+    return Finding(ERROR, "shuffle", f"{head} ({who}); values compared after reordering", column)
 
 
 def diagnose_labels(t: np.ndarray, m: np.ndarray, column: str | None = None,
@@ -206,13 +279,14 @@ def diagnose_labels(t: np.ndarray, m: np.ndarray, column: str | None = None,
     agree = float(np.mean(t == m))
     head = f"labels agree on {agree:.0%} of {n} paired samples"
     ev = [f"torch {t[:12].tolist()}", f"MindSpore {m[:12].tolist()}"]
+    if shuffle_torch and shuffle_ms:
+        return Finding(INFO, "shuffle", f"{head}: both pipelines shuffle, order is not compared", column, ev)
     pairs = set(zip(t.tolist(), m.tolist()))
-    if 1 < len(pairs) == len(set(t.tolist())) == len(set(m.tolist())) and n >= 2 * len(pairs):
+    if 1 < len(pairs) == len(set(t.tolist())) == len(set(m.tolist())) and n >= 2 * len(pairs) and \
+            not (shuffle_torch or shuffle_ms):
         # a bijection seen on enough samples: a relabelling, not a shuffle
         mapping = dict(sorted(pairs))
         return Finding(ERROR, "class_index", f"{head}: consistent relabelling torch→MindSpore {mapping}", column, ev)
-    if shuffle_torch and shuffle_ms:
-        return Finding(INFO, "shuffle", f"{head}: both pipelines shuffle, order is not compared", column, ev)
     who = None
     if shuffle_ms and not shuffle_torch or (shuffle_ms is None and _non_decreasing(t) and not _non_decreasing(m)):
         who = "MindSpore shuffles, torch does not"
@@ -228,6 +302,9 @@ def diagnose_labels(t: np.ndarray, m: np.ndarray, column: str | None = None,
 
 def diagnose_dtype(kind: str, t_dtype: np.dtype, m_dtype: np.dtype, column: str | None = None) -> Finding | None:
     t_dtype, m_dtype = np.dtype(t_dtype), np.dtype(m_dtype)
+    if kind == "label" and m_dtype == np.int64:  # equal to torch or not: MindSpore losses reject it
+        return Finding(WARN, "label_dtype", f"MindSpore labels are int64 (torch {t_dtype}): cast them to int32",
+                       column)
     if t_dtype == m_dtype:
         return None
     msg = f"dtype torch {t_dtype}, MindSpore {m_dtype}"

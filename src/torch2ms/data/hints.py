@@ -21,17 +21,19 @@ def config_hints(t_cfg: dict[str, Any], m_cfg: dict[str, Any]) -> list[Finding]:
     out: list[Finding] = []
     t_names = {op for op, _ in t_cfg.get("ops", [])}
     decodes = _ops(m_cfg, "Decode")
-    if decodes and any(d.get("to_pil") == "False" for d in decodes) and t_names & _PIL_TORCH_OPS:
+    numpy_path = bool(decodes) and all(d.get("to_pil") == "False" for d in decodes)
+    if numpy_path and t_names & _PIL_TORCH_OPS:
         out.append(Finding(WARN, "decode_pil", "MindSpore uses Decode() (numpy/OpenCV path) while torchvision "
                            "transforms run on PIL images", evidence=["MindSpore Decode(to_pil=False)"]))
+    # on a PIL image (Decode(to_pil=True)) MindSpore's Resize and CenterCrop call PIL and match torchvision
     t_interp = {a.get("interpolation") for a in _ops(t_cfg, "Resize")}
     m_interp = {a.get("interpolation") for a in _ops(m_cfg, "Resize")}
-    if "BICUBIC" in t_interp and "BICUBIC" in m_interp:
-        out.append(Finding(WARN, "interpolation", "both Resize use BICUBIC: MindSpore's BICUBIC is OpenCV's, "
-                           "torchvision's is PIL's: use Inter.PILCUBIC"))
-    if "CenterCrop" in t_names and _ops(m_cfg, "CenterCrop"):
-        out.append(Finding(WARN, "center_crop", "both pipelines CenterCrop: offsets differ by 1 px whenever "
-                           "(size − crop) is odd"))
+    if numpy_path and "BICUBIC" in t_interp and "BICUBIC" in m_interp:
+        out.append(Finding(WARN, "interpolation", "both Resize use BICUBIC: on a numpy image MindSpore's BICUBIC "
+                           "is OpenCV's, torchvision's is PIL's: use Inter.PILCUBIC"))
+    if numpy_path and "CenterCrop" in t_names and _ops(m_cfg, "CenterCrop"):
+        out.append(Finding(WARN, "center_crop", "both pipelines CenterCrop and MindSpore crops a numpy image: "
+                           "offsets differ by 1 px where (size − crop) % 4 == 3"))
     seen_to_tensor = False
     for op, attrs in m_cfg.get("ops", []):
         seen_to_tensor |= op in ("ToTensor", "HWC2CHW")
@@ -49,6 +51,19 @@ def config_hints(t_cfg: dict[str, Any], m_cfg: dict[str, Any]) -> list[Finding]:
 _RELATED = {"decode_pil": {"interpolation"}, "interpolation": {"decode_pil"}, "normalize_hwc": {"normalize"}}
 
 
+def merge_same(findings: list[Finding]) -> list[Finding]:
+    """One finding per (pitfall, column): later ones become evidence of the first."""
+    out: list[Finding] = []
+    for f in findings:
+        first = next((g for g in out if (g.pitfall, g.column) == (f.pitfall, f.column)), None)
+        if first is None:
+            out.append(f)
+        else:
+            first.evidence.append(f.message)
+            first.evidence += f.evidence
+    return out
+
+
 def merge_hints(findings: list[Finding], hints: list[Finding]) -> list[Finding]:
     """A hint whose pitfall a numeric finding already names becomes that finding's evidence."""
     out = list(findings)
@@ -56,7 +71,8 @@ def merge_hints(findings: list[Finding], hints: list[Finding]) -> list[Finding]:
         keys = {h.pitfall} | _RELATED.get(h.pitfall, set())
         same = [f for f in out if f.pitfall in keys and f.level != "info"]
         if same:
-            same[0].evidence.append(f"pipeline: {h.message}")
+            if not any(h.message in e for e in same[0].evidence):
+                same[0].evidence.append(f"pipeline: {h.message}")
         else:
             out.append(h)
     return out

@@ -23,8 +23,9 @@ PITFALLS: dict[str, tuple[str, str]] = {
     ),
     "center_crop": (
         "CenterCrop offset rounding",
-        "MindSpore floors the crop offset, torchvision rounds it: 1 px shift whenever (size − crop) is odd; "
-        "crop with explicit offsets (vision.Crop((top, left), size)) computed as torchvision does (facts §6).",
+        "on a numpy image MindSpore floors the crop offset, torchvision rounds it half to even: 1 px shift where "
+        "(size − crop) % 4 == 3 (facts §6 says 'odd'; 111−64 is one such case). Decode(to_pil=True) crops with "
+        "PIL like torchvision, or crop with explicit offsets (vision.Crop).",
     ),
     "layout": (
         "HWC vs CHW layout",

@@ -111,18 +111,19 @@ class DataReport:
                       f"(first {self.settings.get('batches')} batches, atol {self.settings.get('atol')})")
         bt, bm = self.torch.batches_per_epoch, self.ms.batches_per_epoch
         console.print(f"batches per epoch: torch {bt}, MindSpore {bm}" + ("" if bt == bm else "  [red]✗[/]"))
-        t = Table(title="first batches, per column")
-        for h in ("column", "shape torch / MS", "dtype torch / MS", "mean torch", "mean MS", "std torch", "std MS",
-                  "max Δmean", "max Δstd", "max |Δ|", "labels equal"):
-            t.add_column(h, overflow="fold")
+        t = Table(title="first batches per column (upper line torch, lower line MindSpore)")
+        for h in ("column", "shape", "dtype", "channel mean", "channel std", "max Δmean", "max Δstd", "max |Δ|",
+                  "labels equal"):
+            t.add_column(h, no_wrap=h not in ("channel mean", "channel std"))
         for c in self.columns:
             t.add_row(escape(c.name), f"{tuple(c.torch_shape)}\n{tuple(c.ms_shape)}", f"{c.torch_dtype}\n{c.ms_dtype}",
-                      _vec(c.torch_mean), _vec(c.ms_mean), _vec(c.torch_std), _vec(c.ms_std),
+                      f"{_vec(c.torch_mean)}\n{_vec(c.ms_mean)}", f"{_vec(c.torch_std)}\n{_vec(c.ms_std)}",
                       _num(c.d_mean), _num(c.d_std), _num(c.max_abs), _pct(c.label_agreement))
-        console.print(t)
+        if self.columns:
+            console.print(t)
         colour = {"error": "red", "warn": "yellow", "info": "cyan"}
         for f in self.findings:
-            col = f" [{escape(f.column)}]" if f.column else ""
+            col = escape(f" [{f.column}]") if f.column else ""
             console.print(f"[{colour[f.level]}]{f.level:5s}[/] [bold]{escape(f.title)}[/]{col}: {escape(f.message)}")
             for e in f.evidence:
                 console.print(f"      · {escape(e)}")

@@ -1,0 +1,160 @@
+"""Which statements the converter must look inside, and on which line each change sits.
+
+A libcst transformer pays Python dispatch for every node it visits, which costs as much as parsing.
+Most statements of a torch project contain nothing to convert (``x = self.conv1(x)``, ``return x``),
+so the cheap ``ast`` pass marks the statements that mention a torch name or a KB method/attribute
+name, and the transformer skips the others whole. The libcst statements are matched to the ``ast``
+statements by document order (both trees list statements in the same pre-order); a mismatch
+raises ``PlanMismatch`` and the caller converts without skipping.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from ..analysis.imports import ImportMap
+from ..analysis.infer import TENSOR_ONLY_METHODS
+from ..kb import KB
+
+_BODY_FIELDS = ("body", "orelse", "handlers", "finalbody", "cases")
+_METHOD_OWNERS = ("torch.Tensor.", "torch.nn.Module.", "torch.optim.Optimizer.")
+
+
+class PlanMismatch(Exception):
+    """The libcst and ast statement sequences disagree (an unusual construct): visit everything."""
+
+
+@dataclass(slots=True)
+class Stmt:
+    node: ast.stmt
+    interesting: bool
+    size: int
+    header: bool = False  # the statement's own expressions (not its nested bodies) mention something  # number of statements nested inside (skipped together with this one)
+
+
+_ATTR_CACHE: dict[int, tuple[KB, frozenset[str]]] = {}
+
+
+def attribute_names(kb: KB) -> frozenset[str]:
+    """Attribute names the converter may rewrite: methods, tensor attributes, layer parameters."""
+    hit = _ATTR_CACHE.get(id(kb))
+    if hit is not None and hit[0] is kb:
+        return hit[1]
+    names = {"forward"} | set(TENSOR_ONLY_METHODS)
+    for e in kb:
+        for full in (e.torch, *e.aliases):
+            for owner in _METHOD_OWNERS:
+                if full.startswith(owner):
+                    names.add(full[len(owner):].split(".", 1)[0])
+        if e.kind == "class":
+            names.update(e.params)
+            names.update(e.attrs)
+    _ATTR_CACHE[id(kb)] = (kb, frozenset(names))
+    return _ATTR_CACHE[id(kb)][1]
+
+
+def _children(stmt: ast.stmt) -> list[ast.stmt]:
+    out: list[ast.stmt] = []
+    for name in _BODY_FIELDS:
+        for item in getattr(stmt, name, None) or ():
+            if isinstance(item, ast.stmt):
+                out.append(item)
+            else:  # ExceptHandler / match_case hold statements of their own
+                out.extend(item.body)
+    return out
+
+
+def header_nodes(stmt: ast.stmt) -> list[ast.AST]:
+    """The expressions of a statement outside its nested bodies (all of it for a simple statement)."""
+    out: list[ast.AST] = []
+    for name, value in ast.iter_fields(stmt):
+        if name in _BODY_FIELDS and name != "handlers" and name != "cases":
+            continue
+        if name == "handlers":
+            out += [h.type for h in value if h.type is not None]
+        elif name == "cases":
+            out += [n for c in value for n in (c.pattern, c.guard) if n is not None]
+        elif isinstance(value, ast.AST):
+            out.append(value)
+        elif isinstance(value, list):
+            out += [v for v in value if isinstance(v, ast.AST)]
+    return out
+
+
+def build_plan(tree: ast.Module, imap: ImportMap, kb: KB) -> list[Stmt]:
+    """Statements in pre-order, each flagged when something inside may need converting."""
+    torch_names = {local for local, full in imap.names.items() if imap.is_framework(full)}
+    attrs = attribute_names(kb)
+    plan: list[Stmt] = []
+
+    def mentions(nodes: list[ast.AST]) -> bool:
+        for root in nodes:
+            for n in ast.walk(root):
+                if isinstance(n, ast.Name):
+                    if n.id in torch_names:
+                        return True
+                elif isinstance(n, ast.Attribute):
+                    if n.attr in attrs:
+                        return True
+        return False
+
+    def add(stmt: ast.stmt) -> bool:
+        at = len(plan)
+        info = Stmt(stmt, False, 0)
+        plan.append(info)
+        inner = False
+        for child in _children(stmt):
+            inner |= add(child)
+        info.size = len(plan) - at - 1
+        head = isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == "forward"
+        # Imports are settled separately; a nested torch import must still be seen.
+        head = head or isinstance(stmt, (ast.Import, ast.ImportFrom)) or mentions(header_nodes(stmt))
+        info.header = head
+        info.interesting = inner or head
+        return info.interesting
+
+    for stmt in tree.body:
+        add(stmt)
+    return plan
+
+
+def change_keys(stmt: ast.stmt, imap: ImportMap, kb: KB) -> dict[str, list[int]]:
+    """Lines of the things a change can be about, in the converter's (post-)order, by key:
+    a torch name (canonical) or a bare attribute name (methods, layer parameters)."""
+    out: dict[str, list[int]] = {}
+
+    def put(key: str, line: int) -> None:
+        out.setdefault(key, []).append(line)
+
+    def chain(node: ast.AST) -> str | None:
+        full = imap.resolve(node)
+        return full if full and imap.is_framework(full) else None
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, (ast.Attribute, ast.Name)):
+            full = chain(node)
+            if full is not None:
+                entry = kb.get(full)
+                put(entry.torch if entry is not None else full, node.lineno)
+                return
+            if isinstance(node, ast.Attribute):
+                visit(node.value)
+                put(node.attr, node.lineno)
+            return
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and chain(node.func) is None:
+            # A method call is converted after its arguments (libcst leave order).
+            visit(node.func.value)
+            for a in (*node.args, *node.keywords):
+                visit(a)
+            put(node.func.attr, node.func.lineno)
+            return
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    for n in header_nodes(stmt):
+        visit(n)
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        for d in stmt.decorator_list:
+            put("@", d.lineno)
+    return out
