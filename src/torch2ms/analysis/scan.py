@@ -40,9 +40,9 @@ class ApiUse:
     def effort(self) -> str:
         if self.status in ("no-equivalent", "unknown"):
             return MANUAL
-        if self.status == "composite" or self.confidence == "guess":
-            return REVIEW
-        return AUTO
+        if self.confidence != "certain":
+            return REVIEW  # the receiver's type was guessed: a person should look
+        return AUTO  # direct, args-differ and composite entries are all rewritten by convert
 
 
 @dataclass
