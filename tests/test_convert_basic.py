@@ -61,3 +61,14 @@ def test_syntax_error_copied_unchanged():
     src = "import torch\ndef f(:\n"
     res = convert_source(src, "bad.py")
     assert res.code == src and "syntax error at line 2" in res.error
+
+
+def test_reexported_torch_names_stay_importable():
+    # torchvision's _internally_replaced_utils re-exports load_state_dict_from_url for other modules.
+    src = ("try:\n    from torch.hub import load_state_dict_from_url  # noqa: 401\n"
+           "except ImportError:\n    from torch.utils.model_zoo import load_url as load_state_dict_from_url\n"
+           "import torch.nn as nn\nlayer = nn.ReLU()\n")
+    code = convert_source(src, "utils.py").code
+    assert "from torch.hub import load_state_dict_from_url  # noqa: 401" in code
+    assert "from torch.utils.model_zoo import load_url as load_state_dict_from_url" in code
+    assert "import torch.nn as nn" not in code  # a namespace import is no re-export

@@ -190,6 +190,10 @@ def build_parser() -> argparse.ArgumentParser:
     from .weights.cli import add_weights_parser  # torch2ms weights IN -o OUT.ckpt (R21, R22)
 
     add_weights_parser(sub)
+
+    from .align.cli import add_compare_parser  # torch2ms compare --torch ... --ms ... (R23-R28, R30)
+
+    add_compare_parser(sub)
     return p
 
 

@@ -8,11 +8,13 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from ..analysis.infer import MODULE, Scope
 from ..analysis.scan import collect
 from ..kb import KB, load_kb
 from .names import ALIASES
 from .plan import PlanMismatch, change_keys
-from .transformer import MARK, Change, TorchToMindSpore, module_facts
+from .training import LineMap, rewrite_training
+from .transformer import MARK, Change, TorchToMindSpore, code as _code, dotted, module_facts
 
 
 @dataclass
@@ -137,21 +139,61 @@ def convert_source(source: str, path: str = "<string>", kb: KB | None = None,
     facts = module_facts(tree, kb, local_roots, project_modules)
     if not facts.imap.uses_torch():
         return ConvertedModule(path, source, source)
+    # Training loops and checkpoints are restructured first, still as torch code (training.py).
     try:
-        code, t = _convert(cst.parse_module(source), kb, facts)
+        training = rewrite_training(source, tree, facts.imap)
+    except Exception:  # noqa: BLE001 - a failed pre-pass leaves the loop to the per-call rules
+        training = None
+    work = source
+    if training is not None and training.source != source:
+        work = training.source
+        tree = ast.parse(work, filename=path)
+        facts = module_facts(tree, kb, local_roots, project_modules)
+        for cls, fn, name in training.modules:
+            facts.scopes.setdefault((cls, fn), Scope(dict(facts.module_classes))).types.setdefault(name, MODULE)
+    try:
+        code, t = _convert(cst.parse_module(work), kb, facts)
     except Exception as exc:  # noqa: BLE001 - any converter crash must leave the file intact
         return ConvertedModule(path, source, source, error=f"converter failed ({type(exc).__name__}: {exc}); copied unchanged")
     _assign_lines(t.changes, tree, facts, kb)
-    return ConvertedModule(path, source, code, t.changes)
+    changes = t.changes
+    if training is not None:
+        if work != source:
+            to_original = LineMap(source, work)
+            for c in changes:
+                c.line = to_original(c.line)
+        changes = sorted([*changes, *(Change(n.api, n.action, n.note, n.line) for n in training.notes)],
+                         key=lambda c: c.line)
+    return ConvertedModule(path, source, code, changes)
 
 
 def _transform(module: cst.Module, kb: KB, facts) -> tuple[cst.Module, TorchToMindSpore]:
     t = TorchToMindSpore(kb, facts)
     try:
-        return module.visit(t), t
+        new = module.visit(t)
     except PlanMismatch:
         t = TorchToMindSpore(kb, facts, use_plan=False)  # an unusual construct: visit every node
-        return module.visit(t), t
+        new = module.visit(t)
+    if "mindspore" not in facts.imap.names:
+        new = new.visit(_ShortenGenerated(t))
+    return new, t
+
+
+class _ShortenGenerated(cst.CSTTransformer):
+    """``mindspore.nn.Cell`` written by the training pass → ``nn.Cell`` (+ its import)."""
+
+    def __init__(self, t: TorchToMindSpore) -> None:
+        super().__init__()
+        self.t = t
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        return not (dotted(node) or "").startswith("mindspore.")
+
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+        name = dotted(original) or ""
+        if name.startswith("mindspore."):
+            return self.t.parse_ms(name)
+        return updated
 
 
 def _convert(module: cst.Module, kb: KB, facts) -> tuple[str, TorchToMindSpore]:
@@ -163,11 +205,12 @@ def _convert(module: cst.Module, kb: KB, facts) -> tuple[str, TorchToMindSpore]:
         facts.taken |= clash
         new, t = _transform(module, kb, facts)
     torch_locals = {n for n, full in facts.imap.names.items() if facts.imap.is_framework(full)}
-    keep = set(t.still_needed)
+    reexports = _reexports(module, facts)
+    keep = set(t.still_needed) | reexports
     for _ in range(3):
         settled = _settle_imports(new, t, keep)
         if facts.nested_torch_imports:
-            settled = settled.visit(_NestedImports(facts.imap, _aliases_in_use(t)))
+            settled = settled.visit(_NestedImports(facts.imap, _aliases_in_use(t), reexports))
         code = settled.code
         # A torch name the output still reads (not one of the MindSpore aliases) keeps its import.
         used = _torch_names_used(code, torch_locals - _aliases_in_use(t)) - keep
@@ -177,13 +220,39 @@ def _convert(module: cst.Module, kb: KB, facts) -> tuple[str, TorchToMindSpore]:
     return code, t
 
 
+# `from torch import nn` binds a namespace, never something another module re-imports from here.
+_TORCH_SUBMODULES = frozenset(f"torch.{m}" for m in (
+    "nn autograd optim utils cuda distributed jit fx linalg fft special hub onnx amp backends "
+    "multiprocessing sparse distributions testing profiler quantization ao accelerator").split()
+) | frozenset({"torch.nn.functional", "torch.nn.init", "torch.utils.data", "torch.optim.lr_scheduler"})
+
+
+def _reexports(module: cst.Module, facts) -> set[str]:
+    """Torch names a file imports but never reads itself (``from torch.hub import
+    load_state_dict_from_url`` in a utils module): other modules import them from here, so the
+    import stays (it has no MindSpore meaning to convert to)."""
+    tree = ast.parse(module.code)
+    candidates = {
+        a.asname or a.name
+        for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module and node.level == 0
+        and facts.imap.is_framework(node.module)
+        for a in node.names
+        if a.name != "*" and f"{node.module}.{a.name}" not in _TORCH_SUBMODULES
+    }
+    if not candidates:
+        return set()
+    read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    read |= {n.value.id for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)}
+    return candidates - read
+
+
 class _NestedImports(cst.CSTTransformer):
     """Torch imports inside functions and blocks: drop the names the block's converted code no
     longer reads (a read of a MindSpore alias such as ``nn`` is MindSpore's, never torch's)."""
 
-    def __init__(self, imap, ms_aliases: set[str]) -> None:
+    def __init__(self, imap, ms_aliases: set[str], reexports: set[str] = frozenset()) -> None:
         super().__init__()
-        self.imap, self.ms_aliases = imap, ms_aliases
+        self.imap, self.ms_aliases, self.reexports = imap, ms_aliases, reexports
 
     def visit_SimpleStatementLine(self, node) -> bool:
         return False
@@ -201,7 +270,7 @@ class _NestedImports(cst.CSTTransformer):
             read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
         except SyntaxError:
             return updated
-        read -= self.ms_aliases
+        read = (read - self.ms_aliases) | self.reexports
         body = []
         for stmt in updated.body:
             if not self._is_torch_import(stmt):
