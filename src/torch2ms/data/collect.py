@@ -7,19 +7,14 @@ methods, so each side can run in its own environment (R28).
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-import sys
 from dataclasses import dataclass, field
 from itertools import islice
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 
-class SpecError(ValueError):
-    """A --torch/--ms spec that cannot be loaded (a usage error, exit 2)."""
+from ..factory import SpecError, load_object  # noqa: E402 - one resolver for every command
 
 
 @dataclass
@@ -35,32 +30,7 @@ class Side:
 
 def load_factory(spec: str) -> Any:
     """``module:factory`` or ``path.py:factory`` → what the factory returns (a non-callable is returned as is)."""
-    if ":" not in spec:
-        raise SpecError(f"{spec}: expected MODULE:FACTORY or PATH.py:FACTORY")
-    mod_part, _, attr = spec.rpartition(":")
-    if mod_part.endswith(".py") or "/" in mod_part:
-        path = Path(mod_part).resolve()
-        if not path.is_file():
-            raise SpecError(f"{path}: no such file")
-        name = f"_torch2ms_data_{abs(hash(str(path)))}"
-        loader_spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(loader_spec)
-        sys.modules[name] = module
-        sys.path.insert(0, str(path.parent))  # the factory file may import its neighbours
-        try:
-            loader_spec.loader.exec_module(module)
-        finally:
-            sys.path.remove(str(path.parent))
-    else:
-        try:
-            module = importlib.import_module(mod_part)
-        except ImportError as exc:
-            raise SpecError(f"cannot import {mod_part}: {exc}") from exc
-    obj: Any = module
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise SpecError(f"{spec}: {mod_part} has no attribute {attr}")
-        obj = getattr(obj, part)
+    obj = load_object(spec, "data")
     return obj() if callable(obj) else obj
 
 

@@ -14,10 +14,7 @@ Layer types come from, most precise first:
 from __future__ import annotations
 
 import difflib
-import importlib
-import importlib.util
 import re
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping
@@ -348,33 +345,12 @@ def match_to_shapes(shapes: Mapping[str, tuple[int, ...]], ms_shapes: Mapping[st
 # Networks
 
 def _import_spec(spec: str) -> Any:
-    if ":" not in spec:
-        raise WeightsError(f"{spec}: expected module:Factory or path.py:Factory")
-    mod_part, _, attr = spec.rpartition(":")
-    if mod_part.endswith(".py") or "/" in mod_part:
-        path = Path(mod_part).resolve()
-        if not path.exists():
-            raise WeightsError(f"{path}: no such file")
-        name = f"_torch2ms_net_{abs(hash(str(path)))}"
-        s = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(s)
-        sys.modules[name] = module
-        sys.path.insert(0, str(path.parent))
-        try:
-            s.loader.exec_module(module)
-        finally:
-            sys.path.remove(str(path.parent))
-    else:
-        try:
-            module = importlib.import_module(mod_part)
-        except ImportError as exc:
-            raise WeightsError(f"cannot import {mod_part}: {exc}") from exc
-    obj = module
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise WeightsError(f"{spec}: {mod_part} has no {attr}")
-        obj = getattr(obj, part)
-    return obj
+    from ..factory import SpecError, load_object
+
+    try:
+        return load_object(spec, "net")
+    except SpecError as exc:
+        raise WeightsError(str(exc)) from exc
 
 
 def _call_factory(spec: str) -> Any:
