@@ -24,3 +24,7 @@ step "torch2ms weights $OUT/simple_cnn.pth -o $OUT/simple_cnn.ckpt --net $OUT/si
 $T weights $OUT/simple_cnn.pth -o $OUT/simple_cnn.ckpt --net $OUT/simple_cnn_ms/model.py:build
 step "MindSpore: converted model + converted weights, same input"
 $PY examples/demo/ms_verify.py $OUT/simple_cnn_ms $OUT
+step "torch2ms compare: layer by layer, then 50 training steps from the same init and data"
+$T compare --torch examples/simple_cnn/model.py:build --ms $OUT/simple_cnn_ms/model.py:build \
+  --input-shape 8,3,32,32 --train-steps 50 --out $OUT/compare
+echo "open $OUT/compare/report.html for the per-layer error and loss-curve plots"
