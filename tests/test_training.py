@@ -316,3 +316,13 @@ def test_r18_checkpoint_round_trip_and_missing_parameter_raises(tmp_path):
             mod.load(mod.Bigger(), path)  # head.* is not in the checkpoint: never silently ignored
     finally:
         sys.modules.pop("t2m_tr_ckpt", None)
+
+
+def test_r11_example_train_loop_converts_cleanly():
+    from pathlib import Path
+
+    src = (Path(__file__).resolve().parents[1] / "examples" / "train_loop" / "train.py").read_text()
+    res = convert_source(src)
+    assert not res.error and "not converted" not in res.code
+    assert "train_step = TrainStep()" in res.code and "ms.load_param_into_net(model" in res.code
+    compile(res.code, "train.py", "exec")
