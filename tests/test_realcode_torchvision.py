@@ -17,10 +17,12 @@ from torch2ms.convert import convert_tree
 pytestmark = [pytest.mark.slow, pytest.mark.differential]
 
 HERE = Path(__file__).parent / "realcode"
-MODELS_64 = ["alexnet", "vgg11_bn", "resnet18", "resnet50", "squeezenet1_0", "densenet121", "googlenet",
+# ViT at its usual 224×224 needs >1 GB per attention kernel in GRAPH_MODE on CPU (MindSpore broadcasts
+# the projection weights over the tokens); a 64×64 ViT-B/16 is the same code with 17 tokens.
+MODELS_64 = ["vit_b_16@{\"image_size\": 64}", "alexnet", "vgg11_bn", "resnet18", "resnet50", "squeezenet1_0",
+             "densenet121", "googlenet",
              "mobilenet_v2", "mobilenet_v3_small", "shufflenet_v2_x1_0", "mnasnet0_5", "efficientnet_b0",
              "convnext_tiny", "swin_t"]
-MODELS_224 = ["vit_b_16"]  # ViT checks the image size
 
 
 @pytest.fixture(scope="module")
@@ -34,24 +36,29 @@ def results(tmp_path_factory):
     assert not [f.path for f in report.failed if f.path.startswith(("models/", "ops/"))]
     data = root / "data"
     data.mkdir()
-    for size, names in (("64", MODELS_64), ("224", MODELS_224)):
-        subprocess.run([sys.executable, str(HERE / "torch_side.py"), str(data), size, *names], check=True,
-                       capture_output=True, timeout=900)
-    out = subprocess.run([sys.executable, str(HERE / "ms_side.py"), str(root / "converted"), str(data),
-                          *MODELS_64, *MODELS_224], capture_output=True, text=True, timeout=1500)
-    rows = {}
-    for line in out.stdout.splitlines():
-        if line.startswith("{"):
-            row = json.loads(line)
-            rows[row["model"]] = row
+    subprocess.run([sys.executable, str(HERE / "torch_side.py"), str(data), "64", *MODELS_64], check=True,
+                   capture_output=True, timeout=900)
+    rows, logs = {}, []
+    models = MODELS_64
+    for i in range(0, len(models), 5):
+        # A few models per process: compiled graphs stay cached, and memory is shared with the test workers.
+        out = subprocess.run([sys.executable, str(HERE / "ms_side.py"), str(root / "converted"), str(data),
+                              *models[i:i + 5]], capture_output=True, text=True, timeout=900)
+        logs.append(f"exit {out.returncode}: {out.stderr[-1500:]}")
+        for line in out.stdout.splitlines():
+            if line.startswith("{"):
+                row = json.loads(line)
+                rows[row["model"]] = row
+    rows["_logs"] = logs
     return rows, report
 
 
-@pytest.mark.parametrize("name", MODELS_64 + MODELS_224)
-def test_r23_r27_converted_torchvision_model_matches(results, name):
+@pytest.mark.parametrize("spec", MODELS_64, ids=lambda s: s.partition("@")[0])
+def test_r23_r27_converted_torchvision_model_matches(results, spec):
     rows, _ = results
+    name = spec.partition("@")[0]
     row = rows.get(name)
-    assert row is not None, f"{name}: the MindSpore side printed nothing"
+    assert row is not None, f"{name}: the MindSpore side printed nothing; {rows['_logs']}"
     assert "error" not in row, row.get("error", "") + "\n" + row.get("trace", "")
     scale = row["scale"]
     assert scale > 1e-3, "degenerate output: the comparison would prove nothing"

@@ -22,14 +22,15 @@ def main(root: str, data_dir: str, names: list[str]) -> None:
 
     assert root in (torchvision.__file__ or ""), torchvision.__file__
     kb = load_kb()
-    for name in names:
+    for arg in names:
+        name, _, kw = arg.partition("@")  # same builder keyword arguments as the torch side
         row = {"model": name}
         try:
             ms.set_context(mode=ms.PYNATIVE_MODE)
             data = np.load(f"{data_dir}/{name}.npz")
             types = json.loads(str(data["types"]))
             state = {k[len("param::"):]: data[k] for k in data.files if k.startswith("param::")}
-            net = getattr(torchvision.models, name)()
+            net = getattr(torchvision.models, name)(**(json.loads(kw) if kw else {}))
             problems = load_state(net, convert_state_dict(state, types, kb))
             if any(problems.values()):
                 raise RuntimeError(f"weights: {problems}")

@@ -1,6 +1,6 @@
 """Torch side of the torchvision proof: build each model (seeded random init), run it, save what MindSpore needs.
 
-Run as a script in its own process: python torch_side.py OUT_DIR INPUT_SIZE MODEL [MODEL ...]
+Run as a script in its own process: python torch_side.py OUT_DIR INPUT_SIZE MODEL[@KWARGS_JSON] ...
 Writes OUT_DIR/<model>.npz with the state dict (numpy), the input, the eval-mode output, and the
 layer types (prefix → torch class) that the weight renaming needs.
 """
@@ -26,9 +26,10 @@ def _fill_zero_weights(model: torch.nn.Module) -> None:
 
 def main(out_dir: str, size: int, names: list[str]) -> None:
     torch.set_num_threads(1)
-    for name in names:
+    for arg in names:
+        name, _, kw = arg.partition("@")  # "vit_b_16@{\"image_size\": 64}": builder keyword arguments
         torch.manual_seed(0)
-        model = torchvision.models.get_model(name, weights=None)
+        model = torchvision.models.get_model(name, weights=None, **(json.loads(kw) if kw else {}))
         randomize_norms(model, seed=0)
         _fill_zero_weights(model)
         model.eval()
