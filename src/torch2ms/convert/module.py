@@ -149,10 +149,13 @@ def convert_source(source: str, path: str = "<string>", kb: KB | None = None,
         work = training.source
         tree = ast.parse(work, filename=path)
         facts = module_facts(tree, kb, local_roots, project_modules)
+        facts.training_generated = True
         for cls, fn, name in training.modules:
             facts.scopes.setdefault((cls, fn), Scope(dict(facts.module_classes))).types.setdefault(name, MODULE)
     try:
-        code, t = _convert(cst.parse_module(work), kb, facts)
+        facts.reexports = _reexports(tree, facts)
+        parsed = training.parsed if training is not None and training.parsed is not None else cst.parse_module(work)
+        code, t = _convert(parsed, kb, facts)
     except Exception as exc:  # noqa: BLE001 - any converter crash must leave the file intact
         return ConvertedModule(path, source, source, error=f"converter failed ({type(exc).__name__}: {exc}); copied unchanged")
     _assign_lines(t.changes, tree, facts, kb)
@@ -174,8 +177,8 @@ def _transform(module: cst.Module, kb: KB, facts) -> tuple[cst.Module, TorchToMi
     except PlanMismatch:
         t = TorchToMindSpore(kb, facts, use_plan=False)  # an unusual construct: visit every node
         new = module.visit(t)
-    if "mindspore" not in facts.imap.names:
-        new = new.visit(_ShortenGenerated(t))
+    if getattr(facts, "training_generated", False) and "mindspore" not in facts.imap.names:
+        new = new.visit(_ShortenGenerated(t))  # a whole-tree pass: only when the training pass wrote code
     return new, t
 
 
@@ -205,7 +208,7 @@ def _convert(module: cst.Module, kb: KB, facts) -> tuple[str, TorchToMindSpore]:
         facts.taken |= clash
         new, t = _transform(module, kb, facts)
     torch_locals = {n for n, full in facts.imap.names.items() if facts.imap.is_framework(full)}
-    reexports = _reexports(module, facts)
+    reexports = facts.reexports
     keep = set(t.still_needed) | reexports
     for _ in range(3):
         settled = _settle_imports(new, t, keep)
@@ -227,11 +230,10 @@ _TORCH_SUBMODULES = frozenset(f"torch.{m}" for m in (
 ) | frozenset({"torch.nn.functional", "torch.nn.init", "torch.utils.data", "torch.optim.lr_scheduler"})
 
 
-def _reexports(module: cst.Module, facts) -> set[str]:
+def _reexports(tree: ast.Module, facts) -> set[str]:
     """Torch names a file imports but never reads itself (``from torch.hub import
     load_state_dict_from_url`` in a utils module): other modules import them from here, so the
     import stays (it has no MindSpore meaning to convert to)."""
-    tree = ast.parse(module.code)
     candidates = {
         a.asname or a.name
         for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module and node.level == 0

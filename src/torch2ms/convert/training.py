@@ -26,7 +26,6 @@ import difflib
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ..analysis.imports import ImportMap
 
@@ -53,6 +52,8 @@ class TrainingRewrite:
     # (class, function, name): names the training loop calls as modules (model, criterion), so the
     # converter treats model.parameters()/model.train() as Module methods even when untyped
     modules: list[tuple[str, str, str]] = field(default_factory=list)
+    # The libcst tree of ``source`` when the pass parsed it and changed nothing: saves a second parse.
+    parsed: cst.Module | None = None
 
 
 class LineMap:
@@ -108,10 +109,29 @@ def _method_call(s: ast.stmt, attr: str) -> ast.Call | None:
     return None
 
 
+_EMPTY_MODULE = cst.Module([])
+
+
+def _first_line(stmt: cst.SimpleStatementLine) -> str:
+    return _EMPTY_MODULE.code_for_node(stmt.with_changes(leading_lines=[])).strip().splitlines()[0].strip()
+_CHECKPOINT_CALLS = frozenset({"save", "load_state_dict"})
+
+
+def _may_be_checkpoint(stmt: cst.SimpleStatementLine) -> bool:
+    """A cheap structural pre-check (no codegen) before the ast analysis of a statement."""
+    for small in stmt.body:
+        value = getattr(small, "value", None)
+        if not isinstance(value, cst.Call):
+            continue
+        func = value.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        if name in _CHECKPOINT_CALLS:
+            return True
+    return False
+
+
 class _Collector(cst.CSTVisitor):
     """Statements calling ``.backward()``/checkpoint APIs, with the compound statements around them."""
-
-    METADATA_DEPENDENCIES = (PositionProvider,)
 
     def __init__(self) -> None:
         super().__init__()
@@ -129,7 +149,8 @@ class _Collector(cst.CSTVisitor):
             return False
         if isinstance(node, cst.BaseCompoundStatement):
             self.stack.append(node)
-        return True
+            return True
+        return not isinstance(node, (cst.BaseExpression, cst.BaseSmallStatement))  # statements only
 
     def on_leave(self, original: cst.CSTNode) -> None:
         if isinstance(original, cst.BaseCompoundStatement):
@@ -142,6 +163,10 @@ class _Splice(cst.CSTTransformer):
     def __init__(self, replace: dict[int, list[cst.BaseStatement]], before: dict[int, list[cst.BaseStatement]]) -> None:
         super().__init__()
         self.replace, self.before = replace, before
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        # Only statements are replaced: never walk into expressions or inside simple statements.
+        return not isinstance(node, (cst.SimpleStatementLine, cst.BaseExpression))
 
     def on_leave(self, original, updated):
         updated = super().on_leave(original, updated)
@@ -219,25 +244,39 @@ class TrainingPass:
     # ---- driver ----------------------------------------------------------------------------
 
     def run(self) -> TrainingRewrite:
-        wrapper = MetadataWrapper(cst.parse_module(self.source))
+        module = cst.parse_module(self.source)
         col = _Collector()
-        wrapper.visit(col)
-        self.pos = wrapper.resolve(PositionProvider)
+        module.visit(col)
+        self.col = col
         for stmt, stack in col.backwards:
             try:
                 self._training_step(stmt, stack)
             except _Fail as exc:
-                line = self.pos[stmt].start.line
+                line = self._line(stmt)
                 self.notes.append(Note("training loop", "not-converted", str(exc), line))
                 note = cst.EmptyLine(comment=cst.Comment(f"{MARK} not converted — training loop: {exc}"))
                 self.replace[id(stmt)] = [stmt.with_changes(leading_lines=[*stmt.leading_lines, note])]
         for stmt, stack in col.simple:
-            if id(stmt) not in self.replace:
+            if id(stmt) not in self.replace and _may_be_checkpoint(stmt):
                 self._checkpoint(stmt, stack)
         if not self.replace and not self.before:
-            return TrainingRewrite(self.source, self.notes, self.modules)
-        new = wrapper.module.visit(_Splice(self.replace, self.before))
+            return TrainingRewrite(self.source, self.notes, self.modules, parsed=module)
+        new = module.visit(_Splice(self.replace, self.before))
         return TrainingRewrite(new.code, self.notes, self.modules)
+
+    def _line(self, stmt: cst.SimpleStatementLine) -> int:
+        """Source line of a collected statement, without libcst's costly position metadata:
+        the n-th statement with this text is on the n-th source line that holds it."""
+        if not hasattr(self, "_lines"):
+            self._lines: dict[str, list[int]] = {}
+            for i, text in enumerate(self.source.splitlines(), 1):
+                self._lines.setdefault(text.strip(), []).append(i)
+            self._texts = {id(s): _first_line(s) for s, _ in self.col.simple}
+        text = self._texts.get(id(stmt)) or _first_line(stmt)
+        same = [s for s, _ in self.col.simple if self._texts[id(s)] == text]
+        n = next((i for i, s in enumerate(same) if s is stmt), 0)
+        lines = self._lines.get(text, [])
+        return lines[n] if n < len(lines) else (lines[-1] if lines else 0)
 
     # ---- the training step -------------------------------------------------------------------
 
@@ -348,7 +387,7 @@ class TrainingPass:
             for n in ast.walk(a):
                 if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and not self.resolve(n.func):
                     self.modules += [(cls, fn, n.func.id), (cls, n_fwd, n.func.id)]
-        line = self.pos[bstmt].start.line
+        line = self._line(bstmt)
         # statements between the first forward statement and backward that are not part of the
         # forward (metrics on its outputs, logging) run after the step call, in their order
         after = [i for i in range(first_fwd + 1, ib) if i not in slice_idx and i not in zero_at]
@@ -526,7 +565,7 @@ class TrainingPass:
         if not isinstance(a, ast.Expr) or not isinstance(a.value, ast.Call):
             return
         call = a.value
-        line = self.pos[stmt].start.line
+        line = self._line(stmt)
         if self.resolve(call.func) == "torch.save" and len(call.args) == 2 and not call.keywords:
             obj = call.args[0]
             if _is_method(obj, "state_dict"):
