@@ -72,3 +72,11 @@ def test_reexported_torch_names_stay_importable():
     assert "from torch.hub import load_state_dict_from_url  # noqa: 401" in code
     assert "from torch.utils.model_zoo import load_url as load_state_dict_from_url" in code
     assert "import torch.nn as nn" not in code  # a namespace import is no re-export
+
+
+def test_r8_device_moves_leave_no_self_assignments():
+    src = ("import torch\n\ndef f(loader, device):\n    for x, y in loader:\n"
+           "        x, y = x.to(device), y.to(device)\n        a, b = y, x\n    return a, b\n")
+    code = convert_source(src, "loop.py").code
+    assert "x, y = x, y" not in code and ".to(" not in code
+    assert "a, b = y, x" in code  # a real assignment stays

@@ -112,12 +112,22 @@ def after_statement(t: "TorchToMindSpore", original: cst.SimpleStatementLine, up
     return updated
 
 
+def _names(node: cst.BaseExpression) -> list[str] | None:
+    """``x`` → ["x"]; ``x, y`` → ["x", "y"]; anything else → None."""
+    if isinstance(node, cst.Name):
+        return [node.value]
+    if isinstance(node, cst.Tuple) and all(isinstance(e.value, cst.Name) for e in node.elements):
+        return [e.value.value for e in node.elements]  # type: ignore[union-attr]
+    return None
+
+
 def _self_assignment(before: cst.Assign, updated: cst.SimpleStatementLine):
-    """``model = model.cuda()`` became ``model = model``: a no-op, removed."""
+    """``model = model.cuda()`` became ``model = model`` (``x, y = x.to(d), y.to(d)`` became
+    ``x, y = x, y``): a no-op, removed."""
     after = updated.body[0]
-    if isinstance(after, cst.Assign) and len(after.targets) == 1 and isinstance(after.value, cst.Name) \
-            and isinstance(after.targets[0].target, cst.Name) and after.targets[0].target.value == after.value.value \
-            and isinstance(before.value, cst.Call):
+    if isinstance(after, cst.Assign) and len(after.targets) == 1 and _names(after.value) is not None \
+            and _names(after.targets[0].target) == _names(after.value) \
+            and isinstance(before.value, (cst.Call, cst.Tuple)):
         if any(line.comment for line in updated.leading_lines) or updated.trailing_whitespace.comment:
             return updated.with_changes(body=[cst.Pass()])
         return cst.RemovalSentinel.REMOVE
