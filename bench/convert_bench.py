@@ -9,44 +9,21 @@ Timing lives here, never in tests.
 from __future__ import annotations
 
 import ast
-import importlib.util
 import os
 import shutil
-import sys
 import tempfile
-import time
 from pathlib import Path
 
 import libcst
 
 from torch2ms.analysis.infer import project_module_classes
-from torch2ms.analysis.scan import iter_python_files
 from torch2ms.convert import convert_source, convert_tree
 from torch2ms.convert.project import local_packages
 from torch2ms.kb import load_kb
 
+from common import best, torchvision_tree  # bench/common.py (scripts run from bench/)
+
 REPEAT = 2
-
-
-def torchvision_tree() -> tuple[Path, list[Path]]:
-    spec = importlib.util.find_spec("torchvision")
-    if spec is None:
-        sys.exit("bench needs torchvision installed (make venv)")
-    root = Path(list(spec.submodule_search_locations)[0])
-    files: list[Path] = []
-    for sub in ("models", "ops"):
-        found, _ = iter_python_files(root / sub)
-        files += found
-    return root, files
-
-
-def best(fn) -> float:
-    times = []
-    for _ in range(REPEAT):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
 
 
 def main() -> None:
@@ -78,10 +55,10 @@ def main() -> None:
         convert_tree(tree, work / "out", jobs=jobs)
 
     try:
-        t_parse = best(parse_only)
-        t_serial = best(convert_serial)
+        t_parse = best(parse_only, REPEAT)
+        t_serial = best(convert_serial, REPEAT)
         t0 = os.times()
-        t_par = best(convert_parallel)
+        t_par = best(convert_parallel, REPEAT)
         t1 = os.times()
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -7,41 +7,20 @@ from __future__ import annotations
 
 import ast
 import importlib.util
-import sys
-import time
 from pathlib import Path
 
 import libcst
 
-from torch2ms.analysis.scan import iter_python_files, scan_path
+from torch2ms.analysis.scan import scan_path
 from torch2ms.kb import load_kb
+
+from common import best, torchvision_tree  # bench/common.py (scripts run from bench/)
 
 REPEAT = 3
 
 
-def torchvision_sources() -> list[Path]:
-    spec = importlib.util.find_spec("torchvision")
-    if spec is None:
-        sys.exit("bench needs torchvision installed (make venv)")
-    root = Path(list(spec.submodule_search_locations)[0])
-    files: list[Path] = []
-    for sub in ("models", "ops"):
-        found, _ = iter_python_files(root / sub)
-        files += found
-    return files
-
-
-def best(fn) -> float:
-    times = []
-    for _ in range(REPEAT):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
-
-
 def bench_scan() -> None:
-    files = torchvision_sources()
+    _, files = torchvision_tree()
     lines = sum(p.read_text(encoding="utf-8").count("\n") for p in files)
     roots = sorted({p.parent for p in files})
     kb = load_kb()
@@ -60,7 +39,7 @@ def bench_scan() -> None:
         for p in files:
             ast.parse(p.read_text(encoding="utf-8"))
 
-    t_scan, t_cst, t_ast = best(scan), best(cst_parse), best(ast_parse)
+    t_scan, t_cst, t_ast = best(scan, REPEAT), best(cst_parse, REPEAT), best(ast_parse, REPEAT)
     print(f"scan over torchvision models/ + ops/: {len(files)} files, {lines} lines ({len(roots)} folders)")
     print(f"  {'what':34s} {'seconds':>8s} {'lines/s':>10s} {'vs libcst parse':>16s}")
     for name, t in (("torch2ms scan", t_scan), ("libcst parse only (the floor)", t_cst), ("ast parse only", t_ast)):

@@ -1,0 +1,34 @@
+"""What the benches share: the torchvision source they run over, and best-of-N timing."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+from torch2ms.analysis.scan import iter_python_files
+
+
+def torchvision_tree() -> tuple[Path, list[Path]]:
+    """The installed torchvision package and its models/ + ops/ source files (about 30k lines)."""
+    spec = importlib.util.find_spec("torchvision")
+    if spec is None:
+        sys.exit("bench needs torchvision installed (make venv)")
+    root = Path(list(spec.submodule_search_locations)[0])
+    files: list[Path] = []
+    for sub in ("models", "ops"):
+        found, _ = iter_python_files(root / sub)
+        files += found
+    return root, files
+
+
+def best(fn: Callable[[], object], repeat: int) -> float:
+    """The fastest of ``repeat`` runs, in seconds (the least disturbed by other load)."""
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times)
