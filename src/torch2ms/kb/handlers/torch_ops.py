@@ -388,17 +388,23 @@ def torch_ops_anyall(bound: dict[str, str], receiver: str | None, entry: Entry) 
     return _inner(entry, b)
 
 
+def _when(flag: str | None, plain: str, flagged: str) -> str:
+    """Source for an optional boolean argument: literal False/absent → plain, True → flagged,
+    anything else → a conditional expression decided at run time."""
+    if flag is None or literal(flag) is False:
+        return plain
+    if literal(flag) is True:
+        return flagged
+    return f"({flagged} if {flag} else {plain})"
+
+
 @handler
 def torch_ops_out_int32(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """searchsorted(out_int32=True) fails on the CPU kernel: compute int64, then cast."""
     b = dict(bound)
     o = b.pop("out_int32", None)
     src = _inner(entry, b)
-    if o is None or literal(o) is False:
-        return src
-    if literal(o) is True:
-        return f"{src}.astype(mindspore.int32)"
-    return f"({src}.astype(mindspore.int32) if {o} else {src})"
+    return _when(o, src, f"{src}.astype(mindspore.int32)")
 
 
 @handler
@@ -408,11 +414,7 @@ def torch_ops_bucketize(bound: dict[str, str], receiver: str | None, entry: Entr
     right = bound.get("right")
     src = f"mindspore.ops.searchsorted({bound['boundaries']}, {bound['input']}{', right=' + right if right else ''})"
     o = bound.get("out_int32")
-    if o is None or literal(o) is False:
-        return src
-    if literal(o) is True:
-        return f"{src}.astype(mindspore.int32)"
-    return f"({src}.astype(mindspore.int32) if {o} else {src})"
+    return _when(o, src, f"{src}.astype(mindspore.int32)")
 
 
 @handler
@@ -421,11 +423,7 @@ def torch_ops_isin(bound: dict[str, str], receiver: str | None, entry: Entry) ->
     x, t = bound["elements"], bound["test_elements"]
     src = f"mindspore.ops.any(mindspore.ops.expand_dims({x}, -1) == {_p(t)}.reshape(-1), -1)"
     inv = bound.get("invert")
-    if inv is None or literal(inv) is False:
-        return src
-    if literal(inv) is True:
-        return f"mindspore.ops.logical_not({src})"
-    return f"(mindspore.ops.logical_not({src}) if {inv} else {src})"
+    return _when(inv, src, f"mindspore.ops.logical_not({src})")
 
 
 @handler
