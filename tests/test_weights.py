@@ -458,3 +458,82 @@ def test_r21_torch_zip_writer_reader_roundtrip(tmp_path_factory, specs):
         want = v[1] if isinstance(v, tuple) else v
         np.testing.assert_array_equal(got[k].numpy(), want)
         assert got[k].dtype == (v[0] if isinstance(v, tuple) else str(v.dtype))
+
+
+def _mixed_state():
+    """Tensors bigger and smaller than a tiny writer window, in several dtypes, plus a
+    non-contiguous one (written from an array, not copied from the file)."""
+    g = torch.Generator().manual_seed(3)
+    sd = OrderedDict()
+    sd["conv.weight"] = torch.randn(16, 8, 3, 3, generator=g)  # 4.5 KiB
+    sd["bn.weight"] = torch.randn(16, generator=g)
+    sd["bn.running_mean"] = torch.randn(16, generator=g)
+    sd["bn.running_var"] = torch.rand(16, generator=g)
+    sd["bn.num_batches_tracked"] = torch.tensor(7)
+    sd["fc.weight"] = torch.randn(40, 64, generator=g).t()  # non-contiguous
+    sd["fc.bias"] = torch.randn(64, generator=g).half()
+    sd["head.weight"] = torch.randn(300, 8, generator=g).bfloat16()
+    sd["big.weight"] = torch.randn(128, 96, generator=g)  # 48 KiB: several windows
+    return sd
+
+
+@pytest.mark.parametrize("window,fast", [(4096, True), (4096, False), (1 << 20, True)])
+def test_r21_windowed_writer_matches_mindspore_save_checkpoint(tmp_path, monkeypatch, window, fast):
+    """The file → file copy through mmap windows (tensors split across windows, or many tensors per
+    window; with fallocate + MAP_POPULATE + writev, or the portable path without them) gives exactly
+    mindspore.save_checkpoint's bytes, its predicted size, and MindSpore loads the torch values."""
+    import mindspore as ms
+
+    from torch2ms.weights import ckpt_io
+
+    sd = _mixed_state()
+    torch.save(sd, tmp_path / "m.pth")
+    monkeypatch.setattr(ckpt_io, "WINDOW", window)
+    if not fast:
+        monkeypatch.setattr(ckpt_io, "_preallocate", lambda fd, size: False)
+        monkeypatch.setattr(ckpt_io, "_POPULATE", 0)
+        monkeypatch.setattr(ckpt_io, "_writev", lambda fd, bufs: os.write(fd, bufs[0]))
+    res = convert_checkpoint(tmp_path / "m.pth", tmp_path / "ours.ckpt")
+    convert_checkpoint(tmp_path / "m.pth", tmp_path / "theirs.ckpt", writer="mindspore")
+    ours = (tmp_path / "ours.ckpt").read_bytes()
+    assert ours == (tmp_path / "theirs.ckpt").read_bytes()
+    assert res.bytes == len(ours) == ckpt_io.ckpt_size(
+        (n, a.shape, d) for n, (a, d) in read_ckpt(tmp_path / "ours.ckpt").items())
+    assert not (tmp_path / "ours.ckpt.tmp").exists()
+    loaded = ms.load_checkpoint(str(tmp_path / "ours.ckpt"))
+    renamed = {"bn.weight": "bn.gamma", "bn.running_mean": "bn.moving_mean", "bn.running_var": "bn.moving_variance"}
+    for key, t in sd.items():
+        if key.endswith("num_batches_tracked"):
+            continue
+        got = loaded[renamed.get(key, key)]
+        if t.dtype == torch.bfloat16:
+            np.testing.assert_array_equal(got.float().asnumpy(), t.float().numpy())
+        else:
+            np.testing.assert_array_equal(got.asnumpy(), t.numpy())
+
+
+def test_r21_zip_fast_index_agrees_with_zipfile(tmp_path, monkeypatch):
+    """The central-directory reader (torch's zip64 records included) finds the same entries as
+    zipfile, and the zipfile fallback reads the same tensors."""
+    from torch2ms.weights import torch_format
+
+    torch.save(_mixed_state(), tmp_path / "m.pth")
+    index = torch_format._zip_index(torch_format._mmap(tmp_path / "m.pth"))
+    assert index is not None  # the fast path is taken for torch's own files
+    with zipfile.ZipFile(tmp_path / "m.pth") as zf:
+        assert index == {i.filename: (i.header_offset, i.file_size, i.compress_type, i.CRC)
+                         for i in zf.infolist()}
+    fast = load_torch_file(tmp_path / "m.pth")
+    monkeypatch.setattr(torch_format, "_zip_index", lambda mm: None)
+    slow = load_torch_file(tmp_path / "m.pth")
+    assert list(fast) == list(slow)
+    for k in fast:
+        assert fast[k].dtype == slow[k].dtype and fast[k].file_range() == slow[k].file_range()
+        np.testing.assert_array_equal(fast[k].numpy(), slow[k].numpy())
+
+
+def test_r21_failed_write_leaves_no_file(tmp_path):
+    with pytest.raises(ValueError, match="no MindSpore checkpoint type"):
+        write_ckpt([("a", np.zeros(3, np.float32), "float32"), ("b", np.zeros(2, np.uint8), "qint8")],
+                   tmp_path / "x.ckpt")
+    assert not list(tmp_path.iterdir())

@@ -194,6 +194,10 @@ def build_parser() -> argparse.ArgumentParser:
     from .align.cli import add_compare_parser  # torch2ms compare --torch ... --ms ... (R23-R28, R30)
 
     add_compare_parser(sub)
+
+    from .export import add_export_parser  # torch2ms export --net .. --ckpt .. --input-shape .. -o OUT.mindir (R29)
+
+    add_export_parser(sub)
     return p
 
 

@@ -11,6 +11,7 @@ import ast
 from dataclasses import dataclass, field
 
 from .imports import ImportMap
+from .astwalk import nodes
 
 TENSOR, MODULE, OPTIMIZER = "torch.Tensor", "torch.nn.Module", "torch.optim.Optimizer"
 MODULE_CLASS = "class:torch.nn.Module"  # a name bound to a Module subclass (not an instance)
@@ -47,6 +48,8 @@ class Scope:
 def _call_result_type(call: ast.Call, imap: ImportMap, scope: Scope, self_attrs: dict[str, str], kb) -> str | None:
     func = call.func
     full = imap.resolve(func)
+    if full and full.startswith("mindspore.ops."):
+        return TENSOR  # already converted code (converting an output again must change nothing)
     if full and imap.is_framework(full):
         entry = kb.get(full)
         if full.startswith("torch.optim.") and full.count(".") == 2:
@@ -127,7 +130,9 @@ def infer_function(
             scope.types[a.arg] = t
         elif is_forward and a.arg != "self":
             scope.types[a.arg] = TENSOR
-    for node in ast.walk(fn):
+    # Source order (ast.walk is breadth-first): the last assignment of a name decides its type.
+    stmts = [n for n in ast.walk(fn) if isinstance(n, (ast.Assign, ast.AnnAssign, ast.For))]
+    for node in sorted(stmts, key=lambda n: (n.lineno, n.col_offset)):
         if isinstance(node, ast.Assign):
             t = expr_type(node.value, imap, scope, self_attrs, kb)
             for target in node.targets:
@@ -165,7 +170,7 @@ def module_classes(tree: ast.AST, imap: ImportMap, project_modules: frozenset[st
     classes) and the project's Module classes it imports (``project_modules``, by class name)."""
     found: set[str] = {local for local, full in imap.names.items()
                        if not imap.is_framework(full) and full.rsplit(".", 1)[-1] in project_modules}
-    classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
+    classes = [n for n in nodes(tree) if isinstance(n, ast.ClassDef)]
     changed = True
     while changed:
         changed = False
@@ -207,7 +212,7 @@ def project_module_classes(trees: list[ast.AST], local_roots: frozenset[str] = f
     pairs: list[tuple[str, list[ast.expr], ImportMap]] = []
     for tree in trees:
         imap = ImportMap.from_tree(tree, local_roots)
-        pairs += [(n.name, n.bases, imap) for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
+        pairs += [(n.name, n.bases, imap) for n in nodes(tree) if isinstance(n, ast.ClassDef)]
     found: set[str] = set()
     changed = True
     while changed:

@@ -22,6 +22,10 @@ GRAD_CONTEXTS = frozenset({
 DROP_DECORATORS = frozenset({
     "torch.jit.script", "torch.jit.ignore", "torch.jit.unused", "torch.jit.export",
     "torch.jit.script_method", "torch.fx.wrap", *GRAD_CONTEXTS,
+    # autograd.Function backward/forward markers (autograd_function.py): bprop is never differentiated
+    # again and has no autocast casting of its own.
+    "torch.autograd.function.once_differentiable", "torch.amp.custom_fwd", "torch.amp.custom_bwd",
+    "torch.cuda.amp.custom_fwd", "torch.cuda.amp.custom_bwd",
 })
 
 
@@ -92,7 +96,7 @@ def after_statement(t: "TorchToMindSpore", original: cst.SimpleStatementLine, up
     if not isinstance(after, cst.Expr) or after.value is before:
         return updated
     # x.add_(y) became x.add(y): MindSpore's in-place methods do not mutate in PyNative, so assign.
-    if isinstance(before, cst.Call) and _is_inplace_rewrite(t, before):
+    if isinstance(before, cst.Call) and _is_inplace_rewrite(t, before) and not _kept_method(before, after.value):
         # x.sub_(a).div_(b) mutates x: the target is the innermost receiver.
         target = before.func.value  # type: ignore[union-attr]
         while isinstance(target, cst.Call) and _is_inplace_rewrite(t, target):
@@ -110,6 +114,13 @@ def after_statement(t: "TorchToMindSpore", original: cst.SimpleStatementLine, up
             return updated.with_changes(body=[cst.Pass()])
         return cst.RemovalSentinel.REMOVE
     return updated
+
+
+def _kept_method(before: cst.Call, after: cst.BaseExpression) -> bool:
+    """The in-place method itself was left as it was (its receiver's type is unknown) and only its
+    arguments changed: no assignment, or converting the output again would differ."""
+    return isinstance(after, cst.Call) and isinstance(after.func, cst.Attribute) \
+        and after.func.attr.value == before.func.attr.value  # type: ignore[union-attr]
 
 
 def _names(node: cst.BaseExpression) -> list[str] | None:

@@ -9,12 +9,16 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from ..analysis.infer import MODULE, Scope
+from ..analysis.imports import ImportMap
 from ..analysis.scan import collect
 from ..kb import KB, load_kb
+from . import data_pipeline
 from .names import ALIASES
 from .plan import PlanMismatch, change_keys
+from .quiet import hide_quiet_statements
 from .training import LineMap, rewrite_training
 from .transformer import MARK, Change, TorchToMindSpore, code as _code, dotted, module_facts
+from ..analysis.astwalk import nodes
 
 
 @dataclass
@@ -62,7 +66,7 @@ def _torch_names_used(code: str, candidates: set[str]) -> set[str]:
         tree = ast.parse(code)
     except SyntaxError:
         return present
-    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} & present
+    return {n.id for n in nodes(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} & present
 
 
 def _settle_imports(module: cst.Module, t: TorchToMindSpore, keep_locals: set[str]) -> cst.Module:
@@ -136,26 +140,40 @@ def convert_source(source: str, path: str = "<string>", kb: KB | None = None,
         return ConvertedModule(path, source, source, error=f"syntax error at line {exc.lineno}: {exc.msg}; copied unchanged")
     except ValueError as exc:  # e.g. NUL bytes
         return ConvertedModule(path, source, source, error=f"cannot parse ({exc}); copied unchanged")
-    facts = module_facts(tree, kb, local_roots, project_modules)
-    if not facts.imap.uses_torch():
+    imap = ImportMap.from_tree(tree, local_roots)
+    if not imap.uses_torch() and not any(imap.is_framework(m) for m in imap.stars):
         return ConvertedModule(path, source, source)
     # Training loops and checkpoints are restructured first, still as torch code (training.py).
     try:
-        training = rewrite_training(source, tree, facts.imap)
+        training = rewrite_training(source, tree, imap)
     except Exception:  # noqa: BLE001 - a failed pre-pass leaves the loop to the per-call rules
         training = None
     work = source
     if training is not None and training.source != source:
         work = training.source
-        tree = ast.parse(work, filename=path)
-        facts = module_facts(tree, kb, local_roots, project_modules)
+        tree = training.tree or ast.parse(work, filename=path)
+    facts = module_facts(tree, kb, local_roots, project_modules, imap if work == source else None)
+    if work != source:
         facts.training_generated = True
         for cls, fn, name in training.modules:
             facts.scopes.setdefault((cls, fn), Scope(dict(facts.module_classes))).types.setdefault(name, MODULE)
     try:
+        facts.data = data_pipeline.scan(work, tree, facts.imap, kb, facts.plan)  # R14: None unless a pipeline
+    except Exception:  # noqa: BLE001 - without pipeline facts the per-call KB rules still apply
+        facts.data = None
+    try:
         facts.reexports = _reexports(tree, facts)
-        parsed = training.parsed if training is not None and training.parsed is not None else cst.parse_module(work)
+        quiet = None
+        if training is not None and training.parsed is not None:
+            parsed = training.parsed
+        else:
+            quiet = hide_quiet_statements(work, tree, facts.plan)  # statements with nothing to convert skip libcst
+            if quiet is not None:
+                facts.plan = quiet.plan
+            parsed = cst.parse_module(quiet.source if quiet is not None else work)
         code, t = _convert(parsed, kb, facts)
+        if quiet is not None:
+            code = quiet.restore(code)
     except Exception as exc:  # noqa: BLE001 - any converter crash must leave the file intact
         return ConvertedModule(path, source, source, error=f"converter failed ({type(exc).__name__}: {exc}); copied unchanged")
     _assign_lines(t.changes, tree, facts, kb)
@@ -177,26 +195,7 @@ def _transform(module: cst.Module, kb: KB, facts) -> tuple[cst.Module, TorchToMi
     except PlanMismatch:
         t = TorchToMindSpore(kb, facts, use_plan=False)  # an unusual construct: visit every node
         new = module.visit(t)
-    if getattr(facts, "training_generated", False) and "mindspore" not in facts.imap.names:
-        new = new.visit(_ShortenGenerated(t))  # a whole-tree pass: only when the training pass wrote code
     return new, t
-
-
-class _ShortenGenerated(cst.CSTTransformer):
-    """``mindspore.nn.Cell`` written by the training pass → ``nn.Cell`` (+ its import)."""
-
-    def __init__(self, t: TorchToMindSpore) -> None:
-        super().__init__()
-        self.t = t
-
-    def visit_Attribute(self, node: cst.Attribute) -> bool:
-        return not (dotted(node) or "").startswith("mindspore.")
-
-    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
-        name = dotted(original) or ""
-        if name.startswith("mindspore."):
-            return self.t.parse_ms(name)
-        return updated
 
 
 def _convert(module: cst.Module, kb: KB, facts) -> tuple[str, TorchToMindSpore]:
@@ -236,15 +235,15 @@ def _reexports(tree: ast.Module, facts) -> set[str]:
     import stays (it has no MindSpore meaning to convert to)."""
     candidates = {
         a.asname or a.name
-        for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module and node.level == 0
+        for node in nodes(tree) if isinstance(node, ast.ImportFrom) and node.module and node.level == 0
         and facts.imap.is_framework(node.module)
         for a in node.names
         if a.name != "*" and f"{node.module}.{a.name}" not in _TORCH_SUBMODULES
     }
     if not candidates:
         return set()
-    read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    read |= {n.value.id for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)}
+    read = {n.id for n in nodes(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    read |= {n.value.id for n in nodes(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)}
     return candidates - read
 
 
@@ -269,7 +268,7 @@ class _NestedImports(cst.CSTTransformer):
         block = cst.Module(body=[s for s in updated.body if not self._is_torch_import(s)]).code
         try:
             tree = ast.parse(block)
-            read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+            read = {n.id for n in nodes(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
         except SyntaxError:
             return updated
         read = (read - self.ms_aliases) | self.reexports

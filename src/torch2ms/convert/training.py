@@ -8,8 +8,9 @@ are converted by the normal pass afterwards.
 
 Two shapes are generated (bench/train_step_bench.py measured them):
 - fused: ``zero_grad`` every iteration, ``step`` right after ``backward`` (clipping in between) →
-  a ``TrainStep`` Cell whose ``construct`` is forward + gradients + update. Under GRAPH_MODE the
-  whole step is one compiled graph (the fastest form on CPU); under PyNative it runs op by op.
+  a ``TrainStep`` Cell whose ``@mindspore.jit`` ``construct`` is forward + gradients + update: one
+  compiled graph per step in PyNative and GRAPH_MODE alike (as fast as a hand-written
+  TrainOneStepCell under GRAPH_MODE; the script needs no set_context).
 - general (gradient accumulation, ``step`` under an ``if``): the gradients torch keeps in ``.grad``
   become an explicit tuple: ``zero_grad`` → ``None``, ``backward`` → add, ``step`` → ``optimizer(sum)``.
 Anything else keeps its torch statements and gets a ``# torch2ms: not converted — training loop: ...``.
@@ -28,6 +29,9 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from ..analysis.imports import ImportMap
+from .checkpoints import rewrite_checkpoints
+from .distributed import rewrite_distributed
+from ..analysis.astwalk import nodes
 
 MARK = "# torch2ms:"
 _EMPTY = cst.Module([])
@@ -52,8 +56,9 @@ class TrainingRewrite:
     # (class, function, name): names the training loop calls as modules (model, criterion), so the
     # converter treats model.parameters()/model.train() as Module methods even when untyped
     modules: list[tuple[str, str, str]] = field(default_factory=list)
-    # The libcst tree of ``source`` when the pass parsed it and changed nothing: saves a second parse.
+    # The libcst tree of ``source`` when the pass parsed it: saves the main pass a second parse.
     parsed: cst.Module | None = None
+    tree: ast.Module | None = None  # the ast of ``source`` when the pass parsed it
 
 
 class LineMap:
@@ -114,20 +119,9 @@ _EMPTY_MODULE = cst.Module([])
 
 def _first_line(stmt: cst.SimpleStatementLine) -> str:
     return _EMPTY_MODULE.code_for_node(stmt.with_changes(leading_lines=[])).strip().splitlines()[0].strip()
+
+
 _CHECKPOINT_CALLS = frozenset({"save", "load_state_dict"})
-
-
-def _may_be_checkpoint(stmt: cst.SimpleStatementLine) -> bool:
-    """A cheap structural pre-check (no codegen) before the ast analysis of a statement."""
-    for small in stmt.body:
-        value = getattr(small, "value", None)
-        if not isinstance(value, cst.Call):
-            continue
-        func = value.func
-        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
-        if name in _CHECKPOINT_CALLS:
-            return True
-    return False
 
 
 class _Collector(cst.CSTVisitor):
@@ -191,9 +185,9 @@ class _Names:
     """Generated names that do not collide with the file's own."""
 
     def __init__(self, tree: ast.Module) -> None:
-        self.used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-        self.used |= {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))}
-        self.used |= {a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)}
+        self.used = {n.id for n in nodes(tree) if isinstance(n, ast.Name)}
+        self.used |= {n.name for n in nodes(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))}
+        self.used |= {a.arg for a in nodes(tree) if isinstance(a, ast.arg)}
 
     def new(self, base: str) -> str:
         name, i = base, 2
@@ -207,7 +201,33 @@ class _Fail(Exception):
     pass
 
 
+@dataclass
+class _Amp:
+    """What the loop's autocast blocks asked for."""
+    blocks: list[cst.With] = field(default_factory=list)
+    inside: set[int] = field(default_factory=set)  # ids of the statements inside them
+    dtype: str = ""  # "" when every block is disabled
+    enabled: str | None = None  # a non-literal enabled= expression
+    header: str = ""
+    model: str | None = None
+
+
+class _RenameCall(cst.CSTTransformer):
+    """``model(...)`` → ``amp_model(...)``."""
+
+    def __init__(self, old: str, new: str) -> None:
+        super().__init__()
+        self.old, self.new = old, new
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        if isinstance(updated.func, cst.Name) and updated.func.value == self.old:
+            return updated.with_changes(func=cst.Name(self.new))
+        return updated
+
+
 class TrainingPass:
+    distributed = False  # set by rewrite_training for DDP scripts (distributed.py)
+
     def __init__(self, source: str, tree: ast.Module, imap: ImportMap) -> None:
         self.source, self.tree, self.imap = source, tree, imap
         self.names = _Names(tree)
@@ -219,7 +239,7 @@ class TrainingPass:
 
     def _optimizer_names(self) -> tuple[set[str], set[str]]:
         opts, scheds = set(), set()
-        for n in ast.walk(self.tree):
+        for n in nodes(self.tree):
             if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call):
                 full = self.imap.resolve(n.value.func) or ""
                 if not self.imap.is_framework(full):
@@ -256,17 +276,24 @@ class TrainingPass:
                 self.notes.append(Note("training loop", "not-converted", str(exc), line))
                 note = cst.EmptyLine(comment=cst.Comment(f"{MARK} not converted — training loop: {exc}"))
                 self.replace[id(stmt)] = [stmt.with_changes(leading_lines=[*stmt.leading_lines, note])]
-        for stmt, stack in col.simple:
-            if id(stmt) not in self.replace and _may_be_checkpoint(stmt):
-                self._checkpoint(stmt, stack)
         if not self.replace and not self.before:
             return TrainingRewrite(self.source, self.notes, self.modules, parsed=module)
         new = module.visit(_Splice(self.replace, self.before))
-        return TrainingRewrite(new.code, self.notes, self.modules)
+        return TrainingRewrite(new.code, self.notes, self.modules, parsed=new)
 
     def _line(self, stmt: cst.SimpleStatementLine) -> int:
-        """Source line of a collected statement, without libcst's costly position metadata:
-        the n-th statement with this text is on the n-th source line that holds it."""
+        """Source line of a collected statement, without libcst's costly position metadata: the
+        k-th libcst SimpleStatementLine starts on the line of the k-th ast statement that begins a line."""
+        if not hasattr(self, "_index"):
+            self._index = {id(s): i for i, (s, _) in enumerate(self.col.simple)}
+            self._starts = _line_starts(self.tree, self.source)
+        i = self._index.get(id(stmt))
+        if i is None or len(self._starts) != len(self.col.simple):
+            return self._line_by_text(stmt)
+        return self._starts[i]
+
+    def _line_by_text(self, stmt: cst.SimpleStatementLine) -> int:
+        """Fallback: the n-th statement with this text is on the n-th source line that holds it."""
         if not hasattr(self, "_lines"):
             self._lines: dict[str, list[int]] = {}
             for i, text in enumerate(self.source.splitlines(), 1):
@@ -291,6 +318,7 @@ class TrainingPass:
         body = list(loop.body.body) if isinstance(loop.body, cst.IndentedBlock) else []
         if not body:
             raise _Fail("one-line loop body")
+        body, amp = self._autocast(body)  # R13: `with autocast(...)` blocks join the loop body
         asts = [_stmt_ast(s) for s in body]
         if any(a is None for a in asts):
             raise _Fail("cannot analyse the loop body")
@@ -299,6 +327,9 @@ class TrainingPass:
         if bcall is None or bcall.args or bcall.keywords:
             raise _Fail("backward() with arguments (retain_graph/gradient): port by hand")
         target = bcall.func.value  # type: ignore[union-attr]
+        scaler = None
+        if _is_method(target, "scale") and len(target.args) == 1 and not target.keywords:  # type: ignore[attr-defined]
+            scaler, target = ast.unparse(target.func.value), target.args[0]  # type: ignore[attr-defined]
         if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "scale"
                for n in ast.walk(target)):
             raise _Fail("loss scaling (GradScaler): use mindspore.amp loss scaling")
@@ -330,8 +361,14 @@ class TrainingPass:
         zero_at = [i for i, a in enumerate(asts) if _method_call(a, "zero_grad") is not None]
         between = list(range(ib + 1, step_at))
         clips = [i for i in between if self._clip(asts[i]) is not None]
-        fused = (not step_if and len(clips) == len(between) and len(zero_at) >= 1
-                 and all(z < ib or z > step_at for z in zero_at))
+        unscales, scaler_calls = [], []  # scaler.unscale_(opt) between backward and step; scaler.update() after
+        if scaler is not None:
+            opt, unscales, update_at = self._scaler_roles(asts, ib, step_at, step_if, scaler)
+            scaler_calls = [*unscales, update_at]
+        fused = (not step_if and len(clips) + len(unscales) == len(between)
+                 and len(zero_at) >= 1 and all(z < ib or z > step_at for z in zero_at))
+        if scaler is not None and not fused:
+            raise _Fail("GradScaler with gradient accumulation or extra statements before scaler.step(): port by hand")
 
         # the forward slice: statements before backward that compute the loss
         slice_idx = self._slice(asts, ib, target, set(zero_at))
@@ -366,16 +403,30 @@ class TrainingPass:
         n_fwd, n_grad = self.names.new("forward_fn"), self.names.new("grad_fn")
         gap = "\n\n" if scope_node is None else "\n"  # blank lines: two at module level, one inside a def
         args = ", ".join(params)
-        ret = ", ".join([loss_src, *aux])
+        ret = ", ".join([f"{scaler}.scale({loss_src})" if scaler else loss_src, *aux])
         values = ", ".join([loss_name or "_", *aux])
         values_t = f"({values})" if aux else values
         has_aux = ", has_aux=True" if aux else ""
-        fwd_body = "".join(code(body[i]) for i in fwd_idx)
+        n_amp = self.names.new(f"amp_{amp.model}") if amp and amp.model and amp.dtype else None
+        fwd_body = "".join(code(body[i].visit(_RenameCall(amp.model, n_amp)) if n_amp and id(body[i]) in amp.inside
+                                else body[i]) for i in fwd_idx)
         fwd_body = "".join("    " + line if line.strip() else line for line in fwd_body.splitlines(True))
         setup = (f"def {n_fwd}({args}):\n"
                  f'    """Forward pass and loss of the torch training loop (value_and_grad differentiates it)."""\n'
                  f"{fwd_body}    return {ret}\n{gap}"
                  f"{n_grad} = mindspore.value_and_grad({n_fwd}, None, {opt}.parameters{has_aux})\n")
+        reduce = ""
+        if self.distributed:  # DDP all-reduced (averaged) the gradients inside backward()
+            n_red = self.names.new("grad_reducer")
+            # without init() (a run without msrun) the reducer would crash: identity then, as without DDP
+            setup += (f"{MARK} DDP averaged the gradients across workers (identity when run without msrun)\n"
+                      f"{n_red} = mindspore.nn.DistributedGradReducer({opt}.parameters, mean=True) "
+                      "if mindspore.communication.GlobalComm.INITED else mindspore.nn.Identity()\n")
+            reduce = f"grads = {n_red}(grads)\n"
+        if n_amp:
+            setup = self._amp_setup(amp, n_amp) + gap + setup
+            self.notes.append(Note("torch.autocast", "converted", "mindspore.amp.auto_mixed_precision(model, 'O1')",
+                                   self._line(bstmt)))
         if not self._sets_mode(scope_ast, fwd_idx, asts):
             model = self._model_name([asts[i] for i in fwd_idx])
             if model:
@@ -403,25 +454,37 @@ class TrainingPass:
             first = loss_name or "loss"
             got = f"({', '.join([first, *aux])})" if aux else first
             returns = ", ".join([first, *aux, *clip_out])
+            update = f"        {opt}(grads)\n"
+            if scaler is not None:  # R13: torch's GradScaler step as MindSpore's documented loss-scaling step
+                n_fin = self.names.new("grads_finite")
+                clip_src = (f"{first} = {scaler}.unscale({first})\n"
+                            f"grads = {scaler}.unscale(grads)  {MARK} scaler.unscale_({opt})\n"
+                            f"{n_fin} = mindspore.amp.all_finite(grads)\n" + clip_src)
+                update = (f"        if {n_fin}:  {MARK} scaler.step({opt}) skips the step when a gradient is inf/nan\n"
+                          f"            {opt}(grads)\n"
+                          f"        {scaler}.adjust({n_fin})  {MARK} {scaler}.update(): halve the scale on overflow\n")
             clip_src = "".join("        " + ln + "\n" for ln in clip_src.splitlines())
             setup += (f"{gap}class {n_cls}(mindspore.nn.Cell):\n"
                       f'    """Forward, loss.backward() and {opt}.step() of the torch loop as one Cell."""\n\n'
-                      "    # Under mindspore.GRAPH_MODE the whole step is one compiled graph (fastest on CPU).\n"
+                      "    # One compiled graph per step in PyNative too (MS_JIT=0 runs it op by op for debugging).\n"
+                      "    @mindspore.jit\n"
                       f"    def construct({', '.join(['self', *params])}):\n"
                       f"        {got}, grads = {n_grad}({args})\n"
+                      f"{'        ' + reduce if reduce else ''}"
                       f"{clip_src}"
-                      f"        {opt}(grads)\n"
+                      f"{update}"
                       f"        return {returns}\n"
                       f"{gap}{n_step} = {n_cls}()\n")
             lhs = ", ".join([loss_name or "_", *aux, *clip_out])
             call = _stmts(f"{lhs} = {n_step}({args})  {MARK} forward, loss.backward(), {opt}.step()\n")
-            for i in [*clips, step_at, *zero_at]:
+            for i in [*clips, step_at, *zero_at, *scaler_calls]:
                 self.replace[id(body[i])] = []
             form = "one TrainStep Cell (value_and_grad + optimizer)"
         else:
             n_sum = self.names.new("grads_sum")
             setup += f"{n_sum} = None  {MARK} gradients since the last zero_grad() (torch keeps them in .grad)\n"
             call = _stmts(f"{values_t}, grads = {n_grad}({args})  {MARK} forward + loss.backward()\n"
+                          f"{reduce}"
                           f"{n_sum} = grads if {n_sum} is None else tuple(s + g for s, g in zip({n_sum}, grads))\n")
             for i in zero_at:
                 self.replace[id(body[i])] = _stmts(f"{n_sum} = None  {MARK} {code(body[i]).strip()}\n")
@@ -431,9 +494,89 @@ class TrainingPass:
             form = "gradients accumulated in a tuple between zero_grad() calls"
         call[0] = call[0].with_changes(leading_lines=bstmt.leading_lines)
         self.replace[id(bstmt)] = call + [body[i] for i in after]
+        if amp:  # each autocast block: what is left of it, unindented
+            for w in amp.blocks:
+                left = [n for c in w.body.body for n in self.replace.get(id(c), [c])]
+                if left:
+                    left[0] = left[0].with_changes(leading_lines=[*w.leading_lines, *left[0].leading_lines])
+                self.replace[id(w)] = left
         self.before.setdefault(id(outer), []).extend(_flush_blank_lines(_stmts(setup + "\n")))
         self.notes.append(Note("torch.Tensor.backward", "converted", f"training loop → {form}", line))
         self.notes.append(Note("torch.optim.Optimizer.step", "converted", f"training loop → {opt}(grads)", line))
+
+    # ---- mixed precision (R13) ---------------------------------------------------------------
+
+    def _autocast(self, body: list[cst.BaseStatement]) -> tuple[list[cst.BaseStatement], _Amp | None]:
+        """Inline the loop body's ``with torch.autocast(...)`` blocks; what they asked for goes in _Amp."""
+        if "autocast" not in "".join(code(s) for s in body if isinstance(s, cst.With)):
+            return body, None
+        amp, out = _Amp(), []
+        for s in body:
+            a = _stmt_ast(s) if isinstance(s, cst.With) else None
+            if not isinstance(a, ast.With) or not isinstance(s.body, cst.IndentedBlock) or len(a.items) != 1 \
+                    or a.items[0].optional_vars is not None or not isinstance(a.items[0].context_expr, ast.Call):
+                out.append(s)
+                continue
+            call = a.items[0].context_expr
+            full = self.resolve(call.func) or ""
+            if full.rsplit(".", 1)[-1] != "autocast":
+                out.append(s)
+                continue
+            self._autocast_args(full, call, amp)
+            amp.blocks.append(s)
+            amp.inside |= {id(c) for c in s.body.body}
+            out.extend(s.body.body)
+        amp.model = self._model_name([a for c in out if id(c) in amp.inside and (a := _stmt_ast(c)) is not None])
+        return out, amp
+
+    def _autocast_args(self, full: str, call: ast.Call, amp: _Amp) -> None:
+        names = ["enabled", "dtype", "cache_enabled"] if ".cuda." in full or ".cpu." in full \
+            else ["device_type", "dtype", "enabled", "cache_enabled"]
+        got = {names[i]: v for i, v in enumerate(call.args[:len(names)])}
+        got.update({k.arg: k.value for k in call.keywords if k.arg})
+        device = got.get("device_type")
+        device = device.value if isinstance(device, ast.Constant) else ("cpu" if ".cpu." in full else "cuda")
+        dtype = self.resolve(got["dtype"]) if "dtype" in got else ("torch.bfloat16" if device == "cpu" else "torch.float16")
+        dtypes = {"torch.float16": "float16", "torch.half": "float16", "torch.bfloat16": "bfloat16"}
+        if dtype not in dtypes:
+            raise _Fail(f"autocast dtype {ast.unparse(got['dtype'])}: MindSpore amp takes float16 or bfloat16")
+        enabled = got.get("enabled")
+        if isinstance(enabled, ast.Constant) and enabled.value is False:
+            return  # a disabled autocast changes nothing
+        flag = None if enabled is None or isinstance(enabled, ast.Constant) and enabled.value is True else ast.unparse(enabled)
+        if amp.dtype and (amp.dtype, amp.enabled) != (dtypes[dtype], flag):
+            raise _Fail("several autocast blocks with different settings in one training step")
+        amp.dtype, amp.enabled = dtypes[dtype], flag
+        amp.header = ast.unparse(call)
+
+    def _amp_setup(self, amp: _Amp, name: str) -> str:
+        """The model with MindSpore's O1 mixed precision (torch autocast's op lists: fp16 for conv/matmul-type
+        ops, fp32 for reductions and losses). It shares the model's parameters."""
+        if not amp.dtype:
+            return ""
+        cast = f'mindspore.amp.auto_mixed_precision({amp.model}, "O1", dtype=mindspore.{amp.dtype})'
+        note = f"{MARK} {amp.header} → O1 mixed precision"
+        if amp.dtype == "bfloat16":  # measured: no bfloat16 CPU kernels (AdaptiveAvgPool2D, ...) in MindSpore 2.10
+            cast = f'{amp.model} if mindspore.get_context("device_target") == "CPU" else {cast}'
+            note += "; float32 on CPU (MindSpore 2.10 has no bfloat16 CPU kernels for most layers)"
+        if amp.enabled:
+            cast = f"{f'({cast})' if amp.dtype == 'bfloat16' else cast} if {amp.enabled} else {amp.model}"
+        return f"{name} = {cast}  {note}\n"
+
+    def _scaler_roles(self, asts: list[ast.stmt], ib: int, step_at: int, step_if: bool | None,
+                      scaler: str) -> tuple[str, list[int], int]:
+        """``scaler.step(opt)`` → the optimizer; ``scaler.unscale_(opt)`` before it; ``scaler.update()`` after."""
+        c = None if step_if else _method_call(asts[step_at], "step")
+        if c is None or ast.unparse(c.func.value) != scaler or len(c.args) != 1:  # type: ignore[attr-defined]
+            raise _Fail(f"{scaler}.scale(loss).backward() without {scaler}.step(optimizer) right after: port by hand")
+        opt = ast.unparse(c.args[0])
+        unscales = [i for i in range(ib + 1, step_at) if (u := _method_call(asts[i], "unscale_")) is not None
+                    and ast.unparse(u.func.value) == scaler]  # type: ignore[attr-defined]
+        update_at = next((i for i in range(step_at + 1, len(asts)) if (u := _method_call(asts[i], "update")) is not None
+                          and ast.unparse(u.func.value) == scaler and not u.args), None)  # type: ignore[attr-defined]
+        if update_at is None:
+            raise _Fail(f"{scaler}.step() without {scaler}.update(): port the loss scaling by hand")
+        return opt, unscales, update_at
 
     def _general_step(self, node: cst.BaseStatement, a: ast.stmt, n_sum: str, opt: str) -> None:
         """``optimizer.step()`` (directly or inside the accumulation ``if``) → ``optimizer(grads_sum)``."""
@@ -556,44 +699,6 @@ class TrainingPass:
                     return n.func.id
         return None
 
-    # ---- checkpoints (R18) ---------------------------------------------------------------------
-
-    def _checkpoint(self, stmt: cst.SimpleStatementLine, stack: list[cst.CSTNode]) -> None:
-        if len(stmt.body) != 1 or not isinstance(stmt.body[0], cst.Expr):
-            return
-        a = _stmt_ast(stmt)
-        if not isinstance(a, ast.Expr) or not isinstance(a.value, ast.Call):
-            return
-        call = a.value
-        line = self._line(stmt)
-        if self.resolve(call.func) == "torch.save" and len(call.args) == 2 and not call.keywords:
-            obj = call.args[0]
-            if _is_method(obj, "state_dict"):
-                owner = ast.unparse(obj.func.value)  # type: ignore[attr-defined]
-                path = code(stmt.body[0].value.args[1].value).strip()  # type: ignore[attr-defined]
-                self.replace[id(stmt)] = _stmts(f"mindspore.save_checkpoint({owner}, {path})\n")
-                self.replace[id(stmt)][0] = self.replace[id(stmt)][0].with_changes(leading_lines=stmt.leading_lines)
-                self.notes.append(Note("torch.save", "converted", "state_dict() saved with mindspore.save_checkpoint", line))
-            return
-        if _is_method(call, "load_state_dict") and call.args:
-            owner = ast.unparse(call.func.value)  # type: ignore[attr-defined]
-            if owner in self.schedulers:
-                return
-            strict = next((ast.unparse(k.value) for k in call.keywords if k.arg == "strict"), "True")
-            arg = code(stmt.body[0].value.args[0].value).strip()  # type: ignore[attr-defined]
-            missing, unexpected = self.names.new("param_not_load"), self.names.new("ckpt_not_load")
-            src = (f"{missing}, {unexpected} = mindspore.load_param_into_net({owner}, {arg})\n")
-            if strict != "False":
-                src += (f"if {missing} or {unexpected}:  {MARK} torch's strict load_state_dict raises too\n"
-                        f"    raise RuntimeError(f\"checkpoint does not match {owner}: not loaded {{{missing}}}, \"\n"
-                        f"                       f\"unexpected {{{unexpected}}}\")\n")
-            new = _stmts(src)
-            new[0] = new[0].with_changes(leading_lines=stmt.leading_lines)
-            self.replace[id(stmt)] = new
-            self.notes.append(Note("torch.nn.Module.load_state_dict", "converted",
-                                   "mindspore.load_param_into_net, raising when anything is not loaded", line))
-
-
 def _flush_blank_lines(stmts: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
     """Blank lines of generated statements carry no indentation (no trailing spaces in nested blocks)."""
     out = []
@@ -609,8 +714,71 @@ def _is_method(node: ast.AST, attr: str) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == attr
 
 
+def _line_starts(tree: ast.Module, source: str) -> list[int]:
+    """Lines of the simple statements that begin a line (what libcst calls SimpleStatementLine), in
+    document order; statements after ``;`` or in one-line suites (``if x: y``) do not begin one."""
+    lines = source.splitlines()
+    out = []
+    for node in nodes(tree):
+        if isinstance(node, ast.stmt) and not isinstance(node, _COMPOUND):
+            text = lines[node.lineno - 1] if node.lineno <= len(lines) else ""
+            if not text[:node.col_offset].strip():
+                out.append(node.lineno)
+    return sorted(out)
+
+
+_COMPOUND = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For, ast.AsyncFor, ast.While,
+             ast.With, ast.AsyncWith, ast.Try, ast.Match) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
+
+
+def _has_candidates(tree: ast.Module) -> bool:
+    """Any ``x.backward()``, ``torch.save(...)`` or ``load_state_dict(...)`` statement (cheap, no libcst)."""
+    for node in nodes(tree):
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            func = node.value.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if name == "backward" or name in _CHECKPOINT_CALLS:
+                return True
+    return False
+
+
 def rewrite_training(source: str, tree: ast.Module, imap: ImportMap) -> TrainingRewrite:
     """The pre-pass: torch source → torch source with training steps/checkpoints restructured."""
-    if "backward" not in source and "state_dict" not in source:
+    dist = rewrite_distributed(source, tree, imap)  # R19: DDP/process group first (None: not distributed)
+    if dist is not None:
+        result = _rewrite_training(dist.source, dist.tree, imap, distributed=dist.data_parallel)
+        back = LineMap(source, dist.source)
+        for n in result.notes:
+            n.line = back(n.line)
+        result.notes[:0] = [Note(n.api, n.action, n.note, n.line) for n in dist.notes]
+        if result.source == dist.source:  # nothing else changed: reuse the distributed pass's trees
+            result.tree, result.parsed = result.tree or dist.tree, result.parsed or dist.parsed
+        return result
+    return _rewrite_training(source, tree, imap)
+
+
+def _rewrite_training(source: str, tree: ast.Module, imap: ImportMap, distributed: bool = False) -> TrainingRewrite:
+    if ("backward" not in source and "state_dict" not in source) or not _has_candidates(tree):
         return TrainingRewrite(source)
-    return TrainingPass(source, tree, imap).run()
+    # Checkpoint statements first, on the text (checkpoints.py): no libcst work for model files.
+    ck = rewrite_checkpoints(source, tree, imap)
+    notes = [Note(*n) for n in ck.notes]
+    work = ck.source
+    if work != source:
+        tree = ast.parse(work)
+    if "backward" not in work or not _has_backward(tree):
+        return TrainingRewrite(work, notes, tree=tree)
+    p = TrainingPass(work, tree, imap)
+    p.distributed = distributed  # DDP averaged gradients in backward(): the step all-reduces them
+    result = p.run()
+    if work != source:
+        back = LineMap(source, work)
+        for n in result.notes:
+            n.line = back(n.line)
+    result.notes = sorted([*notes, *result.notes], key=lambda n: n.line)
+    return result
+
+
+def _has_backward(tree: ast.Module) -> bool:
+    return any(isinstance(n, ast.Expr) and isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Attribute)
+               and n.value.func.attr == "backward" for n in nodes(tree))

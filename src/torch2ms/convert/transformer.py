@@ -9,6 +9,7 @@ same light inference ``scan`` uses. Comments and formatting survive because unch
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -20,9 +21,10 @@ from ..analysis.infer import (
 )
 from ..kb import KB, Entry
 from ..kb.rewrite import CallRewrite, rewrite_call
-from . import handlers
+from . import autograd_function, data_pipeline, handlers
 from .names import MindSporeNames
 from .plan import PlanMismatch, Stmt, build_plan
+from ..analysis.astwalk import nodes
 
 MARK = "# torch2ms:"
 _EMPTY = cst.Module([])
@@ -30,6 +32,12 @@ _EMPTY = cst.Module([])
 
 def code(node: cst.CSTNode) -> str:
     return _EMPTY.code_for_node(node)
+
+
+@functools.lru_cache(maxsize=8192)
+def _parse_expression(source: str) -> cst.BaseExpression:
+    """Parsed once per distinct text: libcst nodes are immutable, so one node may sit in many places."""
+    return cst.parse_expression(source)
 
 
 @dataclass
@@ -59,11 +67,12 @@ class ModuleFacts:
     # names bound through a torch star import
     star_names: frozenset[str] = frozenset()
     nested_torch_imports: bool = False  # a torch import inside a function or block
+    training_generated: bool = False  # the training/checkpoint pre-pass wrote mindspore.* code
 
 
 def module_facts(tree: ast.Module, kb: KB, local_roots: frozenset[str] = frozenset(),
-                 project_modules: frozenset[str] = frozenset()) -> ModuleFacts:
-    imap = ImportMap.from_tree(tree, local_roots)
+                 project_modules: frozenset[str] = frozenset(), imap: ImportMap | None = None) -> ModuleFacts:
+    imap = imap or ImportMap.from_tree(tree, local_roots)
     star_names = _bind_star_names(tree, imap, kb)
     mclasses = module_classes(tree, imap, project_modules)
     self_attrs: dict[str, dict[str, str]] = {}
@@ -94,7 +103,7 @@ def module_facts(tree: ast.Module, kb: KB, local_roots: frozenset[str] = frozens
                         visit(sub, cls)
 
     visit(tree.body, None)
-    for node in ast.walk(tree):
+    for node in nodes(tree):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             taken.add(node.id)
         elif isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)):
@@ -122,10 +131,10 @@ def _bind_star_names(tree: ast.Module, imap: ImportMap, kb: KB) -> frozenset[str
     stars = [m for m in imap.stars if imap.is_framework(m)]
     if not stars:
         return frozenset()
-    stored = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
-    stored |= {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    stored = {n.id for n in nodes(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    stored |= {n.name for n in nodes(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
     bound: set[str] = set()
-    for n in ast.walk(tree):
+    for n in nodes(tree):
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in imap.names and n.id not in stored:
             for m in stars:
                 if kb.get(f"{m}.{n.id}") is not None:
@@ -231,7 +240,9 @@ class TorchToMindSpore(cst.CSTTransformer):
         self._type_nodes: set[cst.CSTNode] = set()
         self._type_depth = 0
         self._in_bases = False
+        self._attr_depth = 0
         self._class_has_bases: list[bool] = []
+        self.data = getattr(facts, "data", None)  # data-pipeline facts (data_pipeline.scan)
 
     # ---- statement plan: skip statements with nothing to convert, know each change's line -------
 
@@ -329,7 +340,7 @@ class TorchToMindSpore(cst.CSTTransformer):
             self.markers[-1].append(f"{MARK} review — {api}: {note}")
 
     def parse_ms(self, source: str) -> cst.BaseExpression:
-        return cst.parse_expression(self.names.shorten(source))
+        return _parse_expression(self.names.shorten(source))
 
     # ---- statements carry the markers of what is inside them ------------------------------
 
@@ -354,7 +365,11 @@ class TorchToMindSpore(cst.CSTTransformer):
         updated = self._pop(original, updated)
         return handlers.after_statement(self, original, updated)
 
-    leave_If = leave_For = leave_While = leave_Try = _pop
+    leave_If = leave_While = leave_Try = _pop
+
+    def leave_For(self, original, updated):
+        updated = self._pop(original, updated)
+        return data_pipeline.leave_for(self, original, updated) if self.data else updated
 
     def leave_With(self, original, updated):
         updated = self._pop(original, updated)
@@ -413,6 +428,10 @@ class TorchToMindSpore(cst.CSTTransformer):
     def leave_ClassDef(self, original, updated):
         self.class_stack.pop()
         self._class_has_bases.pop()
+        if autograd_function.FUNCTION in self.facts.torch_bases.get(original.name.value, ()):
+            updated = autograd_function.convert_class(self, original, updated)  # R12: → Cell with bprop
+        if self.data and original.name.value in self.data.torch_datasets:
+            updated = data_pipeline.drop_dataset_base(self, original, updated)  # R14: a plain source class
         return self._pop(original, updated)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
@@ -444,17 +463,38 @@ class TorchToMindSpore(cst.CSTTransformer):
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
         # A resolved torch chain is handled whole in leave_Attribute / leave_Call.
-        return self.resolve(node) is None
+        return self.resolve(node) is None and not self._generated_ms(node)
+
+    def visit_Attribute_attr(self, node: cst.Attribute) -> None:
+        self._attr_depth += 1  # ``ms.nn.Dense``: the ``nn`` after a dot is no reference to torch.nn
+
+    def leave_Attribute_attr(self, node: cst.Attribute) -> None:
+        self._attr_depth -= 1
+
+    def _generated_ms(self, node: cst.Attribute) -> bool:
+        """``mindspore.x.y`` written by the training/checkpoint pre-pass (the torch file imports no mindspore)."""
+        return self.facts.training_generated and isinstance(node.value, (cst.Name, cst.Attribute)) \
+            and (dotted(node) or "").startswith("mindspore.") and "mindspore" not in self.imap.names
 
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+        if self._generated_ms(original):
+            return self.parse_ms(dotted(original))
         full = self.resolve(original)
         if full is None:
+            if self.data and original.attr.value in ("classes", "class_to_idx"):
+                special = data_pipeline.attribute(self, original, updated)  # ImageFolder.classes
+                if special is not None:
+                    return special
+            if original.attr.value == "apply" and original not in self._call_funcs:
+                special = autograd_function.apply_reference(self, original)
+                if special is not None:
+                    return special
             return self._method_attribute(original, updated)
         return self._reference(full, original, updated)
 
     def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
         full = self.imap.names.get(original.value)
-        if full and self.imap.is_framework(full) and "." in full:
+        if full and self.imap.is_framework(full) and "." in full and not self._attr_depth:
             return self._reference(full, original, updated)
         return updated
 
@@ -471,6 +511,8 @@ class TorchToMindSpore(cst.CSTTransformer):
             self.mark(entry.torch, entry.note or "no MindSpore equivalent", root)
             return updated
         in_type_position = self._type_depth > 0 or original in self._type_nodes
+        if self._in_bases and self.data and entry.torch in data_pipeline.DATASET_BASES:
+            return updated  # dropped with the class's bases (data_pipeline.drop_dataset_base)
         if self._in_bases and entry.ms_base:
             self.record(entry.torch, "converted", f"subclassed: base is {entry.ms_base}")
             return self.parse_ms(entry.ms_base)
@@ -518,7 +560,13 @@ class TorchToMindSpore(cst.CSTTransformer):
         if full is not None:
             return self._torch_call(full, original, updated)
         if isinstance(original.func, cst.Attribute):
+            if original.func.attr.value == "apply":  # MyFunction.apply(x) → MyFunction()(x)
+                special = autograd_function.apply_call(self, original, updated)
+                if special is not None:
+                    return special
             return self._method_call(original, updated)
+        if self.data and isinstance(original.func, cst.Name):
+            return data_pipeline.builtin_call(self, original, updated)  # len(loader)
         return updated
 
     def _split_args(self, call: cst.Call) -> tuple[list[str], list[tuple[str, str]]] | None:
@@ -603,6 +651,8 @@ class TorchToMindSpore(cst.CSTTransformer):
 
     def _torch_call(self, full: str, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         special = handlers.call_handler(self, full, original, updated)
+        if special is None and self.data:
+            special = data_pipeline.convert_call(self, full, original, updated)
         if special is not None:
             return special
         entry = self.kb.get(full)

@@ -242,7 +242,7 @@ class _ExprRewriter(ast.NodeTransformer):
         name = dotted(node.func)
         entry = None
         receiver = None
-        if name and name.split(".")[0] == "torch":
+        if name and name.split(".")[0] in ("torch", "torchvision"):
             entry = self.kb.get(name)
         elif isinstance(node.func, ast.Attribute):
             receiver = ast.unparse(node.func.value)
@@ -261,7 +261,7 @@ class _ExprRewriter(ast.NodeTransformer):
 
     def visit_Attribute(self, node: ast.Attribute):
         name = dotted(node)
-        if name and name.startswith("torch."):
+        if name and name.startswith(("torch.", "torchvision.")):
             entry = self.kb.get(name)
             if entry is not None and entry.kind in ("dtype", "attribute") and entry.ms:
                 return ast.parse(entry.ms, mode="eval").body

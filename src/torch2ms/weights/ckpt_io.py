@@ -8,7 +8,7 @@ A .ckpt is one protobuf ``Checkpoint`` message (mindspore/train/checkpoint.proto
 
 A repeated field serializes as the concatenation of its elements, so the file can be written one
 parameter at a time, each tensor's bytes going straight from the (memory-mapped) source into the
-file: memory stays at one tensor at most. ``mindspore.save_checkpoint`` writes exactly these bytes
+file: memory stays at one window of the source (:data:`WINDOW`) plus at most one converted tensor. ``mindspore.save_checkpoint`` writes exactly these bytes
 (one ``Value`` per parameter, split into several with the same tag above 512 MiB); the tests check
 that both writers give byte-identical files and that ``mindspore.load_checkpoint`` reads ours.
 :func:`save_with_mindspore` is the reference path through ``mindspore.save_checkpoint`` itself.
@@ -16,13 +16,15 @@ that both writers give byte-identical files and that ``mindspore.load_checkpoint
 
 from __future__ import annotations
 
+import math
+import mmap
 import os
 from pathlib import Path
 from typing import Iterable, Mapping
 
 import numpy as np
 
-__all__ = ["MS_TYPES", "write_ckpt", "read_ckpt", "save_with_mindspore"]
+__all__ = ["MS_TYPES", "write_ckpt", "ckpt_size", "read_ckpt", "save_with_mindspore"]
 
 # numpy / torch dtype name → MindSpore tensor_type string
 MS_TYPES = {
@@ -32,10 +34,13 @@ MS_TYPES = {
     "complex64": "Complex64", "complex128": "Complex128",
 }
 _NP_OF_MS = {v: k for k, v in MS_TYPES.items()}
+_NP_HOLDER = {"bfloat16": "uint16"}  # numpy has no bfloat16: its bits travel as uint16
 SLICE_BYTES = 512 * 1024 * 1024  # mindspore.train.serialization.SLICE_SIZE (KiB) * 1024
 
 
 def _varint(n: int) -> bytes:
+    if n < 0x4000:  # field keys, lengths and most dims: one or two bytes
+        return bytes((n,)) if n < 0x80 else bytes((n & 0x7F | 0x80, n >> 7))
     out = bytearray()
     while True:
         b = n & 0x7F
@@ -62,6 +67,36 @@ def _value_prefix(name: str, dims: tuple[int, ...], tensor_type: str, content_le
     return _len_field(1, len(value) + content_len) + value
 
 
+def _varint_len(n: int) -> int:
+    return 1 if n < 0x80 else 2 if n < 0x4000 else (n.bit_length() + 6) // 7
+
+
+def _value_size(name: str, dims: tuple[int, ...], tensor_type: str, content_len: int) -> int:
+    """``len(_value_prefix(...)) + content_len``, without building the bytes."""
+    tp = sum(1 + _varint_len(d & 0xFFFFFFFFFFFFFFFF) for d in dims)
+    tp += 2 + _varint_len(len(tensor_type)) + len(tensor_type) + _varint_len(content_len)
+    tag = len(name.encode("utf-8"))
+    value = 2 + _varint_len(tag) + tag + _varint_len(tp + content_len) + tp
+    return 1 + _varint_len(value + content_len) + value + content_len
+
+
+def ckpt_size(specs: Iterable[tuple[str, tuple[int, ...], str]]) -> int:
+    """The exact size of the .ckpt :func:`write_ckpt` writes for ``(name, shape, dtype_name)``
+    specs, slicing included (to preallocate the file)."""
+    total = 0
+    for name, shape, dtype in specs:
+        tensor_type = MS_TYPES[dtype]
+        nbytes = math.prod(shape) * np.dtype(_NP_HOLDER.get(dtype, dtype)).itemsize
+        if nbytes / 1024 > SLICE_BYTES // 1024:  # the split of _slices: np.array_split along axis 0
+            k = int(np.ceil(nbytes / 1024 / (SLICE_BYTES // 1024)))
+            rows, row_bytes = shape[0], nbytes // shape[0]
+            parts = [(rows // k + (i < rows % k)) * row_bytes for i in range(k)]
+        else:
+            parts = [nbytes]
+        total += sum(_value_size(name, shape, tensor_type, n) for n in parts)
+    return total
+
+
 def _slices(arr: np.ndarray) -> list[np.ndarray]:
     # The same split mindspore.save_checkpoint does (np.array_split along axis 0).
     size_kib = arr.nbytes / 1024
@@ -70,78 +105,177 @@ def _slices(arr: np.ndarray) -> list[np.ndarray]:
     return [arr]
 
 
-def _copy_range(src_fd: int, dst_fd: int, offset: int, count: int) -> int:
-    """Copy ``count`` bytes at ``offset`` of src to dst's position, in the kernel when possible."""
-    done = 0
-    try:
-        while done < count:
-            n = os.copy_file_range(src_fd, dst_fd, count - done, offset + done)
-            if n == 0:
-                break
-            done += n
-    except OSError:
-        pass  # EXDEV / ENOSYS / EINVAL on some filesystems: fall back below
-    while done < count:
-        chunk = os.pread(src_fd, min(1 << 24, count - done), offset + done)
-        if not chunk:
-            raise OSError(f"unexpected end of source file at byte {offset + done}")
-        done += os.write(dst_fd, chunk)
-    return done
+WINDOW = 16 << 20  # bytes of source mapped (and resident) at a time
+_POPULATE = getattr(mmap, "MAP_POPULATE", 0)  # pre-fault the window: faulting page by page made it ~2x slower
+try:
+    _IOV_MAX = max(16, min(1024, os.sysconf("SC_IOV_MAX")))
+except (ValueError, OSError):
+    _IOV_MAX = 16
 
 
-def write_ckpt(items: Iterable[tuple], path: str | Path) -> int:
+def _writev(fd: int, bufs: list[memoryview]) -> int:
+    if hasattr(os, "writev"):
+        return os.writev(fd, bufs)
+    return os.write(fd, bufs[0])  # Windows: one buffer at a time
+
+
+class _Writer:
+    """Gathers a .ckpt's pieces and writes them with few, large ``writev`` calls.
+
+    Pieces are message headers, array buffers, or byte ranges of a source file. Ranges are read
+    through a read-only ``mmap`` of a window of the source (at most :data:`WINDOW` bytes, pre-faulted
+    with ``MAP_POPULATE``), so the kernel copies once, from the source's page cache into the
+    output's, a whole output page at a time. (One ``copy_file_range`` per tensor measured ~1.6x a
+    plain file copy of the same bytes, this ~1.0x: the tensors sit at unaligned offsets of the
+    output, so a per-tensor copy fills most output pages in two partial steps.) Resident memory:
+    one window plus pending arrays, which are flushed once they pass :data:`WINDOW`.
+    """
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.pieces: list = []  # bytes / uint8 arrays, or (offset, count) in the window's source
+        self.src: str | None = None
+        self.lo = self.hi = 0  # the byte span of the source the pending ranges cover
+        self.owned = 0  # bytes of pending arrays
+        self.total = 0
+
+    def add_bytes(self, data: bytes | np.ndarray) -> None:
+        n = len(data) if isinstance(data, bytes) else data.nbytes
+        if n:
+            self.pieces.append(data)
+            self.owned += n
+            if self.owned >= WINDOW:
+                self.flush()
+
+    def add_range(self, src: str, offset: int, count: int) -> None:
+        while count > 0:
+            piece = min(count, WINDOW)
+            if self.src is not None and (src != self.src or
+                                         max(self.hi, offset + piece) - min(self.lo, offset) > WINDOW):
+                self.flush()
+            if self.src is None:
+                self.src, self.lo, self.hi = src, offset, offset + piece
+            else:
+                self.lo, self.hi = min(self.lo, offset), max(self.hi, offset + piece)
+            self.pieces.append((offset, piece))
+            offset += piece
+            count -= piece
+
+    def flush(self) -> None:
+        if not self.pieces:
+            return
+        mm = None
+        if self.src is not None:
+            base = self.lo - self.lo % mmap.ALLOCATIONGRANULARITY
+            with open(self.src, "rb") as fh:
+                if os.fstat(fh.fileno()).st_size < self.hi:  # mmap past the end would SIGBUS
+                    raise OSError(f"{self.src}: unexpected end of file before byte {self.hi}")
+                if _POPULATE:
+                    mm = mmap.mmap(fh.fileno(), self.hi - base, flags=mmap.MAP_SHARED | _POPULATE,
+                                   prot=mmap.PROT_READ, offset=base)
+                else:  # no MAP_POPULATE (macOS, Windows: no flags argument at all)
+                    mm = mmap.mmap(fh.fileno(), self.hi - base, access=mmap.ACCESS_READ, offset=base)
+            view = memoryview(mm)
+            bufs = [view[p[0] - base:p[0] - base + p[1]] if isinstance(p, tuple) else memoryview(p)
+                    for p in self.pieces]
+        else:
+            bufs = [memoryview(p) for p in self.pieces]
+        self.pieces, self.src, self.owned = [], None, 0
+        try:
+            self._write_all(bufs)
+        finally:
+            for b in bufs:
+                b.release()
+            if mm is not None:
+                view.release()
+                mm.close()
+
+    def _write_all(self, bufs: list[memoryview]) -> None:
+        i = 0
+        while i < len(bufs):
+            n = _writev(self.fd, bufs[i:i + _IOV_MAX])
+            self.total += n
+            while i < len(bufs) and n >= bufs[i].nbytes:  # skip what was written; resume a short write
+                n -= bufs[i].nbytes
+                i += 1
+            if n:
+                bufs[i] = bufs[i][n:]
+
+
+_FALLOCATE = None  # libc fallocate(2), looked up on first use; False where there is none
+
+
+def _preallocate(fd: int, size: int) -> bool:
+    """Reserve the output's blocks in one call (``fallocate``, mode 0). ext4 and xfs then skip
+    their per-page delayed-allocation bookkeeping while the data is written: ~20% less CPU than
+    the same writes into a bare file (measured on ext4). Best effort: False where libc or the filesystem lacks it
+    (``os.posix_fallocate`` is not used: glibc emulates it by writing every block)."""
+    global _FALLOCATE
+    if _FALLOCATE is None:
+        _FALLOCATE = False
+        try:
+            import ctypes  # numpy has imported it already
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            func = getattr(libc, "fallocate64", None) or libc.fallocate
+            func.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+            func.restype = ctypes.c_int
+            _FALLOCATE = func
+        except (ImportError, OSError, AttributeError, TypeError):  # no libc fallocate (macOS, Windows)
+            pass
+    return bool(_FALLOCATE) and size > 0 and _FALLOCATE(fd, 0, 0, size) == 0
+
+
+def write_ckpt(items: Iterable[tuple], path: str | Path, size_hint: int | None = None) -> int:
     """Stream ``(name, array or shape, dtype_name[, file_range])`` items into a .ckpt; returns the bytes written.
 
     ``dtype_name`` is the logical dtype ("bfloat16" for uint16 bit arrays; else the array's own).
     ``file_range`` = ``(source path, byte offset, byte count)`` says the array's C-order bytes lie
-    at that place of a file: they are then copied file → file by the kernel (``copy_file_range``)
-    without passing through this process's memory. Written to ``path.tmp`` then renamed, so a
-    reader never sees half a file.
+    at that place of a file: they are then copied file → file (see :class:`_Writer`) without
+    ever being turned into arrays. ``size_hint``: the file's size (:func:`ckpt_size`), to
+    preallocate it. Written to ``path.tmp`` then renamed, so a reader never sees half a file
+    (the .tmp is removed on failure).
     """
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
-    total = 0
-    sources: dict[str, int] = {}
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
     try:
-        with open(tmp, "wb", buffering=0) as fh:
+        try:
+            reserved = bool(size_hint) and _preallocate(fd, size_hint)
+            writer = _Writer(fd)
             for item in items:
-                total += _write_one(fh, item, sources)
-    finally:
-        for fd in sources.values():
+                _add_one(writer, item)
+            writer.flush()
+            if reserved and size_hint > writer.total:  # a wrong hint; shrinking waits on the journal
+                os.ftruncate(fd, writer.total)
+        finally:
             os.close(fd)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     tmp.replace(path)
-    return total
+    return writer.total
 
 
-def _write_one(fh, item: tuple, sources: dict[str, int]) -> int:
+def _add_one(writer: _Writer, item: tuple) -> None:
     name, arr, dtype = item[:3]
     file_range = item[3] if len(item) > 3 else None
-    total = 0
     tensor_type = MS_TYPES.get(dtype)
     if tensor_type is None:
         raise ValueError(f"{name}: dtype {dtype} has no MindSpore checkpoint type")
     if file_range is not None and file_range[2] <= SLICE_BYTES:
         src, offset, count = file_range
-        if src not in sources:
-            sources[src] = os.open(src, os.O_RDONLY)
         shape = arr if isinstance(arr, tuple) else arr.shape
-        head = _value_prefix(name, tuple(int(d) for d in shape), tensor_type, count)
-        total += fh.write(head)
-        fh.flush()
-        return total + _copy_range(sources[src], fh.fileno(), offset, count)
+        writer.add_bytes(_value_prefix(name, tuple(int(d) for d in shape), tensor_type, count))
+        writer.add_range(str(src), offset, count)
+        return
     if isinstance(arr, tuple):
         raise ValueError(f"{name}: a shape without a file range (or above {SLICE_BYTES} bytes) needs the array")
     for part in _slices(arr):
         part = np.ascontiguousarray(part)  # no copy when already contiguous
-        head = _value_prefix(name, tuple(int(d) for d in arr.shape), tensor_type, part.nbytes)
-        fh.write(head)
-        total += len(head)
+        writer.add_bytes(_value_prefix(name, tuple(int(d) for d in arr.shape), tensor_type, part.nbytes))
         if part.nbytes:
-            view = memoryview(part.reshape(-1).view(np.uint8))
-            step = 1 << 26
-            for lo in range(0, len(view), step):
-                total += fh.write(view[lo:lo + step])
-    return total
+            writer.add_bytes(part.reshape(-1).view(np.uint8))
 
 
 def _read_varint(buf: memoryview, pos: int) -> tuple[int, int]:

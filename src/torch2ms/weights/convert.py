@@ -22,7 +22,7 @@ from typing import Any, Iterator, Mapping
 import numpy as np
 
 from ..kb import KB, load_kb
-from .ckpt_io import read_ckpt, save_with_mindspore, write_ckpt
+from .ckpt_io import ckpt_size, read_ckpt, save_with_mindspore, write_ckpt
 from .rename import INVERSE_LAYOUTS, LAYOUTS, RESHAPE_ONLY_LAYOUTS, rename_key
 from .torch_format import CheckpointFormatError, TensorRef, load_any, save_torch_zip
 
@@ -444,7 +444,8 @@ def convert_checkpoint(src: str | Path, out: str | Path, *, kb: KB | None = None
     if report is not None and not report.ok and not force:
         return result
     if writer == "stream":
-        result.bytes = write_ckpt(_materialize(plan, state), out)
+        size = ckpt_size((a.ms_name, a.shape, state[a.torch_key].dtype) for a in plan)
+        result.bytes = write_ckpt(_materialize(plan, state), out, size_hint=size)
     elif writer == "mindspore":
         save_with_mindspore({n: (a, d) for n, a, d, _ in _materialize(plan, state, copy_ranges=False)}, out)
         result.bytes = Path(out).stat().st_size

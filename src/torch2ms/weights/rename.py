@@ -29,16 +29,21 @@ def rename_key(key: str, layer_types: Mapping[str, str], kb: KB) -> tuple[str | 
     """
     # An enclosing layer may rename a nested path (TransformerEncoderLayer: linear1.weight →
     # dense1.weight); outermost layer first, so it wins over the inner layer's own leaf rule.
-    parts = key.split(".")
-    for i in range(len(parts) - 1):
-        outer, rest = ".".join(parts[:i]), ".".join(parts[i:])
-        outer_entry = kb.get(layer_types[outer]) if outer in layer_types else None
-        if outer_entry is not None and rest in outer_entry.params:
-            new_rest = outer_entry.params[rest]
-            if new_rest is None:
-                return None, None
-            return (f"{outer}.{new_rest}" if outer else new_rest), outer_entry.layout.get(rest)
     prefix, _, leaf = key.rpartition(".")
+    dot = -1
+    while True:  # every proper prefix of the module path, "" first (no str.join: this runs per key)
+        outer = key[:dot] if dot > 0 else ""
+        if outer == prefix:
+            break
+        if outer in layer_types:
+            outer_entry = kb.get(layer_types[outer])
+            rest = key[dot + 1:]
+            if outer_entry is not None and rest in outer_entry.params:
+                new_rest = outer_entry.params[rest]
+                if new_rest is None:
+                    return None, None
+                return (f"{outer}.{new_rest}" if outer else new_rest), outer_entry.layout.get(rest)
+        dot = key.find(".", dot + 1)
     entry = kb.get(layer_types.get(prefix, ""))
     if entry is None or leaf not in entry.params:
         return key, None

@@ -1,0 +1,509 @@
+"""``torch.autograd.Function`` subclasses → MindSpore Cells with ``bprop`` (R12).
+
+torch keeps what the backward needs on a ``ctx`` object; MindSpore's custom gradient is a Cell's
+``bprop(self, *inputs, out, dout)``, which gets the forward's inputs, its output and the output
+gradient, and returns one gradient per input. So:
+
+* ``forward(ctx, x, ...)`` → ``construct(self, x, ...)`` without the ``ctx`` bookkeeping;
+* ``backward(ctx, g)`` → ``bprop(self, x, ..., out, g)``: what the forward put on ``ctx``
+  (``save_for_backward``, ``ctx.k = v``) is recomputed from the inputs by replaying the forward's
+  statements (``setup_context(ctx, inputs, output)`` for new-style Functions), then the backward
+  body runs with ``ctx.saved_tensors`` / ``ctx.k`` read from those locals; ``needs_input_grad[i]``
+  is True (MindSpore asks for every input's gradient); the result is always a tuple of one
+  gradient per input (``None`` for a non-differentiable input is accepted as it is);
+* ``F.apply(x, ...)`` → ``F()(x, ...)``: a Cell built where it is called works in PyNative and in
+  GRAPH_MODE; omitted defaults are passed explicitly because GRAPH_MODE requires bprop to take
+  exactly the arguments the call passed.
+
+A Function the rules cannot express (``ctx.mark_dirty``, higher-order backward, ``*args``) is
+kept as torch code and marked in place, and so are its ``apply`` calls.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+if TYPE_CHECKING:
+    from .transformer import TorchToMindSpore
+
+FUNCTION = "torch.autograd.Function"
+# ctx methods with no MindSpore meaning (MindSpore gives integer outputs no gradient and always
+# passes a materialised dout): dropped.
+_CTX_DROP = frozenset({"mark_non_differentiable", "set_materialize_grads"})
+_CTX_SAVE = frozenset({"save_for_backward", "save_for_forward"})
+_CTX_SAVED = frozenset({"saved_tensors", "saved_variables"})
+# Backward code that needs a differentiable backward graph: MindSpore's bprop is not differentiated.
+_HIGHER_ORDER = ("create_graph", "enable_grad", "autograd.grad", "set_grad_enabled")
+
+
+@dataclass
+class FunctionInfo:
+    """What the ``ast`` pass knows about one Function subclass."""
+
+    name: str
+    params: list[str] = field(default_factory=list)  # forward's inputs, after ctx
+    defaults: dict[str, str] = field(default_factory=dict)  # param → default source
+    problem: str | None = None  # why it cannot be converted (None: convertible)
+    node: ast.ClassDef | None = None
+    imported: bool = False  # defined in another project file: its signature is not known here
+
+
+def infos(t: "TorchToMindSpore") -> dict[str, FunctionInfo]:
+    """The file's Function subclasses by name; computed once per transformer, empty (and cheap)
+    when no class in the file subclasses torch.autograd.Function."""
+    cached = t.__dict__.get("_autograd_functions")
+    if cached is not None:
+        return cached
+    names = {c for c, bases in t.facts.torch_bases.items() if FUNCTION in bases}
+    found: dict[str, FunctionInfo] = {}
+    if names:
+        for stmt in t.facts.plan:
+            if isinstance(stmt.node, ast.ClassDef) and stmt.node.name in names:
+                found[stmt.node.name] = analyse(stmt.node)
+    t.__dict__["_autograd_functions"] = found
+    return found
+
+
+def _methods(cls: ast.ClassDef) -> dict[str, ast.FunctionDef]:
+    return {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef)}
+
+
+def _is_static(fn: ast.FunctionDef) -> bool:
+    return any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in fn.decorator_list)
+
+
+def analyse(cls: ast.ClassDef) -> FunctionInfo:
+    """Signature of the forward and, when the rules cannot convert the class, the reason."""
+    info = FunctionInfo(cls.name, node=cls)
+    methods = _methods(cls)
+    fwd, bwd = methods.get("forward"), methods.get("backward")
+    if fwd is None or bwd is None:
+        info.problem = "needs both a forward and a backward staticmethod"
+        return info
+    if not (_is_static(fwd) and _is_static(bwd)):
+        info.problem = "forward/backward are not staticmethods"
+        return info
+    new_style = "setup_context" in methods
+    for fn in (fwd, bwd, *([methods["setup_context"]] if new_style else [])):
+        a = fn.args
+        if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs:
+            info.problem = f"{fn.name} takes *args/**kwargs or keyword-only arguments"
+            return info
+    args = fwd.args.args if new_style else fwd.args.args[1:]
+    if not args:
+        info.problem = "forward takes no inputs"
+        return info
+    info.params = [a.arg for a in args]
+    defaults = fwd.args.defaults
+    for a, d in zip(args[len(args) - len(defaults):], defaults):
+        info.defaults[a.arg] = ast.unparse(d)
+    ctx_names = {fn.args.args[0].arg for fn in (bwd, *([methods["setup_context"]] if new_style else [fwd]))
+                 if fn.args.args}
+    for fn in (fwd, bwd, *([methods["setup_context"]] if new_style else [])):
+        for n in ast.walk(fn):
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in ctx_names:
+                if n.attr == "mark_dirty":
+                    info.problem = "ctx.mark_dirty (an in-place forward) has no MindSpore bprop equivalent"
+                    return info
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name) \
+                    and n.func.value.id in ctx_names and n.func.attr not in _CTX_SAVE | _CTX_DROP:
+                info.problem = f"ctx.{n.func.attr}() has no MindSpore bprop equivalent"
+                return info
+        # ctx itself passed around (helper(ctx, ...)): its state cannot be followed.
+        attr_values = {id(n.value) for n in ast.walk(fn) if isinstance(n, ast.Attribute)}
+        if any(isinstance(n, ast.Name) and n.id in ctx_names and id(n) not in attr_values
+               for n in ast.walk(fn) if n is not fn.args.args[0]):
+            info.problem = "ctx is used as a value (passed to a helper?); its state cannot be followed"
+            return info
+    if len(bwd.args.args) < 2:
+        info.problem = "backward takes no output gradient"
+        return info
+    if new_style and len(methods["setup_context"].args.args) != 3:
+        info.problem = "setup_context must take (ctx, inputs, output)"
+        return info
+    bwd_ctx = bwd.args.args[0].arg
+    reads_state = any(isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == bwd_ctx
+                      and n.attr != "needs_input_grad" for n in ast.walk(bwd))
+    if reads_state and not new_style:
+        body = fwd.body[:-1] if fwd.body and isinstance(fwd.body[-1], ast.Return) else fwd.body
+        if any(isinstance(n, ast.Return) for s in body for n in ast.walk(s)):
+            info.problem = "the forward returns from inside a block, so what it saves on ctx cannot be replayed in bprop"
+            return info
+    src = ast.unparse(bwd)
+    if any(k in src for k in _HIGHER_ORDER):
+        info.problem = "backward builds a differentiable graph (create_graph / enable_grad); MindSpore's bprop is not differentiated again"
+        return info
+    if any(isinstance(n, (ast.FunctionDef, ast.Lambda, ast.ClassDef)) for b in bwd.body for n in ast.walk(b)):
+        info.problem = "backward defines nested functions; convert by hand"
+        return info
+    return info
+
+
+# ---- the class ---------------------------------------------------------------------------------
+
+
+def convert_class(t: "TorchToMindSpore", original: cst.ClassDef, updated: cst.ClassDef) -> cst.ClassDef:
+    """The class after the main pass converted its expressions (its base is already ``nn.Cell``)."""
+    info = infos(t).get(original.name.value)
+    if info is None:
+        return updated
+    if info.problem is not None:
+        return _keep(t, original, updated, info.problem)
+    try:
+        return _rewrite(t, updated, info)
+    except _Unsupported as exc:  # a safety net: analyse() refuses these cases up front
+        info.problem = str(exc)
+        return _keep(t, original, updated, str(exc))
+
+
+class _Unsupported(Exception):
+    pass
+
+
+def _keep(t: "TorchToMindSpore", original: cst.ClassDef, updated: cst.ClassDef, why: str) -> cst.ClassDef:
+    """Unconvertible: the torch base comes back, the class is marked, the torch import stays."""
+    info = infos(t).get(original.name.value)
+    t.changes[:] = [c for c in t.changes if not (c.api == FUNCTION and info is not None and c.stmt is info.node)]
+    for base in original.bases:
+        name = _dotted(base.value)
+        if name:
+            t.still_needed.add(name.split(".", 1)[0])
+    t.mark(FUNCTION, f"{why}; kept as torch code")
+    return updated.with_changes(bases=original.bases)
+
+
+def _dotted(node: cst.BaseExpression) -> str | None:
+    parts: list[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name):
+        parts.append(node.value)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _fresh(want: str, taken: set[str]) -> str:
+    name = want
+    while name in taken:
+        name += "_"
+    taken.add(name)
+    return name
+
+
+def _all_names(cls: ast.ClassDef) -> set[str]:
+    out = {n.id for n in ast.walk(cls) if isinstance(n, ast.Name)}
+    out |= {n.arg for n in ast.walk(cls) if isinstance(n, ast.arg)}
+    return out
+
+
+def _rewrite(t: "TorchToMindSpore", cls: cst.ClassDef, info: FunctionInfo) -> cst.ClassDef:
+    assert info.node is not None
+    body = list(cls.body.body)  # type: ignore[union-attr]
+    defs = {s.name.value: s for s in body if isinstance(s, cst.FunctionDef)}
+    fwd, bwd, setup = defs["forward"], defs["backward"], defs.get("setup_context")
+    taken = _all_names(info.node)
+    n = len(info.params)
+
+    fwd_params = list(fwd.params.params) if setup is not None else list(fwd.params.params[1:])
+    fwd_ctx = None if setup is not None else fwd.params.params[0].name.value
+    bwd_ctx = bwd.params.params[0].name.value
+    grads = [p.name.value for p in bwd.params.params[1:]]
+    if not grads:
+        raise _Unsupported("backward takes no output gradient")
+
+    # ctx attributes become locals: ctx.scale → ctx_scale (the same name in every method).
+    attrs = sorted({a.attr for a in ast.walk(info.node) if isinstance(a, ast.Attribute) and isinstance(a.value, ast.Name)
+                    and a.value.id in {fwd_ctx, bwd_ctx, _first_arg(setup)} and a.attr not in
+                    _CTX_SAVED | _CTX_SAVE | _CTX_DROP | {"needs_input_grad"}})
+    local = {a: _fresh(f"ctx_{a}", taken) for a in attrs}
+    saved = _fresh("saved", taken)
+    out_name = _fresh("out", taken)
+    # The backward's own gradient name is bprop's dout unless the replayed forward could rebind it.
+    fwd_names = {n.id for fn in _methods(info.node).values() if fn.name in ("forward", "setup_context")
+                 for n in ast.walk(fn) if isinstance(n, ast.Name)}
+    dout = grads[0] if len(grads) == 1 and grads[0] not in {*info.params, *fwd_names} else _fresh("dout", taken)
+
+    # construct: the forward without its ctx bookkeeping.
+    fwd_reads = _reads_ctx(info.node, "forward", fwd_ctx)
+    construct_body = _CtxRewriter(fwd_ctx, saved, local, n, keep_saves=False, keep_attrs=fwd_reads).visit_block(fwd.body)
+    self_param = cst.Param(cst.Name("self"))
+    construct = fwd.with_changes(
+        name=cst.Name("construct"), decorators=_no_static(fwd.decorators),
+        params=fwd.params.with_changes(params=[self_param, *_commas(fwd_params)]),
+        body=construct_body)
+
+    # bprop: replay what the forward left on ctx, then the backward body.
+    bwd_needs = _reads_state(info.node, bwd_ctx)
+    replay: list[cst.BaseStatement] = []
+    if bwd_needs:
+        if setup is not None:
+            sp = [p.name.value for p in setup.params.params]
+            if len(sp) != 3:
+                raise _Unsupported("setup_context must take (ctx, inputs, output)")
+            ins = ", ".join(info.params) + ("," if n == 1 else "")
+            replay.append(cst.parse_statement(f"{sp[1]} = ({ins})\n"))
+            replay.append(cst.parse_statement(f"{sp[2]} = {out_name}\n"))
+            replay += _CtxRewriter(sp[0], saved, local, n, keep_saves=True, keep_attrs=True).visit_block(setup.body).body
+        else:
+            stmts = list(fwd.body.body)  # type: ignore[union-attr]
+            if any(_has_return(s) for s in stmts[:-1]) or (stmts and _has_return(stmts[-1])
+                                                         and not _is_return(stmts[-1])):
+                raise _Unsupported("the forward returns from inside a block, so what it saves cannot be replayed")
+            if stmts and _is_return(stmts[-1]):
+                stmts = stmts[:-1]
+            block = fwd.body.with_changes(body=stmts or [cst.SimpleStatementLine([cst.Pass()])])
+            replay += _CtxRewriter(fwd_ctx, saved, local, n, keep_saves=True, keep_attrs=True).visit_block(block).body
+        if replay:
+            replay[0] = replay[0].with_changes(leading_lines=[cst.EmptyLine(comment=cst.Comment(
+                "# torch2ms: recomputed from the inputs (bprop gets inputs, out and dout; there is no ctx)"))])
+    if len(grads) > 1:
+        replay.append(cst.parse_statement(f"{', '.join(grads)} = {dout}\n"))
+    elif grads[0] != dout:
+        replay.append(cst.parse_statement(f"{grads[0]} = {dout}\n"))
+    bwd_body = _CtxRewriter(bwd_ctx, saved, local, n, keep_saves=True, keep_attrs=True, n_inputs=n).visit_block(bwd.body)
+    bprop_params = [cst.Param(cst.Name(p)) for p in ["self", *info.params, out_name, dout]]
+    bprop = bwd.with_changes(
+        name=cst.Name("bprop"), decorators=_no_static(bwd.decorators),
+        params=cst.Parameters(params=_commas(bprop_params)),
+        body=bwd_body.with_changes(body=[*replay, *bwd_body.body]))
+
+    new_body: list[cst.BaseStatement] = []
+    for s in body:
+        if s is fwd:
+            new_body.append(construct)
+        elif s is bwd:
+            new_body.append(bprop)
+        elif s is setup:
+            continue  # replayed inside bprop
+        elif isinstance(s, cst.FunctionDef) and s.name.value in ("jvp", "vmap"):
+            t.record(f"{FUNCTION}.{s.name.value}", "review", "forward-mode / vmap rule kept as is: MindSpore only uses bprop")
+            new_body.append(s)
+        else:
+            new_body.append(s)
+    note = "forward → construct, backward → bprop(inputs, out, dout)"
+    if info.defaults:
+        note += "; apply() calls pass every default explicitly"
+    base = next((c for c in reversed(t.changes) if c.api == FUNCTION and c.stmt is info.node), None)
+    if base is not None:  # the base class rename the main pass recorded: one change per class
+        base.note = note
+    else:
+        t.record(FUNCTION, "converted", note)
+    return cls.with_changes(body=cls.body.with_changes(body=new_body))
+
+
+def _first_arg(fn: cst.FunctionDef | None) -> str | None:
+    return fn.params.params[0].name.value if fn is not None and fn.params.params else None
+
+
+def _reads_ctx(cls: ast.ClassDef, method: str, ctx: str | None) -> bool:
+    """Does the method read a ctx attribute (not just set it)?"""
+    fn = _methods(cls).get(method)
+    if fn is None or ctx is None:
+        return False
+    return any(isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == ctx
+               and isinstance(n.ctx, ast.Load) and n.attr not in _CTX_SAVE | _CTX_DROP for n in ast.walk(fn))
+
+
+def _reads_state(cls: ast.ClassDef, ctx: str) -> bool:
+    """Does the backward read anything the forward stored (saved tensors, attributes)?"""
+    fn = _methods(cls)["backward"]
+    return any(isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == ctx
+               and n.attr != "needs_input_grad" for n in ast.walk(fn))
+
+
+def _has_return(stmt: cst.CSTNode) -> bool:
+    found = False
+
+    class V(cst.CSTVisitor):
+        def visit_Return(self, node) -> bool:
+            nonlocal found
+            found = True
+            return False
+
+        def visit_FunctionDef(self, node) -> bool:
+            return False
+
+    stmt.visit(V())
+    return found
+
+
+def _is_return(stmt: cst.CSTNode) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Return)
+
+
+def _no_static(decorators) -> list[cst.Decorator]:
+    return [d for d in decorators if not (isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod")]
+
+
+def _commas(params: list[cst.Param]) -> list[cst.Param]:
+    out = []
+    for i, p in enumerate(params):
+        last = i == len(params) - 1
+        out.append(p.with_changes(comma=cst.MaybeSentinel.DEFAULT if last else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))))
+    return out
+
+
+class _CtxRewriter(cst.CSTTransformer):
+    """Rewrites ``ctx`` uses inside one method body.
+
+    keep_saves: ``ctx.save_for_backward(a, b)`` → ``saved = (a, b)`` (else removed);
+    keep_attrs: ``ctx.k = v`` → ``ctx_k = v`` (else removed); reads of ``ctx.k`` → ``ctx_k``;
+    n_inputs: set in the backward, whose returns become a tuple of exactly that many gradients.
+    """
+
+    def __init__(self, ctx: str | None, saved: str, local: dict[str, str], n: int, *, keep_saves: bool,
+                 keep_attrs: bool, n_inputs: int | None = None) -> None:
+        super().__init__()
+        self.ctx, self.saved, self.local, self.n = ctx, saved, local, n
+        self.keep_saves, self.keep_attrs, self.n_inputs = keep_saves, keep_attrs, n_inputs
+
+    def visit_block(self, block: cst.BaseSuite) -> cst.IndentedBlock:
+        if self.ctx is None and self.n_inputs is None:
+            return block  # type: ignore[return-value]
+        new = block.visit(self)
+        return new  # type: ignore[return-value]
+
+    def _is_ctx(self, node: cst.BaseExpression) -> bool:
+        return isinstance(node, cst.Name) and node.value == self.ctx
+
+    def visit_FunctionDef(self, node) -> bool:
+        return False  # nested functions keep their own names
+
+    def leave_SimpleStatementLine(self, original, updated):
+        body = []
+        for before, s in zip(original.body, updated.body):
+            if isinstance(s, cst.Expr) and isinstance(s.value, cst.Call) and isinstance(s.value.func, cst.Attribute) \
+                    and self._is_ctx(s.value.func.value):
+                method = s.value.func.attr.value
+                if method in _CTX_SAVE and self.keep_saves:
+                    elems = [cst.StarredElement(a.value) if a.star == "*" else cst.Element(a.value) for a in s.value.args]
+                    value = cst.Tuple(elems) if len(elems) != 1 else cst.Tuple([elems[0].with_changes(comma=cst.Comma())])
+                    body.append(cst.Assign([cst.AssignTarget(cst.Name(self.saved))], value))
+                continue  # save (not kept) / mark_non_differentiable / set_materialize_grads
+            if isinstance(before, cst.Assign) and not self.keep_attrs and \
+                    all(self._ctx_target(x.target) for x in before.targets):
+                continue  # ctx.k = v in the construct: only the bprop needs it
+            body.append(s)
+        if not body:
+            if updated.leading_lines and any(line.comment for line in updated.leading_lines):
+                return updated.with_changes(body=[cst.Pass()])
+            return cst.RemovalSentinel.REMOVE
+        return updated.with_changes(body=body)
+
+    def _ctx_target(self, target: cst.BaseExpression) -> bool:
+        if isinstance(target, cst.Attribute):
+            return self._is_ctx(target.value)
+        if isinstance(target, (cst.Tuple, cst.List)):
+            return all(self._ctx_target(e.value) for e in target.elements)
+        return False
+
+    def leave_Subscript(self, original, updated):
+        # ctx.needs_input_grad[i] → True: MindSpore asks for every input's gradient.
+        if isinstance(original.value, cst.Attribute) and self._is_ctx(original.value.value) \
+                and original.value.attr.value == "needs_input_grad":
+            return cst.Name("True")
+        return updated
+
+    def leave_Attribute(self, original, updated):
+        if not self._is_ctx(original.value):
+            return updated
+        attr = original.attr.value
+        if attr in _CTX_SAVED:
+            return cst.Name(self.saved)
+        if attr == "needs_input_grad":
+            return cst.parse_expression("(" + ", ".join(["True"] * self.n) + ("," if self.n == 1 else "") + ")")
+        if attr in self.local:
+            return cst.Name(self.local[attr])
+        return updated
+
+    def leave_IndentedBlock(self, original, updated):
+        if not updated.body:
+            return updated.with_changes(body=[cst.SimpleStatementLine([cst.Pass()])])
+        return updated
+
+    def leave_Return(self, original, updated):
+        if self.n_inputs is None or updated.value is None:
+            return updated
+        value = updated.value
+        if isinstance(value, cst.Tuple):
+            elems = list(value.elements)
+            # torch accepts extra trailing Nones; MindSpore wants exactly one gradient per input.
+            while len(elems) > self.n_inputs and isinstance(elems[-1].value, cst.Name) and elems[-1].value.value == "None":
+                elems.pop()
+            if len(elems) == 1:
+                elems = [elems[0].with_changes(comma=cst.Comma())]
+            elif elems:
+                elems[-1] = elems[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            return updated.with_changes(value=value.with_changes(elements=elems))
+        if self.n_inputs == 1:
+            return updated.with_changes(value=cst.Tuple([cst.Element(value, comma=cst.Comma())]))
+        return updated
+
+
+# ---- call sites -----------------------------------------------------------------------------------
+
+
+def _function_of(t: "TorchToMindSpore", node: cst.BaseExpression) -> FunctionInfo | None:
+    """``F.apply`` where F is a convertible Function class of this file."""
+    if not (isinstance(node, cst.Attribute) and node.attr.value == "apply" and isinstance(node.value, cst.Name)):
+        return None
+    name = node.value.value
+    info = infos(t).get(name)
+    if info is not None:
+        return info if info.problem is None else None
+    # `from .ops import RoundSTE` … RoundSTE.apply(x): a class imported from the project and called
+    # through apply is an autograd Function (Module.apply is called on instances, never classes);
+    # its own file converts the class.
+    full = t.imap.names.get(name)
+    if full is not None and not t.imap.is_framework(full) and name[:1].isupper() \
+            and name not in t.facts.module_classes:
+        return FunctionInfo(name, imported=True)
+    return None
+
+
+def apply_call(t: "TorchToMindSpore", original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
+    """``F.apply(x, y)`` → ``F()(x, y, <defaults>)``; None when the call is not a Function's apply."""
+    info = _function_of(t, original.func)
+    if info is None:
+        return None
+    cell = cst.Call(cst.Name(original.func.value.value))  # type: ignore[union-attr]
+    args = list(updated.args)
+    if info.imported:
+        t.record(f"{FUNCTION}.apply", "review", f"{info.name} is imported: assumed a torch.autograd.Function "
+                 "(converted in its own file); GRAPH_MODE needs every forward argument passed, defaults too")
+        return updated.with_changes(func=cell)
+    if any(a.star for a in args):
+        t.record(f"{FUNCTION}.apply", "review", "*args in an apply() call: GRAPH_MODE needs every forward argument passed")
+        return updated.with_changes(func=cell)
+    positional = [a for a in args if a.keyword is None]
+    by_name = {a.keyword.value: a for a in args if a.keyword is not None}
+    new: list[cst.Arg] = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in positional]
+    for p in info.params[len(positional):]:
+        if p in by_name:
+            new.append(cst.Arg(by_name[p].value))
+        elif p in info.defaults:
+            new.append(cst.Arg(cst.parse_expression(info.defaults[p])))
+        else:
+            t.record(f"{FUNCTION}.apply", "review", f"apply() call without '{p}'")
+            return updated.with_changes(func=cell)
+    new = [a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) for a in new[:-1]] + new[-1:]
+    t.record(f"{FUNCTION}.apply", "converted", f"{info.name}.apply(...) → {info.name}()(...)")
+    return updated.with_changes(func=cell, args=new)
+
+
+def apply_reference(t: "TorchToMindSpore", original: cst.Attribute) -> cst.BaseExpression | None:
+    """``fn = F.apply`` (a value, not called here) → ``fn = F()``."""
+    info = _function_of(t, original)
+    if info is None:
+        return None
+    note = f"{info.name}.apply → {info.name}()"
+    if info.imported or info.defaults:
+        t.record(f"{FUNCTION}.apply", "review", note + ": in GRAPH_MODE its calls must pass every argument, defaults too")
+    else:
+        t.record(f"{FUNCTION}.apply", "converted", note)
+    return cst.Call(cst.Name(info.name))

@@ -1,0 +1,151 @@
+"""Checkpoint statements (R18), rewritten on the source text before the libcst pass.
+
+``torch.save(m.state_dict(), p)`` → ``mindspore.save_checkpoint(m, p)``;
+``m.load_state_dict(sd)`` → ``mindspore.load_param_into_net(m, sd)`` that raises when anything is left
+unloaded (torch's strict load raises too). The arguments stay torch code: the main pass converts them
+(``torch.load(p)`` → ``mindspore.load_checkpoint(p)``).
+
+Why text and not libcst: checkpoint calls sit in most model-zoo files (torchvision's builders call
+``load_state_dict``); splicing lines found by ``ast`` costs nothing next to a second libcst
+parse + codegen of the whole file. A statement that does not own its lines (``a; b``) is left alone.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from ..analysis.imports import ImportMap
+from ..analysis.astwalk import nodes
+
+MARK = "# torch2ms:"
+_CALLS = frozenset({"save", "load_state_dict"})
+
+
+@dataclass
+class CheckpointRewrite:
+    source: str
+    notes: list[tuple[str, str, str, int]] = field(default_factory=list)  # (api, action, note, line)
+
+
+def may_have_checkpoints(tree: ast.Module) -> bool:
+    return any(_call_name(n) in _CALLS for n in nodes(tree) if isinstance(n, ast.Expr))
+
+
+def rewrite_checkpoints(source: str, tree: ast.Module, imap: ImportMap) -> CheckpointRewrite:
+    lines = source.splitlines(keepends=True)
+    schedulers = _scheduler_names(tree, imap)
+    used = _used_names(tree)
+    edits: list[tuple[int, int, list[str]]] = []  # (first line, last line, replacement lines), 1-based
+    notes: list[tuple[str, str, str, int]] = []
+    for node in nodes(tree):
+        if not isinstance(node, ast.Expr) or _call_name(node) not in _CALLS:
+            continue
+        bounds = _own_lines(node, lines)
+        if bounds is None:
+            continue
+        indent, comment = bounds
+        call: ast.Call = node.value  # type: ignore[assignment]
+        seg = lambda n: _segment(lines, n)  # noqa: E731
+        new: list[str] | None = None
+        if _resolve(imap, call.func) == "torch.save" and len(call.args) == 2 and not call.keywords:
+            obj = call.args[0]
+            if _is_method(obj, "state_dict") and not obj.args:  # type: ignore[attr-defined]
+                new = [f"mindspore.save_checkpoint({seg(obj.func.value)}, {seg(call.args[1])})"]  # type: ignore[attr-defined]
+                notes.append(("torch.save", "converted", "state_dict() saved with mindspore.save_checkpoint", node.lineno))
+        elif _is_method(call, "load_state_dict") and call.args:
+            owner = seg(call.func.value)  # type: ignore[attr-defined]
+            if owner in schedulers:
+                continue
+            strict = next((ast.unparse(k.value) for k in call.keywords if k.arg == "strict"), "True")
+            missing, unexpected = _new(used, "param_not_load"), _new(used, "ckpt_not_load")
+            new = [f"{missing}, {unexpected} = mindspore.load_param_into_net({owner}, {seg(call.args[0])})"]
+            if strict != "False":
+                new += [f"if {missing} or {unexpected}:  {MARK} torch's strict load_state_dict raises too",
+                        f"    raise RuntimeError(f\"checkpoint does not match {owner}: not loaded {{{missing}}}, \"",
+                        f"                       f\"unexpected {{{unexpected}}}\")"]
+            notes.append(("torch.nn.Module.load_state_dict", "converted",
+                          "mindspore.load_param_into_net, raising when anything is not loaded", node.lineno))
+        if new is not None:
+            if comment:
+                new[0] += "  " + comment
+            edits.append((node.lineno, node.end_lineno or node.lineno, [indent + ln + "\n" for ln in new]))
+    if not edits:
+        return CheckpointRewrite(source, notes)
+    for first, last, repl in sorted(edits, reverse=True):
+        if not lines[last - 1].endswith("\n"):
+            repl[-1] = repl[-1][:-1]
+        lines[first - 1:last] = repl
+    return CheckpointRewrite("".join(lines), sorted(notes, key=lambda n: n[3]))
+
+
+def _own_lines(node: ast.stmt, lines: list[str]) -> tuple[str, str] | None:
+    """(indentation, trailing comment) when the statement alone fills its lines, else None."""
+    end = node.end_lineno or node.lineno
+    if node.end_col_offset is None or end > len(lines):
+        return None
+    first, last = lines[node.lineno - 1], lines[end - 1]
+    indent = first.encode()[:node.col_offset].decode()
+    if indent.strip():
+        return None
+    rest = last.encode()[node.end_col_offset:].decode().strip()
+    if rest and not rest.startswith("#"):
+        return None
+    return indent, rest
+
+
+def _segment(lines: list[str], node: ast.AST) -> str:
+    """Source text of ``node`` (ast.get_source_segment re-splits the whole file on every call).
+    Offsets are UTF-8 byte offsets."""
+    first, last = node.lineno - 1, node.end_lineno - 1  # type: ignore[attr-defined]
+    if first == last:
+        return lines[first].encode()[node.col_offset:node.end_col_offset].decode()  # type: ignore[attr-defined]
+    head = lines[first].encode()[node.col_offset:].decode()  # type: ignore[attr-defined]
+    tail = lines[last].encode()[:node.end_col_offset].decode()  # type: ignore[attr-defined]
+    return "".join([head, *lines[first + 1:last], tail])
+
+
+def _call_name(stmt: ast.AST) -> str:
+    value = getattr(stmt, "value", None)
+    if not isinstance(value, ast.Call):
+        return ""
+    func = value.func
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+
+def _is_method(node: ast.AST, attr: str) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == attr
+
+
+def _resolve(imap: ImportMap, node: ast.AST) -> str | None:
+    full = imap.resolve(node)
+    return full if full and imap.is_framework(full) else None
+
+
+def _scheduler_names(tree: ast.Module, imap: ImportMap) -> set[str]:
+    out = set()
+    for n in nodes(tree):
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call):
+            if (_resolve(imap, n.value.func) or "").startswith("torch.optim.lr_scheduler."):
+                out |= {ast.unparse(t) for t in n.targets}
+    return out
+
+
+def _used_names(tree: ast.Module) -> set[str]:
+    used = set()
+    for n in nodes(tree):
+        if isinstance(n, ast.Name):
+            used.add(n.id)
+        elif isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)):
+            used.add(n.name)
+        elif isinstance(n, ast.arg):
+            used.add(n.arg)
+    return used
+
+
+def _new(used: set[str], base: str) -> str:
+    name, i = base, 2
+    while name in used:
+        name, i = f"{base}_{i}", i + 1
+    used.add(name)
+    return name
