@@ -143,9 +143,10 @@ def main() -> None:
                 if form == "jit":
                     step = ms.jit(step)
             losses = []
-            for _ in range(steps):
-                losses.append(float(step(mx, my32)))
+            for _ in range(steps):  # the example's order: step, scheduler.step(), loss.item()
+                loss = step(mx, my32)
                 sched.step()
+                losses.append(float(loss))
             return losses
         return run
 

@@ -8,10 +8,11 @@ T=.venv/bin/torch2ms
 PY=.venv/bin/python
 OUT=out/demo
 MS=$OUT/project_ms
+export GLOG_v=${GLOG_v:-3}  # MindSpore: errors only
 export SHAPES_DIR=$OUT/shapes  # where examples/project/data.py (and its conversion) keep the generated images
 start=$SECONDS
 step() { printf '\n\033[1m== %s\033[0m  (%ds)\n' "$*" $((SECONDS - start)); }
-rm -rf "$MS"
+rm -rf "$MS" "$SHAPES_DIR"
 
 step "torch2ms doctor"
 $T doctor

@@ -241,3 +241,58 @@ def test_r13_injected_inf_gradient_skips_step_and_halves_scale_like_torch(tmp_pa
     # the skipped step left the weights finite and both sides moved them identically
     for (name, p), tp in zip(mnet.parameters_and_names(), tnet.parameters()):
         np.testing.assert_allclose(p.asnumpy(), tp.detach().numpy(), rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+TRAINER = NET + '''
+
+class Trainer:
+    def __init__(self, model: nn.Module):
+        model.train()
+        self.model = model
+        self.criterion = nn.CrossEntropyLoss()
+        self.optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+        self.scaler = torch.amp.GradScaler("cuda")
+
+    def fit(self, images, labels, steps):
+        losses = []
+        for _ in range(steps):
+            self.optimizer.zero_grad()
+            with torch.cuda.amp.autocast():
+                loss = self.criterion(self.model(images), labels)
+            self.scaler.scale(loss).backward()
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+            losses.append(loss.item())
+        return losses
+'''
+
+
+@pytest.mark.differential
+def test_r13_trainer_class_with_self_attributes(tmp_path):
+    """self.model / self.optimizer / self.scaler: inside TrainStep.construct `self` is the step Cell,
+    so the generated code binds them to locals first."""
+    ms = pytest.importorskip("mindspore")
+    torch = pytest.importorskip("torch")
+    conv = convert_source(TRAINER)
+    code = _body(conv.code) if "def train" in conv.code else conv.code
+    assert "not converted" not in code, code
+    assert 'amp_model = ms.amp.auto_mixed_precision(self.model, "O1", dtype=ms.float16)' in code
+    assert "optimizer = self.optimizer" in code and "scaler = self.scaler" in code
+    construct = code[code.index("def construct(self):"):code.index("train_step = TrainStep()")]
+    assert not re.search(r"^[^#]*self\.", construct, re.M), construct
+    (tmp_path / "tt.py").write_text(TRAINER, encoding="utf-8")
+    (tmp_path / "mt.py").write_text(conv.code, encoding="utf-8")
+    tmod, mmod = _load(tmp_path / "tt.py", "t2m_amp_tr_t"), _load(tmp_path / "mt.py", "t2m_amp_tr_m")
+    try:
+        torch.manual_seed(0)
+        tnet, mnet = tmod.Net(), mmod.Net()
+        _copy_weights(tnet, mnet)
+        rng = np.random.default_rng(2)
+        x = rng.standard_normal((8, 3, 8, 8)).astype(np.float32)
+        y = rng.integers(0, 10, 8)
+        expected = np.array(_torch_quiet(lambda: tmod.Trainer(tnet).fit(torch.from_numpy(x), torch.from_numpy(y), 8)))
+        got = np.array(mmod.Trainer(mnet).fit(ms.Tensor(x), ms.Tensor(y), 8))
+    finally:
+        sys.modules.pop("t2m_amp_tr_t", None)
+        sys.modules.pop("t2m_amp_tr_m", None)
+    assert np.max(np.abs(got - expected) / np.abs(expected)) <= 2e-3, list(zip(expected, got))

@@ -1,7 +1,7 @@
 """Demo: examples/project's training functions, the torch originals and their conversions, trained 50 steps
 from the same initial weights on the same batches (MindSpore in GRAPH_MODE); the loss curves side by side.
 
-    python examples/demo/train_both.py CONVERTED_DIR OUT_DIR [cnn-sgd,cnn-adamw,lstm,gpt]
+    python examples/demo/train_both.py CONVERTED_DIR OUT_DIR [cnn-sgd,lstm,gpt]   (also: cnn-adamw)
 
 OUT_DIR holds what examples/demo/project_torch.py and `torch2ms weights` wrote: cnn_init.pth (torch),
 cnn_init.ckpt (its conversion, loaded into the MindSpore CNN) and cnn_batches.npz (the batches of the
@@ -119,7 +119,7 @@ RUNS = {
 }
 
 
-def main(converted: str, out_dir: str, which: str = "cnn-sgd,cnn-adamw,lstm,gpt") -> int:
+def main(converted: str, out_dir: str, which: str = "cnn-sgd,lstm,gpt") -> int:
     import contextlib
     import io
     import time

@@ -17,7 +17,7 @@ from torchvision import datasets, transforms
 
 DATA_DIR = os.environ.get("SHAPES_DIR", os.path.join("data", "shapes"))
 CLASSES = ("hbar", "square", "vbar")  # ImageFolder sorts class folders by name
-IMAGE_SIZE = 32
+IMAGE_SIZE = 16
 MEAN = (0.5, 0.5, 0.5)
 STD = (0.25, 0.25, 0.25)
 
@@ -25,13 +25,14 @@ STD = (0.25, 0.25, 0.25)
 def _draw(kind, rng, size):
     img = rng.integers(0, 60, (size, size, 3))  # dark noise background
     color = rng.integers(150, 256, 3)
-    r, c = rng.integers(4, size - 12, 2)
+    thick, length = size // 8, size // 2
+    r, c = rng.integers(1, size - length, 2)
     if kind == "hbar":
-        img[r:r + 4, c - 2:c + 10] = color
+        img[r:r + thick, c:c + length] = color
     elif kind == "vbar":
-        img[r - 2:r + 10, c:c + 4] = color
+        img[r:r + length, c:c + thick] = color
     else:
-        img[r:r + 8, c:c + 8] = color
+        img[r:r + length // 2 + 1, c:c + length // 2 + 1] = color
     return Image.fromarray(img.astype(np.uint8))
 
 

@@ -16,7 +16,7 @@ from models import SmallCNN
 def make_optimizer(params, name, epochs):
     """The optimizer and its LR schedule (stepped once per epoch)."""
     if name == "sgd":
-        optimizer = torch.optim.SGD(params, lr=0.02, momentum=0.9, weight_decay=5e-4)
+        optimizer = torch.optim.SGD(params, lr=0.01, momentum=0.9, weight_decay=5e-4)
         scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=3, gamma=0.5)
     else:
         optimizer = torch.optim.AdamW(params, lr=1e-3, weight_decay=0.01)

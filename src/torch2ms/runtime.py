@@ -65,6 +65,15 @@ class TorchCompat:
         return f"TorchCompat({self.torch_name!r})"
 
 
+def as_parameters(state: Any) -> dict[str, Any]:
+    """A state dict for ``mindspore.load_param_into_net``, which takes Parameters only: torch's
+    ``load_state_dict`` takes plain tensors too (``{k: torch.tensor(v)}``)."""
+    import mindspore as ms
+
+    return {k: v if isinstance(v, ms.Parameter) else ms.Parameter(v if isinstance(v, ms.Tensor) else ms.Tensor(v), name=k)
+            for k, v in dict(state).items()}
+
+
 def add_module(cell: Any, name: str, child: Any) -> None:
     """torch ``Module.add_module``: also appends to a SequentialCell's run order, as torch does."""
     import mindspore

@@ -26,6 +26,12 @@ _CALLS = frozenset({"save", "load_state_dict"})
 class CheckpointRewrite:
     source: str
     notes: list[tuple[str, str, str, int]] = field(default_factory=list)  # (api, action, note, line)
+    # line of the rewritten source → line of the original: a generated statement's lines all map
+    # to the first line of the statement it replaced
+    lines: dict[int, int] = field(default_factory=dict)
+
+    def to_original(self, line: int) -> int:
+        return self.lines.get(line, line)
 
 
 def may_have_checkpoints(tree: ast.Module) -> bool:
@@ -59,7 +65,11 @@ def rewrite_checkpoints(source: str, tree: ast.Module, imap: ImportMap) -> Check
                 continue
             strict = next((ast.unparse(k.value) for k in call.keywords if k.arg == "strict"), "True")
             missing, unexpected = _new(used, "param_not_load"), _new(used, "ckpt_not_load")
-            new = [f"{missing}, {unexpected} = mindspore.load_param_into_net({owner}, {seg(call.args[0])})"]
+            state = seg(call.args[0])
+            if not (isinstance(call.args[0], ast.Call) and _resolve(imap, call.args[0].func) == "torch.load"):
+                # load_param_into_net takes Parameters only; torch also takes plain tensors.
+                state = f"torch2ms.runtime.as_parameters({state})"
+            new = [f"{missing}, {unexpected} = mindspore.load_param_into_net({owner}, {state})"]
             if strict != "False":
                 new += [f"if {missing} or {unexpected}:  {MARK} torch's strict load_state_dict raises too",
                         f"    raise RuntimeError(f\"checkpoint does not match {owner}: not loaded {{{missing}}}, \"",
@@ -72,11 +82,30 @@ def rewrite_checkpoints(source: str, tree: ast.Module, imap: ImportMap) -> Check
             edits.append((node.lineno, node.end_lineno or node.lineno, [indent + ln + "\n" for ln in new]))
     if not edits:
         return CheckpointRewrite(source, notes)
+    mapping: dict[int, int] = {}
+    shift = 0
+    for first, last, repl in sorted(edits):
+        for k in range(len(repl)):
+            mapping[first + shift + k] = first
+        shift += len(repl) - (last - first + 1)
+        mapping[last + 1 + shift] = last + 1  # lines after the block: the running shift
     for first, last, repl in sorted(edits, reverse=True):
         if not lines[last - 1].endswith("\n"):
             repl[-1] = repl[-1][:-1]
         lines[first - 1:last] = repl
-    return CheckpointRewrite("".join(lines), sorted(notes, key=lambda n: n[3]))
+    return CheckpointRewrite("".join(lines), sorted(notes, key=lambda n: n[3]), _fill(mapping, len(lines)))
+
+
+def _fill(mapping: dict[int, int], n: int) -> dict[int, int]:
+    """Unchanged lines between the blocks continue from the last known line."""
+    out, prev_new, prev_old = {}, 0, 0
+    for new in range(1, n + 1):
+        if new in mapping:
+            prev_new, prev_old = new, mapping[new]
+            out[new] = prev_old
+        else:
+            out[new] = prev_old + (new - prev_new)
+    return out
 
 
 def _own_lines(node: ast.stmt, lines: list[str]) -> tuple[str, str] | None:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from ..analysis.astwalk import nodes
 from ..analysis.infer import MODULE, Scope
 from ..analysis.imports import ImportMap
 from ..analysis.scan import collect
@@ -18,7 +19,6 @@ from .plan import PlanMismatch, change_keys
 from .quiet import hide_quiet_statements
 from .training import LineMap, rewrite_training
 from .transformer import MARK, Change, TorchToMindSpore, code as _code, dotted, module_facts
-from ..analysis.astwalk import nodes
 
 
 @dataclass
@@ -180,7 +180,7 @@ def convert_source(source: str, path: str = "<string>", kb: KB | None = None,
     changes = t.changes
     if training is not None:
         if work != source:
-            to_original = LineMap(source, work)
+            to_original = training.line_map or LineMap(source, work)
             for c in changes:
                 c.line = to_original(c.line)
         changes = sorted([*changes, *(Change(n.api, n.action, n.note, n.line) for n in training.notes)],

@@ -85,8 +85,8 @@ def header_nodes(stmt: ast.stmt) -> list[ast.AST]:
 def build_plan(tree: ast.Module, imap: ImportMap, kb: KB) -> list[Stmt]:
     """Statements in pre-order, each flagged when something inside may need converting."""
     torch_names = {local for local, full in imap.names.items() if imap.is_framework(full)}
-    if "mindspore" not in imap.names:
-        torch_names.add("mindspore")  # code the training/checkpoint pre-pass wrote (names shortened by the main pass)
+    # Code the training/checkpoint pre-pass wrote (its names are shortened by the main pass).
+    torch_names |= {"mindspore", "torch2ms"} - set(imap.names)
     attrs = attribute_names(kb)
     plan: list[Stmt] = []
 

@@ -1,64 +1,67 @@
-"""Top-level statements with nothing to convert never reach libcst.
+"""Statements with nothing to convert never reach libcst.
 
-A third of a model zoo's lines are module-level statements that mention no torch name (weight
-enums with their metadata dicts, constants, ``__all__``, plain helpers). The plan (plan.py) already
-knows them; here each one is swapped for a one-line placeholder before the libcst parse and its
-original text is put back after codegen, so neither parse nor codegen pays for it, and the text
-comes back byte for byte.
+Most lines of a model zoo need no change: module-level weight enums with their metadata dicts,
+constants, ``__all__``, plain helpers, and inside classes the many multi-line statements that
+mention no torch name. The plan (plan.py) already knows them; here each multi-line one is swapped
+for a one-line placeholder (at its own indentation) before the libcst parse and its original text
+is put back after codegen, so neither parse nor codegen pays for it, and the text comes back byte
+for byte.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 
 from .plan import Stmt
 
 PREFIX = "__torch2ms_kept_"
+_PLACEHOLDER = re.compile(rf"{PREFIX}(\d+)__")
 
 
 @dataclass
 class Quiet:
     source: str  # the text libcst parses: quiet statements replaced by placeholders
     plan: list[Stmt]  # the plan of that text (placeholders are single quiet statements)
-    segments: dict[str, str]  # placeholder → original text (without its last newline)
+    segments: list[str]  # placeholder i → original text (from its first non-blank character)
 
     def restore(self, code: str) -> str:
-        for name, text in self.segments.items():
-            code = code.replace(name, text, 1)
-        return code
+        return _PLACEHOLDER.sub(lambda m: self.segments[int(m.group(1))], code)
 
 
 def hide_quiet_statements(source: str, tree: ast.Module, plan: list[Stmt]) -> Quiet | None:
     """None when there is nothing worth hiding (or the file is unusual enough not to try)."""
     if PREFIX in source:
         return None
-    body = tree.body
-    top = {id(n): i for i, n in enumerate(body)}
     lines = source.splitlines(keepends=True)
+    nested_too = "autograd" not in source  # autograd_function.py reads whole Function bodies
     hide: dict[int, tuple[int, int]] = {}  # plan index → (first line, last line), 1-based
-    for pi, info in enumerate(plan):
-        bi = top.get(id(info.node))
-        if bi is None or info.interesting:
-            continue
+    saved = 0
+    open_: list[tuple[int, bool]] = []  # enclosing statements: (last nested plan index, unsafe)
+    pi = 0
+    while pi < len(plan):
+        while open_ and open_[-1][0] < pi:
+            open_.pop()
+        info = plan[pi]
         node = info.node
-        if bi == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
-            continue  # the module docstring: imports are inserted after it
-        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
-        last = node.end_lineno or node.lineno
-        # The statement must own its lines (no ``a = 1; b = 2`` sharing them with a neighbour).
-        if bi > 0 and (body[bi - 1].end_lineno or 0) >= first:
-            continue
-        if bi + 1 < len(body) and min([body[bi + 1].lineno, *(d.lineno for d in getattr(body[bi + 1], "decorator_list", []))]) <= last:
-            continue
-        if last > len(lines) or node.col_offset != 0:
-            continue
-        hide[pi] = (first, last)
-    if sum(last - first + 1 for first, last in hide.values()) < 8:
+        if not info.interesting:
+            span = None if (open_ and (not nested_too or open_[-1][1])) else _own_lines(node, lines)
+            if span is not None and span[1] > span[0] and not _is_docstring(node, tree):
+                hide[pi] = span
+                saved += span[1] - span[0]
+                pi += 1 + info.size  # its nested statements go with it
+                continue
+        if info.size:
+            # A with-block the converter may unwrap (no_grad) re-indents its body: keep it whole.
+            unsafe = isinstance(node, (ast.With, ast.AsyncWith)) and info.header
+            open_.append((pi + info.size, unsafe or bool(open_ and open_[-1][1])))
+        pi += 1
+    if saved < 8:
         return None  # a few lines: not worth the bookkeeping
     out: list[str] = []
     new_plan: list[Stmt] = []
-    segments: dict[str, str] = {}
+    segments: list[str] = []
     at = 1  # next source line to copy
     pi = 0
     while pi < len(plan):
@@ -69,14 +72,43 @@ def hide_quiet_statements(source: str, tree: ast.Module, plan: list[Stmt]) -> Qu
             continue
         first, last = hide[pi]
         out += lines[at - 1:first - 1]
-        name = f"{PREFIX}{len(segments)}__"
         text = "".join(lines[first - 1:last])
-        body_text = text.rstrip("\r\n")
-        segments[name] = body_text
-        out.append(name + text[len(body_text):])
+        indent = text[:len(text) - len(text.lstrip(" \t"))]
+        body = text[len(indent):].rstrip("\r\n")
+        name = f"{PREFIX}{len(segments)}__"
+        segments.append(body)
+        out.append(indent + name + text[len(indent) + len(body):])
         at = last + 1
-        placeholder = ast.Expr(ast.Name(name, ast.Load()), lineno=first, col_offset=0, end_lineno=first, end_col_offset=len(name))
+        placeholder = ast.Expr(ast.Name(name, ast.Load()), lineno=first, col_offset=len(indent.encode()),
+                               end_lineno=first, end_col_offset=len(indent.encode()) + len(name))
         new_plan.append(Stmt(placeholder, False, 0))
-        pi += 1 + info.size  # its nested statements go with it
+        pi += 1 + info.size
     out += lines[at - 1:]
     return Quiet("".join(out), new_plan, segments)
+
+
+def _own_lines(node: ast.stmt, lines: list[str]) -> tuple[int, int] | None:
+    """(first line, last line) when the statement alone fills them (decorators included)."""
+    decorators = getattr(node, "decorator_list", [])
+    first = min([node.lineno, *(d.lineno for d in decorators)])
+    last = node.end_lineno or node.lineno
+    if last > len(lines) or node.end_col_offset is None:
+        return None
+    head = lines[first - 1].encode()
+    if decorators:
+        if not head.lstrip().startswith(b"@") or head[:node.col_offset].strip():
+            return None
+    elif head[:node.col_offset].strip():
+        return None  # something before it on its line (``a = 1; b = ...``, ``if x: y``)
+    tail = lines[last - 1].encode()[node.end_col_offset:].strip()
+    if tail and not tail.startswith(b"#"):
+        return None  # something after it on its last line
+    if any(ln.rstrip("\r\n").endswith("\\") for ln in lines[first - 1:last]):
+        return None  # a backslash continuation: keep libcst's view of the logical lines
+    return first, last
+
+
+def _is_docstring(node: ast.stmt, tree: ast.Module) -> bool:
+    """The module docstring: imports are inserted after it, so it must stay a real statement."""
+    return bool(tree.body) and node is tree.body[0] and isinstance(node, ast.Expr) \
+        and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)

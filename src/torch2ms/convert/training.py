@@ -15,6 +15,12 @@ Two shapes are generated (bench/train_step_bench.py measured them):
   become an explicit tuple: ``zero_grad`` → ``None``, ``backward`` → add, ``step`` → ``optimizer(sum)``.
 Anything else keeps its torch statements and gets a ``# torch2ms: not converted — training loop: ...``.
 
+Mixed precision (R13): ``with torch.autocast(...)`` blocks in the loop body are inlined into
+``forward_fn``, whose model call goes to ``amp_model = mindspore.amp.auto_mixed_precision(model, "O1")``
+(shares the model's parameters; bfloat16 falls back to float32 on CPU, which has no bfloat16 kernels).
+``scaler.scale(loss).backward() … scaler.step(opt); scaler.update()`` becomes MindSpore's documented
+DynamicLossScaler step: scale in forward_fn, unscale, ``all_finite``, optimizer under ``if finite``, ``adjust``.
+
 Checkpoints (R18): ``torch.save(m.state_dict(), p)`` → ``mindspore.save_checkpoint(m, p)``;
 ``m.load_state_dict(x)`` → ``mindspore.load_param_into_net`` plus a check that raises on anything not
 loaded (torch's strict=True), never a silent partial load.
@@ -25,13 +31,14 @@ from __future__ import annotations
 import ast
 import difflib
 from dataclasses import dataclass, field
+from typing import Callable
 
 import libcst as cst
 
+from ..analysis.astwalk import nodes
 from ..analysis.imports import ImportMap
 from .checkpoints import rewrite_checkpoints
 from .distributed import rewrite_distributed
-from ..analysis.astwalk import nodes
 
 MARK = "# torch2ms:"
 _EMPTY = cst.Module([])
@@ -59,6 +66,8 @@ class TrainingRewrite:
     # The libcst tree of ``source`` when the pass parsed it: saves the main pass a second parse.
     parsed: cst.Module | None = None
     tree: ast.Module | None = None  # the ast of ``source`` when the pass parsed it
+    # exact line map rewritten → original when only text edits were made (else module.py diffs)
+    line_map: Callable[[int], int] | None = None
 
 
 class LineMap:
@@ -213,14 +222,14 @@ class _Amp:
 
 
 class _RenameCall(cst.CSTTransformer):
-    """``model(...)`` → ``amp_model(...)``."""
+    """``model(...)`` / ``self.model(...)`` → ``amp_model(...)``."""
 
     def __init__(self, old: str, new: str) -> None:
         super().__init__()
         self.old, self.new = old, new
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
-        if isinstance(updated.func, cst.Name) and updated.func.value == self.old:
+        if isinstance(updated.func, (cst.Name, cst.Attribute)) and code(updated.func) == self.old:
             return updated.with_changes(func=cst.Name(self.new))
         return updated
 
@@ -407,7 +416,7 @@ class TrainingPass:
         values = ", ".join([loss_name or "_", *aux])
         values_t = f"({values})" if aux else values
         has_aux = ", has_aux=True" if aux else ""
-        n_amp = self.names.new(f"amp_{amp.model}") if amp and amp.model and amp.dtype else None
+        n_amp = self.names.new(f"amp_{amp.model.split('.')[-1]}") if amp and amp.model and amp.dtype else None
         fwd_body = "".join(code(body[i].visit(_RenameCall(amp.model, n_amp)) if n_amp and id(body[i]) in amp.inside
                                 else body[i]) for i in fwd_idx)
         fwd_body = "".join("    " + line if line.strip() else line for line in fwd_body.splitlines(True))
@@ -454,15 +463,22 @@ class TrainingPass:
             first = loss_name or "loss"
             got = f"({', '.join([first, *aux])})" if aux else first
             returns = ", ".join([first, *aux, *clip_out])
-            update = f"        {opt}(grads)\n"
+            n_opt = opt
+            if opt.split(".")[0] == "self":  # inside construct, self is the TrainStep Cell
+                n_opt = self.names.new(opt.split(".")[-1])
+                setup += f"{n_opt} = {opt}\n"
+            update = f"        {n_opt}(grads)\n"
             if scaler is not None:  # R13: torch's GradScaler step as MindSpore's documented loss-scaling step
-                n_fin = self.names.new("grads_finite")
-                clip_src = (f"{first} = {scaler}.unscale({first})\n"
-                            f"grads = {scaler}.unscale(grads)  {MARK} scaler.unscale_({opt})\n"
+                n_fin, n_sc = self.names.new("grads_finite"), scaler
+                if scaler.split(".")[0] == "self":
+                    n_sc = self.names.new(scaler.split(".")[-1])
+                    setup += f"{n_sc} = {scaler}\n"
+                clip_src = (f"{first} = {n_sc}.unscale({first})\n"
+                            f"grads = {n_sc}.unscale(grads)  {MARK} {scaler}.unscale_({opt})\n"
                             f"{n_fin} = mindspore.amp.all_finite(grads)\n" + clip_src)
-                update = (f"        if {n_fin}:  {MARK} scaler.step({opt}) skips the step when a gradient is inf/nan\n"
-                          f"            {opt}(grads)\n"
-                          f"        {scaler}.adjust({n_fin})  {MARK} {scaler}.update(): halve the scale on overflow\n")
+                update = (f"        if {n_fin}:  {MARK} {scaler}.step({opt}) skips the step when a gradient is inf/nan\n"
+                          f"            {n_opt}(grads)\n"
+                          f"        {n_sc}.adjust({n_fin})  {MARK} {scaler}.update(): halve the scale on overflow\n")
             clip_src = "".join("        " + ln + "\n" for ln in clip_src.splitlines())
             setup += (f"{gap}class {n_cls}(mindspore.nn.Cell):\n"
                       f'    """Forward, loss.backward() and {opt}.step() of the torch loop as one Cell."""\n\n'
@@ -526,7 +542,14 @@ class TrainingPass:
             amp.blocks.append(s)
             amp.inside |= {id(c) for c in s.body.body}
             out.extend(s.body.body)
-        amp.model = self._model_name([a for c in out if id(c) in amp.inside and (a := _stmt_ast(c)) is not None])
+        # the model: the first module called, in evaluation order (criterion(model(x), y) → model)
+        inside = [a for c in out if id(c) in amp.inside and (a := _stmt_ast(c)) is not None]
+        amp.model = next((ast.unparse(n.func) for a in inside for n in _post_order(a) if isinstance(n, ast.Call)
+                          and not self.resolve(n.func) and (isinstance(n.func, ast.Name) and n.func.id[:1].islower()
+                          or isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name)
+                          and n.func.value.id == "self")), None)
+        if amp.dtype and not amp.model:
+            raise _Fail("autocast around a forward that calls no module: port by hand")
         return out, amp
 
     def _autocast_args(self, full: str, call: ast.Call, amp: _Amp) -> None:
@@ -710,6 +733,13 @@ def _flush_blank_lines(stmts: list[cst.BaseStatement]) -> list[cst.BaseStatement
     return out
 
 
+def _post_order(node: ast.AST):
+    """Nodes children first: the order in which calls are evaluated."""
+    for child in ast.iter_child_nodes(node):
+        yield from _post_order(child)
+    yield node
+
+
 def _is_method(node: ast.AST, attr: str) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == attr
 
@@ -767,14 +797,13 @@ def _rewrite_training(source: str, tree: ast.Module, imap: ImportMap, distribute
     if work != source:
         tree = ast.parse(work)
     if "backward" not in work or not _has_backward(tree):
-        return TrainingRewrite(work, notes, tree=tree)
+        return TrainingRewrite(work, notes, tree=tree, line_map=ck.to_original if work != source else None)
     p = TrainingPass(work, tree, imap)
     p.distributed = distributed  # DDP averaged gradients in backward(): the step all-reduces them
     result = p.run()
     if work != source:
-        back = LineMap(source, work)
         for n in result.notes:
-            n.line = back(n.line)
+            n.line = ck.to_original(n.line)
     result.notes = sorted([*notes, *result.notes], key=lambda n: n.line)
     return result
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from ..analysis.astwalk import nodes
 from ..analysis.imports import ImportMap
 from ..analysis.infer import (
     MODULE, OPTIMIZER, TENSOR, TENSOR_ONLY_METHODS, Scope, expr_type, infer_function, module_classes,
@@ -24,7 +25,6 @@ from ..kb.rewrite import CallRewrite, rewrite_call
 from . import autograd_function, data_pipeline, handlers
 from .names import MindSporeNames
 from .plan import PlanMismatch, Stmt, build_plan
-from ..analysis.astwalk import nodes
 
 MARK = "# torch2ms:"
 _EMPTY = cst.Module([])
@@ -472,9 +472,11 @@ class TorchToMindSpore(cst.CSTTransformer):
         self._attr_depth -= 1
 
     def _generated_ms(self, node: cst.Attribute) -> bool:
-        """``mindspore.x.y`` written by the training/checkpoint pre-pass (the torch file imports no mindspore)."""
-        return self.facts.training_generated and isinstance(node.value, (cst.Name, cst.Attribute)) \
-            and (dotted(node) or "").startswith("mindspore.") and "mindspore" not in self.imap.names
+        """``mindspore.x.y`` or ``torch2ms.runtime.f`` written by the training/checkpoint pre-pass."""
+        if not self.facts.training_generated or not isinstance(node.value, (cst.Name, cst.Attribute)):
+            return False
+        root = (dotted(node) or "").split(".", 1)[0]
+        return root in ("mindspore", "torch2ms") and root not in self.imap.names
 
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
         if self._generated_ms(original):

@@ -1,0 +1,168 @@
+"""The converter's fast paths change nothing but speed: checkpoint statements rewritten on the text
+(convert/checkpoints.py) and top-level statements with nothing to convert kept out of libcst
+(convert/quiet.py) give exact output and exact report lines."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import numpy as np
+import pytest
+
+from torch2ms.convert import convert_source
+from torch2ms.convert import quiet
+
+CHECKPOINTS = textwrap.dedent('''\
+    import torch
+    import torch.nn as nn
+
+
+    def load(net, path, arrays):
+        net.load_state_dict(torch.load(path))
+        net.load_state_dict({k: torch.tensor(v) for k, v in arrays.items()}, strict=False)
+        sd = torch.load(path)  # keep
+        net.load_state_dict(sd)  # the same weights
+        torch.save(net.state_dict(), path); print("saved")
+        torch.save(
+            net.state_dict(),
+            path,
+        )
+''')
+
+
+def test_r18_checkpoint_statements_and_report_lines_are_exact():
+    res = convert_source(CHECKPOINTS, "ck.py")
+    code = res.code
+    assert "param_not_load, ckpt_not_load = ms.load_param_into_net(net, ms.load_checkpoint(path))" in code
+    # Plain tensors are wrapped: load_param_into_net takes Parameters only.
+    assert "ms.load_param_into_net(net, as_parameters({k: ms.tensor(v) for k, v in arrays.items()}))" in code
+    assert "from torch2ms.runtime import as_parameters" in code
+    # strict=False: no raise after that load; strict loads raise.
+    assert code.count("raise RuntimeError") == 2
+    # The trailing comment stays on the statement.
+    assert "ms.load_param_into_net(net, as_parameters(sd))  # the same weights" in code
+    # A statement sharing its line (`; print(...)`) is not spliced; the multi-line one is.
+    assert 'torch.save(net.state_dict(), path); print("saved")' not in code or "not converted" in code
+    assert "ms.save_checkpoint(net, path)" in code
+    ast.parse(code)
+    lines = {(c.api, c.line) for c in res.changes}
+    assert ("torch.nn.Module.load_state_dict", 6) in lines
+    assert ("torch.tensor", 7) in lines and ("torch.nn.Module.load_state_dict", 7) in lines
+    assert ("torch.load", 8) in lines
+    assert ("torch.nn.Module.load_state_dict", 9) in lines
+    assert ("torch.save", 11) in lines
+    assert convert_source(code, "ck.py").code == code
+
+
+@pytest.mark.differential
+def test_r18_as_parameters_loads_plain_tensors_into_a_cell():
+    import mindspore as ms
+    import torch
+
+    from torch2ms.runtime import as_parameters
+
+    t = torch.nn.Linear(3, 2)
+    net = ms.nn.Dense(3, 2)
+    state = {"weight": ms.Tensor(t.weight.detach().numpy()), "bias": t.bias.detach().numpy()}
+    not_loaded, unexpected = ms.load_param_into_net(net, as_parameters(state))
+    assert not not_loaded and not unexpected
+    x = np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32)
+    np.testing.assert_allclose(net(ms.Tensor(x)).asnumpy(), t(torch.from_numpy(x)).detach().numpy(), atol=1e-6)
+
+
+QUIET = textwrap.dedent('''\
+    """Docstring."""
+    import torch
+    import torch.nn as nn
+
+    # a comment that belongs to the table
+    _META = {
+        "categories": ["a", "b"],   # odd   spacing kept
+        "recipe": "https://example.org",
+        "min_size": (1, 1),
+        "extra": [
+            1,
+            2,
+        ],
+    }
+
+
+    def helper(a, b):
+        return a + b  # no torch here
+
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 2)
+
+        def forward(self, x):
+            return self.fc(x).view(x.size(0), -1)
+
+
+    __all__ = ["Net", "helper"]
+''')
+
+
+def test_r6_quiet_statements_come_back_byte_for_byte_and_lines_are_exact():
+    tree = ast.parse(QUIET)
+    res = convert_source(QUIET, "q.py")
+    for text in ('_META = {\n    "categories": ["a", "b"],   # odd   spacing kept',
+                 "def helper(a, b):\n    return a + b  # no torch here",
+                 '__all__ = ["Net", "helper"]', "# a comment that belongs to the table"):
+        assert text in res.code
+    assert quiet.PREFIX not in res.code
+    assert "nn.Dense(4, 2)" in res.code and "x.shape[0]" in res.code
+    lines = {c.api: c.line for c in res.changes}
+    assert lines["torch.nn.Linear"] == 24 and lines["torch.Tensor.size"] == 27
+    assert convert_source(res.code, "q.py").code == res.code
+    # The same output as with the fast path switched off.
+    from torch2ms.convert import module
+
+    saved = module.hide_quiet_statements
+    module.hide_quiet_statements = lambda *a: None
+    try:
+        slow = convert_source(QUIET, "q.py")
+    finally:
+        module.hide_quiet_statements = saved
+    assert slow.code == res.code
+    assert [(c.api, c.line) for c in slow.changes] == [(c.api, c.line) for c in res.changes]
+    assert tree  # the input parsed
+
+
+@pytest.mark.slow
+def test_r6_fast_path_changes_nothing_on_torchvision(monkeypatch):
+    """The installed torchvision models/ + ops/ (real code nobody here wrote): the same output and
+    the same report, line for line, with the quiet-statement fast path on and off."""
+    import importlib.util
+    from pathlib import Path
+
+    from torch2ms.analysis.infer import project_module_classes
+    from torch2ms.convert import module
+    from torch2ms.convert.project import local_packages
+    from torch2ms.kb import load_kb
+
+    spec = importlib.util.find_spec("torchvision")
+    if spec is None:
+        pytest.skip("torchvision is not installed")
+    root = Path(list(spec.submodule_search_locations)[0])
+    sources = {p: p.read_text(encoding="utf-8") for sub in ("models", "ops") for p in sorted((root / sub).rglob("*.py"))}
+    kb, roots = load_kb(), local_packages(root)
+    modules = project_module_classes([ast.parse(s) for s in sources.values()], roots)
+
+    def run() -> dict:
+        out = {}
+        for p, s in sources.items():
+            r = convert_source(s, str(p), kb=kb, local_roots=roots, project_modules=modules)
+            out[p] = (r.code, r.error, [(c.api, c.action, c.line) for c in r.changes])
+        return out
+
+    fast = run()
+    hidden = []
+    real = module.hide_quiet_statements
+    monkeypatch.setattr(module, "hide_quiet_statements", lambda *a: hidden.append(real(*a)) or None)
+    slow = run()
+    assert sum(len(q.segments) for q in hidden if q) > 100  # the fast path really was taken
+    assert [p for p in sources if fast[p] != slow[p]] == []
+    assert all(err is None for _, err, _ in fast.values())
