@@ -34,7 +34,7 @@ CHECKPOINTS = textwrap.dedent('''\
 def test_r18_checkpoint_statements_and_report_lines_are_exact():
     res = convert_source(CHECKPOINTS, "ck.py")
     code = res.code
-    assert "param_not_load, ckpt_not_load = ms.load_param_into_net(net, ms.load_checkpoint(path))" in code
+    assert "param_not_load, ckpt_not_load = ms.load_param_into_net(net, ms.load_checkpoint(ckpt_path(path)))" in code
     # Plain tensors are wrapped: load_param_into_net takes Parameters only.
     assert "ms.load_param_into_net(net, as_parameters({k: ms.tensor(v) for k, v in arrays.items()}))" in code
     assert "from torch2ms.runtime import as_parameters" in code
@@ -44,7 +44,7 @@ def test_r18_checkpoint_statements_and_report_lines_are_exact():
     assert "ms.load_param_into_net(net, as_parameters(sd))  # the same weights" in code
     # A statement sharing its line (`; print(...)`) is not spliced; the multi-line one is.
     assert 'torch.save(net.state_dict(), path); print("saved")' not in code or "not converted" in code
-    assert "ms.save_checkpoint(net, path)" in code
+    assert "ms.save_checkpoint(net, ckpt_path(path))" in code
     ast.parse(code)
     lines = {(c.api, c.line) for c in res.changes}
     assert ("torch.nn.Module.load_state_dict", 6) in lines

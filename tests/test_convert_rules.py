@@ -405,3 +405,12 @@ def test_idempotent_on_converted_output():
         ''')
     once = convert_source(src, "m.py").code
     assert convert_source(once, "m.py").code == once
+
+
+def test_r8_module_only_methods_on_an_untyped_parameter_are_converted():
+    # `model` is a plain function parameter: eval()/parameters() exist on nn.Module only.
+    src = ("import torch\n\n\ndef make(model, lr):\n    model.eval()\n"
+           "    return torch.optim.SGD(model.parameters(), lr=lr)\n\n\ndef run(trainer):\n    trainer.train()\n")
+    code = convert_source(src, "m.py").code
+    assert "model.set_train(False)" in code and "model.get_parameters()" in code
+    assert "trainer.train()" in code  # train() is left alone: trainers have it too

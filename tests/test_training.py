@@ -299,14 +299,14 @@ def test_r18_checkpoint_round_trip_and_missing_parameter_raises(tmp_path):
     pytest.importorskip("mindspore")
     res = convert_source(CKPT)
     code = res.code
-    assert "ms.save_checkpoint(model, path)" in code
-    assert "param_not_load, ckpt_not_load = ms.load_param_into_net(model, ms.load_checkpoint(path))" in code
+    assert "ms.save_checkpoint(model, ckpt_path(path))" in code
+    assert "param_not_load, ckpt_not_load = ms.load_param_into_net(model, ms.load_checkpoint(ckpt_path(path)))" in code
     assert "raise RuntimeError" in code
     (tmp_path / "ckpt_ms.py").write_text(code, encoding="utf-8")
     mod = _load(tmp_path / "ckpt_ms.py", "t2m_tr_ckpt")
     try:
         a, b = mod.Net(), mod.Net()
-        path = str(tmp_path / "net.ckpt")
+        path = str(tmp_path / "net.pth")  # torch's usual name: MindSpore's writer appends .ckpt, the loader must follow
         mod.save(a, path)
         mod.load(b, path)
         for (na, pa), (nb, pb) in zip(a.parameters_and_names(), b.parameters_and_names()):

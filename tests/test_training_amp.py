@@ -178,8 +178,9 @@ def _torch_quiet(fn, *args):
 
 @pytest.mark.differential
 @pytest.mark.parametrize("mode", ["PYNATIVE_MODE", "GRAPH_MODE"])
-def test_r13_amp_loop_loss_curve_matches_torch(tmp_path, mode):
+def test_r13_amp_loop_loss_curve_matches_torch(tmp_path, monkeypatch, mode):
     ms = pytest.importorskip("mindspore")
+    monkeypatch.chdir(tmp_path)  # O1 (mindspore.rewrite) writes ./rewritten_network/NetOpt_*.py
     torch = pytest.importorskip("torch")
     conv = convert_source(AMP_LOOP)
     (tmp_path / "t.py").write_text(AMP_LOOP, encoding="utf-8")
@@ -208,8 +209,9 @@ def test_r13_amp_loop_loss_curve_matches_torch(tmp_path, mode):
 
 
 @pytest.mark.differential
-@pytest.mark.parametrize("steps, scale", [(4, 512.0), (7, 1024.0)])
-def test_r13_injected_inf_gradient_skips_step_and_halves_scale_like_torch(tmp_path, steps, scale):
+@pytest.mark.parametrize("steps, scale, mode", [(4, 512.0, "PYNATIVE_MODE"), (7, 1024.0, "PYNATIVE_MODE"),
+                                               (7, 1024.0, "GRAPH_MODE")])
+def test_r13_injected_inf_gradient_skips_step_and_halves_scale_like_torch(tmp_path, steps, scale, mode):
     """Batch 2 holds an inf: torch's GradScaler and the converted code both skip that step and halve the
     scale (1024 → 512); three finite steps later (growth_interval=3) both double it again."""
     ms = pytest.importorskip("mindspore")
@@ -218,7 +220,7 @@ def test_r13_injected_inf_gradient_skips_step_and_halves_scale_like_torch(tmp_pa
     assert "not converted" not in conv.code, conv.code
     (tmp_path / "ts.py").write_text(SCALER_LOOP, encoding="utf-8")
     (tmp_path / "ms_.py").write_text(conv.code, encoding="utf-8")
-    tag = f"{steps}"
+    tag = f"{steps}_{mode}"
     tmod, mmod = _load(tmp_path / "ts.py", f"t2m_sc_t_{tag}"), _load(tmp_path / "ms_.py", f"t2m_sc_m_{tag}")
     try:
         torch.manual_seed(0)
@@ -229,7 +231,11 @@ def test_r13_injected_inf_gradient_skips_step_and_halves_scale_like_torch(tmp_pa
         xs[2, 0, 1] = np.inf
         y = rng.integers(0, 3, 6)
         t_losses, t_scaler = tmod.train(tnet, [torch.from_numpy(a) for a in xs], torch.from_numpy(y))
-        m_losses, m_scaler = mmod.train(mnet, [ms.Tensor(a) for a in xs], ms.Tensor(y))
+        ms.set_context(mode=getattr(ms, mode))
+        try:
+            m_losses, m_scaler = mmod.train(mnet, [ms.Tensor(a) for a in xs], ms.Tensor(y))
+        finally:
+            ms.set_context(mode=ms.PYNATIVE_MODE)
     finally:
         sys.modules.pop(f"t2m_sc_t_{tag}", None)
         sys.modules.pop(f"t2m_sc_m_{tag}", None)
@@ -268,10 +274,11 @@ class Trainer:
 
 
 @pytest.mark.differential
-def test_r13_trainer_class_with_self_attributes(tmp_path):
+def test_r13_trainer_class_with_self_attributes(tmp_path, monkeypatch):
     """self.model / self.optimizer / self.scaler: inside TrainStep.construct `self` is the step Cell,
     so the generated code binds them to locals first."""
     ms = pytest.importorskip("mindspore")
+    monkeypatch.chdir(tmp_path)  # O1 (mindspore.rewrite) writes ./rewritten_network/NetOpt_*.py
     torch = pytest.importorskip("torch")
     conv = convert_source(TRAINER)
     code = _body(conv.code) if "def train" in conv.code else conv.code

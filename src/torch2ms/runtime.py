@@ -65,6 +65,18 @@ class TorchCompat:
         return f"TorchCompat({self.torch_name!r})"
 
 
+def ckpt_path(path: Any) -> Any:
+    """The file name MindSpore really uses: save_checkpoint appends ``.ckpt`` to any other name and
+    load_checkpoint refuses a name without it, so ``torch.save(sd, "m.pth")`` then
+    ``torch.load("m.pth")`` must both go through here to meet at ``m.pth.ckpt``."""
+    import os
+
+    name = os.fspath(path)
+    if isinstance(name, str) and not name.endswith((".ckpt", ".safetensors")):
+        return name + ".ckpt"
+    return path
+
+
 def as_parameters(state: Any) -> dict[str, Any]:
     """A state dict for ``mindspore.load_param_into_net``, which takes Parameters only: torch's
     ``load_state_dict`` takes plain tensors too (``{k: torch.tensor(v)}``)."""

@@ -28,6 +28,13 @@ TENSOR_ONLY_METHODS = frozenset(
     "cpu t norm std var sum mean".split()
 )
 # Names that are Tensor methods in torch but also common on builtins (str, list, dict).
+# nn.Module methods no Tensor has and other libraries rarely use: an untyped receiver (a function
+# parameter ``model``) calling them is most likely a Module. ``train``/``state_dict``/``zero_grad`` are
+# left out: trainers and optimizers have them too.
+MODULE_ONLY_METHODS = frozenset(
+    "eval parameters named_parameters named_modules named_children children modules buffers named_buffers".split()
+)
+
 AMBIGUOUS_METHODS = frozenset(
     "to size split copy index count sort max min abs pow exp log sqrt round floor ceil reshape "
     "eq ne lt gt le ge all any flip repeat type append pop update get items keys values join "

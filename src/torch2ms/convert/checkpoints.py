@@ -57,7 +57,8 @@ def rewrite_checkpoints(source: str, tree: ast.Module, imap: ImportMap) -> Check
         if _resolve(imap, call.func) == "torch.save" and len(call.args) == 2 and not call.keywords:
             obj = call.args[0]
             if _is_method(obj, "state_dict") and not obj.args:  # type: ignore[attr-defined]
-                new = [f"mindspore.save_checkpoint({seg(obj.func.value)}, {seg(call.args[1])})"]  # type: ignore[attr-defined]
+                # The same name rule as torch.load's rewrite (runtime.ckpt_path), so save and load meet.
+                new = [f"mindspore.save_checkpoint({seg(obj.func.value)}, torch2ms.runtime.ckpt_path({seg(call.args[1])}))"]  # type: ignore[attr-defined]
                 notes.append(("torch.save", "converted", "state_dict() saved with mindspore.save_checkpoint", node.lineno))
         elif _is_method(call, "load_state_dict") and call.args:
             owner = seg(call.func.value)  # type: ignore[attr-defined]

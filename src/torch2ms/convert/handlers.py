@@ -13,20 +13,13 @@ import libcst as cst
 if TYPE_CHECKING:
     from .transformer import TorchToMindSpore
 
-# MindSpore only differentiates inside grad functions: a no-grad block needs no context at all.
-GRAD_CONTEXTS = frozenset({
-    "torch.no_grad", "torch.inference_mode", "torch.enable_grad", "torch.set_grad_enabled",
-    "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad",
-})
-# Decorators that only mean something to TorchScript, FX or autograd mode switching.
-DROP_DECORATORS = frozenset({
-    "torch.jit.script", "torch.jit.ignore", "torch.jit.unused", "torch.jit.export",
-    "torch.jit.script_method", "torch.fx.wrap", *GRAD_CONTEXTS,
-    # autograd.Function backward/forward markers (autograd_function.py): bprop is never differentiated
-    # again and has no autocast casting of its own.
-    "torch.autograd.function.once_differentiable", "torch.amp.custom_fwd", "torch.amp.custom_bwd",
-    "torch.cuda.amp.custom_fwd", "torch.cuda.amp.custom_bwd",
-})
+# Which torch names are gradient contexts or decorators to drop is KB data (entry ``role``).
+def grad_contexts(t: "TorchToMindSpore") -> frozenset[str]:
+    return t.kb.with_role("grad-context")
+
+
+def drop_decorator_names(t: "TorchToMindSpore") -> frozenset[str]:
+    return t.kb.with_role("grad-context") | t.kb.with_role("drop-decorator")
 
 
 def callee(node: cst.BaseExpression) -> cst.BaseExpression:
@@ -35,14 +28,14 @@ def callee(node: cst.BaseExpression) -> cst.BaseExpression:
 
 def call_handler(t: "TorchToMindSpore", full: str, original: cst.Call, updated: cst.Call):
     """Calls handled here rather than by their KB entry; None lets the KB decide."""
-    if full in GRAD_CONTEXTS:
+    if full in grad_contexts(t):
         return updated  # unwrap_grad_context / drop_decorators deal with the whole construct
     return None
 
 
 def unwrap_grad_context(t: "TorchToMindSpore", original: cst.With, updated: cst.With):
     """``with torch.no_grad(): body`` → ``body``; other context managers of the same with stay."""
-    keep = [item for item in updated.items if t.resolve(callee(item.item)) not in GRAD_CONTEXTS]
+    keep = [item for item in updated.items if t.resolve(callee(item.item)) not in grad_contexts(t)]
     if len(keep) == len(updated.items):
         return updated
     dropped = [t.resolve(callee(i.item)) for i in updated.items if i not in keep]
@@ -61,7 +54,7 @@ def drop_decorators(t: "TorchToMindSpore", fn: cst.FunctionDef) -> cst.FunctionD
     keep = []
     for d in fn.decorators:
         name = t.resolve(callee(d.decorator))
-        if name in DROP_DECORATORS:
+        if name in drop_decorator_names(t):
             t.record(name, "converted", "decorator has no meaning in MindSpore; removed")
         else:
             keep.append(d)

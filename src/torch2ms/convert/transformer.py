@@ -17,7 +17,7 @@ import libcst as cst
 from ..analysis.astwalk import nodes
 from ..analysis.imports import ImportMap
 from ..analysis.infer import (
-    MODULE, OPTIMIZER, TENSOR, TENSOR_ONLY_METHODS, Scope, expr_type, infer_function, module_classes,
+    MODULE, MODULE_ONLY_METHODS, OPTIMIZER, TENSOR, TENSOR_ONLY_METHODS, Scope, expr_type, infer_function, module_classes,
     self_attribute_types,
 )
 from ..kb import KB, Entry
@@ -449,7 +449,7 @@ class TorchToMindSpore(cst.CSTTransformer):
 
     def visit_Decorator(self, node: cst.Decorator) -> bool:
         # Decorators dropped whole (torch.jit.*, no_grad) are not references to convert.
-        return self.resolve(handlers.callee(node.decorator)) not in handlers.DROP_DECORATORS
+        return self.resolve(handlers.callee(node.decorator)) not in handlers.drop_decorator_names(self)
 
     # ---- imports ------------------------------------------------------------------------------
 
@@ -685,6 +685,8 @@ class TorchToMindSpore(cst.CSTTransformer):
             return None, ""  # a module such as mindspore's `ops` (converted code converted again)
         if rtype is None and attr in TENSOR_ONLY_METHODS:
             return TENSOR, "likely"
+        if rtype is None and attr in MODULE_ONLY_METHODS:
+            return MODULE, "likely"
         return None, ""
 
     def _method_call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:

@@ -66,6 +66,13 @@ class KB:
         """Exact lookup by full torch name, alias, or a short form."""
         return self._by_name.get(name) or self._by_name.get(canonical_name(name))
 
+    def with_role(self, role: str) -> frozenset[str]:
+        """Every torch name (aliases included) whose entry has this ``role``."""
+        cache = self.__dict__.setdefault("_roles", {})
+        if role not in cache:
+            cache[role] = frozenset(n for e in self.entries if e.role == role for n in (e.torch, *e.aliases))
+        return cache[role]
+
     def method(self, attr: str, owner: str = "torch.Tensor") -> Entry | None:
         """The method entry for ``x.attr(...)`` where ``x`` is a ``owner`` (Tensor by default)."""
         return self._by_name.get(f"{owner}.{attr}")

@@ -13,6 +13,10 @@ STATUSES = ("direct", "args-differ", "composite", "no-equivalent")
 KINDS = ("class", "function", "method", "attribute", "dtype", "module")
 BACKENDS = ("CPU", "GPU", "Ascend")
 CHECKS = ("values", "shape", "stats", "state", "optimizer", "scheduler")
+# How convert treats a construct beyond the call itself (convert/handlers.py):
+# grad-context: ``with x():`` is unwrapped and ``@x`` dropped (MindSpore differentiates only inside
+# grad functions); drop-decorator: ``@x`` means something only to TorchScript/FX/autograd, dropped.
+ROLES = ("", "grad-context", "drop-decorator")
 
 
 class KBError(ValueError):
@@ -70,6 +74,7 @@ class Entry:
     attrs: dict[str, str | None] = field(default_factory=dict)
     # What a user class subclassing this torch class should inherit from, when not ``ms``.
     ms_base: str = ""
+    role: str = ""  # one of ROLES
     params: dict[str, str | None] = field(default_factory=dict)
     layout: dict[str, str] = field(default_factory=dict)
     cases: tuple[Case, ...] = ()
@@ -129,7 +134,7 @@ _NAMESPACES = (
 
 _ENTRY_KEYS = {
     "torch", "kind", "status", "ms", "aliases", "backends", "note", "sig", "ms_sig", "args",
-    "template", "params", "layout", "case", "attrs", "ms_base",
+    "template", "params", "layout", "case", "attrs", "ms_base", "role",
 }
 _ARG_KEYS = {"ms", "transform", "always", "unsupported", "note"}
 _CASE_KEYS = {"call", "inputs", "init", "train", "check", "atol", "rtol", "graph", "setup"}
@@ -194,6 +199,8 @@ def entry_from_toml(raw: dict, source: str) -> Entry:
     for b in backends:
         if b not in BACKENDS:
             raise KBError(f"{where}: unknown backend {b!r}")
+    if raw.get("role", "") not in ROLES:
+        raise KBError(f"{where}: role must be one of {ROLES}, got {raw['role']!r}")
     if raw["status"] != "no-equivalent" and not (raw.get("ms") or raw.get("template")):
         raise KBError(f"{where}: a mapped entry needs 'ms' or 'template'")
     params = {k: (None if v is False else v) for k, v in raw.get("params", {}).items()}
@@ -211,6 +218,7 @@ def entry_from_toml(raw: dict, source: str) -> Entry:
         template=raw.get("template", ""),
         attrs={k: (None if v is False else v) for k, v in raw.get("attrs", {}).items()},
         ms_base=raw.get("ms_base", ""),
+        role=raw.get("role", ""),
         params=params,
         layout=dict(raw.get("layout", {})),
         cases=tuple(_case(c, where) for c in raw.get("case", ())),
