@@ -25,3 +25,14 @@ def test_r5_real_environment_reports_versions_and_device():
     if rep.versions.get("mindspore"):
         assert rep.device_target == "CPU"
     assert rep.ok
+
+
+def test_r5_avx512_cpu_gets_the_onednn_advice(tmp_path, monkeypatch):
+    from torch2ms import doctor
+
+    flags = tmp_path / "cpuinfo"
+    flags.write_text("processor : 0\nflags : fpu sse avx2 avx512f avx512bw\n")
+    assert doctor._has_avx512(str(flags))
+    flags.write_text("processor : 0\nflags : fpu sse avx2\n")
+    assert not doctor._has_avx512(str(flags))
+    assert not doctor._has_avx512(str(tmp_path / "missing"))

@@ -49,7 +49,8 @@ def forget_scripts() -> None:
 
 
 def copy_weights(tnet, mnet) -> None:
-    """torch state_dict → MindSpore parameters through the KB renames (what `torch2ms weights` does)."""
+    """torch state_dict → MindSpore parameters through the KB renames (what `torch2ms weights` does);
+    torch buffers MindSpore keeps as plain tensors (the GPT's causal mask) are left out."""
     import mindspore as ms
 
     from torch2ms.kb import load_kb

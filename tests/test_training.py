@@ -105,20 +105,11 @@ def _load(path, name):
 
 
 def _copy_weights(tnet, mnet) -> None:
-    import mindspore as ms
-
+    """torch weights → the MindSpore cell through the KB renames (what `torch2ms weights` does)."""
     from torch2ms.kb import load_kb
-    from torch2ms.weights.rename import convert_state_dict
+    from torch2ms.kb.verify import copy_torch_weights
 
-    state = {k: v.detach().numpy() for k, v in tnet.state_dict().items()}
-    layer_types = {name: f"torch.nn.{type(m).__name__}" for name, m in tnet.named_modules()
-                   if type(m).__module__.startswith("torch.nn")}
-    params = convert_state_dict(state, layer_types, load_kb())
-    names = {n for n, _ in mnet.parameters_and_names()}
-    assert names <= set(params), sorted(names - set(params))
-    not_loaded, _ = ms.load_param_into_net(mnet, {k: ms.Parameter(ms.Tensor(v), name=k) for k, v in params.items()
-                                                  if k in names})
-    assert not not_loaded
+    copy_torch_weights(tnet, mnet, load_kb())
 
 
 def _run_both(src: str, tmp_path, mode: str, epochs: int, n: int = 40):

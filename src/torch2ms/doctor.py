@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import sys
 from dataclasses import dataclass, field
@@ -81,9 +82,22 @@ def diagnose(versions: dict[str, str | None] | None = None, probe_device: bool =
             rep.device_target = mindspore.get_context("device_target")
         except Exception as exc:  # noqa: BLE001 - any import failure is a finding for the user
             rep.findings.append(Finding("error", f"import mindspore failed: {exc}", "reinstall mindspore with numpy<2"))
+    if ms and rep.device_target in (None, "CPU") and _has_avx512() and not os.environ.get("ONEDNN_MAX_CPU_ISA"):
+        rep.findings.append(Finding(
+            "warn", "this CPU has AVX-512: MindSpore 2.10's bundled oneDNN then picks a naive convolution "
+            "(measured 155 ms vs 4 ms for one 32x3x32x32 conv; training steps 20x slower)",
+            "export ONEDNN_MAX_CPU_ISA=AVX2 before starting MindSpore"))
     if not rep.findings or all(f.level == "ok" for f in rep.findings):
         rep.findings.append(Finding("ok", "no known-bad combination found"))
     return rep
+
+
+def _has_avx512(cpuinfo: str = "/proc/cpuinfo") -> bool:
+    try:
+        with open(cpuinfo, encoding="utf-8", errors="replace") as f:
+            return any(line.startswith("flags") and "avx512f" in line.split() for line in f)
+    except OSError:
+        return False
 
 
 def main_text(rep: DoctorReport) -> list[str]:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from .cstutil import dotted as _dotted
 if TYPE_CHECKING:
     from .transformer import TorchToMindSpore
 
@@ -176,15 +177,6 @@ def _keep(t: "TorchToMindSpore", original: cst.ClassDef, updated: cst.ClassDef, 
     return updated.with_changes(bases=original.bases)
 
 
-def _dotted(node: cst.BaseExpression) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
-        node = node.value
-    if isinstance(node, cst.Name):
-        parts.append(node.value)
-        return ".".join(reversed(parts))
-    return None
 
 
 def _fresh(want: str, taken: set[str]) -> str:

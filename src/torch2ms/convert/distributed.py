@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from .cstutil import dotted as _dotted
 from ..analysis.imports import ImportMap
 
 MARK = "# torch2ms:"
@@ -84,15 +85,6 @@ def code(node: cst.CSTNode) -> str:
     return _EMPTY.code_for_node(node)
 
 
-def _dotted(node: cst.BaseExpression) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
-        node = node.value
-    if isinstance(node, cst.Name):
-        parts.append(node.value)
-        return ".".join(reversed(parts))
-    return None
 
 
 def _uses_distributed(tree: ast.Module, imap: ImportMap) -> bool:

@@ -23,6 +23,7 @@ from ..analysis.infer import (
 from ..kb import KB, Entry
 from ..kb.rewrite import CallRewrite, rewrite_call
 from . import autograd_function, data_pipeline, handlers
+from .cstutil import dotted
 from .names import MindSporeNames
 from .plan import PlanMismatch, Stmt, build_plan
 
@@ -183,15 +184,6 @@ def _to_ast(node: cst.BaseExpression) -> ast.expr | None:
     return None
 
 
-def dotted(node: cst.BaseExpression) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
-        node = node.value
-    if isinstance(node, cst.Name):
-        parts.append(node.value)
-        return ".".join(reversed(parts))
-    return None
 
 
 _SIMPLE = (cst.SimpleStatementLine, cst.SimpleStatementSuite)
