@@ -52,6 +52,8 @@ cat $OUT/compare.log
 if wait $train_pid; then train_rc=0; else train_rc=$?; fi
 step "the example's training scripts, torch vs converted: 50 steps from the same init and data (GRAPH_MODE)"
 cat $OUT/train_both.log
+step "torch2ms export: the converted CNN with the converted weights as MindIR, reloaded and checked"
+$T export --net $MS/models.py:SmallCNN --ckpt $OUT/cnn_init.ckpt --input-shape 1,3,16,16 -o $OUT/cnn.mindir
 echo
 echo "open $OUT/compare/report.html for the per-layer error and loss-curve plots"
 echo "demo finished in $((SECONDS - start)) s"

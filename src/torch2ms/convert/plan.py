@@ -54,6 +54,26 @@ def attribute_names(kb: KB) -> frozenset[str]:
     return _ATTR_CACHE[id(kb)][1]
 
 
+def self_attribute_names(kb: KB) -> frozenset[str]:
+    """The subset that matters right after ``self.``: Module methods (``self.modules()``) and layer
+    parameters/attributes (a subclass of a torch layer reading ``self.weight``). ``self.relu(x)``
+    calls a submodule, never the Tensor method of that name."""
+    key = ("self", id(kb))
+    hit = _ATTR_CACHE.get(key)  # type: ignore[call-overload]
+    if hit is not None and hit[0] is kb:
+        return hit[1]
+    names = {"forward"}
+    for e in kb:
+        for full in (e.torch, *e.aliases):
+            if full.startswith("torch.nn.Module."):
+                names.add(full[len("torch.nn.Module."):].split(".", 1)[0])
+        if e.kind == "class":
+            names.update(e.params)
+            names.update(e.attrs)
+    _ATTR_CACHE[key] = (kb, frozenset(names))  # type: ignore[index]
+    return _ATTR_CACHE[key][1]  # type: ignore[index]
+
+
 def _children(stmt: ast.stmt) -> list[ast.stmt]:
     out: list[ast.stmt] = []
     for name in _BODY_FIELDS:
@@ -88,6 +108,7 @@ def build_plan(tree: ast.Module, imap: ImportMap, kb: KB) -> list[Stmt]:
     # Code the training/checkpoint pre-pass wrote (its names are shortened by the main pass).
     torch_names |= {"mindspore", "torch2ms"} - set(imap.names)
     attrs = attribute_names(kb)
+    self_attrs = self_attribute_names(kb)
     plan: list[Stmt] = []
 
     def mentions(nodes: list[ast.AST]) -> bool:
@@ -97,7 +118,7 @@ def build_plan(tree: ast.Module, imap: ImportMap, kb: KB) -> list[Stmt]:
                     if n.id in torch_names:
                         return True
                 elif isinstance(n, ast.Attribute):
-                    if n.attr in attrs:
+                    if n.attr in attrs and (n.attr in self_attrs or not _is_self(n.value)):
                         return True
         return False
 
@@ -160,3 +181,7 @@ def change_keys(stmt: ast.stmt, imap: ImportMap, kb: KB) -> dict[str, list[int]]
         for d in stmt.decorator_list:
             put("@", d.lineno)
     return out
+
+
+def _is_self(node: ast.AST) -> bool:
+    return isinstance(node, ast.Name) and node.id == "self"
