@@ -71,31 +71,67 @@ class ModuleFacts:
     training_generated: bool = False  # the training/checkpoint pre-pass wrote mindspore.* code
 
 
+class _Lazy(dict):
+    """A dict whose values are computed on first access (``defer(key, thunk)``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._pending: dict = {}
+
+    def defer(self, key, thunk) -> None:
+        self._pending[key] = thunk
+        dict.pop(self, key, None)  # a later definition of the same name wins, as with plain assignment
+
+    def _force(self, key) -> None:
+        thunk = self._pending.pop(key, None)
+        if thunk is not None:
+            dict.__setitem__(self, key, thunk())
+
+    def get(self, key, default=None):
+        self._force(key)
+        return dict.get(self, key, default)
+
+    def __getitem__(self, key):
+        self._force(key)
+        return dict.__getitem__(self, key)
+
+    def __contains__(self, key) -> bool:
+        return key in self._pending or dict.__contains__(self, key)
+
+    def setdefault(self, key, default=None):
+        self._force(key)
+        return dict.setdefault(self, key, default)
+
+
 def module_facts(tree: ast.Module, kb: KB, local_roots: frozenset[str] = frozenset(),
                  project_modules: frozenset[str] = frozenset(), imap: ImportMap | None = None) -> ModuleFacts:
     imap = imap or ImportMap.from_tree(tree, local_roots)
     star_names = _bind_star_names(tree, imap, kb)
     mclasses = module_classes(tree, imap, project_modules)
-    self_attrs: dict[str, dict[str, str]] = {}
-    scopes: dict[tuple[str, str], Scope] = {}
+    # Computed when the converter first asks: most functions of a file have nothing to convert.
+    self_attrs: _Lazy = _Lazy()
+    scopes: _Lazy = _Lazy()
     taken: set[str] = set()
 
-    layer_attrs: dict[str, dict[str, str]] = {}
+    layer_attrs: _Lazy = _Lazy()
     torch_bases: dict[str, list[str]] = {}
 
     def visit(body, cls: ast.ClassDef | None):
         for node in body:
             if isinstance(node, ast.ClassDef):
-                self_attrs[node.name] = self_attribute_types(node, imap, kb, mclasses)
-                layer_attrs[node.name] = _self_layers(node, imap, kb)
+                self_attrs.defer(node.name, lambda node=node: self_attribute_types(node, imap, kb, mclasses))
+                layer_attrs.defer(node.name, lambda node=node: _self_layers(node, imap, kb))
                 bases = [kb.get(imap.resolve(b) or "") for b in node.bases]
                 torch_bases[node.name] = [b.torch for b in bases if b is not None and b.kind == "class"]
                 visit(node.body, node)
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 in_mod = cls is not None and cls.name in mclasses
-                attrs = self_attrs.get(cls.name, {}) if cls else {}
-                scopes[(cls.name if cls else "", node.name)] = infer_function(
-                    node, imap, attrs, kb, in_mod and node.name == "forward", mclasses, in_mod)
+
+                def scope(node=node, cls=cls, in_mod=in_mod) -> Scope:
+                    attrs = self_attrs.get(cls.name, {}) if cls else {}
+                    return infer_function(node, imap, attrs, kb, in_mod and node.name == "forward", mclasses, in_mod)
+
+                scopes.defer((cls.name if cls else "", node.name), scope)
                 visit(node.body, cls)
             else:
                 for field_name in ("body", "orelse", "finalbody", "handlers"):
