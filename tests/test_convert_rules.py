@@ -414,3 +414,22 @@ def test_r8_module_only_methods_on_an_untyped_parameter_are_converted():
     code = convert_source(src, "m.py").code
     assert "model.set_train(False)" in code and "model.get_parameters()" in code
     assert "trainer.train()" in code  # train() is left alone: trainers have it too
+
+
+def test_r11_scheduler_methods_are_typed_and_get_last_lr_gives_floats():
+    src = ("import torch\n\n\ndef f(opt):\n    sched = torch.optim.lr_scheduler.StepLR(opt, 2)\n"
+           "    print(f\"lr {sched.get_last_lr()[0]:.4g}\")\n    state = sched.state_dict()\n")
+    res = convert_source(src, "s.py")
+    # MindSpore returns 0-d Tensors, which have no format spec: torch's floats are restored.
+    assert 'f"lr {[float(lr) for lr in sched.get_last_lr()][0]:.4g}"' in res.code
+    assert "not converted — torch.optim.lr_scheduler.LRScheduler.state_dict" in res.code
+    assert convert_source(res.code, "s.py").code == res.code
+
+
+def test_r8_size_call_on_an_untyped_value_becomes_shape():
+    # Outside forward nothing says `logits` is a Tensor, but only torch's size is callable
+    # (numpy, PIL and pandas have a size attribute).
+    src = ("import torch\n\n\ndef loss(model, x, y):\n    logits = model(x)\n"
+           "    return torch.nn.functional.cross_entropy(logits.view(-1, logits.size(-1)), y.view(-1)), x.size()\n")
+    code = convert_source(src, "l.py").code
+    assert "logits.view(-1, logits.shape[-1])" in code and "x.shape" in code and ".size(" not in code

@@ -14,6 +14,7 @@ from .imports import ImportMap
 from .astwalk import nodes
 
 TENSOR, MODULE, OPTIMIZER = "torch.Tensor", "torch.nn.Module", "torch.optim.Optimizer"
+SCHEDULER = "torch.optim.lr_scheduler.LRScheduler"
 MODULE_CLASS = "class:torch.nn.Module"  # a name bound to a Module subclass (not an instance)
 MODULE_RETURNS_SELF = frozenset("to cuda cpu train eval float half double requires_grad_ apply".split())
 
@@ -61,6 +62,8 @@ def _call_result_type(call: ast.Call, imap: ImportMap, scope: Scope, self_attrs:
         entry = kb.get(full)
         if full.startswith("torch.optim.") and full.count(".") == 2:
             return OPTIMIZER
+        if full.startswith("torch.optim.lr_scheduler.") and full.count(".") == 3 and full[-1:] != "_":
+            return SCHEDULER
         if entry is not None:
             if entry.kind == "class" and full.startswith("torch.nn."):
                 return MODULE

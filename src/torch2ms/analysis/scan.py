@@ -16,7 +16,7 @@ from pathlib import Path
 from ..kb import KB, load_kb
 from .imports import ImportMap
 from .infer import (
-    AMBIGUOUS_METHODS, MODULE, OPTIMIZER, TENSOR, TENSOR_ONLY_METHODS, Scope, expr_type,
+    AMBIGUOUS_METHODS, MODULE, OPTIMIZER, SCHEDULER, TENSOR, TENSOR_ONLY_METHODS, Scope, expr_type,
     infer_function, is_module_class, module_classes, self_attribute_types,
 )
 from .risks import Risk, forward_risks
@@ -269,7 +269,7 @@ class _Collector(ast.NodeVisitor):
         if isinstance(node.value, ast.Name) and node.value.id == "self" and self.in_module_class:
             recv_type = recv_type or None
         attr = node.attr
-        if recv_type in (MODULE, OPTIMIZER):
+        if recv_type in (MODULE, OPTIMIZER, SCHEDULER):
             owner = recv_type
             if self.kb.method(attr, owner) is not None:
                 self._add(f"{owner}.{attr}", node, "certain")

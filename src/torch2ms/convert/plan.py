@@ -18,7 +18,7 @@ from ..analysis.infer import TENSOR_ONLY_METHODS
 from ..kb import KB
 
 _BODY_FIELDS = ("body", "orelse", "handlers", "finalbody", "cases")
-_METHOD_OWNERS = ("torch.Tensor.", "torch.nn.Module.", "torch.optim.Optimizer.")
+_METHOD_OWNERS = ("torch.Tensor.", "torch.nn.Module.", "torch.optim.Optimizer.", "torch.optim.lr_scheduler.LRScheduler.")
 
 
 class PlanMismatch(Exception):

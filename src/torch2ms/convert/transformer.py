@@ -17,7 +17,7 @@ import libcst as cst
 from ..analysis.astwalk import nodes
 from ..analysis.imports import ImportMap
 from ..analysis.infer import (
-    MODULE, MODULE_ONLY_METHODS, OPTIMIZER, TENSOR, TENSOR_ONLY_METHODS, Scope, expr_type, infer_function, module_classes,
+    MODULE, MODULE_ONLY_METHODS, OPTIMIZER, SCHEDULER, TENSOR, TENSOR_ONLY_METHODS, Scope, expr_type, infer_function, module_classes,
     self_attribute_types,
 )
 from ..kb import KB, Entry
@@ -698,7 +698,7 @@ class TorchToMindSpore(cst.CSTTransformer):
 
     def _method_owner(self, receiver: cst.BaseExpression, attr: str) -> tuple[str | None, str]:
         rtype = self.receiver_type(receiver)
-        if rtype in (TENSOR, MODULE, OPTIMIZER):
+        if rtype in (TENSOR, MODULE, OPTIMIZER, SCHEDULER):
             return rtype, "certain"
         if isinstance(receiver, cst.Name) and receiver.value == "self":
             if self.in_module_class:
@@ -724,6 +724,9 @@ class TorchToMindSpore(cst.CSTTransformer):
         owner, confidence = self._method_owner(func.value, attr)
         if owner is None and attr == "to" and _device_args(original):
             owner, confidence = TENSOR, "likely"  # .to("cuda") / .to(device): only torch objects move
+        if owner is None and attr == "size" and len(original.args) <= 1:
+            # numpy's, PIL's and pandas' ``size`` are attributes, never called: x.size(-1) is torch's.
+            owner, confidence = TENSOR, "likely"
         if owner is None:
             return updated
         if owner == MODULE and attr == "forward":
