@@ -47,7 +47,7 @@ def hide_quiet_statements(source: str, tree: ast.Module, plan: list[Stmt]) -> Qu
         node = info.node
         if not info.interesting:
             span = None if (open_ and (not nested_too or open_[-1][1])) else _own_lines(node, lines)
-            if span is not None and span[1] > span[0] and not _is_docstring(node, tree):
+            if span is not None and (span[1] > span[0] or _long_line(lines[span[0] - 1])) and not _is_docstring(node, tree):
                 hide[pi] = span
                 saved += span[1] - span[0]
                 pi += 1 + info.size  # its nested statements go with it
@@ -112,3 +112,8 @@ def _is_docstring(node: ast.stmt, tree: ast.Module) -> bool:
     """The module docstring: imports are inserted after it, so it must stay a real statement."""
     return bool(tree.body) and node is tree.body[0] and isinstance(node, ast.Expr) \
         and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+
+
+def _long_line(line: str) -> bool:
+    """A one-line statement worth a placeholder: longer than the placeholder itself."""
+    return len(line.strip()) > 12
