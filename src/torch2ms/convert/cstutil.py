@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import libcst as cst
+
+if TYPE_CHECKING:
+    from ..analysis.imports import ImportMap
 
 
 def dotted(node: cst.BaseExpression) -> str | None:
@@ -15,3 +20,15 @@ def dotted(node: cst.BaseExpression) -> str | None:
         parts.append(node.value)
         return ".".join(reversed(parts))
     return None
+
+
+def resolve(imap: "ImportMap", node: cst.BaseExpression) -> str | None:
+    """The full torch name of a Name/Attribute chain rooted at a torch import, else None."""
+    name = dotted(node)
+    if not name:
+        return None
+    root, _, rest = name.partition(".")
+    base = imap.names.get(root)
+    if base is None or not imap.is_framework(base):
+        return None
+    return f"{base}.{rest}" if rest else base

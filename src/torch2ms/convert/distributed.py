@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from .cstutil import dotted as _dotted
+from .cstutil import dotted as _dotted, resolve as resolve_cst
 from ..analysis.imports import ImportMap
 
 MARK = "# torch2ms:"
@@ -195,14 +195,7 @@ class _Pass(cst.CSTTransformer):
     # ---- helpers ---------------------------------------------------------------------------
 
     def resolve(self, node: cst.BaseExpression) -> str | None:
-        name = _dotted(node)
-        if not name:
-            return None
-        root, _, rest = name.partition(".")
-        base = self.imap.names.get(root)
-        if base is None or not self.imap.is_framework(base):
-            return None
-        return f"{base}.{rest}" if rest else base
+        return resolve_cst(self.imap, node)
 
     def _consume(self, func: cst.BaseExpression) -> None:
         """A use of an imported name (``DDP(...)``, ``get_rank()``) rewritten away."""

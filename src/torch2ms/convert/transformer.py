@@ -23,7 +23,7 @@ from ..analysis.infer import (
 from ..kb import KB, Entry
 from ..kb.rewrite import CallRewrite, rewrite_call
 from . import autograd_function, data_pipeline, handlers
-from .cstutil import dotted
+from .cstutil import dotted, resolve as resolve_cst
 from .names import MindSporeNames
 from .plan import PlanMismatch, Stmt, build_plan
 
@@ -343,14 +343,7 @@ class TorchToMindSpore(cst.CSTTransformer):
         return expr_type(tree, self.imap, self.scope(), self.self_attrs(), self.kb)
 
     def resolve(self, node: cst.BaseExpression) -> str | None:
-        name = dotted(node)
-        if name is None:
-            return None
-        root, _, rest = name.partition(".")
-        base = self.imap.names.get(root)
-        if base is None or not self.imap.is_framework(base):
-            return None
-        return f"{base}.{rest}" if rest else base
+        return resolve_cst(self.imap, node)
 
     def _stmt(self) -> ast.stmt | None:
         return self.stmt_stack[-1] if self.stmt_stack else None

@@ -202,22 +202,22 @@ def _usage(bound: dict[str, str]) -> str:
 @handler
 def dp_mnist(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """MNIST(root, train) → MnistDataset(root + '/MNIST/raw', usage) + ToPIL first + int32 labels."""
-    _no_download(bound, "MnistDataset")
-    root = bound.get("root")
-    if root is None:
-        raise Unsupported("MNIST() needs a root")
-    ctor = f"mindspore.dataset.MnistDataset(str({root}) + '/MNIST/raw', usage={_usage(bound)})"
-    return _dataset_pipeline(ctor, bound, TO_PIL)
+    return _binary_dataset(bound, "MNIST", "MnistDataset", "/MNIST/raw")
 
 
 @handler
 def dp_cifar10(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """CIFAR10(root, train) → Cifar10Dataset(root + '/cifar-10-batches-bin', usage) + ToPIL first + int32 labels."""
-    _no_download(bound, "Cifar10Dataset")
+    return _binary_dataset(bound, "CIFAR10", "Cifar10Dataset", "/cifar-10-batches-bin")
+
+
+def _binary_dataset(bound: dict[str, str], torch_name: str, ms_name: str, subdir: str) -> str:
+    """MindSpore reads the datasets' binary files from the folder torchvision downloads them to."""
+    _no_download(bound, ms_name)
     root = bound.get("root")
     if root is None:
-        raise Unsupported("CIFAR10() needs a root")
-    ctor = f"mindspore.dataset.Cifar10Dataset(str({root}) + '/cifar-10-batches-bin', usage={_usage(bound)})"
+        raise Unsupported(f"{torch_name}() needs a root")
+    ctor = f"mindspore.dataset.{ms_name}(str({root}) + '{subdir}', usage={_usage(bound)})"
     return _dataset_pipeline(ctor, bound, TO_PIL)
 
 
