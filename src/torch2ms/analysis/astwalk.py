@@ -19,3 +19,47 @@ def nodes(tree: ast.AST) -> list[ast.AST]:
         cached = list(ast.walk(tree))
         setattr(tree, _ATTR, cached)
     return cached
+
+
+COMPOUND = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For, ast.AsyncFor, ast.While,
+            ast.With, ast.AsyncWith, ast.Try, ast.Match) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
+
+
+def line_starting_statements(tree: ast.Module, source: str) -> list[ast.stmt]:
+    """Simple statements that begin their line, in document order: what libcst calls a
+    SimpleStatementLine (a statement after ``;`` or in a one-line suite ``if x: y`` begins none)."""
+    lines = source.splitlines()
+    out = []
+    for node in nodes(tree):
+        if isinstance(node, ast.stmt) and not isinstance(node, COMPOUND):
+            text = lines[node.lineno - 1] if node.lineno <= len(lines) else ""
+            if not text[:node.col_offset].strip():
+                out.append(node)
+    return sorted(out, key=lambda n: n.lineno)
+
+
+def bound_names(tree: ast.AST) -> set[str]:
+    """Every name the code uses or binds (names, defs, arguments): generated names avoid them."""
+    used: set[str] = set()
+    for n in nodes(tree):
+        if isinstance(n, ast.Name):
+            used.add(n.id)
+        elif isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)):
+            used.add(n.name)
+        elif isinstance(n, ast.arg):
+            used.add(n.arg)
+    return used
+
+
+def fresh_name(used: set[str], base: str) -> str:
+    """``base``, or ``base_2``, ``base_3``...: the first not in ``used`` (then added to it)."""
+    name, i = base, 2
+    while name in used:
+        name, i = f"{base}_{i}", i + 1
+    used.add(name)
+    return name
+
+
+def is_method_call(node: ast.AST, attr: str) -> bool:
+    """``<anything>.attr(...)``."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == attr

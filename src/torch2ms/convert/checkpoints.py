@@ -15,11 +15,11 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from ..analysis.astwalk import bound_names, fresh_name, is_method_call, nodes
 from ..analysis.imports import ImportMap
-from ..analysis.astwalk import nodes
 
 MARK = "# torch2ms:"
-_CALLS = frozenset({"save", "load_state_dict"})
+CALLS = frozenset({"save", "load_state_dict"})
 
 
 @dataclass
@@ -34,18 +34,14 @@ class CheckpointRewrite:
         return self.lines.get(line, line)
 
 
-def may_have_checkpoints(tree: ast.Module) -> bool:
-    return any(_call_name(n) in _CALLS for n in nodes(tree) if isinstance(n, ast.Expr))
-
-
 def rewrite_checkpoints(source: str, tree: ast.Module, imap: ImportMap) -> CheckpointRewrite:
     lines = source.splitlines(keepends=True)
     schedulers = _scheduler_names(tree, imap)
-    used = _used_names(tree)
+    used = bound_names(tree)
     edits: list[tuple[int, int, list[str]]] = []  # (first line, last line, replacement lines), 1-based
     notes: list[tuple[str, str, str, int]] = []
     for node in nodes(tree):
-        if not isinstance(node, ast.Expr) or _call_name(node) not in _CALLS:
+        if not isinstance(node, ast.Expr) or _call_name(node) not in CALLS:
             continue
         bounds = _own_lines(node, lines)
         if bounds is None:
@@ -56,16 +52,16 @@ def rewrite_checkpoints(source: str, tree: ast.Module, imap: ImportMap) -> Check
         new: list[str] | None = None
         if _resolve(imap, call.func) == "torch.save" and len(call.args) == 2 and not call.keywords:
             obj = call.args[0]
-            if _is_method(obj, "state_dict") and not obj.args:  # type: ignore[attr-defined]
+            if is_method_call(obj, "state_dict") and not obj.args:  # type: ignore[attr-defined]
                 # The same name rule as torch.load's rewrite (runtime.ckpt_path), so save and load meet.
                 new = [f"mindspore.save_checkpoint({seg(obj.func.value)}, torch2ms.runtime.ckpt_path({seg(call.args[1])}))"]  # type: ignore[attr-defined]
                 notes.append(("torch.save", "converted", "state_dict() saved with mindspore.save_checkpoint", node.lineno))
-        elif _is_method(call, "load_state_dict") and call.args:
+        elif is_method_call(call, "load_state_dict") and call.args:
             owner = seg(call.func.value)  # type: ignore[attr-defined]
             if owner in schedulers:
                 continue
             strict = next((ast.unparse(k.value) for k in call.keywords if k.arg == "strict"), "True")
-            missing, unexpected = _new(used, "param_not_load"), _new(used, "ckpt_not_load")
+            missing, unexpected = fresh_name(used, "param_not_load"), fresh_name(used, "ckpt_not_load")
             state = seg(call.args[0])
             if not (isinstance(call.args[0], ast.Call) and _resolve(imap, call.args[0].func) == "torch.load"):
                 # load_param_into_net takes Parameters only; torch also takes plain tensors.
@@ -143,10 +139,6 @@ def _call_name(stmt: ast.AST) -> str:
     return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
 
 
-def _is_method(node: ast.AST, attr: str) -> bool:
-    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == attr
-
-
 def _resolve(imap: ImportMap, node: ast.AST) -> str | None:
     full = imap.resolve(node)
     return full if full and imap.is_framework(full) else None
@@ -159,23 +151,3 @@ def _scheduler_names(tree: ast.Module, imap: ImportMap) -> set[str]:
             if (_resolve(imap, n.value.func) or "").startswith("torch.optim.lr_scheduler."):
                 out |= {ast.unparse(t) for t in n.targets}
     return out
-
-
-def _used_names(tree: ast.Module) -> set[str]:
-    used = set()
-    for n in nodes(tree):
-        if isinstance(n, ast.Name):
-            used.add(n.id)
-        elif isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)):
-            used.add(n.name)
-        elif isinstance(n, ast.arg):
-            used.add(n.arg)
-    return used
-
-
-def _new(used: set[str], base: str) -> str:
-    name, i = base, 2
-    while name in used:
-        name, i = f"{base}_{i}", i + 1
-    used.add(name)
-    return name

@@ -32,3 +32,11 @@ def resolve(imap: "ImportMap", node: cst.BaseExpression) -> str | None:
     if base is None or not imap.is_framework(base):
         return None
     return f"{base}.{rest}" if rest else base
+
+
+_EMPTY = cst.Module([])
+
+
+def code(node: cst.CSTNode) -> str:
+    """Source text of a node (libcst codegen outside any module)."""
+    return _EMPTY.code_for_node(node)

@@ -31,27 +31,36 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from .cstutil import dotted as _dotted, resolve as resolve_cst
+from ..analysis.astwalk import line_starting_statements
 from ..analysis.imports import ImportMap
+from ..kb import load_kb
+from .cstutil import code, dotted as _dotted, resolve as resolve_cst
 
 MARK = "# torch2ms:"
-_EMPTY = cst.Module([])
 # Cheap text gates: a file without any of these has no distributed code (no parse, no pass).
 HINTS = ("istributed", "multiprocessing", "DDP")
 
-DDP = frozenset({"torch.nn.parallel.DistributedDataParallel", "torch.nn.DistributedDataParallel",
-                 "torch.nn.parallel.distributed.DistributedDataParallel"})
 INIT = "torch.distributed.init_process_group"
 BARRIER = "torch.distributed.barrier"
-SPAWN = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.spawn.spawn"})
-# torch.distributed function → (MindSpore function, torch argument names in order)
-CALLS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "torch.distributed.get_rank": ("mindspore.communication.get_rank", ("group",)),
-    "torch.distributed.get_world_size": ("mindspore.communication.get_group_size", ("group",)),
-    "torch.distributed.destroy_process_group": ("mindspore.communication.release", ()),
-    "torch.distributed.all_reduce": ("mindspore.ops.communication.all_reduce", ("tensor", "op", "group", "async_op")),
-    "torch.distributed.barrier": ("mindspore.ops.communication.barrier", ("group", "async_op", "device_ids")),
-    "torch.distributed.broadcast": ("mindspore.ops.communication.broadcast", ("tensor", "src", "group", "async_op")),
+
+
+def _spellings(name: str) -> frozenset[str]:
+    """A torch API's full name and its aliases, from the KB."""
+    entry = load_kb().get(name)
+    return frozenset((name, *entry.aliases)) if entry is not None else frozenset({name})
+
+
+DDP = _spellings("torch.nn.parallel.DistributedDataParallel")
+SPAWN = _spellings("torch.multiprocessing.spawn")
+# torch.distributed function → the torch arguments this pass forwards, in order (the MindSpore target
+# is the KB entry's ``ms``)
+CALLS: dict[str, tuple[str, ...]] = {
+    "torch.distributed.get_rank": ("group",),
+    "torch.distributed.get_world_size": ("group",),
+    "torch.distributed.destroy_process_group": (),
+    "torch.distributed.all_reduce": ("tensor", "op", "group", "async_op"),
+    "torch.distributed.barrier": ("group", "async_op", "device_ids"),
+    "torch.distributed.broadcast": ("tensor", "src", "group", "async_op"),
 }
 REDUCE_OPS = {"SUM": "'sum'", "PRODUCT": "'prod'", "MIN": "'min'", "MAX": "'max'", "AVG": "'avg'"}
 # torchrun's environment → msrun's (single node: RANK_ID is the global rank, DEVICE_ID the local one)
@@ -81,8 +90,6 @@ class DistributedRewrite:
     parsed: cst.Module | None = None  # the libcst tree of ``source`` (saves the main pass a parse)
 
 
-def code(node: cst.CSTNode) -> str:
-    return _EMPTY.code_for_node(node)
 
 
 
@@ -142,25 +149,12 @@ def _ddp_names(tree: ast.Module, imap: ImportMap) -> set[str]:
     return out
 
 
-_COMPOUND = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For, ast.AsyncFor, ast.While,
-             ast.With, ast.AsyncWith, ast.Try, ast.Match) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
-
-
 def _statement_lines(tree: ast.Module, source: str, imap: ImportMap, ddp: set[str]) -> tuple[list[int], set[int]]:
     """Lines of the simple statements that begin a line (libcst's SimpleStatementLines, in order),
     and those of the statements with something to rewrite: the pass skips all others."""
-    lines = source.splitlines()
-    starts, relevant = [], set()
-    for stmt in ast.walk(tree):
-        if not isinstance(stmt, ast.stmt) or isinstance(stmt, _COMPOUND):
-            continue
-        text = lines[stmt.lineno - 1] if stmt.lineno <= len(lines) else ""
-        if text[:stmt.col_offset].strip():
-            continue  # after `;` or in a one-line suite: part of another line
-        starts.append(stmt.lineno)
-        if any(_rewritable(n, imap, ddp) for n in ast.walk(stmt)):
-            relevant.add(stmt.lineno)
-    return sorted(starts), relevant
+    stmts = line_starting_statements(tree, source)
+    relevant = {s.lineno for s in stmts if any(_rewritable(n, imap, ddp) for n in ast.walk(s))}
+    return [s.lineno for s in stmts], relevant
 
 
 def _rewritable(n: ast.AST, imap: ImportMap, ddp: set[str]) -> bool:
@@ -252,7 +246,7 @@ class _Pass(cst.CSTTransformer):
         return env if env is not None else updated
 
     def _call(self, full: str, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
-        target, names = CALLS[full]
+        target, names = load_kb().get(full).ms, CALLS[full]  # type: ignore[union-attr]
         bound = self._bind(updated, names)
         if bound is None:
             self.note(full, "*args or extra arguments: convert by hand", "not-converted")

@@ -35,13 +35,13 @@ from typing import Callable
 
 import libcst as cst
 
-from ..analysis.astwalk import nodes
+from ..analysis.astwalk import bound_names, fresh_name, is_method_call, line_starting_statements, nodes
 from ..analysis.imports import ImportMap
-from .checkpoints import rewrite_checkpoints
+from .checkpoints import CALLS as CHECKPOINT_CALLS, rewrite_checkpoints
+from .cstutil import code
 from .distributed import rewrite_distributed
 
 MARK = "# torch2ms:"
-_EMPTY = cst.Module([])
 _LOOPS = (cst.For, cst.While)
 _CLIP_NORM = frozenset({"torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad.clip_grad_norm_",
                         "torch.nn.utils.clip_grad_norm"})
@@ -84,8 +84,6 @@ class LineMap:
         return self.map.get(line, line)
 
 
-def code(node: cst.CSTNode) -> str:
-    return _EMPTY.code_for_node(node)
 
 
 def _stmt_ast(node: cst.CSTNode) -> ast.stmt | None:
@@ -123,14 +121,8 @@ def _method_call(s: ast.stmt, attr: str) -> ast.Call | None:
     return None
 
 
-_EMPTY_MODULE = cst.Module([])
-
-
 def _first_line(stmt: cst.SimpleStatementLine) -> str:
-    return _EMPTY_MODULE.code_for_node(stmt.with_changes(leading_lines=[])).strip().splitlines()[0].strip()
-
-
-_CHECKPOINT_CALLS = frozenset({"save", "load_state_dict"})
+    return code(stmt.with_changes(leading_lines=[])).strip().splitlines()[0].strip()
 
 
 class _Collector(cst.CSTVisitor):
@@ -194,16 +186,10 @@ class _Names:
     """Generated names that do not collide with the file's own."""
 
     def __init__(self, tree: ast.Module) -> None:
-        self.used = {n.id for n in nodes(tree) if isinstance(n, ast.Name)}
-        self.used |= {n.name for n in nodes(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))}
-        self.used |= {a.arg for a in nodes(tree) if isinstance(a, ast.arg)}
+        self.used = bound_names(tree)
 
     def new(self, base: str) -> str:
-        name, i = base, 2
-        while name in self.used:
-            name, i = f"{base}_{i}", i + 1
-        self.used.add(name)
-        return name
+        return fresh_name(self.used, base)
 
 
 class _Fail(Exception):
@@ -295,7 +281,7 @@ class TrainingPass:
         k-th libcst SimpleStatementLine starts on the line of the k-th ast statement that begins a line."""
         if not hasattr(self, "_index"):
             self._index = {id(s): i for i, (s, _) in enumerate(self.col.simple)}
-            self._starts = _line_starts(self.tree, self.source)
+            self._starts = [n.lineno for n in line_starting_statements(self.tree, self.source)]
         i = self._index.get(id(stmt))
         if i is None or len(self._starts) != len(self.col.simple):
             return self._line_by_text(stmt)
@@ -337,7 +323,7 @@ class TrainingPass:
             raise _Fail("backward() with arguments (retain_graph/gradient): port by hand")
         target = bcall.func.value  # type: ignore[union-attr]
         scaler = None
-        if _is_method(target, "scale") and len(target.args) == 1 and not target.keywords:  # type: ignore[attr-defined]
+        if is_method_call(target, "scale") and len(target.args) == 1 and not target.keywords:  # type: ignore[attr-defined]
             scaler, target = ast.unparse(target.func.value), target.args[0]  # type: ignore[attr-defined]
         if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "scale"
                for n in ast.walk(target)):
@@ -740,34 +726,13 @@ def _post_order(node: ast.AST):
     yield node
 
 
-def _is_method(node: ast.AST, attr: str) -> bool:
-    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == attr
-
-
-def _line_starts(tree: ast.Module, source: str) -> list[int]:
-    """Lines of the simple statements that begin a line (what libcst calls SimpleStatementLine), in
-    document order; statements after ``;`` or in one-line suites (``if x: y``) do not begin one."""
-    lines = source.splitlines()
-    out = []
-    for node in nodes(tree):
-        if isinstance(node, ast.stmt) and not isinstance(node, _COMPOUND):
-            text = lines[node.lineno - 1] if node.lineno <= len(lines) else ""
-            if not text[:node.col_offset].strip():
-                out.append(node.lineno)
-    return sorted(out)
-
-
-_COMPOUND = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For, ast.AsyncFor, ast.While,
-             ast.With, ast.AsyncWith, ast.Try, ast.Match) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
-
-
 def _has_candidates(tree: ast.Module) -> bool:
     """Any ``x.backward()``, ``torch.save(...)`` or ``load_state_dict(...)`` statement (cheap, no libcst)."""
     for node in nodes(tree):
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
             func = node.value.func
             name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-            if name == "backward" or name in _CHECKPOINT_CALLS:
+            if name == "backward" or name in CHECKPOINT_CALLS:
                 return True
     return False
 

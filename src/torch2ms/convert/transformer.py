@@ -23,16 +23,11 @@ from ..analysis.infer import (
 from ..kb import KB, Entry
 from ..kb.rewrite import CallRewrite, rewrite_call
 from . import autograd_function, data_pipeline, handlers
-from .cstutil import dotted, resolve as resolve_cst
+from .cstutil import code, dotted, resolve as resolve_cst
 from .names import MindSporeNames
 from .plan import PlanMismatch, Stmt, build_plan
 
 MARK = "# torch2ms:"
-_EMPTY = cst.Module([])
-
-
-def code(node: cst.CSTNode) -> str:
-    return _EMPTY.code_for_node(node)
 
 
 @functools.lru_cache(maxsize=8192)

@@ -11,6 +11,8 @@ from . import KB, canonical_name, load_kb
 from .transforms import HANDLERS, TRANSFORMS
 
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
+# The checkout's tests (absent in an installed copy, where proven_by cannot be checked).
+_REPO_TESTS = Path(__file__).resolve().parents[3] / "tests"
 
 
 def _resolve_ms(target: str):
@@ -74,8 +76,10 @@ def check_kb(kb: KB | None = None, resolve_targets: bool = True, priority_file: 
             for ph in _PLACEHOLDER.findall(e.template):
                 if ph != "self" and ph not in sig:
                     problems.append(f"{where}: template placeholder '{{{ph}}}' is not in sig")
-        if e.status != "no-equivalent" and not e.cases:
+        if e.status != "no-equivalent" and not e.cases and not e.proven_by:
             problems.append(f"{where}: mapped entry without a differential case")
+        if e.proven_by and _REPO_TESTS.is_dir() and not (_REPO_TESTS.parent / e.proven_by).is_file():
+            problems.append(f"{where}: proven_by {e.proven_by} does not exist")
         if have_ms and e.ms and e.status != "no-equivalent":
             try:
                 _resolve_ms(e.ms)

@@ -102,4 +102,5 @@ def lookup_dict(res: LookupResult, kb: KB | None = None) -> dict:
         "parameter_renames": {k: v for k, v in e.params.items() if v != k},
         "example": {"torch": ex[0], "mindspore": ex[1]} if ex else None,
         "tests": len(e.cases),
+        "proven_by": e.proven_by,
     }

@@ -75,6 +75,9 @@ class Entry:
     # What a user class subclassing this torch class should inherit from, when not ``ms``.
     ms_base: str = ""
     role: str = ""  # one of ROLES
+    # A conversion no single call can show (a class rewritten whole): the test file that proves it,
+    # in place of differential cases.
+    proven_by: str = ""
     params: dict[str, str | None] = field(default_factory=dict)
     layout: dict[str, str] = field(default_factory=dict)
     cases: tuple[Case, ...] = ()
@@ -134,7 +137,7 @@ _NAMESPACES = (
 
 _ENTRY_KEYS = {
     "torch", "kind", "status", "ms", "aliases", "backends", "note", "sig", "ms_sig", "args",
-    "template", "params", "layout", "case", "attrs", "ms_base", "role",
+    "template", "params", "layout", "case", "attrs", "ms_base", "role", "proven_by",
 }
 _ARG_KEYS = {"ms", "transform", "always", "unsupported", "note"}
 _CASE_KEYS = {"call", "inputs", "init", "train", "check", "atol", "rtol", "graph", "setup"}
@@ -219,6 +222,7 @@ def entry_from_toml(raw: dict, source: str) -> Entry:
         attrs={k: (None if v is False else v) for k, v in raw.get("attrs", {}).items()},
         ms_base=raw.get("ms_base", ""),
         role=raw.get("role", ""),
+        proven_by=raw.get("proven_by", ""),
         params=params,
         layout=dict(raw.get("layout", {})),
         cases=tuple(_case(c, where) for c in raw.get("case", ())),
