@@ -7,13 +7,18 @@ reported apart. The variants run interleaved, `--repeat` rounds, so each sees th
 reports (fastest long run - fastest short run) / steps, wall clock and process CPU time (the machine is
 shared: CPU time is the steadier number), and the median wall per-step estimate.
 
-Two CPU settings, both set here before MindSpore is imported unless --native is given:
+Three CPU settings, all set here before MindSpore is imported unless --native is given:
 - ONEDNN_MAX_CPU_ISA=AVX2: on AVX-512 hosts (measured on an AMD EPYC) MindSpore 2.10's bundled oneDNN
   picks a reference convolution (`jit_uni_ncsp:conv+ref:any`: 155 ms CPU for one 32×3×32×32 conv, 40×
   torch); capped at AVX2 it uses `gemm:jit` (4 ms) and every training step form gets 15–20× faster.
 - MS_DEV_LAUNCH_BLOCKING=1 (= mindspore.runtime.launch_blocking()): PyNative's asynchronous launch
   pipeline hands every op across 3 threads; on 2 loaded cores an eager op then costs ~3 ms CPU
   (StepLR.step() 12 ms); launched in the Python thread 0.1 ms (0.6 ms). Compiled steps do not change.
+- MS_DEV_HOST_BLOCKING_RUN=1 (documented: PyNative dispatch in a single thread): a jit-compiled step that
+  returns several tensors (the converted step returns `loss, outputs` when the loop reads both) is
+  otherwise launched asynchronously on a runtime thread even with launch blocking, and the loop's next
+  eager op (StepLR.step()) then competes with it: measured 21.6 ms/step vs 12.7 ms when the step returns
+  the loss alone; with this setting both take the same time. A step returning one tensor does not change.
 Run:  .venv/bin/python bench/train_step_bench.py [--steps 40] [--repeat 3] [--native]
 """
 
@@ -34,6 +39,7 @@ os.environ.setdefault("GLOG_v", "3")
 if "--native" not in sys.argv:  # must be set before oneDNN initialises (see the docstring)
     os.environ.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")
     os.environ.setdefault("MS_DEV_LAUNCH_BLOCKING", "1")
+    os.environ.setdefault("MS_DEV_HOST_BLOCKING_RUN", "1")
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "train_loop" / "train.py"
 
@@ -69,7 +75,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--native", action="store_true",
-                    help="leave oneDNN's CPU ISA choice and MindSpore's asynchronous PyNative launch alone")
+                    help="leave oneDNN's CPU ISA choice and MindSpore's asynchronous PyNative dispatch alone")
     opts = ap.parse_args()
     import contextlib
     import io
@@ -184,7 +190,8 @@ def main() -> None:
     fastest_hand = min(r[2] for r in rows if r[0].startswith("hand"))
     fastest_hand_cpu = min(r[4] for r in rows if r[0].startswith("hand"))
     print(f"ONEDNN_MAX_CPU_ISA={os.environ.get('ONEDNN_MAX_CPU_ISA', '(native)')}, "
-          f"MS_DEV_LAUNCH_BLOCKING={os.environ.get('MS_DEV_LAUNCH_BLOCKING', '(unset)')}, {os.cpu_count()} CPUs, "
+          f"MS_DEV_LAUNCH_BLOCKING={os.environ.get('MS_DEV_LAUNCH_BLOCKING', '(unset)')}, "
+          f"MS_DEV_HOST_BLOCKING_RUN={os.environ.get('MS_DEV_HOST_BLOCKING_RUN', '(unset)')}, {os.cpu_count()} CPUs, "
           f"load average {os.getloadavg()[0]:.1f}; best of {opts.repeat} interleaved rounds of {opts.steps} steps")
     print(f"{'variant':38s} {'5 steps+compile':>15s} {'best/step':>10s} {'median':>9s} {'CPU/step':>9s} "
           f"{'vs torch':>8s} {'vs best hand':>12s} {'(CPU)':>6s} {'loss rel diff':>13s}")

@@ -11,6 +11,7 @@ MS=$OUT/project_ms
 export GLOG_v=${GLOG_v:-3}  # MindSpore: errors only
 # MindSpore's bundled oneDNN uses a naive convolution on AVX-512 CPUs; AVX2 gets its JIT kernels (doctor says so).
 export ONEDNN_MAX_CPU_ISA=${ONEDNN_MAX_CPU_ISA:-AVX2}
+export MS_DEV_LAUNCH_BLOCKING=${MS_DEV_LAUNCH_BLOCKING:-1} MS_DEV_HOST_BLOCKING_RUN=${MS_DEV_HOST_BLOCKING_RUN:-1}  # CPU: single-threaded dispatch
 export SHAPES_DIR=$OUT/shapes  # where examples/project/data.py (and its conversion) keep the generated images
 start=$SECONDS
 step() { printf '\n\033[1m== %s\033[0m  (%ds)\n' "$*" $((SECONDS - start)); }

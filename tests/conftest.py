@@ -8,3 +8,5 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 # PyNative's asynchronous launch costs ~3 ms of CPU per eager op on a loaded 2-core machine.
 os.environ.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")
 os.environ.setdefault("MS_DEV_LAUNCH_BLOCKING", "1")
+# A compiled step returning several tensors is otherwise still dispatched on a runtime thread.
+os.environ.setdefault("MS_DEV_HOST_BLOCKING_RUN", "1")

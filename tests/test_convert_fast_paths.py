@@ -165,3 +165,136 @@ def test_r6_fast_path_changes_nothing_on_torchvision(monkeypatch):
     assert sum(len(q.segments) for q in hidden if q) > 100  # the fast path really was taken
     assert [p for p in sources if fast[p] != slow[p]] == []
     assert all(err is None for _, err, _ in fast.values())
+
+
+WALK_SAMPLE = textwrap.dedent('''\
+    import torch.nn as nn
+    from a import b as c, d
+    x: int = 1
+    def f(a, /, b: "T" = 2, *args, k=3, **kw) -> list[int]:
+        global g
+        y = lambda q, *r: q + sum(r)
+        z = [i * j for i in range(3) if i for j in range(i)]
+        w = {k: v async for k, v in it()} if a else {*s}
+        s = f"{a!r:>{b}} {y(1)=}"
+        try:
+            pass
+        except* ValueError as e:
+            raise RuntimeError from e
+        match a:
+            case [1, *rest] | {"k": _, **more}:
+                pass
+            case Point(x=0, y=yy) as p if yy > 0:
+                pass
+        with open(p) as fh, ctx():
+            del x[1:2, ::3]
+        return (yield from g)
+    class C(nn.Module, metaclass=M):
+        @dec(1)
+        async def m(self):
+            await self.x
+            async with a as b:
+                async for i in b:
+                    nonlocal_ = not i
+''')
+
+
+def test_r6_fast_ast_walk_is_ast_walk():
+    """analysis.astwalk.walk (used by every analysis pass) gives ast.walk's nodes in ast.walk's order."""
+    import importlib.util
+    from pathlib import Path
+
+    from torch2ms.analysis.astwalk import walk
+
+    sources = [WALK_SAMPLE]
+    spec = importlib.util.find_spec("torchvision")
+    if spec is not None:
+        root = Path(list(spec.submodule_search_locations)[0])
+        sources += [p.read_text(encoding="utf-8") for p in sorted((root / "models").rglob("*.py"))[:40]]
+    for src in sources:
+        tree = ast.parse(src)
+        assert [id(n) for n in walk(tree)] == [id(n) for n in ast.walk(tree)]
+
+
+def test_r6_fast_dispatch_calls_the_same_hooks_as_libcst():
+    """cstutil.FastDispatch: per-node, per-field and leave hooks, a False visit skipping children and
+    replacements in leave hooks behave as in libcst's own dispatch."""
+    import libcst as cst
+
+    from torch2ms.convert.cstutil import FastDispatch
+
+    class Rename(cst.CSTTransformer):
+        def __init__(self):
+            super().__init__()
+            self.log = []
+
+        def visit_Call(self, node):
+            self.log.append("call")
+            return not (isinstance(node.func, cst.Name) and node.func.value == "keep")
+
+        def visit_Call_args(self, node):
+            self.log.append("args")
+
+        def leave_Call_args(self, node):
+            self.log.append("/args")
+
+        def leave_Name(self, original, updated):
+            self.log.append(original.value)
+            return updated.with_changes(value=updated.value.upper()) if updated.value.startswith("t") else updated
+
+    class FastRename(FastDispatch, Rename):
+        pass
+
+    src = "t = f(t1, keep(t2), g(t3=t4))\nkeep(t5)\n"
+    slow, fast = Rename(), FastRename()
+    out_slow, out_fast = cst.parse_module(src).visit(slow).code, cst.parse_module(src).visit(fast).code
+    assert out_fast == out_slow == "T = f(T1, keep(t2), g(T3=T4))\nkeep(t5)\n"
+    assert fast.log == slow.log
+
+
+def test_r18_checkpoint_splice_gives_the_tree_of_the_new_text():
+    """checkpoints.rewrite_checkpoints edits the text and splices the new statements into the input
+    tree instead of re-parsing: the tree must be ast.parse(new text), every position included."""
+    import importlib.util
+    from pathlib import Path
+
+    from torch2ms.analysis.imports import ImportMap
+    from torch2ms.convert.checkpoints import rewrite_checkpoints
+
+    nested = textwrap.dedent('''\
+        import torch
+
+
+        class Loader:
+            def load(self, net, path):
+                if path:
+                    net.load_state_dict(torch.load(path))  # first
+                    torch.save(net.state_dict(), path)
+                else:
+                    net.load_state_dict(
+                        torch.load(path), strict=False)
+                return net
+
+            def last(self, net, sd):
+                net.load_state_dict(sd)
+
+
+        def tail(net, sd): net.load_state_dict(sd)
+        x = [1,
+             2]
+    ''')
+    sources = [CHECKPOINTS, nested]
+    spec = importlib.util.find_spec("torchvision")
+    if spec is not None:
+        root = Path(list(spec.submodule_search_locations)[0])
+        sources += [p.read_text(encoding="utf-8") for p in sorted((root / "models").rglob("*.py"))]
+    changed = 0
+    for src in sources:
+        tree = ast.parse(src)
+        result = rewrite_checkpoints(src, tree, ImportMap.from_tree(tree))
+        if result.source == src:
+            continue
+        changed += 1
+        assert result.tree is tree
+        assert ast.dump(tree, include_attributes=True) == ast.dump(ast.parse(result.source), include_attributes=True)
+    assert changed >= 3

@@ -36,3 +36,14 @@ def test_r5_avx512_cpu_gets_the_onednn_advice(tmp_path, monkeypatch):
     flags.write_text("processor : 0\nflags : fpu sse avx2\n")
     assert not doctor._has_avx512(str(flags))
     assert not doctor._has_avx512(str(tmp_path / "missing"))
+
+
+def test_r5_cpu_without_single_threaded_dispatch_gets_the_advice(monkeypatch):
+    versions = {"torch": None, "torchvision": None, "mindspore": "2.10.0", "numpy": "1.26.4",
+                "libcst": "1", "rich": "1", "safetensors": "1"}
+    monkeypatch.delenv("MS_DEV_HOST_BLOCKING_RUN", raising=False)
+    monkeypatch.setenv("MS_DEV_LAUNCH_BLOCKING", "1")
+    advice = [f for f in diagnose(versions, probe_device=False).findings if "dispatch" in f.fix]
+    assert len(advice) == 1 and advice[0].fix.startswith("export MS_DEV_HOST_BLOCKING_RUN=1 ")
+    monkeypatch.setenv("MS_DEV_HOST_BLOCKING_RUN", "1")
+    assert not [f for f in diagnose(versions, probe_device=False).findings if "dispatch" in f.fix]

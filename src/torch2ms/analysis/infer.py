@@ -11,7 +11,7 @@ import ast
 from dataclasses import dataclass, field
 
 from .imports import ImportMap
-from .astwalk import nodes
+from .astwalk import nodes, walk
 
 TENSOR, MODULE, OPTIMIZER = "torch.Tensor", "torch.nn.Module", "torch.optim.Optimizer"
 SCHEDULER = "torch.optim.lr_scheduler.LRScheduler"
@@ -141,7 +141,7 @@ def infer_function(
         elif is_forward and a.arg != "self":
             scope.types[a.arg] = TENSOR
     # Source order (ast.walk is breadth-first): the last assignment of a name decides its type.
-    stmts = [n for n in ast.walk(fn) if isinstance(n, (ast.Assign, ast.AnnAssign, ast.For))]
+    stmts = [n for n in walk(fn) if isinstance(n, (ast.Assign, ast.AnnAssign, ast.For))]
     for node in sorted(stmts, key=lambda n: (n.lineno, n.col_offset)):
         if isinstance(node, ast.Assign):
             t = expr_type(node.value, imap, scope, self_attrs, kb)
@@ -195,7 +195,7 @@ def self_attribute_types(cls: ast.ClassDef, imap: ImportMap, kb, module_classes:
     """``self.<name>`` types from assignments anywhere in the class (usually ``__init__``)."""
     out: dict[str, str] = {}
     empty = Scope(dict(module_classes or {}))
-    for node in ast.walk(cls):
+    for node in walk(cls):
         if isinstance(node, ast.Assign):
             t = expr_type(node.value, imap, empty, out, kb)
             for target in node.targets:

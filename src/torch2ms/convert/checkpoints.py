@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from ..analysis.astwalk import bound_names, fresh_name, is_method_call, nodes
+from ..analysis.astwalk import bound_names, fresh_name, is_method_call, nodes, walk
 from ..analysis.imports import ImportMap
 
 MARK = "# torch2ms:"
@@ -29,6 +29,7 @@ class CheckpointRewrite:
     # line of the rewritten source → line of the original: a generated statement's lines all map
     # to the first line of the statement it replaced
     lines: dict[int, int] = field(default_factory=dict)
+    tree: ast.Module | None = None  # the tree of ``source`` when it changed (the input tree, spliced)
 
     def to_original(self, line: int) -> int:
         return self.lines.get(line, line)
@@ -76,21 +77,68 @@ def rewrite_checkpoints(source: str, tree: ast.Module, imap: ImportMap) -> Check
         if new is not None:
             if comment:
                 new[0] += "  " + comment
-            edits.append((node.lineno, node.end_lineno or node.lineno, [indent + ln + "\n" for ln in new]))
+            edits.append((node.lineno, node.end_lineno or node.lineno, [indent + ln + "\n" for ln in new], node, indent))
     if not edits:
         return CheckpointRewrite(source, notes)
+    edits.sort(key=lambda e: e[0])
     mapping: dict[int, int] = {}
     shift = 0
-    for first, last, repl in sorted(edits):
+    for first, last, repl, _, _ in edits:
         for k in range(len(repl)):
             mapping[first + shift + k] = first
         shift += len(repl) - (last - first + 1)
         mapping[last + 1 + shift] = last + 1  # lines after the block: the running shift
-    for first, last, repl in sorted(edits, reverse=True):
+    _splice(tree, edits)
+    for first, last, repl, _, _ in reversed(edits):
         if not lines[last - 1].endswith("\n"):
             repl[-1] = repl[-1][:-1]
         lines[first - 1:last] = repl
-    return CheckpointRewrite("".join(lines), sorted(notes, key=lambda n: n[3]), _fill(mapping, len(lines)))
+    return CheckpointRewrite("".join(lines), sorted(notes, key=lambda n: n[3]), _fill(mapping, len(lines)), tree)
+
+
+def _splice(tree: ast.Module, edits: list) -> None:
+    """Make ``tree`` the tree of the rewritten text, in place: each replaced statement's new lines are
+    parsed alone and put in its place, and every position after it moves by the lines it gained.
+    Re-parsing the whole file instead cost more than the rest of this pass (most model files have
+    a ``load_state_dict``). The result equals ``ast.parse`` of the new text, positions included."""
+    slots: dict[int, tuple[list, ast.stmt]] = {}  # id(statement) → the body list that holds it
+    targets = {id(e[3]) for e in edits}
+    for n in nodes(tree):
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(n, name, None)
+            if block.__class__ is list:
+                for stmt in block:
+                    if id(stmt) in targets:
+                        slots[id(stmt)] = (block, stmt)
+    everything = nodes(tree)
+    shift = 0  # lines gained by the edits above: the positions of ``everything`` have moved by it
+    for first, last, repl, old, indent in edits:
+        first, last = first + shift, last + shift
+        new = ast.parse("".join(line[len(indent):] for line in repl)).body
+        width = len(indent.encode())
+        for n in (m for stmt in new for m in walk(stmt)):
+            if hasattr(n, "lineno"):
+                n.lineno += first - 1
+                n.end_lineno += first - 1
+                n.col_offset += width
+                n.end_col_offset += width
+        delta = len(repl) - (last - first + 1)
+        for n in everything:
+            line = getattr(n, "lineno", None)
+            if line is None:
+                continue
+            if line > last:
+                n.lineno += delta
+                n.end_lineno += delta
+            elif line < first and n.end_lineno >= last:  # a statement that encloses the edit
+                if n.end_lineno == last:
+                    n.end_col_offset = new[-1].end_col_offset
+                n.end_lineno += delta
+        shift += delta
+        block, stmt = slots[id(old)]
+        at = next(i for i, s in enumerate(block) if s is stmt)
+        block[at:at + 1] = new
+    del tree._torch2ms_nodes  # astwalk.nodes' cache: the next walk sees the new statements
 
 
 def _fill(mapping: dict[int, int], n: int) -> dict[int, int]:

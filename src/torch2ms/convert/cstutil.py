@@ -40,3 +40,61 @@ _EMPTY = cst.Module([])
 def code(node: cst.CSTNode) -> str:
     """Source text of a node (libcst codegen outside any module)."""
     return _EMPTY.code_for_node(node)
+
+
+def _defined_hook(cls: type, name: str):
+    """``cls.<name>`` unless it is missing or one of libcst's generated no-op defaults."""
+    func = getattr(cls, name, None)
+    return None if func is None or func.__module__ == "libcst._typed_visitor" else func
+
+
+class FastDispatch:
+    """Hook dispatch for a CSTTransformer, looked up once per node type instead of once per node.
+
+    libcst finds ``visit_<Node>``/``leave_<Node>`` and ``visit_<Node>_<field>`` by building the name and
+    calling getattr for every node and every child field, and its typed base class answers with a
+    no-op for every node type: on a large module that costs more than the hooks themselves. Behaviour
+    is libcst's: a visit hook returning False skips the children; leave hooks may replace the node.
+    Put it before ``cst.CSTTransformer`` in the bases. The tables belong to the instance (one per
+    converted file), so a hook replaced on the class between files is seen.
+    """
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._visit_hooks: dict = {}
+        self._leave_hooks: dict = {}
+        self._field_hooks: dict = {}
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        kind = type(node)
+        try:
+            hook = self._visit_hooks[kind]
+        except KeyError:
+            hook = self._visit_hooks[kind] = _defined_hook(type(self), f"visit_{kind.__name__}")
+        return hook is None or hook(self, node) is not False
+
+    def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):
+        kind = type(original)
+        try:
+            hook = self._leave_hooks[kind]
+        except KeyError:
+            hook = self._leave_hooks[kind] = _defined_hook(type(self), f"leave_{kind.__name__}")
+        return updated if hook is None else hook(self, original, updated)
+
+    def _field_hook(self, node: cst.CSTNode, attribute: str, prefix: str):
+        key = (type(node), attribute, prefix)
+        try:
+            return self._field_hooks[key]
+        except KeyError:
+            hook = self._field_hooks[key] = _defined_hook(type(self), f"{prefix}_{type(node).__name__}_{attribute}")
+            return hook
+
+    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        hook = self._field_hook(node, attribute, "visit")
+        if hook is not None:
+            hook(self, node)
+
+    def on_leave_attribute(self, original: cst.CSTNode, attribute: str) -> None:
+        hook = self._field_hook(original, attribute, "leave")
+        if hook is not None:
+            hook(self, original)

@@ -57,9 +57,20 @@ def _local(alias: cst.ImportAlias) -> str:
     return _name(alias.name).split(".", 1)[0]
 
 
+def _mentioned(code: str, name: str) -> bool:
+    """``name`` appears as a word outside ``# ...`` comments (the converter's own notes name torch APIs).
+    A line with a quote before the ``#`` counts: the ``#`` may sit in a string. Right after a quote it is
+    string text (``TorchCompat("torch.nn.ReLU")``)."""
+    for m in re.finditer(rf"(?<![\w.'\"]){re.escape(name)}\b", code):
+        before = code[code.rfind("\n", 0, m.start()) + 1:m.start()]
+        if "#" not in before or "'" in before or '"' in before:
+            return True
+    return False
+
+
 def _torch_names_used(code: str, candidates: set[str]) -> set[str]:
     """Which of ``candidates`` the code reads as names (a regex rules most out before parsing)."""
-    present = {n for n in candidates if re.search(rf"(?<![\w.]){re.escape(n)}\b", code)}
+    present = {n for n in candidates if _mentioned(code, n)}
     if not present:
         return set()
     try:
@@ -148,6 +159,7 @@ def convert_source(source: str, path: str = "<string>", kb: KB | None = None,
         training = rewrite_training(source, tree, imap)
     except Exception:  # noqa: BLE001 - a failed pre-pass leaves the loop to the per-call rules
         training = None
+        tree = ast.parse(source, filename=path)  # the pre-pass may have spliced its edits into the tree
     work = source
     if training is not None and training.source != source:
         work = training.source
@@ -215,7 +227,7 @@ def _convert(module: cst.Module, kb: KB, facts) -> tuple[str, TorchToMindSpore]:
             settled = settled.visit(_NestedImports(facts.imap, _aliases_in_use(t), reexports))
         code = settled.code
         # A torch name the output still reads (not one of the MindSpore aliases) keeps its import.
-        used = _torch_names_used(code, torch_locals - _aliases_in_use(t)) - keep
+        used = _torch_names_used(code, torch_locals - _aliases_in_use(t) - keep)
         if not used:
             return code, t
         keep |= used

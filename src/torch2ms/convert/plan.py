@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from ..analysis.astwalk import walk
 from ..analysis.imports import ImportMap
 from ..analysis.infer import TENSOR_ONLY_METHODS
 from ..kb import KB
@@ -113,7 +114,7 @@ def build_plan(tree: ast.Module, imap: ImportMap, kb: KB) -> list[Stmt]:
 
     def mentions(nodes: list[ast.AST]) -> bool:
         for root in nodes:
-            for n in ast.walk(root):
+            for n in walk(root):
                 if isinstance(n, ast.Name):
                     if n.id in torch_names:
                         return True

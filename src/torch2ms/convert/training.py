@@ -760,7 +760,7 @@ def _rewrite_training(source: str, tree: ast.Module, imap: ImportMap, distribute
     notes = [Note(*n) for n in ck.notes]
     work = ck.source
     if work != source:
-        tree = ast.parse(work)
+        tree = ck.tree  # the input tree, spliced to match the new text
     if "backward" not in work or not _has_backward(tree):
         return TrainingRewrite(work, notes, tree=tree, line_map=ck.to_original if work != source else None)
     p = TrainingPass(work, tree, imap)

@@ -23,7 +23,7 @@ from ..analysis.infer import (
 from ..kb import KB, Entry
 from ..kb.rewrite import CallRewrite, rewrite_call
 from . import autograd_function, data_pipeline, handlers
-from .cstutil import code, dotted, resolve as resolve_cst
+from .cstutil import FastDispatch, code, dotted, resolve as resolve_cst
 from .names import MindSporeNames
 from .plan import PlanMismatch, Stmt, build_plan
 
@@ -242,7 +242,7 @@ _OPAQUE = frozenset({
 _HEADER_PARTS = frozenset({cst.Parameters, cst.Decorator, cst.Annotation, cst.Arg})
 
 
-class TorchToMindSpore(cst.CSTTransformer):
+class TorchToMindSpore(FastDispatch, cst.CSTTransformer):
     def __init__(self, kb: KB, facts: ModuleFacts, use_plan: bool = True) -> None:
         super().__init__()
         self.use_plan = use_plan and bool(facts.plan)
@@ -273,6 +273,9 @@ class TorchToMindSpore(cst.CSTTransformer):
         kind = type(node)
         if kind in _OPAQUE:
             return False
+        if kind is cst.Name:  # its only children are parentheses: not rebuilding it saves a node copy
+            super().on_visit(node)
+            return False
         if kind in _SIMPLE or kind in _COMPOUND:
             go = self._enter_statement(node, kind)
             return super().on_visit(node) and go
@@ -282,8 +285,10 @@ class TorchToMindSpore(cst.CSTTransformer):
         return super().on_visit(node)
 
     def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):
-        result = super().on_leave(original, updated)
         kind = type(original)
+        if kind in _OPAQUE:
+            return updated  # no hooks for punctuation and whitespace
+        result = super().on_leave(original, updated)
         if kind in _SIMPLE or kind in _COMPOUND:
             self.stmt_stack.pop()
         return result
