@@ -14,11 +14,13 @@ _ATTR = "_torch2ms_nodes"
 
 def nodes(tree: ast.AST) -> list[ast.AST]:
     """Every node under ``tree`` in ``ast.walk`` order, computed once per tree."""
-    cached = getattr(tree, _ATTR, None)
-    if cached is None:
-        cached = walk(tree)
-        setattr(tree, _ATTR, cached)
-    return cached
+    below = getattr(tree, _ATTR, None)
+    if below is None:
+        below = walk(tree)[1:]
+        # Without the root: a list holding the tree that holds the list would be a reference cycle,
+        # and every converted module's tree would wait for the cyclic garbage collector.
+        setattr(tree, _ATTR, below)
+    return [tree, *below]
 
 
 # Fields that never hold a node (names, numbers, flags): not looked at. ``Constant.value`` may be

@@ -140,6 +140,7 @@ def build_plan(tree: ast.Module, imap: ImportMap, kb: KB) -> list[Stmt]:
 
     for stmt in tree.body:
         add(stmt)
+    del add  # a recursive closure is a reference cycle (see change_keys)
     return plan
 
 
@@ -178,6 +179,7 @@ def change_keys(stmt: ast.stmt, imap: ImportMap, kb: KB) -> dict[str, list[int]]
 
     for n in header_nodes(stmt):
         visit(n)
+    del visit  # a recursive closure is a reference cycle: without this the tree waits for the cyclic GC
     if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         for d in stmt.decorator_list:
             put("@", d.lineno)

@@ -135,6 +135,7 @@ def module_facts(tree: ast.Module, kb: KB, local_roots: frozenset[str] = frozens
                         visit(sub, cls)
 
     visit(tree.body, None)
+    del visit  # a recursive closure is a reference cycle: it would keep the tree for the cyclic GC
     for node in nodes(tree):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             taken.add(node.id)
