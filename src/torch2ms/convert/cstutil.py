@@ -64,6 +64,12 @@ class FastDispatch:
         self._visit_hooks: dict = {}
         self._leave_hooks: dict = {}
         self._field_hooks: dict = {}
+        # Field names that have a visit_<Node>_<field>/leave_<Node>_<field> hook: the others (nearly
+        # all of the ~300k field visits of a large module) return at once.
+        self._hooked_fields = frozenset(
+            name.split("_", 2)[2] for klass in type(self).__mro__ if not klass.__module__.startswith("libcst")
+            for name in vars(klass) if name.startswith(("visit_", "leave_")) and name.count("_") >= 2
+            and name.split("_", 2)[1][:1].isupper())
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         kind = type(node)
@@ -90,11 +96,13 @@ class FastDispatch:
             return hook
 
     def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
-        hook = self._field_hook(node, attribute, "visit")
-        if hook is not None:
-            hook(self, node)
+        if attribute in self._hooked_fields:
+            hook = self._field_hook(node, attribute, "visit")
+            if hook is not None:
+                hook(self, node)
 
     def on_leave_attribute(self, original: cst.CSTNode, attribute: str) -> None:
-        hook = self._field_hook(original, attribute, "leave")
-        if hook is not None:
-            hook(self, original)
+        if attribute in self._hooked_fields:
+            hook = self._field_hook(original, attribute, "leave")
+            if hook is not None:
+                hook(self, original)
