@@ -416,6 +416,44 @@ def test_r8_module_only_methods_on_an_untyped_parameter_are_converted():
     assert "trainer.train()" in code  # train() is left alone: trainers have it too
 
 
+def test_r11_train_on_a_receiver_used_as_a_module_becomes_set_train():
+    # A trainer class keeps the model in self.model: self.model.parameters() elsewhere in the class
+    # (or model.parameters() in the same function) says it is a Module, so train() is Module.train.
+    src = textwrap.dedent('''\
+        import torch
+
+
+        class Trainer:
+            def __init__(self, model):
+                self.model = model
+                self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+
+            def fit(self, x):
+                self.model.train()
+                self.helper.train()
+                return self.model(x)
+
+
+        def fit(model, data, trainer):
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            model.train(True)
+            trainer.train()
+            return opt
+
+
+        def other(model):
+            model.train()
+        ''')
+    res = convert_source(src, "t.py")
+    assert "self.model.set_train()" in res.code and "model.set_train(True)" in res.code
+    # No evidence: another object's train(), and a model in a function that never uses it as one.
+    assert "self.helper.train()" in res.code and "trainer.train()" in res.code
+    assert "def other(model):\n    model.train()" in res.code
+    notes = [c.note for c in res.changes if c.api == "torch.nn.Module.train"]
+    assert len(notes) == 2 and all("receiver assumed to be a Module" in n for n in notes)
+    assert convert_source(res.code, "t.py").code == res.code
+
+
 def test_r11_scheduler_methods_are_typed_and_get_last_lr_gives_floats():
     src = ("import torch\n\n\ndef f(opt):\n    sched = torch.optim.lr_scheduler.StepLR(opt, 2)\n"
            "    print(f\"lr {sched.get_last_lr()[0]:.4g}\")\n    state = sched.state_dict()\n")

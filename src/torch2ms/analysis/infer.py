@@ -36,6 +36,39 @@ MODULE_ONLY_METHODS = frozenset(
     "eval parameters named_parameters named_modules named_children children modules buffers named_buffers".split()
 )
 
+def module_receivers(tree: ast.Module) -> dict[tuple[str, ...], set[str]]:
+    """Receivers that a MODULE_ONLY method is called on (``self.model.parameters()``), by where that
+    evidence holds: a ``self.<attr>`` chain for its whole class (key ``(class,)``), any other name or
+    chain for its function (key ``(class, function)``). ``self.model.train()`` in the same trainer
+    class is then a Module's ``train``, not some other object's."""
+    out: dict[tuple[str, ...], set[str]] = {}
+    todo: list[tuple[ast.AST, str, str]] = [(tree, "", "")]
+    while todo:
+        node, cls, fn = todo.pop()
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef):
+                todo.append((child, child.name, ""))
+                continue
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                todo.append((child, cls, child.name))
+                continue
+            if isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute) \
+                    and child.func.attr in MODULE_ONLY_METHODS:
+                text = _dotted(child.func.value)
+                if text:
+                    out.setdefault((cls,) if text.startswith("self.") else (cls, fn), set()).add(text)
+            todo.append((child, cls, fn))
+    return out
+
+
+def _dotted(node: ast.AST) -> str | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return ".".join([node.id, *reversed(parts)]) if isinstance(node, ast.Name) else None
+
+
 AMBIGUOUS_METHODS = frozenset(
     "to size split copy index count sort max min abs pow exp log sqrt round floor ceil reshape "
     "eq ne lt gt le ge all any flip repeat type append pop update get items keys values join "

@@ -18,6 +18,7 @@ from ..analysis.astwalk import nodes
 from ..analysis.imports import ImportMap
 from ..analysis.infer import (
     MODULE, MODULE_ONLY_METHODS, OPTIMIZER, SCHEDULER, TENSOR, TENSOR_ONLY_METHODS, Scope, expr_type, infer_function, module_classes,
+    module_receivers,
     self_attribute_types,
 )
 from ..kb import KB, Entry
@@ -64,6 +65,14 @@ class ModuleFacts:
     star_names: frozenset[str] = frozenset()
     nested_torch_imports: bool = False  # a torch import inside a function or block
     training_generated: bool = False  # the training/checkpoint pre-pass wrote mindspore.* code
+    tree: ast.Module | None = field(default=None, repr=False)
+    _module_receivers: dict | None = field(default=None, repr=False)
+
+    def module_receivers(self) -> dict[tuple[str, ...], set[str]]:
+        """infer.module_receivers of the file, computed when first asked."""
+        if self._module_receivers is None:
+            self._module_receivers = module_receivers(self.tree) if self.tree is not None else {}
+        return self._module_receivers
 
 
 class _Lazy(dict):
@@ -150,7 +159,7 @@ def module_facts(tree: ast.Module, kb: KB, local_roots: frozenset[str] = frozens
     top = {id(n) for n in tree.body}
     nested = any(id(x.node) not in top and _imports_framework(x.node, imap) for x in plan)
     return ModuleFacts(imap, mclasses, self_attrs, scopes, taken, layer_attrs, torch_bases,
-                       plan, star_names, nested)
+                       plan, star_names, nested, tree=tree)
 
 
 def _imports_framework(node: ast.stmt, imap: ImportMap) -> bool:
@@ -709,7 +718,17 @@ class TorchToMindSpore(FastDispatch, cst.CSTTransformer):
             return TENSOR, "likely"
         if rtype is None and attr in MODULE_ONLY_METHODS:
             return MODULE, "likely"
+        if rtype is None and self.kb.method(attr, MODULE) is not None and self._used_as_module(receiver):
+            return MODULE, "likely"  # self.model.train() where self.model.parameters() is called too
         return None, ""
+
+    def _used_as_module(self, receiver: cst.BaseExpression) -> bool:
+        text = dotted(receiver)
+        if not text:
+            return False
+        cls = self.class_stack[-1] if self.class_stack else ""
+        key = (cls,) if text.startswith("self.") else (cls, self.func_stack[-1] if self.func_stack else "")
+        return text in self.facts.module_receivers().get(key, ())
 
     def _method_call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         func = original.func
@@ -736,7 +755,7 @@ class TorchToMindSpore(FastDispatch, cst.CSTTransformer):
         result = self._apply(entry, original, updated, receiver, entry.torch)
         if confidence == "likely" and result is not updated:
             self.changes[-1].note = (self.changes[-1].note + "; " if self.changes[-1].note else "") + \
-                "receiver assumed to be a Tensor"
+                f"receiver assumed to be a {'Tensor' if owner == TENSOR else 'Module'}"
         return result
 
     def _layer_parameter(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression | None:
