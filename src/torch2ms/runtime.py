@@ -121,7 +121,7 @@ def _sequential_cell():
 def __getattr__(name: str) -> Any:
     # Classes that need MindSpore are built on first use, so importing this module stays cheap.
     builders = {"Sequential": _sequential_cell, "ModuleDict": _module_dict_cell,
-                "MultiheadAttention": _multihead_attention}
+                "MultiheadAttention": _multihead_attention, "Embedding": _embedding}
     if name in builders:
         cls = builders[name]()
         globals()[name] = cls
@@ -213,3 +213,25 @@ def _multihead_attention():
             return out[0], None
 
     return MultiheadAttention
+
+
+def _embedding():
+    import mindspore
+    from mindspore import ops
+
+    class Embedding(mindspore.nn.Embedding):
+        """mindspore.nn.Embedding whose padding row gets no gradient, as torch's ``padding_idx``.
+
+        MindSpore only zero-initialises that row and then trains it like any other. Here the looked-up
+        vectors of padding ids pass through ``stop_gradient``: the forward is unchanged (whatever the row
+        holds), and training leaves the row as it is.
+        """
+
+        def construct(self, ids):
+            out = super().construct(ids)
+            if self.padding_idx is None:
+                return out
+            pad = ops.expand_dims(ids == self.padding_idx, -1)
+            return ops.where(pad, ops.stop_gradient(out), out)
+
+    return Embedding

@@ -7,6 +7,7 @@ prove exactly the argument rules the converter applies.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 from dataclasses import dataclass, field
 
@@ -145,11 +146,21 @@ def rewrite_call(
         # Keywords the signature does not know pass through unchanged.
         for k in unknown:
             out_kw.setdefault(k, bound[k])
+        entry = _retarget(entry, bound, defaults)
         parts = out_pos + [f"{k}={v}" for k, v in out_kw.items()]
         return CallRewrite(_render(entry, parts, receiver), notes=notes, func=_callee(entry, receiver),
                            args=out_pos, kwargs=list(out_kw.items()))
     except Unsupported as exc:
         return CallRewrite("", ok=False, notes=notes + [str(exc)])
+
+
+def _retarget(entry: Entry, bound: dict[str, str], defaults: dict[str, str]) -> Entry:
+    """The entry with its ``ms`` class replaced when a bound argument's rule names a ``target``."""
+    for name, rule in entry.args.items():
+        src = bound.get(name)
+        if rule.target and src is not None and _norm(src) != _norm(defaults.get(name, "None")):
+            return dataclasses.replace(entry, ms=rule.target)
+    return entry
 
 
 def _apply_rule(entry, rule, name, src, bound, defaults) -> dict[str, str]:

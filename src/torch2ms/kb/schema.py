@@ -31,7 +31,9 @@ class ArgRule:
     ``kb/transforms.py`` that rewrites the argument's source text (and may emit several keywords).
     ``always``: emit the rule even when the torch call omits the argument, from the torch default,
     because MindSpore's own default differs silently. ``unsupported``: source values MindSpore
-    cannot express; a call using one is left for a person, with ``note``.
+    cannot express; a call using one is left for a person, with ``note``. ``target``: when the call
+    passes the argument with a value other than its default, it builds this class instead of the
+    entry's ``ms`` (a torch2ms.runtime subclass that supplies what the argument does in torch).
     """
 
     torch: str
@@ -40,6 +42,7 @@ class ArgRule:
     always: bool = False
     unsupported: tuple[str, ...] = ()
     note: str = ""
+    target: str | None = None
 
 
 @dataclass(frozen=True)
@@ -139,7 +142,7 @@ _ENTRY_KEYS = {
     "torch", "kind", "status", "ms", "aliases", "backends", "note", "sig", "ms_sig", "args",
     "template", "params", "layout", "case", "attrs", "ms_base", "role", "proven_by",
 }
-_ARG_KEYS = {"ms", "transform", "always", "unsupported", "note"}
+_ARG_KEYS = {"ms", "transform", "always", "unsupported", "note", "target"}
 _CASE_KEYS = {"call", "inputs", "init", "train", "check", "atol", "rtol", "graph", "setup"}
 
 
@@ -162,6 +165,7 @@ def _arg_rule(name: str, raw: Any, where: str) -> ArgRule:
         always=bool(raw.get("always", False)),
         unsupported=tuple(raw.get("unsupported", ())),
         note=raw.get("note", ""),
+        target=raw.get("target"),
     )
 
 
