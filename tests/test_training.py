@@ -139,7 +139,7 @@ def _run_both(src: str, tmp_path, mode: str, epochs: int, n: int = 40):
     finally:
         sys.modules.pop(f"t2m_tr_t_{tag}", None)
         sys.modules.pop(f"t2m_tr_m_{tag}", None)
-    return np.array(expected), np.array(got), conv.code
+    return np.array(expected), np.array(got), conv.code, (tnet, mnet, x)
 
 
 def _assert_curves(expected, got, steps):
@@ -153,7 +153,7 @@ def _assert_curves(expected, got, steps):
 @pytest.mark.differential
 @pytest.mark.parametrize("mode", MODES)
 def test_r11_sgd_momentum_steplr_clip_loss_curve_matches(tmp_path, mode):
-    expected, got, code = _run_both(SGD_LOOP, tmp_path, mode, epochs=10)
+    expected, got, code, _ = _run_both(SGD_LOOP, tmp_path, mode, epochs=10)
     assert "class TrainStep(nn.Cell)" in code and "ms.value_and_grad(forward_fn" in code
     _assert_curves(expected, got, 50)
 
@@ -161,9 +161,50 @@ def test_r11_sgd_momentum_steplr_clip_loss_curve_matches(tmp_path, mode):
 @pytest.mark.differential
 @pytest.mark.parametrize("mode", MODES)
 def test_r11_adamw_cosine_grad_accumulation_loss_curve_matches(tmp_path, mode):
-    expected, got, code = _run_both(ADAMW_ACCUM, tmp_path, mode, epochs=10)
+    expected, got, code, _ = _run_both(ADAMW_ACCUM, tmp_path, mode, epochs=10)
     assert "grads_sum = None" in code and "optimizer(grads_sum)" in code
     _assert_curves(expected, got, 50)
+
+
+# AdamW with weight decay on model.parameters(): torch's parameters() has no BatchNorm buffers, while
+# MindSpore's get_parameters() returns the moving statistics too (the optimizer would decay them).
+ADAMW_DECAY = NET + '''
+
+def train(model, x, y, epochs):
+    criterion = nn.CrossEntropyLoss()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.2)
+    losses = []
+    model.train()
+    for epoch in range(epochs):
+        for i in range(0, x.shape[0] // 8):
+            optimizer.zero_grad()
+            loss = criterion(model(x[i * 8:(i + 1) * 8]), y[i * 8:(i + 1) * 8])
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+    return losses
+'''
+
+
+@pytest.mark.differential
+@pytest.mark.parametrize("mode", MODES)
+def test_r11_optimizer_leaves_batchnorm_statistics_alone(tmp_path, mode):
+    """After training with weight decay, the BatchNorm statistics and the eval-mode outputs agree:
+    the converted optimizer gets model.trainable_params(), not the moving mean/variance."""
+    import mindspore as ms
+    import torch
+
+    expected, got, code, (tnet, mnet, x) = _run_both(ADAMW_DECAY, tmp_path, mode, epochs=4)
+    assert "optim.AdamW(model.trainable_params(), lr=3e-3, weight_decay=0.2)" in code
+    _assert_curves(expected, got, 20)
+    for t_bn, m_bn in ((tnet.bn1, mnet.bn1), (tnet.bn2, mnet.bn2)):
+        np.testing.assert_allclose(m_bn.moving_mean.asnumpy(), t_bn.running_mean.numpy(), rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(m_bn.moving_variance.asnumpy(), t_bn.running_var.numpy(), rtol=1e-4, atol=1e-5)
+    tnet.eval()
+    mnet.set_train(False)
+    with torch.no_grad():
+        t_eval = tnet(torch.from_numpy(x)).numpy()
+    np.testing.assert_allclose(mnet(ms.Tensor(x)).asnumpy(), t_eval, rtol=1e-4, atol=1e-4)
 
 
 def test_r11_generated_step_is_readable_and_torch_free():

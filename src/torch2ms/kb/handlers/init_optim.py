@@ -180,6 +180,23 @@ def optim_float(value: str | None, bound: dict[str, str], entry: Entry) -> dict[
     return out
 
 
+_MODULE_PARAMETERS = re.compile(r"\.(?:get_)?parameters\(\s*\)")
+
+
+@transform
+def trainable_params(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
+    """The parameters an optimizer is built on: ``model.parameters()`` → ``model.trainable_params()``.
+
+    torch's parameters() holds no buffers, but MindSpore keeps BatchNorm's moving mean and variance as
+    (non-trainable) Parameters that get_parameters() returns: an optimizer given them applies weight
+    decay to the statistics every step (measured: AdamW(weight_decay=0.5) moved moving_variance 1.0 →
+    0.857 in one step) and the compiled step differentiates them for nothing. torch optimizers skip
+    parameters without a gradient, so only the trainable ones take part, as here."""
+    if value is None:
+        return {}
+    return {"params": _MODULE_PARAMETERS.sub(".trainable_params()", value)}
+
+
 @handler
 def io_adam(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """torch Adam → experimental AdamW(weight_decay=0.0) when there is no weight decay.
@@ -194,7 +211,7 @@ def io_adam(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     # A param group may set its own weight_decay: then it must stay coupled (Adam).
     use_adamw = literal(wd) in (0, 0.0) and "weight_decay" not in bound["params"]
     target = "mindspore.experimental.optim.AdamW" if use_adamw else "mindspore.experimental.optim.Adam"
-    parts = [bound["params"]]
+    parts = [trainable_params(bound["params"], bound, entry)["params"]]
     for name in ("lr", "betas", "eps"):
         if name in bound:
             parts.append(f"{name}={bound[name]}")
@@ -203,3 +220,4 @@ def io_adam(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
         if name in bound:
             parts.append(f"{name}={bound[name]}")
     return f"{target}({', '.join(parts)})"
+
