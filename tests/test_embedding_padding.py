@@ -9,8 +9,6 @@ import pytest
 
 from torch2ms.convert import convert_source
 
-pytestmark = pytest.mark.differential
-
 
 def test_r7_embedding_targets_the_runtime_class_only_with_padding_idx():
     src = ("import torch.nn as nn\n\nplain = nn.Embedding(10, 4)\nnone = nn.Embedding(10, 4, padding_idx=None)\n"
@@ -20,6 +18,7 @@ def test_r7_embedding_targets_the_runtime_class_only_with_padding_idx():
     assert "pad = Embedding(10, 4, padding_idx=0)" in code and "from torch2ms.runtime import Embedding" in code
 
 
+@pytest.mark.differential
 @pytest.mark.parametrize("mode", ["PYNATIVE_MODE", "GRAPH_MODE"])
 def test_r7_embedding_padding_row_gets_no_gradient_as_in_torch(mode):
     import mindspore as ms

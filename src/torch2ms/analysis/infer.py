@@ -11,7 +11,7 @@ import ast
 from dataclasses import dataclass, field
 
 from .imports import ImportMap
-from .astwalk import nodes, walk
+from .astwalk import dotted, nodes, walk
 
 TENSOR, MODULE, OPTIMIZER = "torch.Tensor", "torch.nn.Module", "torch.optim.Optimizer"
 SCHEDULER = "torch.optim.lr_scheduler.LRScheduler"
@@ -54,19 +54,11 @@ def module_receivers(tree: ast.Module) -> dict[tuple[str, ...], set[str]]:
                 continue
             if isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute) \
                     and child.func.attr in MODULE_ONLY_METHODS:
-                text = _dotted(child.func.value)
+                text = dotted(child.func.value)
                 if text:
                     out.setdefault((cls,) if text.startswith("self.") else (cls, fn), set()).add(text)
             todo.append((child, cls, fn))
     return out
-
-
-def _dotted(node: ast.AST) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    return ".".join([node.id, *reversed(parts)]) if isinstance(node, ast.Name) else None
 
 
 AMBIGUOUS_METHODS = frozenset(

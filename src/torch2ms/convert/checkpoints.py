@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from ..analysis.astwalk import bound_names, fresh_name, is_method_call, nodes, walk
+from ..analysis.astwalk import bound_names, forget, fresh_name, is_method_call, nodes, walk
 from ..analysis.imports import ImportMap
 
 MARK = "# torch2ms:"
@@ -138,7 +138,7 @@ def _splice(tree: ast.Module, edits: list) -> None:
         block, stmt = slots[id(old)]
         at = next(i for i, s in enumerate(block) if s is stmt)
         block[at:at + 1] = new
-    del tree._torch2ms_nodes  # astwalk.nodes' cache: the next walk sees the new statements
+    forget(tree)  # astwalk.nodes' cache: the next walk sees the new statements
 
 
 def _fill(mapping: dict[int, int], n: int) -> dict[int, int]:

@@ -11,6 +11,7 @@ import dataclasses
 import re
 from dataclasses import dataclass, field
 
+from ..analysis.astwalk import dotted
 from .schema import Entry
 from .transforms import HANDLERS, TRANSFORMS, Unsupported, literal
 
@@ -228,17 +229,6 @@ def _render(entry: Entry, parts: list[str], receiver: str | None) -> str:
 
 
 # ---- whole expressions (used by the differential tests and lookup examples) ----------------
-
-
-def dotted(node: ast.AST) -> str | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 class _ExprRewriter(ast.NodeTransformer):
