@@ -7,12 +7,12 @@ STAMP  := $(VENV)/.installed-stamp
 # pytest-xdist workers: CI has 2 cores.
 WORKERS ?= 2
 
-.PHONY: venv demo test test-fast bench clean
+.PHONY: venv demo test test-fast lint mypy-baseline bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -e '.[frameworks,test]'
+	$(PIP) install -q -e '.[frameworks,test,lint]'
 	@touch $(STAMP)
 
 venv: $(STAMP)
@@ -26,6 +26,16 @@ test: $(STAMP)
 # Static tests only (no framework imports): quick feedback while editing.
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider -m "not differential and not slow"
+
+# ruff (lint + format) on the project's code; mypy on src/ against mypy-baseline.txt: new errors fail,
+# and so do fixed ones until `make mypy-baseline` records them (the baseline only shrinks).
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/mypy | $(VENV)/bin/mypy-baseline filter --no-colors --hide-stats
+
+mypy-baseline: $(STAMP)
+	$(VENV)/bin/mypy | $(VENV)/bin/mypy-baseline sync
 
 bench: $(STAMP)
 	$(PY) bench/run.py

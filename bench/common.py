@@ -5,8 +5,8 @@ from __future__ import annotations
 import importlib.util
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from torch2ms.analysis.scan import iter_python_files
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-TORCH_PLAIN = r'''
+TORCH_PLAIN = r"""
 import json, sys, time, torch, torchvision
 torch.set_num_threads(int(sys.argv[1]))
 torch.manual_seed(0)
@@ -36,7 +36,7 @@ with torch.no_grad():
     for _ in range(4):
         t = time.perf_counter(); m(x); ts.append(time.perf_counter() - t)
 print(json.dumps({"first": ts[0], "warm": min(ts[1:])}))
-'''
+"""
 
 
 def main() -> None:
@@ -55,8 +55,13 @@ def main() -> None:
             t = time.perf_counter()
             convert_tree(tv, root / "torchvision")
             print(f"convert torchvision: {time.perf_counter() - t:.1f} s (setup, not measured)")
-        tp = json.loads(subprocess.run([sys.executable, "-c", TORCH_PLAIN, str(threads)], capture_output=True,
-                                       text=True, check=True).stdout.strip().splitlines()[-1])
+        tp = json.loads(
+            subprocess.run(
+                [sys.executable, "-c", TORCH_PLAIN, str(threads)], capture_output=True, text=True, check=True
+            )
+            .stdout.strip()
+            .splitlines()[-1]
+        )
 
         import mindspore as ms
 
@@ -75,25 +80,40 @@ def main() -> None:
         mp = {"first": ts[0], "warm": min(ts[1:])}
         del net
         t = time.perf_counter()
-        rep = compare_models("torchvision.models:resnet50", ms_spec, inputs={"x": x}, torch_python=sys.executable,
-                             threads=threads, out_dir=Path(tmp) / "out")
+        rep = compare_models(
+            "torchvision.models:resnet50",
+            ms_spec,
+            inputs={"x": x},
+            torch_python=sys.executable,
+            threads=threads,
+            out_dir=Path(tmp) / "out",
+        )
         wall = time.perf_counter() - t
     tm = rep.timings
-    core = (tm["torch_forward_hooked"] + tm["torch_noise_f64"] + tm["ms_forward_hooked"]
-            + tm["ms_replay_and_metrics"])
+    core = tm["torch_forward_hooked"] + tm["torch_noise_f64"] + tm["ms_forward_hooked"] + tm["ms_replay_and_metrics"]
     plain_first, plain_warm = tp["first"] + mp["first"], tp["warm"] + mp["warm"]
     print(f"status {rep.status}; {len(rep.layers)} layer calls; first divergence {rep.first_divergence}")
-    print(f"plain forwards      torch {tp['first']:.2f} (warm {tp['warm']:.2f}), MindSpore PyNative "
-          f"{mp['first']:.2f} (warm {mp['warm']:.2f}); sum {plain_first:.2f} (warm {plain_warm:.2f})")
-    print(f"layer-by-layer core {core:.2f} s = torch hooked {tm['torch_forward_hooked']:.2f} + float64 noise "
-          f"{tm['torch_noise_f64']:.2f} + MindSpore hooked {tm['ms_forward_hooked']:.2f} + replay/metrics "
-          f"{tm['ms_replay_and_metrics']:.2f}")
-    print(f"ratio core / plain  {core / plain_first:.2f}× (vs first calls), {core / plain_warm:.2f}× (vs warm)  "
-          f"[target ≤ 3×]")
-    print(f"hook overhead       torch {tm['torch_forward_hooked'] / tp['first']:.2f}× first call, MindSpore "
-          f"{tm['ms_forward_hooked'] / mp['first']:.2f}× first call")
-    print(f"compare_models wall {wall:.2f} s (torch process incl. imports {tm['torch_side']:.2f}, MindSpore build+load "
-          f"{tm['ms_build_and_load']:.2f}, GRAPH_MODE check {tm.get('ms_graph_check', 0):.2f})")
+    print(
+        f"plain forwards      torch {tp['first']:.2f} (warm {tp['warm']:.2f}), MindSpore PyNative "
+        f"{mp['first']:.2f} (warm {mp['warm']:.2f}); sum {plain_first:.2f} (warm {plain_warm:.2f})"
+    )
+    print(
+        f"layer-by-layer core {core:.2f} s = torch hooked {tm['torch_forward_hooked']:.2f} + float64 noise "
+        f"{tm['torch_noise_f64']:.2f} + MindSpore hooked {tm['ms_forward_hooked']:.2f} + replay/metrics "
+        f"{tm['ms_replay_and_metrics']:.2f}"
+    )
+    print(
+        f"ratio core / plain  {core / plain_first:.2f}× (vs first calls), {core / plain_warm:.2f}× (vs warm)  "
+        f"[target ≤ 3×]"
+    )
+    print(
+        f"hook overhead       torch {tm['torch_forward_hooked'] / tp['first']:.2f}× first call, MindSpore "
+        f"{tm['ms_forward_hooked'] / mp['first']:.2f}× first call"
+    )
+    print(
+        f"compare_models wall {wall:.2f} s (torch process incl. imports {tm['torch_side']:.2f}, MindSpore build+load "
+        f"{tm['ms_build_and_load']:.2f}, GRAPH_MODE check {tm.get('ms_graph_check', 0):.2f})"
+    )
 
 
 if __name__ == "__main__":

@@ -15,13 +15,12 @@ import tempfile
 from pathlib import Path
 
 import libcst
+from common import best, best_wall_cpu, torchvision_tree  # bench/common.py (scripts run from bench/)
 
 from torch2ms.analysis.infer import project_module_classes
 from torch2ms.convert import convert_source, convert_tree
 from torch2ms.convert.project import local_packages
 from torch2ms.kb import load_kb
-
-from common import best, best_wall_cpu, torchvision_tree  # bench/common.py (scripts run from bench/)
 
 REPEAT = 3
 
@@ -68,14 +67,20 @@ def main() -> None:
 
     print(f"convert over torchvision models/ + ops/: {len(files)} files, {lines} lines, {jobs} cores")
     print(f"  {'what':40s} {'wall s':>8s} {'CPU s':>8s} {'lines/CPU s':>12s} {'vs parse (CPU)':>15s}")
-    print(f"  {'libcst parse only, 1 process (floor)':40s} {t_parse:8.3f} {c_parse:8.3f} {lines / c_parse:12.0f} {1.0:14.2f}x")
-    print(f"  {'convert_source, 1 process':40s} {t_serial:8.3f} {c_serial:8.3f} {lines / c_serial:12.0f} {c_serial / c_parse:14.2f}x")
+    print(
+        f"  {'libcst parse only, 1 process (floor)':40s} {t_parse:8.3f} {c_parse:8.3f} {lines / c_parse:12.0f} {1.0:14.2f}x"
+    )
+    print(
+        f"  {'convert_source, 1 process':40s} {t_serial:8.3f} {c_serial:8.3f} {lines / c_serial:12.0f} {c_serial / c_parse:14.2f}x"
+    )
     print(f"  {f'convert_tree, jobs={jobs}':40s} {t_par:8.3f} {'':>8s} {lines / t_par:12.0f} {'(wall)':>15s}")
     per_core = lines / c_serial
     print(f"  wall-clock ratio convert/parse {t_serial / t_parse:.2f}x (stretched by any other load on the machine)")
     print(f"  parallel speed-up {t_serial / t_par:.2f}x on {jobs} cores; cores busy during the tree run: {busy:.2f}")
     print(f"  target >= 5000 lines/s per core: {per_core:.0f} -> {'met' if per_core >= 5000 else 'NOT met'}")
-    print(f"  target <= 2x parse-only time: {c_serial / c_parse:.2f}x -> {'met' if c_serial <= 2 * c_parse else 'NOT met'}")
+    print(
+        f"  target <= 2x parse-only time: {c_serial / c_parse:.2f}x -> {'met' if c_serial <= 2 * c_parse else 'NOT met'}"
+    )
 
 
 if __name__ == "__main__":

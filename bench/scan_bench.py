@@ -10,11 +10,10 @@ import importlib.util
 from pathlib import Path
 
 import libcst
+from common import best, torchvision_tree  # bench/common.py (scripts run from bench/)
 
 from torch2ms.analysis.scan import scan_path
 from torch2ms.kb import load_kb
-
-from common import best, torchvision_tree  # bench/common.py (scripts run from bench/)
 
 REPEAT = 3
 

@@ -75,8 +75,11 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=80)
     ap.add_argument("--repeat", type=int, default=7)
-    ap.add_argument("--native", action="store_true",
-                    help="leave oneDNN's CPU ISA choice and MindSpore's asynchronous PyNative dispatch alone")
+    ap.add_argument(
+        "--native",
+        action="store_true",
+        help="leave oneDNN's CPU ISA choice and MindSpore's asynchronous PyNative dispatch alone",
+    )
     opts = ap.parse_args()
     import contextlib
     import io
@@ -87,6 +90,7 @@ def main() -> None:
     from mindspore.experimental import optim
 
     from torch2ms.convert import convert_source
+
     sys.path.insert(0, str(ROOT / "tests"))
     from test_training import _copy_weights  # the weight copy the R11 tests use
 
@@ -119,11 +123,13 @@ def main() -> None:
             ms.set_context(mode=mode)
             with quiet:
                 return mmod.train(ms_net(), mx, my, steps)
+
         return run
 
     def hand(form, mode):
         """Hand-written MindSpore: SoftmaxCrossEntropyWithLogits(sparse) + experimental SGD + clip + StepLR,
         running the example's loop body (so the same work as the converted script)."""
+
         def run(steps):
             ms.set_context(mode=mode)
             net = ms_net()
@@ -132,23 +138,28 @@ def main() -> None:
             opt = optim.SGD(net.trainable_params(), lr=0.05, momentum=0.9)
             sched = optim.lr_scheduler.StepLR(opt, step_size=20, gamma=0.5)
             if form == "TrainOneStepCell":
+
                 class ClipStep(nn.TrainOneStepCell):
                     def construct(self, *inputs):
                         loss = self.network(*inputs)
                         grads = self.grad(self.network, self.weights)(*inputs, ops.ones_like(loss))
                         self.optimizer(ops.clip_by_norm(grads, 5.0))
                         return loss
+
                 step = ClipStep(nn.WithLossCell(net, loss_fn), opt)
             else:
+
                 def fwd(a, b):
                     logits = net(a)
                     return loss_fn(logits, b), logits
+
                 grad_fn = ms.value_and_grad(fwd, None, opt.parameters, has_aux=True)
 
                 def step(a, b):
                     (loss, logits), grads = grad_fn(a, b)
                     opt(ops.clip_by_norm(grads, 5.0))
                     return loss, logits
+
                 if form == "jit":
                     step = ms.jit(step)
             losses = []
@@ -164,6 +175,7 @@ def main() -> None:
                     with quiet:
                         print(f"step {i}: loss {loss.item():.4f} acc {acc.item():.3f}")
             return losses
+
         return run
 
     def torch_1thread(steps):
@@ -207,21 +219,30 @@ def main() -> None:
     def paired(name: str, col: tuple[int, int]) -> float:
         a, b = col
         return statistics.median(((r[b] - r[a]) / (h[b] - h[a])) for r, h in zip(rounds[name], rounds[hand_name]))
-    print(f"ONEDNN_MAX_CPU_ISA={os.environ.get('ONEDNN_MAX_CPU_ISA', '(native)')}, "
-          f"MS_DEV_LAUNCH_BLOCKING={os.environ.get('MS_DEV_LAUNCH_BLOCKING', '(unset)')}, "
-          f"MS_DEV_HOST_BLOCKING_RUN={os.environ.get('MS_DEV_HOST_BLOCKING_RUN', '(unset)')}, {os.cpu_count()} CPUs, "
-          f"load average {os.getloadavg()[0]:.1f}; best of {opts.repeat} interleaved rounds of {opts.steps} steps")
-    print(f"{'variant':38s} {'5 steps+compile':>15s} {'best/step':>10s} {'median':>9s} {'CPU/step':>9s} "
-          f"{'vs torch':>8s} {'vs best hand':>12s} {'(CPU)':>6s} {'paired':>7s} {'(CPU)':>6s} {'loss rel diff':>13s}")
+
+    print(
+        f"ONEDNN_MAX_CPU_ISA={os.environ.get('ONEDNN_MAX_CPU_ISA', '(native)')}, "
+        f"MS_DEV_LAUNCH_BLOCKING={os.environ.get('MS_DEV_LAUNCH_BLOCKING', '(unset)')}, "
+        f"MS_DEV_HOST_BLOCKING_RUN={os.environ.get('MS_DEV_HOST_BLOCKING_RUN', '(unset)')}, {os.cpu_count()} CPUs, "
+        f"load average {os.getloadavg()[0]:.1f}; best of {opts.repeat} interleaved rounds of {opts.steps} steps"
+    )
+    print(
+        f"{'variant':38s} {'5 steps+compile':>15s} {'best/step':>10s} {'median':>9s} {'CPU/step':>9s} "
+        f"{'vs torch':>8s} {'vs best hand':>12s} {'(CPU)':>6s} {'paired':>7s} {'(CPU)':>6s} {'loss rel diff':>13s}"
+    )
     for name, first, best, med, cpu, r in rows:
-        print(f"{name:38s} {first:13.2f} s {best * 1e3:7.1f} ms {med * 1e3:6.1f} ms {cpu * 1e3:6.1f} ms "
-              f"{best / base:7.2f}x {best / fastest_hand:11.2f}x {cpu / fastest_hand_cpu:5.2f}x "
-              f"{paired(name, (0, 1)):6.2f}x {paired(name, (2, 3)):5.2f}x {r:13.1e}")
+        print(
+            f"{name:38s} {first:13.2f} s {best * 1e3:7.1f} ms {med * 1e3:6.1f} ms {cpu * 1e3:6.1f} ms "
+            f"{best / base:7.2f}x {best / fastest_hand:11.2f}x {cpu / fastest_hand_cpu:5.2f}x "
+            f"{paired(name, (0, 1)):6.2f}x {paired(name, (2, 3)):5.2f}x {r:13.1e}"
+        )
     print(f"paired: median over the rounds of (variant / {hand_name}) per step, wall and CPU")
     for name in ("converted, PyNative", "converted, GRAPH_MODE"):
         wall, cpu = paired(name, (0, 1)), paired(name, (2, 3))
-        print(f"target: {name} <= 1.05x the fastest hand-written form: {wall:.2f}x wall, {cpu:.2f}x CPU -> "
-              f"{'met' if min(wall, cpu) <= 1.05 else 'NOT met'}")
+        print(
+            f"target: {name} <= 1.05x the fastest hand-written form: {wall:.2f}x wall, {cpu:.2f}x CPU -> "
+            f"{'met' if min(wall, cpu) <= 1.05 else 'NOT met'}"
+        )
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ ROUNDS = 3  # fresh processes per contender, interleaved
 REPS = {"copy": 5, "torch2ms": 5, "naive": 2}  # runs per process
 NAIVE_ROUNDS = 1  # torch + MindSpore imports take ~10 s a process
 
-CHILD = r'''
+CHILD = r"""
 import json, os, sys, time, tracemalloc
 which, src, dst, trace, reps = sys.argv[1:6]
 trace, reps = trace == "1", int(reps)
@@ -78,14 +78,18 @@ with open("/proc/self/status") as fh:  # VmHWM: this process image's peak RSS (r
     peak = next(int(l.split()[1]) for l in fh if l.startswith("VmHWM:")) / 1024
 print(json.dumps({"op_s": min(times), "first_s": times[0], "cpu_s": min(cpu), "sum_s": sum(times), "peak_mb": max(0.0, peak - before),
                   "heap_mb": heap, "rss_before_mb": before}))
-'''
+"""
 
 
 def _child(which: str, src: Path, dst: Path, trace: bool, reps: int) -> dict:
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), GLOG_v="3", OMP_NUM_THREADS="1")
     t = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", CHILD, which, str(src), str(dst), "1" if trace else "0",
-                           str(reps)], capture_output=True, text=True, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, which, str(src), str(dst), "1" if trace else "0", str(reps)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     total = time.perf_counter() - t
     if proc.returncode:
         sys.exit(f"{which} failed:\n{proc.stderr[-3000:]}")
@@ -106,10 +110,13 @@ def run_all(src: Path, tmp: Path) -> dict[str, dict]:
     for which, runs in rounds.items():
         traced = _child(which, src, tmp / f"out_{which}.ckpt", True, 1)
         results[which] = {
-            "op_s": min(r["op_s"] for r in runs), "first_s": min(r["first_s"] for r in runs),
+            "op_s": min(r["op_s"] for r in runs),
+            "first_s": min(r["first_s"] for r in runs),
             "cpu_s": min(r["cpu_s"] for r in runs),
-            "once_s": min(r["once_s"] for r in runs), "peak_mb": max(r["peak_mb"] for r in runs),
-            "heap_mb": traced["heap_mb"], "runs": len(runs) * REPS[which],
+            "once_s": min(r["once_s"] for r in runs),
+            "peak_mb": max(r["peak_mb"] for r in runs),
+            "heap_mb": traced["heap_mb"],
+            "runs": len(runs) * REPS[which],
             "round_op_s": [round(r["op_s"], 4) for r in runs],
         }
     return results
@@ -131,19 +138,27 @@ def main() -> None:
         results = run_all(src, tmp)
     copy, ours, naive = results["copy"], results["torch2ms"], results["naive"]
     print(f"ResNet-50 checkpoint: {size_mb:.1f} MiB (torchvision resnet50 random init, torch.save)")
-    print(f"{'':10s} {'runs':>5s} {'op s':>8s} {'first s':>8s} {'cpu s':>8s} {'once s':>8s} {'peak MiB':>9s} "
-          f"{'heap MiB':>9s}  per-round best op s")
+    print(
+        f"{'':10s} {'runs':>5s} {'op s':>8s} {'first s':>8s} {'cpu s':>8s} {'once s':>8s} {'peak MiB':>9s} "
+        f"{'heap MiB':>9s}  per-round best op s"
+    )
     for name, r in results.items():
-        print(f"{name:10s} {r['runs']:5d} {r['op_s']:8.3f} {r['first_s']:8.3f} {r['cpu_s']:8.3f} {r['once_s']:8.2f} "
-              f"{r['peak_mb']:9.1f} {r['heap_mb']:9.1f}  {r['round_op_s']}")
+        print(
+            f"{name:10s} {r['runs']:5d} {r['op_s']:8.3f} {r['first_s']:8.3f} {r['cpu_s']:8.3f} {r['once_s']:8.2f} "
+            f"{r['peak_mb']:9.1f} {r['heap_mb']:9.1f}  {r['round_op_s']}"
+        )
     t_ratio = ours["op_s"] / copy["op_s"]
     m_ratio = ours["peak_mb"] / size_mb
-    print(f"torch2ms / copy time: {t_ratio:.2f}x best-of (target <= 1.5x; first run of a process "
-          f"{ours['first_s'] / copy['first_s']:.2f}x; CPU time {ours['cpu_s'] / copy['cpu_s']:.2f}x)\n"
-          f"torch2ms / naive time: {ours['op_s'] / naive['op_s']:.2f}x "
-          f"(a one-off process, imports included: {ours['once_s'] / naive['once_s']:.2f}x)")
-    print(f"torch2ms peak memory / checkpoint size: {m_ratio:.2f}x (target <= 1.2x); "
-          f"naive: {naive['peak_mb'] / size_mb:.2f}x")
+    print(
+        f"torch2ms / copy time: {t_ratio:.2f}x best-of (target <= 1.5x; first run of a process "
+        f"{ours['first_s'] / copy['first_s']:.2f}x; CPU time {ours['cpu_s'] / copy['cpu_s']:.2f}x)\n"
+        f"torch2ms / naive time: {ours['op_s'] / naive['op_s']:.2f}x "
+        f"(a one-off process, imports included: {ours['once_s'] / naive['once_s']:.2f}x)"
+    )
+    print(
+        f"torch2ms peak memory / checkpoint size: {m_ratio:.2f}x (target <= 1.2x); "
+        f"naive: {naive['peak_mb'] / size_mb:.2f}x"
+    )
     print(json.dumps({"size_mb": size_mb, **results, "time_vs_copy": t_ratio, "mem_vs_size": m_ratio}))
 
 

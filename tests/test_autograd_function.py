@@ -22,7 +22,7 @@ MARK = "# torch2ms: not converted — torch.autograd.Function"
 # Three custom Functions: a straight-through round (identity backward), a clipped/scaled ReLU
 # gradient with non-tensor ctx attributes and a default argument, a two-input product whose custom
 # gradients need save_for_backward and needs_input_grad.
-SOURCE = textwrap.dedent('''\
+SOURCE = textwrap.dedent("""\
     import torch
     import torch.nn as nn
     from torch.autograd import Function
@@ -85,7 +85,7 @@ SOURCE = textwrap.dedent('''\
             h = clipped_relu(h, 1.5, 2.0)
             h = ClippedReLU.apply(h - 1.0, 0.75)
             return WeightedMul.apply(h, y).sum()
-    ''')
+    """)
 
 
 def _import(path: Path, name: str):
@@ -128,7 +128,7 @@ def test_r12_function_becomes_cell_with_bprop():
 
 
 def test_r12_extra_none_gradients_trimmed_and_single_wrapped():
-    src = textwrap.dedent('''\
+    src = textwrap.dedent("""\
         import torch
 
         class Scale(torch.autograd.Function):
@@ -140,14 +140,14 @@ def test_r12_extra_none_gradients_trimmed_and_single_wrapped():
             @staticmethod
             def backward(ctx, g):
                 return g * ctx.k, None, None
-    ''')
+    """)
     code = convert_source(src).code
     assert "def bprop(self, x, k, out, g):" in code
     assert "ctx_k = k" in code and "return g * ctx_k, None\n" in code  # torch's surplus None dropped
 
 
 def test_r12_setup_context_style():
-    src = textwrap.dedent('''\
+    src = textwrap.dedent("""\
         import torch
 
         class Cube(torch.autograd.Function):
@@ -168,7 +168,7 @@ def test_r12_setup_context_style():
 
         def cube(x):
             return Cube.apply(x)
-    ''')
+    """)
     res = convert_source(src)
     code = res.code
     assert "setup_context" not in code and "torch" not in _without_comments(code)
@@ -179,7 +179,7 @@ def test_r12_setup_context_style():
 
 
 def test_r12_mark_dirty_kept_and_marked():
-    src = textwrap.dedent('''\
+    src = textwrap.dedent("""\
         import torch
 
         class InplaceDouble(torch.autograd.Function):
@@ -194,7 +194,7 @@ def test_r12_mark_dirty_kept_and_marked():
 
         def double(x):
             return InplaceDouble.apply(x)
-    ''')
+    """)
     res = convert_source(src)
     code = res.code
     assert f"{MARK}: ctx.mark_dirty" in code
@@ -205,7 +205,7 @@ def test_r12_mark_dirty_kept_and_marked():
 
 
 def test_r12_higher_order_backward_kept_and_marked():
-    src = textwrap.dedent('''\
+    src = textwrap.dedent("""\
         import torch
 
         class Sq(torch.autograd.Function):
@@ -221,7 +221,7 @@ def test_r12_higher_order_backward_kept_and_marked():
                     y = x.detach().requires_grad_()
                     (gx,) = torch.autograd.grad(y * y, y, g, create_graph=True)
                 return gx
-    ''')
+    """)
     res = convert_source(src)
     assert f"{MARK}: backward builds a differentiable graph" in res.code
     assert "class Sq(torch.autograd.Function):" in res.code
@@ -358,7 +358,7 @@ def test_r12_each_function_alone_matches_torch(nets, mode, name):
 
 
 def test_r12_apply_of_an_imported_function():
-    src = textwrap.dedent('''\
+    src = textwrap.dedent("""\
         import torch.nn as nn
         from .ops import RoundSTE
 
@@ -370,7 +370,7 @@ def test_r12_apply_of_an_imported_function():
             def forward(self, x):
                 self.fc.apply(lambda m: None)
                 return RoundSTE.apply(self.fc(x))
-    ''')
+    """)
     res = convert_source(src, local_roots=frozenset({"pkg"}))
     assert "return RoundSTE()(self.fc(x))" in res.code
     assert "self.fc.apply(lambda m: None)" in res.code  # Module.apply on an instance is not a Function
@@ -450,7 +450,7 @@ def test_r12_multi_output_and_setup_context_match_torch(tmp_path):
 
 
 def test_r12_unreplayable_forward_kept_with_its_earlier_call_sites():
-    src = textwrap.dedent('''\
+    src = textwrap.dedent("""\
         import torch
 
         def use(x):
@@ -468,7 +468,7 @@ def test_r12_unreplayable_forward_kept_with_its_earlier_call_sites():
             def backward(ctx, g):
                 (x,) = ctx.saved_tensors
                 return g * x.sign()
-    ''')
+    """)
     res = convert_source(src)
     assert f"{MARK}: the forward returns from inside a block" in res.code
     assert "return Gate.apply(x)" in res.code and "class Gate(torch.autograd.Function):" in res.code

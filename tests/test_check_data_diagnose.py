@@ -5,8 +5,16 @@ from __future__ import annotations
 import numpy as np
 
 from torch2ms.data import Side, compare_sides
-from torch2ms.data.diagnose import (channel_stats, diagnose_affine, diagnose_batch_count, diagnose_dtype,
-                                    diagnose_error, diagnose_labels, diagnose_pixels, diagnose_shapes)
+from torch2ms.data.diagnose import (
+    channel_stats,
+    diagnose_affine,
+    diagnose_batch_count,
+    diagnose_dtype,
+    diagnose_error,
+    diagnose_labels,
+    diagnose_pixels,
+    diagnose_shapes,
+)
 
 MEAN = np.array([0.485, 0.456, 0.406])
 STD = np.array([0.229, 0.224, 0.225])
@@ -100,19 +108,35 @@ def test_r25_sharper_resampling_is_the_opencv_path():
 
 
 def test_r14_pipeline_errors_are_named():
-    assert diagnose_error("MindSpore", "map operation: [Resize] failed. Resize: the image tensor should have at "
-                          "least two dimensions. You may need to perform Decode first.").pitfall == "decode"
-    f = diagnose_error("MindSpore", "Normalize: number of channels does not match the size of mean and std "
-                       "vectors, got channels: 32, size of mean: 3")
+    assert (
+        diagnose_error(
+            "MindSpore",
+            "map operation: [Resize] failed. Resize: the image tensor should have at "
+            "least two dimensions. You may need to perform Decode first.",
+        ).pitfall
+        == "decode"
+    )
+    f = diagnose_error(
+        "MindSpore",
+        "Normalize: number of channels does not match the size of mean and std "
+        "vectors, got channels: 32, size of mean: 3",
+    )
     assert f.pitfall == "normalize_hwc"
     assert diagnose_error("torch", "boom").pitfall == "error"
 
 
 def test_r25_compare_sides_report_and_json_roundtrip():
-    t = Side("torch", batches=[(REF[:3].astype(np.float32), np.array([0, 0, 1])),
-                               (REF[3:].astype(np.float32), np.array([1, 1, 1]))], batches_per_epoch=2)
-    m = Side("MindSpore", batches=[(b[0].transpose(0, 2, 3, 1), b[1].astype(np.int32)) for b in t.batches],
-             columns=["image", "label"], batches_per_epoch=2)
+    t = Side(
+        "torch",
+        batches=[(REF[:3].astype(np.float32), np.array([0, 0, 1])), (REF[3:].astype(np.float32), np.array([1, 1, 1]))],
+        batches_per_epoch=2,
+    )
+    m = Side(
+        "MindSpore",
+        batches=[(b[0].transpose(0, 2, 3, 1), b[1].astype(np.int32)) for b in t.batches],
+        columns=["image", "label"],
+        batches_per_epoch=2,
+    )
     rep = compare_sides(t, m)
     assert not rep.ok
     assert [f.pitfall for f in rep.findings if f.level == "error"] == ["layout"]
@@ -133,8 +157,9 @@ def test_r16_same_samples_in_another_order_are_found_even_when_labels_line_up():
     assert sample_permutation(REF, REF + 0.5) is None  # different samples: no permutation
     t = Side("torch", batches=[(REF[:3], np.array([0, 0, 0])), (REF[3:], np.array([0, 0, 0]))], batches_per_epoch=2)
     zeros = np.zeros(3, np.int32)
-    m = Side("MindSpore", batches=[(REF[[4, 1, 2]], zeros), (REF[[3, 0, 5]], zeros)],
-             batches_per_epoch=2)
+    m = Side("MindSpore", batches=[(REF[[4, 1, 2]], zeros), (REF[[3, 0, 5]], zeros)], batches_per_epoch=2)
     rep = compare_sides(t, m)
-    assert [f.pitfall for f in rep.findings if f.level != "info"] == ["shuffle"]  # one class: labels agree, the order does not
+    assert [f.pitfall for f in rep.findings if f.level != "info"] == [
+        "shuffle"
+    ]  # one class: labels agree, the order does not
     assert rep.columns[0].max_abs == 0.0  # compared after reordering

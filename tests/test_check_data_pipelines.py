@@ -15,17 +15,17 @@ pytest.importorskip("torch")
 pytest.importorskip("torchvision")
 pytest.importorskip("mindspore")
 
-import mindspore as ms  # noqa: E402
-import mindspore.dataset as ds  # noqa: E402
-import mindspore.dataset.transforms as T  # noqa: E402
-import mindspore.dataset.vision as V  # noqa: E402
-import torch  # noqa: E402
-import torchvision.transforms as tt  # noqa: E402
-from PIL import Image  # noqa: E402
-from torchvision.datasets import ImageFolder  # noqa: E402
+import mindspore as ms
+import mindspore.dataset as ds
+import mindspore.dataset.transforms as T
+import mindspore.dataset.vision as V
+import torch
+import torchvision.transforms as tt
+from PIL import Image
+from torchvision.datasets import ImageFolder
 
-from torch2ms.cli import main  # noqa: E402
-from torch2ms.data import check_data  # noqa: E402
+from torch2ms.cli import main
+from torch2ms.data import check_data
 
 pytestmark = pytest.mark.differential
 
@@ -75,19 +75,34 @@ def test_r25_correct_port_agrees(root):
     assert [f.pitfall for f in rep.findings] == ["label_dtype"]  # int64 vs int32: info, compared by value
 
 
-@pytest.mark.parametrize("name, ops, pitfall", [
-    ("opencv decode", [V.Decode(), V.Resize((32, 32)), V.ToTensor(), V.Normalize(MEAN, STD, is_hwc=False)],
-     "decode_pil"),
-    ("no Normalize", [V.Decode(to_pil=True), V.Resize((32, 32)), V.ToTensor()], "normalize"),
-    ("Normalize before ToTensor", [V.Decode(to_pil=True), V.Resize((32, 32)), V.Normalize(MEAN, STD), V.ToTensor()],
-     "normalize"),
-    ("no ToTensor", [V.Decode(to_pil=True), V.Resize((32, 32)), V.HWC2CHW()], "to_tensor"),
-    ("no HWC2CHW", [V.Decode(to_pil=True), V.Resize((32, 32)), V.Rescale(1 / 255, 0), V.Normalize(MEAN, STD)],
-     "layout"),
-    ("Normalize is_hwc default", [V.Decode(to_pil=True), V.Resize((32, 32)), V.ToTensor(), V.Normalize(MEAN, STD)],
-     "normalize_hwc"),
-    ("no Decode", [V.Resize((32, 32)), V.ToTensor()], "decode"),
-])
+@pytest.mark.parametrize(
+    "name, ops, pitfall",
+    [
+        (
+            "opencv decode",
+            [V.Decode(), V.Resize((32, 32)), V.ToTensor(), V.Normalize(MEAN, STD, is_hwc=False)],
+            "decode_pil",
+        ),
+        ("no Normalize", [V.Decode(to_pil=True), V.Resize((32, 32)), V.ToTensor()], "normalize"),
+        (
+            "Normalize before ToTensor",
+            [V.Decode(to_pil=True), V.Resize((32, 32)), V.Normalize(MEAN, STD), V.ToTensor()],
+            "normalize",
+        ),
+        ("no ToTensor", [V.Decode(to_pil=True), V.Resize((32, 32)), V.HWC2CHW()], "to_tensor"),
+        (
+            "no HWC2CHW",
+            [V.Decode(to_pil=True), V.Resize((32, 32)), V.Rescale(1 / 255, 0), V.Normalize(MEAN, STD)],
+            "layout",
+        ),
+        (
+            "Normalize is_hwc default",
+            [V.Decode(to_pil=True), V.Resize((32, 32)), V.ToTensor(), V.Normalize(MEAN, STD)],
+            "normalize_hwc",
+        ),
+        ("no Decode", [V.Resize((32, 32)), V.ToTensor()], "decode"),
+    ],
+)
 def test_r15_wrong_transforms_are_caught_and_named(root, name, ops, pitfall):
     rep = check_data(torch_loader(root), ms_dataset(root, ops), batches=3)
     assert not rep.ok
@@ -145,8 +160,9 @@ def test_r14_generator_dataset_vs_tensor_dataset():
     rng = np.random.default_rng(1)
     x = rng.standard_normal((10, 3, 8, 8)).astype(np.float32)
     y = (np.arange(10) % 3).astype(np.int64)
-    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.from_numpy(x), torch.from_numpy(y)),
-                                         batch_size=4)
+    loader = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(torch.from_numpy(x), torch.from_numpy(y)), batch_size=4
+    )
 
     def gen(**kw):
         return ds.GeneratorDataset(NumpySource(x, y), ["x", "y"], **kw).batch(4)
@@ -163,7 +179,8 @@ def test_r14_generator_dataset_vs_tensor_dataset():
 @pytest.fixture()
 def factories(root, tmp_path):
     f = tmp_path / "pipes.py"
-    f.write_text(textwrap.dedent(f"""
+    f.write_text(
+        textwrap.dedent(f"""
         import mindspore as ms, mindspore.dataset as ds, mindspore.dataset.vision as V
         import mindspore.dataset.transforms as T
         import torch, torchvision.transforms as tt
@@ -184,20 +201,39 @@ def factories(root, tmp_path):
 
         def ms_default_shuffle():
             return _ms([V.Decode(to_pil=True), V.Resize((32, 32)), V.ToTensor(), V.Normalize(M, S, is_hwc=False)])
-    """))
+    """)
+    )
     return f
 
 
 def test_r25_cli_exit_codes_and_reports(factories, tmp_path, capsys):
     out = tmp_path / "rep"
-    assert main(["check-data", "--torch", f"{factories}:torch_loader", "--ms", f"{factories}:ms_good",
-                 "--batches", "3", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "check-data",
+                "--torch",
+                f"{factories}:torch_loader",
+                "--ms",
+                f"{factories}:ms_good",
+                "--batches",
+                "3",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     rep = json.loads((out / "report.json").read_text())
     assert rep["ok"] and rep["torch"]["batches_per_epoch"] == rep["mindspore"]["batches_per_epoch"] == 3
     assert rep["columns"][0]["d_mean"] < 1e-3 and "pipelines agree" in (out / "report.md").read_text()
     assert "pipelines agree" in capsys.readouterr().out
-    assert main(["check-data", "--torch", f"{factories}:torch_loader", "--ms", f"{factories}:ms_default_shuffle",
-                 "--json"]) == 1
+    assert (
+        main(
+            ["check-data", "--torch", f"{factories}:torch_loader", "--ms", f"{factories}:ms_default_shuffle", "--json"]
+        )
+        == 1
+    )
     assert json.loads(capsys.readouterr().out)["findings"][0]["pitfall"] == "shuffle"
 
 

@@ -9,7 +9,7 @@ from torch2ms.convert import convert_source
 
 pytestmark = pytest.mark.differential
 
-TORCH_SRC = '''
+TORCH_SRC = """
 import torch.nn as nn
 import torch.nn.functional as F
 
@@ -43,7 +43,7 @@ class Head(nn.Module):
 
     def forward(self, x):
         return self.fc(self.ln(self.norm(x)))
-'''
+"""
 
 
 @pytest.fixture(scope="module")

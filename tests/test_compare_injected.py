@@ -16,7 +16,7 @@ from torch2ms.convert import convert_source
 
 pytestmark = pytest.mark.differential
 
-TORCH_SRC = '''
+TORCH_SRC = """
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -44,30 +44,50 @@ class Net(nn.Module):
         x = self.act(self.ln(x))
         x = self.fc1(x)
         return self.fc(self.drop(x))
-'''
+"""
 
 # A hand-written Dense that forgot torch's x @ Wᵀ (square, so every shape still fits).
-DENSE_T = '''
+DENSE_T = """
 
 class _DenseT(nn.Dense):
     def construct(self, x):
         return ops.matmul(x, self.weight) + self.bias
 
-'''
+"""
 
 # bug id → (replacements in the converted source, layer compare must name, kind, hint fragment, train steps)
 BUGS = {
     "layernorm_eps_1e-7": ([("epsilon=1e-05", "epsilon=1e-07")], "ln", "values", "LayerNorm epsilon differs", 0),
     "gelu_tanh_vs_exact": ([("approximate=False", "approximate=True")], "act", "values", "GELU approximation", 0),
     "bn_momentum_not_inverted": ([("momentum=0.9", "momentum=0.1")], "bn1", "values", "BN momentum", 2),
-    "conv_pad_mode_same": ([("nn.Conv2d(8, 16, 3, pad_mode='pad', padding=0, has_bias=True)",
-                             "nn.Conv2d(8, 16, 3, has_bias=True)")], "conv2", "shape", "pad_mode='same'", 0),
-    "conv_strided_pad_mode_same": ([("stride=2, pad_mode='pad', padding=1,", "stride=2,")], "conv3", "values",
-                                   "pad_mode='same'", 0),
-    "maxpool_default_stride": ([("nn.MaxPool2d(2, stride=2, pad_mode='pad', padding=0)",
-                                 "nn.MaxPool2d(2, pad_mode='pad', padding=0)")], "pool", "shape", "pooling stride", 0),
-    "linear_weight_transposed": ([("self.fc1 = nn.Dense(16, 16)", "self.fc1 = _DenseT(16, 16)"),
-                                  ("\nclass Net", DENSE_T + "class Net")], "fc1", "values", "transposed", 0),
+    "conv_pad_mode_same": (
+        [("nn.Conv2d(8, 16, 3, pad_mode='pad', padding=0, has_bias=True)", "nn.Conv2d(8, 16, 3, has_bias=True)")],
+        "conv2",
+        "shape",
+        "pad_mode='same'",
+        0,
+    ),
+    "conv_strided_pad_mode_same": (
+        [("stride=2, pad_mode='pad', padding=1,", "stride=2,")],
+        "conv3",
+        "values",
+        "pad_mode='same'",
+        0,
+    ),
+    "maxpool_default_stride": (
+        [("nn.MaxPool2d(2, stride=2, pad_mode='pad', padding=0)", "nn.MaxPool2d(2, pad_mode='pad', padding=0)")],
+        "pool",
+        "shape",
+        "pooling stride",
+        0,
+    ),
+    "linear_weight_transposed": (
+        [("self.fc1 = nn.Dense(16, 16)", "self.fc1 = _DenseT(16, 16)"), ("\nclass Net", DENSE_T + "class Net")],
+        "fc1",
+        "values",
+        "transposed",
+        0,
+    ),
 }
 
 
@@ -96,8 +116,9 @@ def test_r23_r24_r27_correct_port_has_no_divergence(port):
     from torch2ms.align import compare_models
 
     d, _ = port
-    rep = compare_models(f"{d}/net_torch.py:Net", f"{d}/net_ms.py:Net", input_shape=(4, 3, 16, 16), seed=0,
-                         replay_all=True)
+    rep = compare_models(
+        f"{d}/net_torch.py:Net", f"{d}/net_ms.py:Net", input_shape=(4, 3, 16, 16), seed=0, replay_all=True
+    )
     assert rep.status == "match", rep.first_divergence
     assert rep.first_divergence is None
     assert rep.alignment == "name" and not rep.missing_layers and not rep.weights["unloaded"]
@@ -116,8 +137,9 @@ def test_r24_injected_bug_is_named_as_first_divergence(port, bug):
     reps, layer, kind, hint, steps = BUGS[bug]
     spec = _write_bug(d, code, bug, reps)
     for seed in (0, 1):  # every time, not by luck of one input
-        rep = compare_models(f"{d}/net_torch.py:Net", spec, input_shape=(4, 3, 16, 16), seed=seed,
-                             train_steps=steps, graph=False)
+        rep = compare_models(
+            f"{d}/net_torch.py:Net", spec, input_shape=(4, 3, 16, 16), seed=seed, train_steps=steps, graph=False
+        )
         fd = rep.first_divergence
         assert rep.status == "divergence" and fd is not None, bug
         assert fd["layer"] == layer, (bug, fd)
@@ -134,8 +156,9 @@ def test_r30_cli_writes_json_html_and_plot(port, tmp_path):
     d, code = port
     spec = _write_bug(d, code, "cli_gelu", BUGS["gelu_tanh_vs_exact"][0])
     out = tmp_path / "rep"
-    rc = main(["compare", "--torch", f"{d}/net_torch.py:Net", "--ms", spec, "--input-shape", "2,3,16,16",
-               "--out", str(out)])
+    rc = main(
+        ["compare", "--torch", f"{d}/net_torch.py:Net", "--ms", spec, "--input-shape", "2,3,16,16", "--out", str(out)]
+    )
     assert rc == 1
     data = json.loads((out / "report.json").read_text())
     assert data["first_divergence"]["layer"] == "act"
@@ -143,8 +166,21 @@ def test_r30_cli_writes_json_html_and_plot(port, tmp_path):
     assert "data:image/png;base64," in html and "First divergence" in html and "act" in html
     png = (out / "layer_errors.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
-    assert main(["compare", "--torch", f"{d}/net_torch.py:Net", "--ms", f"{d}/net_ms.py:Net",
-                 "--input-shape", "2,3,16,16", "--no-graph"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "--torch",
+                f"{d}/net_torch.py:Net",
+                "--ms",
+                f"{d}/net_ms.py:Net",
+                "--input-shape",
+                "2,3,16,16",
+                "--no-graph",
+            ]
+        )
+        == 0
+    )
 
 
 def test_r23_weights_file_is_loaded_on_both_sides(port, tmp_path):
@@ -164,7 +200,12 @@ def test_r23_weights_file_is_loaded_on_both_sides(port, tmp_path):
         net.bn1.running_mean.uniform_(-0.5, 0.5)
         net.bn1.running_var.uniform_(0.5, 2.0)
     torch.save({"state_dict": net.state_dict()}, tmp_path / "w.pth")
-    rep = compare_models(f"{d}/net_torch.py:Net", f"{d}/net_ms.py:Net", weights=str(tmp_path / "w.pth"),
-                         input_shape=(2, 3, 16, 16), graph=False)
+    rep = compare_models(
+        f"{d}/net_torch.py:Net",
+        f"{d}/net_ms.py:Net",
+        weights=str(tmp_path / "w.pth"),
+        input_shape=(2, 3, 16, 16),
+        graph=False,
+    )
     assert rep.status == "match", rep.first_divergence
     assert rep.weights["torch_load"] == {"missing": [], "unexpected": []} and not rep.weights["unloaded"]

@@ -8,11 +8,22 @@ def ev(name, leaf, shape, call=0):
 
 
 def test_r24_pairs_by_name_then_by_order_and_shape():
-    torch_events = [ev("conv", True, (1, 8, 4, 4)), ev("bn", True, (1, 8, 4, 4)), ev("act", True, (1, 8, 4, 4)),
-                    ev("head", True, (1, 10)), ev("", False, (1, 10))]
+    torch_events = [
+        ev("conv", True, (1, 8, 4, 4)),
+        ev("bn", True, (1, 8, 4, 4)),
+        ev("act", True, (1, 8, 4, 4)),
+        ev("head", True, (1, 10)),
+        ev("", False, (1, 10)),
+    ]
     # The port renamed bn → norm and head → fc, and records one extra wrapper call.
-    ms_events = [ev("conv", True, (1, 8, 4, 4)), ev("norm", True, (1, 8, 4, 4)), ev("act", True, (1, 8, 4, 4)),
-                 ev("wrap", False, (1, 8)), ev("fc", True, (1, 10)), ev("", False, (1, 10))]
+    ms_events = [
+        ev("conv", True, (1, 8, 4, 4)),
+        ev("norm", True, (1, 8, 4, 4)),
+        ev("act", True, (1, 8, 4, 4)),
+        ev("wrap", False, (1, 8)),
+        ev("fc", True, (1, 10)),
+        ev("", False, (1, 10)),
+    ]
     pairs, how = match_events(torch_events, ms_events)
     assert how == "name+order"
     assert pairs == {0: 0, 1: 1, 2: 2, 3: 4, 4: 5}  # renamed layers found by order and shape; "wrap" unpaired

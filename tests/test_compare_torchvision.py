@@ -31,10 +31,27 @@ def converted(tmp_path_factory):
 def test_r24_converted_torchvision_model_has_no_divergence(converted, tmp_path, name, module):
     out = tmp_path / "out"
     proc = subprocess.run(
-        [sys.executable, "-m", "torch2ms", "compare", "--torch", f"torchvision.models:{name}",
-         "--ms", f"{converted}/torchvision/models/{module}.py:{name}", "--input-shape", "1,3,64,64",
-         "--torch-python", sys.executable, "--out", str(out)],
-        capture_output=True, text=True, timeout=900, cwd=tmp_path)
+        [
+            sys.executable,
+            "-m",
+            "torch2ms",
+            "compare",
+            "--torch",
+            f"torchvision.models:{name}",
+            "--ms",
+            f"{converted}/torchvision/models/{module}.py:{name}",
+            "--input-shape",
+            "1,3,64,64",
+            "--torch-python",
+            sys.executable,
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-3000:]
     rep = json.loads((out / "report.json").read_text())
     assert rep["status"] == "match" and rep["first_divergence"] is None

@@ -10,7 +10,7 @@ from torch2ms.convert import convert_source
 
 pytestmark = [pytest.mark.differential, pytest.mark.slow]
 
-CNN_SRC = '''
+CNN_SRC = """
 import torch.nn as nn
 
 
@@ -26,7 +26,7 @@ class SmallCNN(nn.Module):
 
     def forward(self, x):
         return self.fc(self.features(x).flatten(1))
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -51,9 +51,19 @@ def test_r26_loss_curves_agree_over_50_steps(cnn, optimizer, lr, tmp_path):
     bx = rng.standard_normal((2, 8, 3, 16, 16)).astype(np.float32)
     by = rng.integers(0, 10, (2, 8))
     data = {"x": bx[0], "train_x": bx[np.arange(50) % 2], "train_y": by[np.arange(50) % 2]}
-    rep = compare_models(t, m, inputs=data, seed=0, train_steps=50, optimizer=optimizer, lr=lr,
-                         momentum=0.9, weight_decay=1e-2 if optimizer == "adamw" else 0.0, graph=False,
-                         out_dir=tmp_path)
+    rep = compare_models(
+        t,
+        m,
+        inputs=data,
+        seed=0,
+        train_steps=50,
+        optimizer=optimizer,
+        lr=lr,
+        momentum=0.9,
+        weight_decay=1e-2 if optimizer == "adamw" else 0.0,
+        graph=False,
+        out_dir=tmp_path,
+    )
     tr = rep.training
     assert len(tr["torch_losses"]) == len(tr["ms_losses"]) == 50
     assert tr["torch_losses"][-1] < tr["torch_losses"][0]  # it actually trained

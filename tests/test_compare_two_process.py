@@ -14,7 +14,7 @@ from torch2ms.convert import convert_source
 
 pytestmark = pytest.mark.differential
 
-TORCH_SRC = '''
+TORCH_SRC = """
 import torch.nn as nn
 
 
@@ -29,10 +29,10 @@ class Net(nn.Module):
 
     def forward(self, x):
         return self.fc(self.act(self.pool(self.bn(self.conv(x))).flatten(1)))
-'''
+"""
 
 # The MindSpore process: torch and torchvision are blocked before anything else is imported.
-MS_PROCESS = textwrap.dedent('''
+MS_PROCESS = textwrap.dedent("""
     import json, sys
 
     class _BlockTorch:
@@ -49,7 +49,7 @@ MS_PROCESS = textwrap.dedent('''
     print(json.dumps({"status": rep.status, "layer": fd and fd["layer"], "two_process": rep.two_process,
                       "torch_loaded": any(m.split(".")[0] == "torch" for m in sys.modules),
                       "graph_ok": rep.output["graph"]["ok"], "losses": rep.training["max_loss_rel"]}))
-''')
+""")
 
 
 @pytest.fixture(scope="module")
@@ -66,8 +66,21 @@ def port(tmp_path_factory):
 
 @pytest.mark.parametrize("variant,status,layer", [("net_ms", "match", None), ("net_ms_bug", "divergence", "act")])
 def test_r28_torch_side_in_its_own_process(port, tmp_path, variant, status, layer):
-    out = subprocess.run([sys.executable, "-c", MS_PROCESS, f"{port}/net_torch.py:Net", f"{port}/{variant}.py:Net",
-                          sys.executable, str(tmp_path)], capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            MS_PROCESS,
+            f"{port}/net_torch.py:Net",
+            f"{port}/{variant}.py:Net",
+            sys.executable,
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     res = json.loads(out.stdout.strip().splitlines()[-1])
     assert res["two_process"] and not res["torch_loaded"]

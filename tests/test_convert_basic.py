@@ -65,9 +65,11 @@ def test_syntax_error_copied_unchanged():
 
 def test_reexported_torch_names_stay_importable():
     # torchvision's _internally_replaced_utils re-exports load_state_dict_from_url for other modules.
-    src = ("try:\n    from torch.hub import load_state_dict_from_url  # noqa: 401\n"
-           "except ImportError:\n    from torch.utils.model_zoo import load_url as load_state_dict_from_url\n"
-           "import torch.nn as nn\nlayer = nn.ReLU()\n")
+    src = (
+        "try:\n    from torch.hub import load_state_dict_from_url  # noqa: 401\n"
+        "except ImportError:\n    from torch.utils.model_zoo import load_url as load_state_dict_from_url\n"
+        "import torch.nn as nn\nlayer = nn.ReLU()\n"
+    )
     code = convert_source(src, "utils.py").code
     assert "from torch.hub import load_state_dict_from_url  # noqa: 401" in code
     assert "from torch.utils.model_zoo import load_url as load_state_dict_from_url" in code
@@ -75,8 +77,10 @@ def test_reexported_torch_names_stay_importable():
 
 
 def test_r8_device_moves_leave_no_self_assignments():
-    src = ("import torch\n\ndef f(loader, device):\n    for x, y in loader:\n"
-           "        x, y = x.to(device), y.to(device)\n        a, b = y, x\n    return a, b\n")
+    src = (
+        "import torch\n\ndef f(loader, device):\n    for x, y in loader:\n"
+        "        x, y = x.to(device), y.to(device)\n        a, b = y, x\n    return a, b\n"
+    )
     code = convert_source(src, "loop.py").code
     assert "x, y = x, y" not in code and ".to(" not in code
     assert "a, b = y, x" in code  # a real assignment stays

@@ -15,7 +15,7 @@ from torch2ms.convert import convert_source
 
 pytestmark = pytest.mark.differential
 
-SOURCE = textwrap.dedent('''\
+SOURCE = textwrap.dedent("""\
     from functools import partial
 
     import torch
@@ -62,7 +62,7 @@ SOURCE = textwrap.dedent('''\
                 x = x.to(x.device)
             x = torch.cat([self.act(self.norm(x)), x], dim=1)[:, :32]
             return self.head(self.heads["main"](x)) * self.scale
-    ''')
+    """)
 
 
 def _import(path: Path, name: str):

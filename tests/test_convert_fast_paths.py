@@ -10,10 +10,9 @@ import textwrap
 import numpy as np
 import pytest
 
-from torch2ms.convert import convert_source
-from torch2ms.convert import quiet
+from torch2ms.convert import convert_source, quiet
 
-CHECKPOINTS = textwrap.dedent('''\
+CHECKPOINTS = textwrap.dedent("""\
     import torch
     import torch.nn as nn
 
@@ -28,7 +27,7 @@ CHECKPOINTS = textwrap.dedent('''\
             net.state_dict(),
             path,
         )
-''')
+""")
 
 
 def test_r18_checkpoint_statements_and_report_lines_are_exact():
@@ -108,9 +107,12 @@ QUIET = textwrap.dedent('''\
 
 def test_r6_quiet_statements_come_back_byte_for_byte_and_lines_are_exact():
     res = convert_source(QUIET, "q.py")
-    for text in ('_META = {\n    "categories": ["a", "b"],   # odd   spacing kept',
-                 "def helper(a, b):\n    return a + b  # no torch here",
-                 '__all__ = ["Net", "helper"]', "# a comment that belongs to the table"):
+    for text in (
+        '_META = {\n    "categories": ["a", "b"],   # odd   spacing kept',
+        "def helper(a, b):\n    return a + b  # no torch here",
+        '__all__ = ["Net", "helper"]',
+        "# a comment that belongs to the table",
+    ):
         assert text in res.code
     assert quiet.PREFIX not in res.code
     assert "nn.Dense(4, 2)" in res.code and "x.shape[0]" in res.code
@@ -146,7 +148,9 @@ def test_r6_fast_path_changes_nothing_on_torchvision(monkeypatch):
     if spec is None:
         pytest.skip("torchvision is not installed")
     root = Path(list(spec.submodule_search_locations)[0])
-    sources = {p: p.read_text(encoding="utf-8") for sub in ("models", "ops") for p in sorted((root / sub).rglob("*.py"))}
+    sources = {
+        p: p.read_text(encoding="utf-8") for sub in ("models", "ops") for p in sorted((root / sub).rglob("*.py"))
+    }
     kb, roots = load_kb(), local_packages(root)
     modules = project_module_classes([ast.parse(s) for s in sources.values()], roots)
 
@@ -167,7 +171,7 @@ def test_r6_fast_path_changes_nothing_on_torchvision(monkeypatch):
     assert all(err is None for _, err, _ in fast.values())
 
 
-WALK_SAMPLE = textwrap.dedent('''\
+WALK_SAMPLE = textwrap.dedent("""\
     import torch.nn as nn
     from a import b as c, d
     x: int = 1
@@ -196,7 +200,7 @@ WALK_SAMPLE = textwrap.dedent('''\
             async with a as b:
                 async for i in b:
                     nonlocal_ = not i
-''')
+""")
 
 
 def test_r6_fast_ast_walk_is_ast_walk():
@@ -261,7 +265,7 @@ def test_r18_checkpoint_splice_gives_the_tree_of_the_new_text():
     from torch2ms.analysis.imports import ImportMap
     from torch2ms.convert.checkpoints import rewrite_checkpoints
 
-    nested = textwrap.dedent('''\
+    nested = textwrap.dedent("""\
         import torch
 
 
@@ -282,7 +286,7 @@ def test_r18_checkpoint_splice_gives_the_tree_of_the_new_text():
         def tail(net, sd): net.load_state_dict(sd)
         x = [1,
              2]
-    ''')
+    """)
     sources = [CHECKPOINTS, nested]
     spec = importlib.util.find_spec("torchvision")
     if spec is not None:

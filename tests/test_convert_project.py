@@ -18,7 +18,7 @@ from torch2ms import cli
 from torch2ms.convert import ConvertError, convert_source, convert_tree
 from torch2ms.convert import transformer as tr
 
-MODEL = textwrap.dedent('''\
+MODEL = textwrap.dedent("""\
     import torch
     import torch.nn as nn
 
@@ -31,12 +31,15 @@ MODEL = textwrap.dedent('''\
         def forward(self, x):
             y = torch.not_an_api(x)
             return self.fc(x) + y
-    ''')
+    """)
 
 
 def tree_digest(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 @pytest.fixture
@@ -169,13 +172,31 @@ def test_idempotent_over_tree(project: Path, tmp_path: Path):
 # ---- random small programs from a grammar of torch calls ----------------------------------------------
 
 EXPRS = [
-    "torch.cat([{a}, {b}], dim=1)", "F.relu({a})", "{a}.view({a}.size(0), -1)", "torch.zeros(2, 3)",
-    "{a}.permute(0, 2, 1)", "torch.matmul({a}, {b})", "{a}.clamp(min=0)", "{a}.to(torch.float16)",
-    "torch.no_such_api({a})", "nn.Linear(4, 4)({a})", "{a} + {b}", "{a}.sum(dim=-1, keepdim=True)",
-    "torch.where({a} > 0, {a}, {b})", "{a}.cuda()", "nn.Unknown({a})", "torch.flatten({a}, 1)",
+    "torch.cat([{a}, {b}], dim=1)",
+    "F.relu({a})",
+    "{a}.view({a}.size(0), -1)",
+    "torch.zeros(2, 3)",
+    "{a}.permute(0, 2, 1)",
+    "torch.matmul({a}, {b})",
+    "{a}.clamp(min=0)",
+    "{a}.to(torch.float16)",
+    "torch.no_such_api({a})",
+    "nn.Linear(4, 4)({a})",
+    "{a} + {b}",
+    "{a}.sum(dim=-1, keepdim=True)",
+    "torch.where({a} > 0, {a}, {b})",
+    "{a}.cuda()",
+    "nn.Unknown({a})",
+    "torch.flatten({a}, 1)",
 ]
-STMTS = ["{v} = {e}", "{v}.add_({e})", "{v}.mul_(2).sub_({e})", "with torch.no_grad():\n            {v} = {e}",
-         "if isinstance({v}, torch.Tensor):\n            {v} = {e}", "# note\n        {v} = {e}  # trailing"]
+STMTS = [
+    "{v} = {e}",
+    "{v}.add_({e})",
+    "{v}.mul_(2).sub_({e})",
+    "with torch.no_grad():\n            {v} = {e}",
+    "if isinstance({v}, torch.Tensor):\n            {v} = {e}",
+    "# note\n        {v} = {e}  # trailing",
+]
 
 
 @st.composite

@@ -25,8 +25,9 @@ def code_of(body: str, head: str = HEAD) -> str:
 
 # ---- R6: Module → Cell, forward → construct, containers, Parameter, buffers -----------------------
 
+
 def test_r6_module_to_cell_forward_to_construct():
-    code = code_of('''
+    code = code_of("""
         class Net(nn.Module):
             def __init__(self):
                 super(Net, self).__init__()
@@ -36,7 +37,7 @@ def test_r6_module_to_cell_forward_to_construct():
 
             def twice(self, x):
                 return self.forward(self.forward(x)), self.forward
-        ''')
+        """)
     assert "class Net(nn.Cell):" in code
     assert "super(Net, self).__init__()" in code
     assert "def construct(self, x):" in code and "def forward" not in code
@@ -44,7 +45,7 @@ def test_r6_module_to_cell_forward_to_construct():
 
 
 def test_r6_subclassed_containers_get_runtime_bases():
-    code = code_of('''
+    code = code_of("""
         class Seq(nn.Sequential):
             def __init__(self, c):
                 super().__init__(nn.ReLU(), nn.ReLU())
@@ -54,7 +55,7 @@ def test_r6_subclassed_containers_get_runtime_bases():
 
         class Dct(nn.ModuleDict):
             pass
-        ''')
+        """)
     assert "class Seq(Sequential):" in code
     assert "from torch2ms.runtime import" in code
     for cls in ("Lst", "Dct"):
@@ -63,92 +64,102 @@ def test_r6_subclassed_containers_get_runtime_bases():
 
 
 def test_r6_container_constructors():
-    code = code_of('''
+    code = code_of("""
         class Net(nn.Module):
             def __init__(self):
                 super().__init__()
                 self.seq = nn.Sequential(nn.ReLU(), nn.Tanh())
                 self.lst = nn.ModuleList([nn.ReLU() for _ in range(2)])
                 self.dct = nn.ModuleDict({"a": nn.ReLU()})
-        ''')
+        """)
     assert "self.seq = nn.SequentialCell(nn.ReLU(), nn.Tanh())" in code
     assert "self.lst = nn.CellList([nn.ReLU() for _ in range(2)])" in code
     assert 'self.dct = nn.CellDict({"a": nn.ReLU()})' in code
 
 
 def test_r6_parameter_and_buffer():
-    code = code_of('''
+    code = code_of("""
         class Net(nn.Module):
             def __init__(self):
                 super().__init__()
                 self.w = nn.Parameter(torch.zeros(3, 4))
                 self.register_buffer("mean", torch.ones(3))
-        ''')
+        """)
     assert "self.w = ms.Parameter(ops.zeros((3, 4)))" in code
     assert 'self.register_buffer("mean", ops.ones(3))' in code
 
 
 # ---- R7: layer constructors with the silent defaults fixed ------------------------------------------
 
-@pytest.mark.parametrize("torch_src, ms_src", [
-    ("nn.Conv2d(3, 8, 3)", "nn.Conv2d(3, 8, 3, pad_mode='pad', padding=0, has_bias=True)"),
-    ("nn.Conv2d(3, 8, 3, padding=(1, 2), groups=1, bias=False)",
-     "nn.Conv2d(3, 8, 3, pad_mode='pad', padding=(1, 1, 2, 2), group=1, has_bias=False)"),
-    ("nn.BatchNorm2d(8, momentum=0.1)", "nn.BatchNorm2d(8, momentum=0.9)"),
-    ("nn.BatchNorm2d(8)", "nn.BatchNorm2d(8, momentum=0.9)"),
-    ("nn.LayerNorm(16)", "nn.LayerNorm((16,), epsilon=1e-05)"),
-    ("nn.GELU()", "nn.GELU(approximate=False)"),
-    ("nn.Linear(4, 5)", "nn.Dense(4, 5)"),
-    ("nn.MaxPool2d(2)", "nn.MaxPool2d(2, stride=2, pad_mode='pad', padding=0)"),
-    ("nn.ReLU(inplace=True)", "nn.ReLU()"),
-    ("nn.Dropout(p=0.2)", "nn.Dropout(p=0.2)"),
-])
+
+@pytest.mark.parametrize(
+    "torch_src, ms_src",
+    [
+        ("nn.Conv2d(3, 8, 3)", "nn.Conv2d(3, 8, 3, pad_mode='pad', padding=0, has_bias=True)"),
+        (
+            "nn.Conv2d(3, 8, 3, padding=(1, 2), groups=1, bias=False)",
+            "nn.Conv2d(3, 8, 3, pad_mode='pad', padding=(1, 1, 2, 2), group=1, has_bias=False)",
+        ),
+        ("nn.BatchNorm2d(8, momentum=0.1)", "nn.BatchNorm2d(8, momentum=0.9)"),
+        ("nn.BatchNorm2d(8)", "nn.BatchNorm2d(8, momentum=0.9)"),
+        ("nn.LayerNorm(16)", "nn.LayerNorm((16,), epsilon=1e-05)"),
+        ("nn.GELU()", "nn.GELU(approximate=False)"),
+        ("nn.Linear(4, 5)", "nn.Dense(4, 5)"),
+        ("nn.MaxPool2d(2)", "nn.MaxPool2d(2, stride=2, pad_mode='pad', padding=0)"),
+        ("nn.ReLU(inplace=True)", "nn.ReLU()"),
+        ("nn.Dropout(p=0.2)", "nn.Dropout(p=0.2)"),
+    ],
+)
 def test_r7_layer_constructor_rules(torch_src, ms_src):
     assert f"layer = {ms_src}" in code_of(f"layer = {torch_src}\n")
 
 
 def test_r7_multiline_call_keeps_comments_and_trailing_comma():
-    code = code_of('''
+    code = code_of("""
         layer = nn.Conv2d(
             3,  # in
             8,  # out
             kernel_size=3,
         )
-        ''')
+        """)
     assert "# in" in code and "# out" in code
     assert "kernel_size=3," in code and "has_bias=True" in code
 
 
 # ---- R8: functional ops, Tensor methods, dtypes, creation ops, devices -----------------------------
 
-@pytest.mark.parametrize("torch_src, ms_src", [
-    ("torch.cat([a, b], dim=1)", "ops.cat([a, b], axis=1)"),
-    ("F.relu(a)", "ops.relu(a)"),
-    ("torch.flatten(a, 1)", "ops.flatten(a, start_dim=1)"),
-    ("torch.zeros(2, 3, dtype=torch.float32)", "ops.zeros((2, 3), dtype=ms.float32)"),
-    ("torch.ones(2, device='cuda')", "ops.ones(2)"),
-    ("torch.long", "ms.int64"),
-])
+
+@pytest.mark.parametrize(
+    "torch_src, ms_src",
+    [
+        ("torch.cat([a, b], dim=1)", "ops.cat([a, b], axis=1)"),
+        ("F.relu(a)", "ops.relu(a)"),
+        ("torch.flatten(a, 1)", "ops.flatten(a, start_dim=1)"),
+        ("torch.zeros(2, 3, dtype=torch.float32)", "ops.zeros((2, 3), dtype=ms.float32)"),
+        ("torch.ones(2, device='cuda')", "ops.ones(2)"),
+        ("torch.long", "ms.int64"),
+    ],
+)
 def test_r8_functions_dtypes_creation(torch_src, ms_src):
     assert f"y = {ms_src}" in code_of(f"def f(a, b):\n    y = {torch_src}\n    return y\n")
 
 
 def test_r8_tensor_methods_in_forward():
-    code = code_of('''
+    code = code_of("""
         class Net(nn.Module):
             def forward(self, x):
                 n = x.size(0)
                 c = x.size()
                 x = x.view(n, -1).contiguous()
                 return x
-        ''')
+        """)
     assert "n = x.shape[0]" in code
     assert "c = x.shape" in code
     assert "x = x.view(n, -1).contiguous()" in code
 
 
 def test_r8_inplace_methods_become_assignments_including_chains():
-    code = code_of('''
+    code = code_of("""
         class Net(nn.Module):
             def forward(self, x):
                 x.add_(1)
@@ -156,7 +167,7 @@ def test_r8_inplace_methods_become_assignments_including_chains():
                 x[0].add_(3)
                 y = x.clamp_(min=0)
                 return y
-        ''')
+        """)
     assert "x = x.add(1)" in code
     assert "x = x.sub(1).mul(2)" in code
     assert "x[0] = x[0].add(3)" in code
@@ -164,7 +175,7 @@ def test_r8_inplace_methods_become_assignments_including_chains():
 
 
 def test_r8_device_calls_dropped():
-    code = code_of('''
+    code = code_of("""
         class Net(nn.Module):
             def forward(self, x):
                 x = x.to(x.device)
@@ -176,7 +187,7 @@ def test_r8_device_calls_dropped():
             model = model.cuda()
             model.to("cuda")
             return model(x.to(torch.float16))
-        ''')
+        """)
     assert "x.device" not in code and "cuda" not in code
     assert "y = x\n" in code
     assert "model = model\n" not in code  # a no-op assignment left by the rewrite is removed
@@ -185,8 +196,9 @@ def test_r8_device_calls_dropped():
 
 # ---- R9: init calls and isinstance-narrowed init loops ----------------------------------------------
 
+
 def test_r9_init_loop_renames_bn_weight_via_isinstance():
-    code = code_of('''
+    code = code_of("""
         class Net(nn.Module):
             def __init__(self):
                 super().__init__()
@@ -198,7 +210,7 @@ def test_r9_init_loop_renames_bn_weight_via_isinstance():
                     elif isinstance(m, nn.Conv2d):
                         nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
                 nn.init.zeros_(self.bn.bias)
-        ''')
+        """)
     assert "for m in (c for _, c in self.cells_and_names()):" in code
     assert "m.gamma.set_data(init.initializer(init.Constant(1), m.gamma.shape, m.gamma.dtype))" in code
     assert "m.beta.set_data(" in code
@@ -208,6 +220,7 @@ def test_r9_init_loop_renames_bn_weight_via_isinstance():
 
 # ---- R10: losses ----------------------------------------------------------------------------------
 
+
 def test_r10_cross_entropy():
     res = conv("loss_fn = nn.CrossEntropyLoss()\n")
     assert "nn.CrossEntropyLoss" not in res.code or "WithLossCell" in res.code or "SoftmaxCrossEntropy" in res.code
@@ -216,6 +229,7 @@ def test_r10_cross_entropy():
 
 # ---- isinstance, no_grad, decorators, classes as values, *args ----------------------------------------
 
+
 def test_isinstance_against_torch_classes():
     code = code_of("def f(x, m):\n    return isinstance(x, torch.Tensor), isinstance(m, (nn.Conv2d, nn.Linear))\n")
     assert "isinstance(x, ms.Tensor)" in code
@@ -223,7 +237,7 @@ def test_isinstance_against_torch_classes():
 
 
 def test_no_grad_block_unwrapped_and_decorators_dropped():
-    code = code_of('''
+    code = code_of("""
         @torch.no_grad()
         def evaluate(model, x):
             with torch.no_grad():
@@ -238,19 +252,19 @@ def test_no_grad_block_unwrapped_and_decorators_dropped():
         @torch.fx.wrap
         def g(x):
             return x
-        ''')
+        """)
     assert "no_grad" not in code and "torch.jit" not in code and "torch.fx" not in code
     assert "    # keep me\n    y = model(x)\n" in code
     assert "def f(x):" in code and "def g(x):" in code
 
 
 def test_classes_used_as_values_go_through_torchcompat():
-    res = conv('''
+    res = conv("""
         from functools import partial
 
         def build(conv_layer=nn.Conv2d, norm=partial(nn.LayerNorm, eps=1e-6)):
             return conv_layer(3, 8, 3), norm(8)
-        ''')
+        """)
     assert 'conv_layer=TorchCompat("torch.nn.Conv2d")' in res.code
     assert 'partial(TorchCompat("torch.nn.LayerNorm"), eps=1e-6)' in res.code
     assert "from torch2ms.runtime import TorchCompat" in res.code
@@ -263,14 +277,14 @@ def test_star_args_call_goes_through_torchcompat():
 
 
 def test_tensor_annotations():
-    code = code_of('''
+    code = code_of("""
         from typing import Optional, List
         from torch import Tensor
 
         def f(x: Optional[torch.Tensor], ys: List[Tensor]) -> Tensor:
             x = x.to("cuda:0")
             return x
-        ''')
+        """)
     assert "def f(x: Optional[ms.Tensor], ys: List[ms.Tensor]) -> ms.Tensor:" in code
     assert "cuda" not in code  # Optional[Tensor] is a tensor receiver
     assert "torch" not in code
@@ -278,13 +292,17 @@ def test_tensor_annotations():
 
 # ---- imports ---------------------------------------------------------------------------------------
 
+
 def test_import_inside_function_removed():
-    code = code_of('''
+    code = code_of(
+        """
         def h():
             from torch import nn
             import torch.nn.functional as F
             return F.relu(nn.Linear(2, 3)(torch.ones(2, 2)))
-        ''', head="import torch\n\n")
+        """,
+        head="import torch\n\n",
+    )
     assert "torch" not in code
     assert "return ops.relu(nn.Dense(2, 3)(ops.ones((2, 2))))" in code
 
@@ -297,18 +315,19 @@ def test_star_import_resolved_and_dropped():
 
 
 def test_relative_imports_are_project_names():
-    code = code_of("from .layers import nn as local_nn\nfrom . import utils\n\nx = local_nn.Thing()\n",
-                   head="import torch\n")
+    code = code_of(
+        "from .layers import nn as local_nn\nfrom . import utils\n\nx = local_nn.Thing()\n", head="import torch\n"
+    )
     assert "from .layers import nn as local_nn" in code and "from . import utils" in code
     assert "x = local_nn.Thing()" in code
 
 
 def test_r20_unconverted_torch_nn_is_not_shadowed():
-    res = conv('''
+    res = conv("""
         class Net(nn.Module):
             def forward(self, x):
                 return nn.NoSuchLayer(3)(x)
-        ''')
+        """)
     code = res.code
     # torch's nn is still needed: MindSpore's nn must not take its name.
     assert "import torch.nn as nn" in code
@@ -319,13 +338,13 @@ def test_r20_unconverted_torch_nn_is_not_shadowed():
 
 
 def test_r20_marks_counted_with_lines():
-    src = HEAD + textwrap.dedent('''
+    src = HEAD + textwrap.dedent("""
         def f(x):
             a = torch.nope_one(x)
             b = torch.cat([x,
                            torch.nope_two(x)])
             return a, b
-        ''')
+        """)
     res = convert_source(src, "m.py")
     lines = src.splitlines()
     bad = [c for c in res.changes if c.action == "not-converted"]
@@ -336,7 +355,7 @@ def test_r20_marks_counted_with_lines():
 
 
 def test_report_lines_match_each_use_in_order():
-    src = HEAD + textwrap.dedent('''
+    src = HEAD + textwrap.dedent("""
         class Net(nn.Module):
             def __init__(self):
                 super().__init__()
@@ -352,7 +371,7 @@ def test_report_lines_match_each_use_in_order():
 
             def again(self, x):
                 return self.forward(x)
-        ''')
+        """)
     res = convert_source(src, "m.py")
     lines = src.splitlines()
     for c in res.changes:
@@ -390,27 +409,33 @@ class Block(nn.Module):
 
 def test_formatting_preserved():
     code = convert_source(FORMATTED, "m.py").code
-    expected = FORMATTED.replace("import torch  # the framework\nimport torch.nn as nn\n", "from mindspore import nn\n") \
-        .replace("nn.Module", "nn.Cell").replace("nn.Linear", "nn.Dense").replace("def forward", "def construct")
+    expected = (
+        FORMATTED.replace("import torch  # the framework\nimport torch.nn as nn\n", "from mindspore import nn\n")
+        .replace("nn.Module", "nn.Cell")
+        .replace("nn.Linear", "nn.Dense")
+        .replace("def forward", "def construct")
+    )
     assert code == expected
 
 
 def test_idempotent_on_converted_output():
-    src = HEAD + textwrap.dedent('''
+    src = HEAD + textwrap.dedent("""
         class Net(nn.Module):
             def forward(self, x):
                 y = nn.Unknown()(x)
                 x.add_(1)
                 return F.relu(x) + y
-        ''')
+        """)
     once = convert_source(src, "m.py").code
     assert convert_source(once, "m.py").code == once
 
 
 def test_r8_module_only_methods_on_an_untyped_parameter_are_converted():
     # `model` is a plain function parameter: eval()/parameters() exist on nn.Module only.
-    src = ("import torch\n\n\ndef make(model, lr):\n    model.eval()\n"
-           "    return torch.optim.SGD(model.parameters(), lr=lr)\n\n\ndef run(trainer):\n    trainer.train()\n")
+    src = (
+        "import torch\n\n\ndef make(model, lr):\n    model.eval()\n"
+        "    return torch.optim.SGD(model.parameters(), lr=lr)\n\n\ndef run(trainer):\n    trainer.train()\n"
+    )
     code = convert_source(src, "m.py").code
     # An optimizer's parameters are the trainable ones (BatchNorm statistics are Parameters in MindSpore).
     assert "model.set_train(False)" in code and "optim.SGD(model.trainable_params(), lr=lr)" in code
@@ -420,7 +445,7 @@ def test_r8_module_only_methods_on_an_untyped_parameter_are_converted():
 def test_r11_train_on_a_receiver_used_as_a_module_becomes_set_train():
     # A trainer class keeps the model in self.model: self.model.parameters() elsewhere in the class
     # (or model.parameters() in the same function) says it is a Module, so train() is Module.train.
-    src = textwrap.dedent('''\
+    src = textwrap.dedent("""\
         import torch
 
 
@@ -444,7 +469,7 @@ def test_r11_train_on_a_receiver_used_as_a_module_becomes_set_train():
 
         def other(model):
             model.train()
-        ''')
+        """)
     res = convert_source(src, "t.py")
     assert "self.model.set_train()" in res.code and "model.set_train(True)" in res.code
     # No evidence: another object's train(), and a model in a function that never uses it as one.
@@ -456,8 +481,10 @@ def test_r11_train_on_a_receiver_used_as_a_module_becomes_set_train():
 
 
 def test_r11_scheduler_methods_are_typed_and_get_last_lr_gives_floats():
-    src = ("import torch\n\n\ndef f(opt):\n    sched = torch.optim.lr_scheduler.StepLR(opt, 2)\n"
-           "    print(f\"lr {sched.get_last_lr()[0]:.4g}\")\n    state = sched.state_dict()\n")
+    src = (
+        "import torch\n\n\ndef f(opt):\n    sched = torch.optim.lr_scheduler.StepLR(opt, 2)\n"
+        '    print(f"lr {sched.get_last_lr()[0]:.4g}")\n    state = sched.state_dict()\n'
+    )
     res = convert_source(src, "s.py")
     # MindSpore returns 0-d Tensors, which have no format spec: torch's floats are restored.
     assert 'f"lr {[float(lr) for lr in sched.get_last_lr()][0]:.4g}"' in res.code
@@ -468,7 +495,9 @@ def test_r11_scheduler_methods_are_typed_and_get_last_lr_gives_floats():
 def test_r8_size_call_on_an_untyped_value_becomes_shape():
     # Outside forward nothing says `logits` is a Tensor, but only torch's size is callable
     # (numpy, PIL and pandas have a size attribute).
-    src = ("import torch\n\n\ndef loss(model, x, y):\n    logits = model(x)\n"
-           "    return torch.nn.functional.cross_entropy(logits.view(-1, logits.size(-1)), y.view(-1)), x.size()\n")
+    src = (
+        "import torch\n\n\ndef loss(model, x, y):\n    logits = model(x)\n"
+        "    return torch.nn.functional.cross_entropy(logits.view(-1, logits.size(-1)), y.view(-1)), x.size()\n"
+    )
     code = convert_source(src, "l.py").code
     assert "logits.view(-1, logits.shape[-1])" in code and "x.shape" in code and ".size(" not in code

@@ -20,7 +20,9 @@ from torch2ms.convert import convert_source
 HEAD = "import torch\nfrom torch.utils.data import DataLoader, Dataset, TensorDataset\n"
 VISION = "from torchvision import datasets, transforms\n"
 
-PAIRS = HEAD + '''
+PAIRS = (
+    HEAD
+    + """
 
 class Pairs(Dataset):
     def __init__(self, x, y):
@@ -33,7 +35,8 @@ class Pairs(Dataset):
         image = self.x[idx]
         label = self.y[idx]
         return image, label
-'''
+"""
+)
 
 
 def conv(src: str):
@@ -60,15 +63,20 @@ def test_r14_dataset_subclass_becomes_plain_generator_source():
 
 
 def test_r14_dataloader_becomes_generator_dataset_then_batch():
-    code = conv(PAIRS + "\nloader = DataLoader(Pairs(a, b), batch_size=4, shuffle=True, num_workers=2, drop_last=True)\n").code
+    code = conv(
+        PAIRS + "\nloader = DataLoader(Pairs(a, b), batch_size=4, shuffle=True, num_workers=2, drop_last=True)\n"
+    ).code
     assert line_with(code, "loader =") == (
         "loader = ds.GeneratorDataset(Pairs(a, b), column_names=['image', 'label'], shuffle=True, "
-        "num_parallel_workers=2).batch(4, drop_remainder=True)")
+        "num_parallel_workers=2).batch(4, drop_remainder=True)"
+    )
     assert "import mindspore.dataset as ds" in code and "DataLoader" not in code
 
 
 def test_r14_columns_follow_getitem_return_arity():
-    three = HEAD + '''
+    three = (
+        HEAD
+        + """
 class Three(Dataset):
     def __len__(self):
         return 3
@@ -77,7 +85,8 @@ class Three(Dataset):
         return self.a[i], self.b[i] * 2, self.c[i]
 
 loader = DataLoader(Three(), batch_size=2)
-'''
+"""
+    )
     assert "column_names=['column_0', 'column_1', 'column_2']" in conv(three).code
 
 
@@ -89,18 +98,24 @@ def test_r14_unknown_dataset_columns_are_assumed_and_marked_for_review():
 
 
 def test_r14_tensor_dataset_becomes_numpy_slices():
-    code = conv(HEAD + "ds_ = TensorDataset(x, y)\nloader = DataLoader(ds_, batch_size=3)\n"
-                "inline = DataLoader(TensorDataset(x, y), batch_size=3)\n").code
+    code = conv(
+        HEAD + "ds_ = TensorDataset(x, y)\nloader = DataLoader(ds_, batch_size=3)\n"
+        "inline = DataLoader(TensorDataset(x, y), batch_size=3)\n"
+    ).code
     assert line_with(code, "loader =") == (
         "loader = ds.NumpySlicesDataset(tuple(t.asnumpy() for t in ds_.tensors), column_names=['data', 'label'], "
-        "shuffle=False).batch(3, drop_remainder=False)")
+        "shuffle=False).batch(3, drop_remainder=False)"
+    )
     assert line_with(code, "inline =") == (
         "inline = ds.NumpySlicesDataset((x.asnumpy(), y.asnumpy()), column_names=['data', 'label'], "
-        "shuffle=False).batch(3, drop_remainder=False)")
+        "shuffle=False).batch(3, drop_remainder=False)"
+    )
 
 
 def test_r14_loops_use_tuple_iterator_and_len_is_dataset_size():
-    src = PAIRS + '''
+    src = (
+        PAIRS
+        + """
 train_loader = DataLoader(Pairs(a, b), batch_size=4)
 
 
@@ -115,7 +130,8 @@ def main(model):
     for x, y in train_loader:
         model(x)
     run(model, train_loader)
-'''
+"""
+    )
     code = conv(src).code
     assert "for x, y in train_loader.create_tuple_iterator():" in code
     # The loader passed to run() is a MindSpore dataset there too.
@@ -125,40 +141,62 @@ def main(model):
 
 
 def test_r14_collate_fn_keeps_the_torch_style_loader():
-    code = conv(PAIRS + "loader = DataLoader(Pairs(a, b), batch_size=2, collate_fn=my_collate)\n"
-                        "for x in loader:\n    pass\n").code
-    assert line_with(code, "loader =") == "loader = ds.dataloader.DataLoader(Pairs(a, b), batch_size=2, collate_fn=my_collate)"
+    code = conv(
+        PAIRS + "loader = DataLoader(Pairs(a, b), batch_size=2, collate_fn=my_collate)\nfor x in loader:\n    pass\n"
+    ).code
+    assert (
+        line_with(code, "loader =")
+        == "loader = ds.dataloader.DataLoader(Pairs(a, b), batch_size=2, collate_fn=my_collate)"
+    )
     assert "create_tuple_iterator" not in code  # the torch-style loader iterates like torch's
 
 
 def test_r14_imagefolder_pipeline_decode_map_batch_int32():
-    src = HEAD + VISION + '''
+    src = (
+        HEAD
+        + VISION
+        + """
 tf = transforms.Compose([transforms.Resize(40), transforms.CenterCrop(32), transforms.ToTensor(),
                          transforms.Normalize([0.5, 0.5, 0.5], [0.2, 0.2, 0.2])])
 train_set = datasets.ImageFolder(root, transform=tf)
 loader = DataLoader(train_set, batch_size=4, shuffle=True, num_workers=4)
-'''
+"""
+    )
     code = conv(src).code
     assert line_with(code, "train_set =") == (
         "train_set = ds.ImageFolderDataset(root, shuffle=True, num_parallel_workers=4)"
         ".map(operations=[vision.Decode(to_pil=True), tf], input_columns='image')"
-        ".map(operations=transforms.TypeCast(ms.int32), input_columns='label')")
+        ".map(operations=transforms.TypeCast(ms.int32), input_columns='label')"
+    )
     # shuffle and workers moved into the dataset: the loader only batches.
     assert line_with(code, "loader =") == "loader = train_set.batch(4, drop_remainder=False)"
 
 
 def test_r14_inline_compose_is_spliced_after_decode():
-    src = HEAD + VISION + ("loader = DataLoader(datasets.ImageFolder(root, transforms.Compose([transforms.Resize(40), "
-                           "transforms.ToTensor()])), batch_size=8)\n")
+    src = (
+        HEAD
+        + VISION
+        + (
+            "loader = DataLoader(datasets.ImageFolder(root, transforms.Compose([transforms.Resize(40), "
+            "transforms.ToTensor()])), batch_size=8)\n"
+        )
+    )
     assert line_with(conv(src).code, "loader =") == (
         "loader = ds.ImageFolderDataset(root, shuffle=False).map(operations=[vision.Decode(to_pil=True), "
         "vision.Resize(40), vision.ToTensor()], input_columns='image').map(operations=transforms.TypeCast(ms.int32), "
-        "input_columns='label').batch(8, drop_remainder=False)")
+        "input_columns='label').batch(8, drop_remainder=False)"
+    )
 
 
 def test_r14_shared_torchvision_dataset_shuffles_per_loader():
-    src = HEAD + VISION + ("data = datasets.ImageFolder(root)\na = DataLoader(data, batch_size=2, shuffle=True)\n"
-                           "b = DataLoader(data, batch_size=2)\n")
+    src = (
+        HEAD
+        + VISION
+        + (
+            "data = datasets.ImageFolder(root)\na = DataLoader(data, batch_size=2, shuffle=True)\n"
+            "b = DataLoader(data, batch_size=2)\n"
+        )
+    )
     code = conv(src).code
     assert "ImageFolderDataset(root, shuffle=False)" in code
     assert line_with(code, "a =") == "a = data.shuffle(data.get_dataset_size()).batch(2, drop_remainder=False)"
@@ -166,13 +204,23 @@ def test_r14_shared_torchvision_dataset_shuffles_per_loader():
 
 
 def test_r14_mnist_and_cifar10_read_torchvision_folders():
-    src = HEAD + VISION + ("m = datasets.MNIST('data', train=False, transform=transforms.ToTensor())\n"
-                           "c = datasets.CIFAR10(root, train=flag)\n")
+    src = (
+        HEAD
+        + VISION
+        + (
+            "m = datasets.MNIST('data', train=False, transform=transforms.ToTensor())\n"
+            "c = datasets.CIFAR10(root, train=flag)\n"
+        )
+    )
     code = conv(src).code
     assert line_with(code, "m =") == (
         "m = ds.MnistDataset(str('data') + '/MNIST/raw', usage='test', shuffle=False).map(operations=[vision.ToPIL(), "
-        "vision.ToTensor()], input_columns='image').map(operations=transforms.TypeCast(ms.int32), input_columns='label')")
-    assert "ds.Cifar10Dataset(str(root) + '/cifar-10-batches-bin', usage=('train' if flag else 'test'), shuffle=False)" in code
+        "vision.ToTensor()], input_columns='image').map(operations=transforms.TypeCast(ms.int32), input_columns='label')"
+    )
+    assert (
+        "ds.Cifar10Dataset(str(root) + '/cifar-10-batches-bin', usage=('train' if flag else 'test'), shuffle=False)"
+        in code
+    )
 
 
 def test_r14_download_and_fakedata_are_marked_not_dropped():
@@ -180,20 +228,29 @@ def test_r14_download_and_fakedata_are_marked_not_dropped():
     assert "# torch2ms: not converted — torchvision.datasets.MNIST: download=True" in res.code
     assert "# torch2ms: not converted — torchvision.datasets.FakeData" in res.code
     assert {c.api for c in res.changes if c.action == "not-converted"} >= {
-        "torchvision.datasets.MNIST", "torchvision.datasets.FakeData"}
+        "torchvision.datasets.MNIST",
+        "torchvision.datasets.FakeData",
+    }
 
 
-@pytest.mark.parametrize("torch_call, ms_call", [
-    ("transforms.RandomHorizontalFlip()", "vision.RandomHorizontalFlip()"),
-    ("transforms.RandomHorizontalFlip(p=0.3)", "vision.RandomHorizontalFlip(prob=0.3)"),
-    ("transforms.RandomCrop(32, padding=4, padding_mode='reflect')",
-     "vision.RandomCrop(32, padding=4, padding_mode=vision.Border.REFLECT)"),
-    ("transforms.RandomResizedCrop(224, scale=(0.5, 1.0))", "vision.RandomResizedCrop(224, scale=(0.5, 1.0))"),
-    ("transforms.Resize(64, interpolation=transforms.InterpolationMode.BICUBIC)",
-     "vision.Resize(64, vision.Inter.BICUBIC)"),
-    ("transforms.Resize((32, 32), interpolation=3)", "vision.Resize((32, 32), vision.Inter.BICUBIC)"),
-    ("transforms.CenterCrop(224)", "vision.CenterCrop(224)"),
-])
+@pytest.mark.parametrize(
+    "torch_call, ms_call",
+    [
+        ("transforms.RandomHorizontalFlip()", "vision.RandomHorizontalFlip()"),
+        ("transforms.RandomHorizontalFlip(p=0.3)", "vision.RandomHorizontalFlip(prob=0.3)"),
+        (
+            "transforms.RandomCrop(32, padding=4, padding_mode='reflect')",
+            "vision.RandomCrop(32, padding=4, padding_mode=vision.Border.REFLECT)",
+        ),
+        ("transforms.RandomResizedCrop(224, scale=(0.5, 1.0))", "vision.RandomResizedCrop(224, scale=(0.5, 1.0))"),
+        (
+            "transforms.Resize(64, interpolation=transforms.InterpolationMode.BICUBIC)",
+            "vision.Resize(64, vision.Inter.BICUBIC)",
+        ),
+        ("transforms.Resize((32, 32), interpolation=3)", "vision.Resize((32, 32), vision.Inter.BICUBIC)"),
+        ("transforms.CenterCrop(224)", "vision.CenterCrop(224)"),
+    ],
+)
 def test_r14_transforms_map_to_vision_ops(torch_call, ms_call):
     assert line_with(conv(VISION + f"t = {torch_call}\n").code, "t =") == f"t = {ms_call}"
 
@@ -206,15 +263,27 @@ def test_r16_shuffle_is_always_written_because_generator_dataset_shuffles_by_def
     assert "shuffle=False" in line_with(code, "loader =")  # torch's default; GeneratorDataset's is to shuffle
 
 
-@pytest.mark.parametrize("arg, expected", [("", "drop_remainder=False"), (", drop_last=True", "drop_remainder=True"),
-                                           (", drop_last=flag", "drop_remainder=flag")])
+@pytest.mark.parametrize(
+    "arg, expected",
+    [
+        ("", "drop_remainder=False"),
+        (", drop_last=True", "drop_remainder=True"),
+        (", drop_last=flag", "drop_remainder=flag"),
+    ],
+)
 def test_r16_drop_last_becomes_drop_remainder(arg, expected):
     line = line_with(conv(PAIRS + f"loader = DataLoader(Pairs(a, b), batch_size=4{arg})\n").code, "loader =")
     assert line.endswith(f".batch(4, {expected})")
 
 
-@pytest.mark.parametrize("arg, expected", [("num_workers=0", None), ("num_workers=8", "num_parallel_workers=8"),
-                                           ("num_workers=args.workers", "num_parallel_workers=max(1, args.workers)")])
+@pytest.mark.parametrize(
+    "arg, expected",
+    [
+        ("num_workers=0", None),
+        ("num_workers=8", "num_parallel_workers=8"),
+        ("num_workers=args.workers", "num_parallel_workers=max(1, args.workers)"),
+    ],
+)
 def test_r14_num_workers_become_num_parallel_workers(arg, expected):
     line = line_with(conv(PAIRS + f"loader = DataLoader(Pairs(a, b), batch_size=4, {arg})\n").code, "loader =")
     if expected is None:
@@ -224,8 +293,10 @@ def test_r14_num_workers_become_num_parallel_workers(arg, expected):
 
 
 def test_r14_decode_to_pil_comes_first_and_labels_are_int32():
-    code = conv(HEAD + VISION + "d = datasets.ImageFolder(root, transforms.Compose([transforms.Resize(8), "
-                                "transforms.ToTensor()]))\n").code
+    code = conv(
+        HEAD + VISION + "d = datasets.ImageFolder(root, transforms.Compose([transforms.Resize(8), "
+        "transforms.ToTensor()]))\n"
+    ).code
     ops = line_with(code, "d =").split("operations=[", 1)[1]
     assert ops.startswith("vision.Decode(to_pil=True), vision.Resize(8)")  # PIL decode first: torchvision's path
     assert ".map(operations=transforms.TypeCast(ms.int32), input_columns='label')" in code
@@ -239,7 +310,9 @@ def test_r15_normalize_after_totensor_is_chw():
 
 
 def test_r11_loop_rewrite_composes_with_the_training_pass():
-    src = PAIRS + '''
+    src = (
+        PAIRS
+        + """
 import torch.nn as nn
 
 
@@ -252,7 +325,8 @@ def train(model, x, y):
         loss = criterion(model(images), labels)
         loss.backward()
         optimizer.step()
-'''
+"""
+    )
     code = conv(src).code
     assert "for images, labels in loader.create_tuple_iterator():" in code
     assert "value_and_grad" in code and "loss.backward()\n" not in code
@@ -260,7 +334,7 @@ def train(model, x, y):
 
 # ---- differential: converted pipelines against the torch originals (R25) ------------------------
 
-TORCH_IMAGES = '''
+TORCH_IMAGES = """
 import torch
 from torch.utils.data import DataLoader
 from torchvision import datasets, transforms
@@ -274,9 +348,9 @@ tf = transforms.Compose([
 ])
 train_set = datasets.ImageFolder(ROOT, transform=tf)
 loader = DataLoader(train_set, batch_size={bs}, shuffle=False, drop_last={drop})
-'''
+"""
 
-TORCH_NUMPY = '''
+TORCH_NUMPY = """
 import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, TensorDataset
@@ -301,7 +375,7 @@ loader = DataLoader(Points(11), batch_size=4, shuffle=False)
 shuffled = DataLoader(Points(11), batch_size=4, shuffle=True, drop_last=True)
 points = Points(11)
 tensors = DataLoader(TensorDataset(torch.from_numpy(points.x), torch.from_numpy(points.y)), batch_size=3)
-'''
+"""
 
 
 def _load(path, name):
@@ -374,12 +448,19 @@ def test_r14_torchvision_dataset_without_a_loader_converts_through_the_kb():
     code = conv(VISION + "d = datasets.ImageFolder('imgs', transform=transforms.ToTensor())\n").code
     assert line_with(code, "d =") == (
         "d = ds.ImageFolderDataset('imgs', shuffle=False).map(operations=[vision.Decode(to_pil=True), vision.ToTensor()], "
-        "input_columns='image').map(operations=transforms.TypeCast(ms.int32), input_columns='label')")
+        "input_columns='image').map(operations=transforms.TypeCast(ms.int32), input_columns='label')"
+    )
 
 
 def test_r14_imagefolder_classes_come_from_class_indexing():
-    src = HEAD + VISION + ("train_set = datasets.ImageFolder(root)\nloader = DataLoader(train_set, batch_size=2)\n"
-                           "n = len(train_set.classes)\nm = train_set.class_to_idx\nk = loader.dataset.classes\n")
+    src = (
+        HEAD
+        + VISION
+        + (
+            "train_set = datasets.ImageFolder(root)\nloader = DataLoader(train_set, batch_size=2)\n"
+            "n = len(train_set.classes)\nm = train_set.class_to_idx\nk = loader.dataset.classes\n"
+        )
+    )
     code = conv(src).code
     assert line_with(code, "n =") == "n = len(list(train_set.get_class_indexing()))"
     assert line_with(code, "m =") == "m = train_set.get_class_indexing()"

@@ -110,23 +110,23 @@ def _code(src: str) -> str:
 
 
 def test_r19_init_process_group_becomes_communication_init_and_data_parallel_context():
-    out = _code('''
+    out = _code("""
         import torch.distributed as dist
         dist.init_process_group(backend="gloo")
-        ''')
+        """)
     assert 'ms.set_device("CPU")' in out  # gloo is torch's CPU backend
     assert "ms.communication.init()" in out
     assert "ms.set_auto_parallel_context(parallel_mode=ms.ParallelMode.DATA_PARALLEL, gradients_mean=True)" in out
     assert "import torch" not in out and "dist." not in out
-    nccl = _code('''
+    nccl = _code("""
         import torch.distributed as dist
         dist.init_process_group("nccl")
-        ''')
+        """)
     assert "set_device" not in nccl and "ms.communication.init()" in nccl  # MindSpore picks the backend by device
 
 
 def test_r19_rank_world_size_collectives_and_teardown():
-    out = _code('''
+    out = _code("""
         import torch
         import torch.distributed as dist
         def f(t):
@@ -137,7 +137,7 @@ def test_r19_rank_world_size_collectives_and_teardown():
             dist.barrier()
             dist.destroy_process_group()
             return r, n
-        ''')
+        """)
     assert "r, n = ms.communication.get_rank(), ms.communication.get_group_size()" in out
     assert "ops.communication.all_reduce(t, op='sum')" in out  # in place, as in torch
     assert "ops.communication.all_reduce(t)\n" in out
@@ -156,46 +156,46 @@ def test_r19_non_sum_reduce_is_converted_with_a_review_note():
 
 
 def test_r19_ddp_wrapper_is_dropped_with_its_module_attribute_and_import():
-    out = _code('''
+    out = _code("""
         import torch.nn as nn
         from torch.nn.parallel import DistributedDataParallel as DDP
         def f(net, rank):
             model = DDP(net, device_ids=[rank])
             return model.module.state_dict(), model(1)
-        ''')
+        """)
     assert "model = net\n" in out
     assert "model.state_dict(), model(1)" in out
     assert "DDP" not in out and "DistributedDataParallel" not in out
 
 
 def test_r19_spawn_and_torchrun_environment_become_msrun():
-    out = _code('''
+    out = _code("""
         import torch.multiprocessing as mp
         import torch.distributed as dist
         def main(rank, world):
             dist.init_process_group("gloo", rank=rank, world_size=world)
         if __name__ == "__main__":
             mp.spawn(main, args=(4,), nprocs=4, join=True)
-        ''')
+        """)
     assert 'main(int(os.environ["RANK_ID"]), 4)' in out and "import os\n" in out
     assert "msrun --worker_num=4" in out
-    env = _code('''
+    env = _code("""
         import os
         import torch.distributed as dist
         local = int(os.environ["LOCAL_RANK"]) if "LOCAL_RANK" in os.environ else 0
         rank, world = int(os.environ.get("RANK", 0)), int(os.getenv('WORLD_SIZE', "1"))
         dist.init_process_group("nccl")
-        ''')
+        """)
     assert 'int(os.environ["DEVICE_ID"]) if "DEVICE_ID" in os.environ else 0' in env
     assert 'os.environ.get("RANK_ID", 0)' in env
     assert "os.getenv('RANK_SIZE', \"1\")" in env
 
 
 def test_r19_converted_file_names_its_msrun_launch_command():
-    out = _code('''
+    out = _code("""
         import torch.distributed as dist
         dist.init_process_group("gloo")
-        ''')
+        """)
     first = out.lstrip().splitlines()[0]
     assert first.startswith("# torch2ms: distributed data parallel: launch every worker with `msrun --worker_num=N")
     spawned = convert_source(DDP_SCRIPT).code.lstrip().splitlines()[0]  # mp.spawn(..., nprocs=2)
@@ -205,13 +205,15 @@ def test_r19_converted_file_names_its_msrun_launch_command():
 def test_r19_training_step_averages_gradients_only_in_distributed_scripts():
     out = convert_source(DDP_SCRIPT).code
     # a run without msrun (no init) must not reach the reducer: it segfaults uninitialised
-    assert "grad_reducer = nn.DistributedGradReducer(optimizer.parameters, mean=True) " \
+    assert (
+        "grad_reducer = nn.DistributedGradReducer(optimizer.parameters, mean=True) "
         "if ms.communication.GlobalComm.INITED else nn.Identity()" in out
-    step = out[out.index("def construct(self, xb, yb):"):]
+    )
+    step = out[out.index("def construct(self, xb, yb):") :]
     lines = [ln.strip() for ln in step.splitlines()[1:4]]
     assert lines == ["loss, grads = grad_fn(xb, yb)", "grads = grad_reducer(grads)", "optimizer(grads)"]
     plain = DDP_SCRIPT.replace("model = DDP(net)", "model = net").replace("import torch.distributed as dist\n", "")
-    plain = plain[:plain.index("    rank_sum =")]
+    plain = plain[: plain.index("    rank_sum =")]
     plain = plain.replace('    dist.init_process_group(backend="gloo", rank=rank, world_size=world_size)\n', "")
     assert "DistributedGradReducer" not in convert_source(plain).code.replace("DistributedSampler", "")
 
@@ -265,7 +267,7 @@ def _torch_full_batch(data: dict, epochs: int, batch: int) -> dict[str, np.ndarr
     for _ in range(epochs):
         for i in range(0, len(x), batch):
             opt.zero_grad()
-            loss = torch.nn.functional.cross_entropy(fc2(torch.relu(fc1(x[i:i + batch]))), y[i:i + batch])
+            loss = torch.nn.functional.cross_entropy(fc2(torch.relu(fc1(x[i : i + batch]))), y[i : i + batch])
             loss.backward()
             opt.step()
     return dict(zip(PARAMS, (p.detach().numpy() for p in params)))
@@ -286,9 +288,17 @@ def test_r19_msrun_two_cpu_workers_average_gradients_like_full_batch_torch(tmp_p
 
     bindir = str(Path(sys.executable).parent)  # msrun starts the workers with `python` from PATH
     env = {**os.environ, "PATH": bindir + os.pathsep + os.environ.get("PATH", "")}
-    cmd = [os.path.join(bindir, "msrun"), "--worker_num=2", "--local_worker_num=2", "--master_addr=127.0.0.1",
-           f"--master_port={_free_port()}", "--join=True", f"--log_dir={tmp_path / 'log'}",
-           str(script), str(tmp_path)]
+    cmd = [
+        os.path.join(bindir, "msrun"),
+        "--worker_num=2",
+        "--local_worker_num=2",
+        "--master_addr=127.0.0.1",
+        f"--master_port={_free_port()}",
+        "--join=True",
+        f"--log_dir={tmp_path / 'log'}",
+        str(script),
+        str(tmp_path),
+    ]
     run = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     logs = "".join(p.read_text(errors="replace")[-3000:] for p in sorted((tmp_path / "log").glob("worker_*.log")))
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:] + logs

@@ -4,16 +4,36 @@ from torch2ms.doctor import diagnose
 
 
 def test_r5_numpy2_with_mindspore_is_an_error():
-    rep = diagnose({"torch": "2.14.1", "torchvision": "0.29.1", "mindspore": "2.10.0", "numpy": "2.4.6",
-                    "libcst": "1", "rich": "1", "safetensors": "1"}, probe_device=False)
+    rep = diagnose(
+        {
+            "torch": "2.14.1",
+            "torchvision": "0.29.1",
+            "mindspore": "2.10.0",
+            "numpy": "2.4.6",
+            "libcst": "1",
+            "rich": "1",
+            "safetensors": "1",
+        },
+        probe_device=False,
+    )
     err = [f for f in rep.findings if f.level == "error"]
     assert len(err) == 1 and "numpy" in err[0].message and err[0].fix == "pip install 'numpy<2'"
     assert not rep.ok
 
 
 def test_r5_missing_packages_named_with_fix():
-    rep = diagnose({"torch": None, "torchvision": None, "mindspore": None, "numpy": "1.26.4",
-                    "libcst": None, "rich": "1", "safetensors": None}, probe_device=False)
+    rep = diagnose(
+        {
+            "torch": None,
+            "torchvision": None,
+            "mindspore": None,
+            "numpy": "1.26.4",
+            "libcst": None,
+            "rich": "1",
+            "safetensors": None,
+        },
+        probe_device=False,
+    )
     text = " ".join(f.message + f.fix for f in rep.findings)
     assert "mindspore is not installed" in text and "pip install mindspore==2.10.0" in text
     assert "libcst is missing" in text and not rep.ok
@@ -39,8 +59,15 @@ def test_r5_avx512_cpu_gets_the_onednn_advice(tmp_path, monkeypatch):
 
 
 def test_r5_cpu_without_single_threaded_dispatch_gets_the_advice(monkeypatch):
-    versions = {"torch": None, "torchvision": None, "mindspore": "2.10.0", "numpy": "1.26.4",
-                "libcst": "1", "rich": "1", "safetensors": "1"}
+    versions = {
+        "torch": None,
+        "torchvision": None,
+        "mindspore": "2.10.0",
+        "numpy": "1.26.4",
+        "libcst": "1",
+        "rich": "1",
+        "safetensors": "1",
+    }
     monkeypatch.delenv("MS_DEV_HOST_BLOCKING_RUN", raising=False)
     monkeypatch.setenv("MS_DEV_LAUNCH_BLOCKING", "1")
     advice = [f for f in diagnose(versions, probe_device=False).findings if "dispatch" in f.fix]

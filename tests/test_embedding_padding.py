@@ -11,8 +11,10 @@ from torch2ms.convert import convert_source
 
 
 def test_r7_embedding_targets_the_runtime_class_only_with_padding_idx():
-    src = ("import torch.nn as nn\n\nplain = nn.Embedding(10, 4)\nnone = nn.Embedding(10, 4, padding_idx=None)\n"
-           "pad = nn.Embedding(10, 4, padding_idx=0)\n")
+    src = (
+        "import torch.nn as nn\n\nplain = nn.Embedding(10, 4)\nnone = nn.Embedding(10, 4, padding_idx=None)\n"
+        "pad = nn.Embedding(10, 4, padding_idx=0)\n"
+    )
     code = convert_source(src, "e.py").code
     assert "plain = nn.Embedding(10, 4)" in code and "none = nn.Embedding(10, 4, padding_idx=None)" in code
     assert "pad = Embedding(10, 4, padding_idx=0)" in code and "from torch2ms.runtime import Embedding" in code
@@ -35,7 +37,7 @@ def test_r7_embedding_padding_row_gets_no_gradient_as_in_torch(mode):
     t = torch.nn.Embedding(10, 4, padding_idx=2)
     with torch.no_grad():
         t.weight[2] = 0.5  # a padding row that is not zero: the forward must still return it
-    m = eval(ctor.source, {"torch2ms": torch2ms})  # noqa: S307 - the KB's own rewrite
+    m = eval(ctor.source, {"torch2ms": torch2ms})
     copy_torch_weights(t, m, kb)
     rng = np.random.default_rng(0)
     ids = np.array([[2, 1, 2, 5], [7, 2, 0, 9]])

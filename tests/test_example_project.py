@@ -57,13 +57,17 @@ def copy_weights(tnet, mnet) -> None:
     from torch2ms.weights.rename import convert_state_dict
 
     state = {k: v.detach().numpy() for k, v in tnet.state_dict().items()}
-    layer_types = {name: f"torch.nn.{type(m).__name__}" for name, m in tnet.named_modules()
-                   if type(m).__module__.startswith("torch.nn")}
+    layer_types = {
+        name: f"torch.nn.{type(m).__name__}"
+        for name, m in tnet.named_modules()
+        if type(m).__module__.startswith("torch.nn")
+    }
     params = convert_state_dict(state, layer_types, load_kb())
     names = {n for n, _ in mnet.parameters_and_names()}
     assert names <= set(params), sorted(names - set(params))
-    not_loaded, _ = ms.load_param_into_net(mnet, {k: ms.Parameter(ms.Tensor(v), name=k) for k, v in params.items()
-                                                  if k in names})
+    not_loaded, _ = ms.load_param_into_net(
+        mnet, {k: ms.Parameter(ms.Tensor(v), name=k) for k, v in params.items() if k in names}
+    )
     assert not not_loaded
 
 
@@ -135,13 +139,22 @@ def test_r26_example_cnn_imagefolder_loss_curve_matches_in_graph_mode(project, t
 
     t_opt, t_sched = project.torch.train_cnn.make_optimizer(tnet.parameters(), optimizer, epochs)
     expected = project.torch.train_cnn.train(
-        tnet, Epochs([[(torch.from_numpy(x), torch.from_numpy(y)) for x, y in e] for e in batches]),
-        t_opt, t_sched, epochs)
+        tnet,
+        Epochs([[(torch.from_numpy(x), torch.from_numpy(y)) for x, y in e] for e in batches]),
+        t_opt,
+        t_sched,
+        epochs,
+    )
     # the converted main() passes model.get_parameters() (KB: torch.nn.Module.parameters)
     m_opt, m_sched = project.ms.train_cnn.make_optimizer(mnet.get_parameters(), optimizer, epochs)
-    got = graph_mode_run(project.ms.train_cnn.train, mnet,
-                         Epochs([[(ms.Tensor(x), ms.Tensor(y)) for x, y in e] for e in batches]),
-                         m_opt, m_sched, epochs)
+    got = graph_mode_run(
+        project.ms.train_cnn.train,
+        mnet,
+        Epochs([[(ms.Tensor(x), ms.Tensor(y)) for x, y in e] for e in batches]),
+        m_opt,
+        m_sched,
+        epochs,
+    )
     assert t_sched.get_last_lr()[0] == pytest.approx(float(m_sched.get_last_lr()[0]), rel=1e-6)
     assert_curves(expected, got)
 
@@ -154,15 +167,17 @@ def test_r26_example_lstm_classifier_loss_curve_matches_in_graph_mode(project):
     import torch
 
     tokens, labels = (t.numpy() for t in project.torch.data.sentiment_data(n=160))
-    batches = [(tokens[i:i + 32], labels[i:i + 32]) for i in range(0, 160, 32)]
+    batches = [(tokens[i : i + 32], labels[i : i + 32]) for i in range(0, 160, 32)]
     torch.manual_seed(0)
     vocab = project.torch.data.VOCAB_SIZE
     tnet, mnet = project.torch.models.LSTMClassifier(vocab), project.ms.models.LSTMClassifier(vocab)
     copy_weights(tnet, mnet)
-    expected = project.torch.train_lstm.train(tnet, [(torch.from_numpy(x), torch.from_numpy(y)) for x, y in batches],
-                                              epochs=10)
-    got = graph_mode_run(project.ms.train_lstm.train, mnet, [(ms.Tensor(x), ms.Tensor(y)) for x, y in batches],
-                         epochs=10)
+    expected = project.torch.train_lstm.train(
+        tnet, [(torch.from_numpy(x), torch.from_numpy(y)) for x, y in batches], epochs=10
+    )
+    got = graph_mode_run(
+        project.ms.train_lstm.train, mnet, [(ms.Tensor(x), ms.Tensor(y)) for x, y in batches], epochs=10
+    )
     assert_curves(expected, got)
 
 

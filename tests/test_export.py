@@ -60,8 +60,19 @@ def test_r29_exported_mindir_matches_torch(exported, capsys):
 
     tmp, net_spec, tnet = exported
     out = tmp / "cnn.mindir"
-    rc = main(["export", "--net", net_spec, "--ckpt", str(tmp / "cnn.ckpt"),
-               "--input-shape", ",".join(map(str, SHAPE)), "-o", str(out)])
+    rc = main(
+        [
+            "export",
+            "--net",
+            net_spec,
+            "--ckpt",
+            str(tmp / "cnn.ckpt"),
+            "--input-shape",
+            ",".join(map(str, SHAPE)),
+            "-o",
+            str(out),
+        ]
+    )
     text = " ".join(capsys.readouterr().out.split())  # rich wraps long lines
     assert rc == 0, text
     assert out.is_file() and "max abs diff" in text and "verified" in text
@@ -77,14 +88,47 @@ def test_r29_exported_mindir_matches_torch(exported, capsys):
 
 def test_r29_missing_checkpoint_and_bad_factory(exported, capsys):
     tmp, net_spec, _ = exported
-    rc = main(["export", "--net", net_spec, "--ckpt", str(tmp / "nope.ckpt"), "--input-shape", "1,3,16,16",
-               "-o", str(tmp / "x.mindir")])
+    rc = main(
+        [
+            "export",
+            "--net",
+            net_spec,
+            "--ckpt",
+            str(tmp / "nope.ckpt"),
+            "--input-shape",
+            "1,3,16,16",
+            "-o",
+            str(tmp / "x.mindir"),
+        ]
+    )
     assert rc == 2 and "no such checkpoint file" in _err(capsys)
-    rc = main(["export", "--net", net_spec.replace(":build", ":no_such_factory"), "--ckpt", str(tmp / "cnn.ckpt"),
-               "--input-shape", "1,3,16,16", "-o", str(tmp / "x.mindir")])
+    rc = main(
+        [
+            "export",
+            "--net",
+            net_spec.replace(":build", ":no_such_factory"),
+            "--ckpt",
+            str(tmp / "cnn.ckpt"),
+            "--input-shape",
+            "1,3,16,16",
+            "-o",
+            str(tmp / "x.mindir"),
+        ]
+    )
     assert rc == 2 and "has no attribute 'no_such_factory'" in _err(capsys)
-    rc = main(["export", "--net", net_spec, "--ckpt", str(tmp / "cnn.ckpt"), "--input-shape", "1,3,a,16",
-               "-o", str(tmp / "x.mindir")])
+    rc = main(
+        [
+            "export",
+            "--net",
+            net_spec,
+            "--ckpt",
+            str(tmp / "cnn.ckpt"),
+            "--input-shape",
+            "1,3,a,16",
+            "-o",
+            str(tmp / "x.mindir"),
+        ]
+    )
     assert rc == 2 and "comma-separated integers" in _err(capsys)
     assert not (tmp / "x.mindir").exists()
 
@@ -96,8 +140,19 @@ def test_r29_checkpoint_missing_parameters_refused(exported, capsys):
     params = ms.load_checkpoint(str(tmp / "cnn.ckpt"))
     partial = [{"name": k, "data": v} for k, v in params.items() if k != "fc.weight"]
     ms.save_checkpoint(partial, str(tmp / "partial.ckpt"))
-    rc = main(["export", "--net", net_spec, "--ckpt", str(tmp / "partial.ckpt"), "--input-shape", "1,3,16,16",
-               "-o", str(tmp / "p.mindir")])
+    rc = main(
+        [
+            "export",
+            "--net",
+            net_spec,
+            "--ckpt",
+            str(tmp / "partial.ckpt"),
+            "--input-shape",
+            "1,3,16,16",
+            "-o",
+            str(tmp / "p.mindir"),
+        ]
+    )
     err = _err(capsys)
     assert rc == 1 and "fc.weight" in err and "not in" in err
     assert not (tmp / "p.mindir").exists()
@@ -108,9 +163,25 @@ def test_r29_wrong_input_shape_is_a_clear_error(exported):
     # A separate process: a failed PyNative op can leave MindSpore reporting it again on the next call.
     tmp, net_spec, _ = exported
     proc = subprocess.run(
-        [sys.executable, "-m", "torch2ms", "export", "--net", net_spec, "--ckpt", str(tmp / "cnn.ckpt"),
-         "--input-shape", "1,3,16", "-o", str(tmp / "w.mindir")],
-        capture_output=True, text=True, timeout=300, cwd=ROOT)
+        [
+            sys.executable,
+            "-m",
+            "torch2ms",
+            "export",
+            "--net",
+            net_spec,
+            "--ckpt",
+            str(tmp / "cnn.ckpt"),
+            "--input-shape",
+            "1,3,16",
+            "-o",
+            str(tmp / "w.mindir"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert proc.returncode == 2, proc.stdout + proc.stderr
     err = " ".join(proc.stderr.split())
     assert "does not run on an input of shape [1, 3, 16] float32" in err and "--input-shape" in err

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from torch2ms.cli import main
-from torch2ms.kb import KBError, STATUSES, load_kb
+from torch2ms.kb import STATUSES, KBError, load_kb
 from torch2ms.kb.check import check_kb
 from torch2ms.kb.schema import entry_from_toml
 
@@ -64,9 +64,11 @@ def test_r4_a_mapped_entry_needs_cases_or_an_existing_proving_test():
     base = {"torch": "torch.fake.Thing", "kind": "class", "status": "composite", "ms": "mindspore.nn.Cell"}
     bare = check_kb(KB([entry_from_toml(base, "t.toml")]), resolve_targets=False)
     assert any("without a differential case" in p for p in bare)
-    missing = check_kb(KB([entry_from_toml({**base, "proven_by": "tests/no_such_test.py"}, "t.toml")]),
-                       resolve_targets=False)
+    missing = check_kb(
+        KB([entry_from_toml({**base, "proven_by": "tests/no_such_test.py"}, "t.toml")]), resolve_targets=False
+    )
     assert any("proven_by tests/no_such_test.py does not exist" in p for p in missing)
-    ok = check_kb(KB([entry_from_toml({**base, "proven_by": "tests/test_autograd_function.py"}, "t.toml")]),
-                  resolve_targets=False)
+    ok = check_kb(
+        KB([entry_from_toml({**base, "proven_by": "tests/test_autograd_function.py"}, "t.toml")]), resolve_targets=False
+    )
     assert not any("torch.fake.Thing" in p for p in ok)

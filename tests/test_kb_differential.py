@@ -13,10 +13,7 @@ pytestmark = pytest.mark.differential
 
 KB = load_kb()
 CASES = [
-    pytest.param(e, c, i, id=f"{e.torch}#{i}")
-    for e in KB
-    if e.status != "no-equivalent"
-    for i, c in enumerate(e.cases)
+    pytest.param(e, c, i, id=f"{e.torch}#{i}") for e in KB if e.status != "no-equivalent" for i, c in enumerate(e.cases)
 ]
 
 
@@ -42,7 +39,10 @@ def test_r2_differential(frameworks, entry, case, index):
 def test_r2_every_mapped_entry_has_a_case():
     # A class rewritten whole (no single call to replay) names its proving test file instead.
     tests = Path(__file__).parent
-    missing = [e.torch for e in KB if e.status != "no-equivalent" and not e.cases
-               and not (e.proven_by and (tests.parent / e.proven_by).is_file())]
+    missing = [
+        e.torch
+        for e in KB
+        if e.status != "no-equivalent" and not e.cases and not (e.proven_by and (tests.parent / e.proven_by).is_file())
+    ]
     assert not missing, f"entries without a differential case: {missing}"
     assert all(e.proven_by.startswith("tests/test_") for e in KB if e.proven_by)

@@ -24,15 +24,15 @@ def test_r11_adam_matches_torch_with_tiny_gradients():
     opt = torch.optim.Adam([w], lr=0.01)
     for _ in range(50):
         opt.zero_grad()
-        ((w * torch.tensor(scale)).sum() + (w ** 2 * torch.tensor(scale)).sum()).backward()
+        ((w * torch.tensor(scale)).sum() + (w**2 * torch.tensor(scale)).sum()).backward()
         opt.step()
 
     src = rewrite_expression(load_kb(), "torch.optim.Adam(params, lr=0.01)").source
     assert "AdamW" in src and "weight_decay=0.0" in src
     p = ms.Parameter(ms.Tensor(w0), name="w")
-    ms_opt = eval(src, {"mindspore": ms, "params": [p]})  # noqa: S307 - our own rewrite
+    ms_opt = eval(src, {"mindspore": ms, "params": [p]})
     s = ms.Tensor(scale)
-    grad_fn = ms.value_and_grad(lambda: (p * s).sum() + (p ** 2 * s).sum(), None, [p])
+    grad_fn = ms.value_and_grad(lambda: (p * s).sum() + (p**2 * s).sum(), None, [p])
     for _ in range(50):
         _, grads = grad_fn()
         ms_opt(grads)

@@ -19,10 +19,23 @@ pytestmark = [pytest.mark.slow, pytest.mark.differential]
 HERE = Path(__file__).parent / "realcode"
 # ViT at its usual 224×224 needs >1 GB per attention kernel in GRAPH_MODE on CPU (MindSpore broadcasts
 # the projection weights over the tokens); a 64×64 ViT-B/16 is the same code with 17 tokens.
-MODELS_64 = ["vit_b_16@{\"image_size\": 64}", "alexnet", "vgg11_bn", "resnet18", "resnet50", "squeezenet1_0",
-             "densenet121", "googlenet",
-             "mobilenet_v2", "mobilenet_v3_small", "shufflenet_v2_x1_0", "mnasnet0_5", "efficientnet_b0",
-             "convnext_tiny", "swin_t"]
+MODELS_64 = [
+    'vit_b_16@{"image_size": 64}',
+    "alexnet",
+    "vgg11_bn",
+    "resnet18",
+    "resnet50",
+    "squeezenet1_0",
+    "densenet121",
+    "googlenet",
+    "mobilenet_v2",
+    "mobilenet_v3_small",
+    "shufflenet_v2_x1_0",
+    "mnasnet0_5",
+    "efficientnet_b0",
+    "convnext_tiny",
+    "swin_t",
+]
 
 
 @pytest.fixture(scope="module")
@@ -36,14 +49,22 @@ def results(tmp_path_factory):
     assert not [f.path for f in report.failed if f.path.startswith(("models/", "ops/"))]
     data = root / "data"
     data.mkdir()
-    subprocess.run([sys.executable, str(HERE / "torch_side.py"), str(data), "64", *MODELS_64], check=True,
-                   capture_output=True, timeout=900)
+    subprocess.run(
+        [sys.executable, str(HERE / "torch_side.py"), str(data), "64", *MODELS_64],
+        check=True,
+        capture_output=True,
+        timeout=900,
+    )
     rows, logs = {}, []
     models = MODELS_64
     for i in range(0, len(models), 5):
         # A few models per process: compiled graphs stay cached, and memory is shared with the test workers.
-        out = subprocess.run([sys.executable, str(HERE / "ms_side.py"), str(root / "converted"), str(data),
-                              *models[i:i + 5]], capture_output=True, text=True, timeout=900)
+        out = subprocess.run(
+            [sys.executable, str(HERE / "ms_side.py"), str(root / "converted"), str(data), *models[i : i + 5]],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         logs.append(f"exit {out.returncode}: {out.stderr[-1500:]}")
         for line in out.stdout.splitlines():
             if line.startswith("{"):

@@ -2,7 +2,6 @@
 
 import importlib.util
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -10,7 +9,7 @@ import pytest
 from torch2ms.analysis.scan import scan_path, scan_source
 from torch2ms.cli import main
 
-MODEL = '''\
+MODEL = """\
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -37,7 +36,7 @@ class Net(nn.Module):
         self.calls += 1
         v = x.sum().item()
         return self.fc(torch.flatten(x, 1)), v
-'''
+"""
 
 
 def apis(report):
@@ -48,9 +47,9 @@ def test_r1_imports_resolved_to_full_names():
     rep = scan_source(MODEL, "net.py")
     found = apis(rep)
     assert ("torch.nn.Module", 8) in found
-    assert ("torch.nn.Conv2d", 11) in found          # from torch.nn import Conv2d
-    assert ("torch.nn.BatchNorm2d", 12) in found     # from torch import nn as tnn
-    assert ("torch.nn.Linear", 13) in found          # import torch.nn as nn
+    assert ("torch.nn.Conv2d", 11) in found  # from torch.nn import Conv2d
+    assert ("torch.nn.BatchNorm2d", 12) in found  # from torch import nn as tnn
+    assert ("torch.nn.Linear", 13) in found  # import torch.nn as nn
     assert ("torch.nn.functional.relu", 17) in found  # import torch.nn.functional as F
     assert ("torch.flatten", 26) in found
 

@@ -17,7 +17,7 @@ import pytest
 
 from torch2ms.convert import convert_source
 
-NET = '''
+NET = """
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -38,11 +38,13 @@ class Net(nn.Module):
         x = F.max_pool2d(F.relu(self.bn1(self.conv1(x))), 2)
         x = F.relu(self.bn2(self.conv2(x)))
         return self.fc(x.mean(dim=(2, 3)))
-'''
+"""
 
 # SGD with momentum and weight decay, StepLR per epoch, clipping, DataLoader(shuffle=False),
 # zero_grad first, metrics from the outputs, loss.item() logging: the fused TrainStep form.
-SGD_LOOP = NET + '''
+SGD_LOOP = (
+    NET
+    + """
 
 def train(model, x, y, epochs):
     loader = DataLoader(TensorDataset(x, y), batch_size=8, shuffle=False)
@@ -63,11 +65,14 @@ def train(model, x, y, epochs):
             losses.append(loss.item())
         scheduler.step()
     return losses
-'''
+"""
+)
 
 # AdamW with two param groups, CosineAnnealingLR per step, zero_grad after step, the loss computed
 # inline, plain tensor batches, gradient accumulation over 2 batches: the general form.
-ADAMW_ACCUM = NET + '''
+ADAMW_ACCUM = (
+    NET
+    + """
 
 def train(model, x, y, epochs):
     criterion = nn.CrossEntropyLoss()
@@ -91,7 +96,8 @@ def train(model, x, y, epochs):
                 optimizer.zero_grad()
                 scheduler.step()
     return losses
-'''
+"""
+)
 
 MODES = ["PYNATIVE_MODE", "GRAPH_MODE"]
 
@@ -168,7 +174,9 @@ def test_r11_adamw_cosine_grad_accumulation_loss_curve_matches(tmp_path, mode):
 
 # AdamW with weight decay on model.parameters(): torch's parameters() has no BatchNorm buffers, while
 # MindSpore's get_parameters() returns the moving statistics too (the optimizer would decay them).
-ADAMW_DECAY = NET + '''
+ADAMW_DECAY = (
+    NET
+    + """
 
 def train(model, x, y, epochs):
     criterion = nn.CrossEntropyLoss()
@@ -183,7 +191,8 @@ def train(model, x, y, epochs):
             optimizer.step()
             losses.append(loss.item())
     return losses
-'''
+"""
+)
 
 
 @pytest.mark.differential
@@ -227,7 +236,7 @@ def test_r11_generated_step_is_readable_and_torch_free():
     assert SGD_LOOP.splitlines()[line - 1].strip() == "loss.backward()"
 
 
-UNRECOGNISED = '''
+UNRECOGNISED = """
 import torch
 
 def train(model, opt, batches):
@@ -244,7 +253,7 @@ def gan(g, d, opt_g, opt_d, z):
     for _ in range(3):
         d(g(z)).mean().backward(retain_graph=True)
         opt_d.step()
-'''
+"""
 
 
 def test_r11_unrecognised_loops_are_marked_not_silently_changed():
@@ -259,7 +268,7 @@ def test_r11_unrecognised_loops_are_marked_not_silently_changed():
 def test_r11_train_mode_default_is_kept():
     """torch modules start in training mode, MindSpore cells do not: a loop that never calls
     model.train() gets set_train() before it."""
-    src = textwrap.dedent('''
+    src = textwrap.dedent("""
         import torch
         model = torch.nn.Linear(3, 2)
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -268,13 +277,13 @@ def test_r11_train_mode_default_is_kept():
             loss = model(x).pow(2).mean()
             loss.backward()
             opt.step()
-    ''')
+    """)
     code = convert_source(src).code
     assert "model.set_train()" in code
     assert code.index("model.set_train()") < code.index("for x in")
 
 
-SEEDS = '''
+SEEDS = """
 import random
 import numpy as np
 import torch
@@ -284,7 +293,7 @@ def draw(seed):
     np.random.seed(seed)
     torch.manual_seed(seed)
     return random.random(), np.random.rand(3), torch.randn(4)
-'''
+"""
 
 
 @pytest.mark.differential
@@ -308,7 +317,9 @@ def test_r17_seeds_set_on_every_generator(tmp_path):
     assert isinstance(a[2], ms.Tensor) and isinstance(t[2], torch.Tensor)
 
 
-CKPT = NET + '''
+CKPT = (
+    NET
+    + """
 
 def save(model, path):
     torch.save(model.state_dict(), path)
@@ -323,7 +334,8 @@ class Bigger(Net):
     def __init__(self):
         super().__init__()
         self.head = nn.Linear(10, 3)
-'''
+"""
+)
 
 
 @pytest.mark.differential

@@ -21,9 +21,9 @@ import pytest
 from torch2ms.convert import convert_source
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from test_training import _copy_weights, _load  # noqa: E402  (the R11 tests' weight copy and loader)
+from test_training import _copy_weights, _load
 
-NET = '''
+NET = """
 import torch
 import torch.nn as nn
 
@@ -37,9 +37,11 @@ class Net(nn.Module):
 
     def forward(self, x):
         return self.fc(torch.relu(self.bn(self.conv(x))).mean(dim=(2, 3)))
-'''
+"""
 
-AMP_LOOP = NET + '''
+AMP_LOOP = (
+    NET
+    + """
 
 def train(model, images, labels, steps):
     criterion = nn.CrossEntropyLoss()
@@ -59,10 +61,11 @@ def train(model, images, labels, steps):
         scaler.update()
         losses.append(loss.item())
     return losses
-'''
+"""
+)
 
 # Linear only (no BN running stats for a nan batch to poison); GradScaler("cpu") is active on CPU torch.
-SCALER_LOOP = '''
+SCALER_LOOP = """
 import torch
 import torch.nn as nn
 
@@ -89,14 +92,15 @@ def train(model, batches, labels):
         scaler.update()
         losses.append(loss.item())
     return losses, scaler
-'''
+"""
 
 
 def _body(code: str) -> str:
-    return code[code.index("def train"):]
+    return code[code.index("def train") :]
 
 
 # ---- before/after ------------------------------------------------------------------------------
+
 
 def test_r13_autocast_and_gradscaler_become_o1_and_dynamic_loss_scaling():
     res = convert_source(AMP_LOOP)
@@ -119,7 +123,9 @@ def test_r13_autocast_and_gradscaler_become_o1_and_dynamic_loss_scaling():
     for line in expected:
         assert line in code, (line, code)
     # the torch-only statements are gone, not left behind
-    assert not re.search(r"^\s*(with .*autocast|scaler\.(step|update|unscale_)\(|.*\.backward\(\)\s*$)", code, re.M), code
+    assert not re.search(r"^\s*(with .*autocast|scaler\.(step|update|unscale_)\(|.*\.backward\(\)\s*$)", code, re.M), (
+        code
+    )
     # clip after unscale, the optimizer only under the finite check
     assert code.index("grads = scaler.unscale(grads)") < code.index("grads_finite = ") < code.index("clip_by_norm")
     assert re.search(r"if grads_finite:.*\n\s+optimizer\(grads\)\n", code)
@@ -128,12 +134,15 @@ def test_r13_autocast_and_gradscaler_become_o1_and_dynamic_loss_scaling():
     assert ("torch.autocast", "converted") in apis and ("torch.Tensor.backward", "converted") in apis
 
 
-@pytest.mark.parametrize("header, dtype", [
-    ("torch.cuda.amp.autocast()", "float16"),
-    ('torch.amp.autocast("cuda", dtype=torch.bfloat16)', "bfloat16"),
-    ('torch.autocast("cpu")', "bfloat16"),  # torch's CPU default
-    ("torch.cpu.amp.autocast()", "bfloat16"),
-])
+@pytest.mark.parametrize(
+    "header, dtype",
+    [
+        ("torch.cuda.amp.autocast()", "float16"),
+        ('torch.amp.autocast("cuda", dtype=torch.bfloat16)', "bfloat16"),
+        ('torch.autocast("cpu")', "bfloat16"),  # torch's CPU default
+        ("torch.cpu.amp.autocast()", "bfloat16"),
+    ],
+)
 def test_r13_autocast_forms_and_dtypes(header, dtype):
     src = AMP_LOOP.replace('torch.autocast(device_type="cuda", dtype=torch.float16)', header)
     code = _body(convert_source(src).code)
@@ -146,29 +155,38 @@ def test_r13_autocast_forms_and_dtypes(header, dtype):
 
 
 def test_r13_autocast_enabled_flag_is_kept():
-    src = AMP_LOOP.replace('torch.autocast(device_type="cuda", dtype=torch.float16)',
-                           'torch.autocast("cuda", enabled=steps > 2)')
+    src = AMP_LOOP.replace(
+        'torch.autocast(device_type="cuda", dtype=torch.float16)', 'torch.autocast("cuda", enabled=steps > 2)'
+    )
     code = _body(convert_source(src).code)
     assert 'amp_model = ms.amp.auto_mixed_precision(model, "O1", dtype=ms.float16) if steps > 2 else model' in code
-    off = _body(convert_source(AMP_LOOP.replace('device_type="cuda", dtype=torch.float16', '"cuda", enabled=False')).code)
+    off = _body(
+        convert_source(AMP_LOOP.replace('device_type="cuda", dtype=torch.float16', '"cuda", enabled=False')).code
+    )
     assert "auto_mixed_precision" not in off and "outputs = model(images)" in off and "with " not in off
 
 
 def test_r13_autocast_without_scaler_and_scaler_with_accumulation():
-    plain = (AMP_LOOP.replace("scaler.scale(loss).backward()", "loss.backward()")
-             .replace("        scaler.unscale_(optimizer)\n", "").replace("scaler.step(optimizer)", "optimizer.step()")
-             .replace("        scaler.update()\n", ""))
+    plain = (
+        AMP_LOOP.replace("scaler.scale(loss).backward()", "loss.backward()")
+        .replace("        scaler.unscale_(optimizer)\n", "")
+        .replace("scaler.step(optimizer)", "optimizer.step()")
+        .replace("        scaler.update()\n", "")
+    )
     code = _body(convert_source(plain).code)
     assert "amp_model = ms.amp.auto_mixed_precision(" in code and "scaler.scale" not in code
     assert "        optimizer(grads)\n" in code
-    accum = AMP_LOOP.replace("        scaler.step(optimizer)\n        scaler.update()\n",
-                             "        if step % 2 == 1:\n            scaler.step(optimizer)\n            scaler.update()\n")
+    accum = AMP_LOOP.replace(
+        "        scaler.step(optimizer)\n        scaler.update()\n",
+        "        if step % 2 == 1:\n            scaler.step(optimizer)\n            scaler.update()\n",
+    )
     res = convert_source(accum)
     assert "# torch2ms: not converted — training loop: scaler." in res.code  # marked, never silently wrong
     assert "scaler.scale(loss).backward()" in res.code
 
 
 # ---- differential --------------------------------------------------------------------------------
+
 
 def _torch_quiet(fn, *args):
     with warnings.catch_warnings():  # "CUDA is not available. Disabling" (autocast and GradScaler)
@@ -209,8 +227,9 @@ def test_r13_amp_loop_loss_curve_matches_torch(tmp_path, monkeypatch, mode):
 
 
 @pytest.mark.differential
-@pytest.mark.parametrize("steps, scale, mode", [(4, 512.0, "PYNATIVE_MODE"), (7, 1024.0, "PYNATIVE_MODE"),
-                                               (7, 1024.0, "GRAPH_MODE")])
+@pytest.mark.parametrize(
+    "steps, scale, mode", [(4, 512.0, "PYNATIVE_MODE"), (7, 1024.0, "PYNATIVE_MODE"), (7, 1024.0, "GRAPH_MODE")]
+)
 def test_r13_injected_inf_gradient_skips_step_and_halves_scale_like_torch(tmp_path, steps, scale, mode):
     """Batch 2 holds an inf: torch's GradScaler and the converted code both skip that step and halve the
     scale (1024 → 512); three finite steps later (growth_interval=3) both double it again."""
@@ -249,7 +268,9 @@ def test_r13_injected_inf_gradient_skips_step_and_halves_scale_like_torch(tmp_pa
         np.testing.assert_allclose(p.asnumpy(), tp.detach().numpy(), rtol=1e-5, atol=1e-6, err_msg=name)
 
 
-TRAINER = NET + '''
+TRAINER = (
+    NET
+    + """
 
 class Trainer:
     def __init__(self, model: nn.Module):
@@ -270,7 +291,8 @@ class Trainer:
             self.scaler.update()
             losses.append(loss.item())
         return losses
-'''
+"""
+)
 
 
 @pytest.mark.differential
@@ -285,7 +307,7 @@ def test_r13_trainer_class_with_self_attributes(tmp_path, monkeypatch):
     assert "not converted" not in code, code
     assert 'amp_model = ms.amp.auto_mixed_precision(self.model, "O1", dtype=ms.float16)' in code
     assert "optimizer = self.optimizer" in code and "scaler = self.scaler" in code
-    construct = code[code.index("def construct(self):"):code.index("train_step = TrainStep()")]
+    construct = code[code.index("def construct(self):") : code.index("train_step = TrainStep()")]
     assert not re.search(r"^[^#]*self\.", construct, re.M), construct
     (tmp_path / "tt.py").write_text(TRAINER, encoding="utf-8")
     (tmp_path / "mt.py").write_text(conv.code, encoding="utf-8")

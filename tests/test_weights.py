@@ -26,10 +26,19 @@ from torch2ms.cli import main
 from torch2ms.kb import load_kb
 from torch2ms.weights.ckpt_io import read_ckpt, save_with_mindspore, write_ckpt
 from torch2ms.weights.convert import (
-    ckpt_to_torch, convert_checkpoint, guess_layer_types, match_to_shapes, read_state_dict,
+    ckpt_to_torch,
+    convert_checkpoint,
+    guess_layer_types,
+    match_to_shapes,
+    read_state_dict,
 )
 from torch2ms.weights.torch_format import (
-    UnsafePickleError, bf16_to_float32, float32_to_bf16, load_any, load_torch_file, save_torch_zip,
+    UnsafePickleError,
+    bf16_to_float32,
+    float32_to_bf16,
+    load_any,
+    load_torch_file,
+    save_torch_zip,
 )
 
 torch = pytest.importorskip("torch")
@@ -166,6 +175,7 @@ def test_r21_safetensors_including_bf16(tmp_path):
 # ---------------------------------------------------------------------------------------------
 # Malicious pickles
 
+
 class _Evil:
     def __init__(self, func, arg):
         self.func, self.arg = func, arg
@@ -227,6 +237,7 @@ def test_r21_malicious_legacy_pickle_refused(tmp_path, capsys):
 # ---------------------------------------------------------------------------------------------
 # A small CNN: torch → checkpoint → MindSpore net built by hand, outputs compared
 
+
 class _TorchNet(nn.Module):
     def __init__(self):
         super().__init__()
@@ -243,7 +254,7 @@ class _TorchNet(nn.Module):
         return self.fc(self.ln(torch.cat([a, b], dim=1)))
 
 
-MS_NET_SRC = '''
+MS_NET_SRC = """
 import mindspore as ms
 from mindspore import nn, ops
 
@@ -272,7 +283,7 @@ def build():
 
 def build_wrong():
     return Net(out=5, extra=True)
-'''
+"""
 
 
 def _trained_torch_net():
@@ -347,7 +358,9 @@ def test_r22_table_of_missing_unexpected_and_mismatched(tmp_path, capsys):
     assert set(mism) == {"fc.weight", "fc.bias"}
     assert mism["fc.weight"]["ms_shape"] == [5, 16] and mism["fc.weight"]["torch_shape"] == [4, 16]
     # --force writes what does load, still exit 1
-    assert main(["weights", str(tmp_path / "cnn.pth"), "-o", str(out), "--net", f"{net_file}:build_wrong", "--force"]) == 1
+    assert (
+        main(["weights", str(tmp_path / "cnn.pth"), "-o", str(out), "--net", f"{net_file}:build_wrong", "--force"]) == 1
+    )
     assert out.exists()
 
 
@@ -359,7 +372,10 @@ def test_r22_net_mapping_fixes_what_the_heuristic_gets_wrong():
     plan, dropped, rep = match_to_shapes(shapes, {"tok_proj.weight": (8, 4), "norm.gamma": (8,), "norm.beta": (8,)}, kb)
     assert rep.ok and not dropped
     assert {a.torch_key: a.ms_name for a in plan} == {
-        "tok_proj.weight": "tok_proj.weight", "norm.weight": "norm.gamma", "norm.bias": "norm.beta"}
+        "tok_proj.weight": "tok_proj.weight",
+        "norm.weight": "norm.gamma",
+        "norm.bias": "norm.beta",
+    }
 
 
 def test_r21_heuristic_layer_types():
@@ -380,6 +396,7 @@ def test_r21_heuristic_layer_types():
 
 # ---------------------------------------------------------------------------------------------
 # Writers
+
 
 def test_r21_stream_writer_is_byte_identical_to_mindspore_save_checkpoint(tmp_path):
     rng = np.random.default_rng(1)
@@ -429,8 +446,10 @@ def test_r21_reverse_ckpt_to_pth_loads_in_torch(tmp_path):
             continue
         torch.testing.assert_close(fresh.state_dict()[k], v, rtol=0, atol=0)
     # the CLI direction .ckpt → .pth, with bf16 / fp16 preserved
-    arrays = {"x.gamma": (float32_to_bf16(np.arange(4, dtype=np.float32)), "bfloat16"),
-              "x.moving_mean": (np.arange(4, dtype=np.float16), "float16")}
+    arrays = {
+        "x.gamma": (float32_to_bf16(np.arange(4, dtype=np.float32)), "bfloat16"),
+        "x.moving_mean": (np.arange(4, dtype=np.float16), "float16"),
+    }
     write_ckpt(((n, a, d) for n, (a, d) in arrays.items()), tmp_path / "bf.ckpt")
     assert main(["weights", str(tmp_path / "bf.ckpt"), "-o", str(tmp_path / "bf.pth")]) == 0
     bf = torch.load(tmp_path / "bf.pth", weights_only=True)
@@ -440,8 +459,16 @@ def test_r21_reverse_ckpt_to_pth_loads_in_torch(tmp_path):
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["float32", "float16", "float64", "int64", "int8", "bool", "bfloat16"]),
-                          st.lists(st.integers(0, 4), max_size=3)), min_size=1, max_size=4))
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["float32", "float16", "float64", "int64", "int8", "bool", "bfloat16"]),
+            st.lists(st.integers(0, 4), max_size=3),
+        ),
+        min_size=1,
+        max_size=4,
+    )
+)
 def test_r21_torch_zip_writer_reader_roundtrip(tmp_path_factory, specs):
     rng = np.random.default_rng(0)
     state = {}
@@ -497,8 +524,11 @@ def test_r21_windowed_writer_matches_mindspore_save_checkpoint(tmp_path, monkeyp
     convert_checkpoint(tmp_path / "m.pth", tmp_path / "theirs.ckpt", writer="mindspore")
     ours = (tmp_path / "ours.ckpt").read_bytes()
     assert ours == (tmp_path / "theirs.ckpt").read_bytes()
-    assert res.bytes == len(ours) == ckpt_io.ckpt_size(
-        (n, a.shape, d) for n, (a, d) in read_ckpt(tmp_path / "ours.ckpt").items())
+    assert (
+        res.bytes
+        == len(ours)
+        == ckpt_io.ckpt_size((n, a.shape, d) for n, (a, d) in read_ckpt(tmp_path / "ours.ckpt").items())
+    )
     assert not (tmp_path / "ours.ckpt.tmp").exists()
     loaded = ms.load_checkpoint(str(tmp_path / "ours.ckpt"))
     renamed = {"bn.weight": "bn.gamma", "bn.running_mean": "bn.moving_mean", "bn.running_var": "bn.moving_variance"}
@@ -521,8 +551,7 @@ def test_r21_zip_fast_index_agrees_with_zipfile(tmp_path, monkeypatch):
     index = torch_format._zip_index(torch_format._mmap(tmp_path / "m.pth"))
     assert index is not None  # the fast path is taken for torch's own files
     with zipfile.ZipFile(tmp_path / "m.pth") as zf:
-        assert index == {i.filename: (i.header_offset, i.file_size, i.compress_type, i.CRC)
-                         for i in zf.infolist()}
+        assert index == {i.filename: (i.header_offset, i.file_size, i.compress_type, i.CRC) for i in zf.infolist()}
     fast = load_torch_file(tmp_path / "m.pth")
     monkeypatch.setattr(torch_format, "_zip_index", lambda mm: None)
     slow = load_torch_file(tmp_path / "m.pth")
@@ -534,6 +563,7 @@ def test_r21_zip_fast_index_agrees_with_zipfile(tmp_path, monkeypatch):
 
 def test_r21_failed_write_leaves_no_file(tmp_path):
     with pytest.raises(ValueError, match="no MindSpore checkpoint type"):
-        write_ckpt([("a", np.zeros(3, np.float32), "float32"), ("b", np.zeros(2, np.uint8), "qint8")],
-                   tmp_path / "x.ckpt")
+        write_ckpt(
+            [("a", np.zeros(3, np.float32), "float32"), ("b", np.zeros(2, np.uint8), "qint8")], tmp_path / "x.ckpt"
+        )
     assert not list(tmp_path.iterdir())

@@ -79,8 +79,10 @@ def cmd_convert(args: argparse.Namespace) -> int:
         f"[bold]torch2ms convert[/] {args.src} → {args.output}: {s['python_files']} Python files "
         f"({s['files_changed']} changed), {s['other_files_copied']} other files copied"
     )
-    out.print(f"converted {s['converted']}, needs review {s['review']}, not converted {s['not_converted']} "
-              f"— conversion rate {100 * s['conversion_rate']:.1f}%")
+    out.print(
+        f"converted {s['converted']}, needs review {s['review']}, not converted {s['not_converted']} "
+        f"— conversion rate {100 * s['conversion_rate']:.1f}%"
+    )
     for f in report.failed:
         out.print(f"[red]failed[/] {f.path}: {f.error}")
     out.print(f"report: {Path(args.output) / 'torch2ms-report.md'}")
@@ -117,8 +119,9 @@ def cmd_kb_check(args: argparse.Namespace) -> int:
     from .kb.check import check_kb
 
     try:
-        problems = check_kb(resolve_targets=not args.no_targets,
-                            priority_file=Path(args.priority) if args.priority else None)
+        problems = check_kb(
+            resolve_targets=not args.no_targets, priority_file=Path(args.priority) if args.priority else None
+        )
     except KBError as exc:
         problems = [str(exc)]
     console = Console()
@@ -134,8 +137,18 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
     rep = diagnose()
     if args.json:
-        _write(json.dumps({"versions": rep.versions, "device_target": rep.device_target,
-                           "findings": [f.__dict__ for f in rep.findings]}, indent=2) + "\n", None)
+        _write(
+            json.dumps(
+                {
+                    "versions": rep.versions,
+                    "device_target": rep.device_target,
+                    "findings": [f.__dict__ for f in rep.findings],
+                },
+                indent=2,
+            )
+            + "\n",
+            None,
+        )
         return EXIT_OK if rep.ok else EXIT_FOUND
     console = Console()
     for line in main_text(rep):
@@ -147,7 +160,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="torch2ms", description="Move a PyTorch project to MindSpore 2.x and prove the move is right.")
+    p = argparse.ArgumentParser(
+        prog="torch2ms", description="Move a PyTorch project to MindSpore 2.x and prove the move is right."
+    )
     sub = p.add_subparsers(dest="command", required=True)
 
     lk = sub.add_parser("lookup", help="show the MindSpore mapping of one torch API")
@@ -159,8 +174,12 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("path")
     sc.add_argument("--format", choices=["table", "json", "md", "csv"], default="table")
     sc.add_argument("-o", "--output", help="write the report to this file")
-    sc.add_argument("--fail-on", action="append", choices=["unknown", "no-equivalent", "risk", "error"],
-                    help="exit 1 when the scan finds this (repeatable; for CI)")
+    sc.add_argument(
+        "--fail-on",
+        action="append",
+        choices=["unknown", "no-equivalent", "risk", "error"],
+        help="exit 1 when the scan finds this (repeatable; for CI)",
+    )
     sc.set_defaults(func=cmd_scan)
 
     cv = sub.add_parser("convert", help="convert a PyTorch file or project to MindSpore")

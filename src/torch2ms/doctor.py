@@ -49,31 +49,65 @@ def _major(v: str) -> int:
 def diagnose(versions: dict[str, str | None] | None = None, probe_device: bool = True) -> DoctorReport:
     """Inspect the environment (or a given set of versions, for tests)."""
     rep = DoctorReport()
-    rep.versions = {"python": platform.python_version()} | (versions if versions is not None else {p: _version(p) for p in PACKAGES})
+    rep.versions = {"python": platform.python_version()} | (
+        versions if versions is not None else {p: _version(p) for p in PACKAGES}
+    )
     v = rep.versions
     py = v["python"] or ""
     if not py.startswith("3.11"):
-        rep.findings.append(Finding("warn", f"Python {py}: torch2ms is tested on Python 3.11", "use a Python 3.11 environment"))
+        rep.findings.append(
+            Finding("warn", f"Python {py}: torch2ms is tested on Python 3.11", "use a Python 3.11 environment")
+        )
     ms, torch, np_ = v.get("mindspore"), v.get("torch"), v.get("numpy")
     if ms is None:
-        rep.findings.append(Finding("warn", "mindspore is not installed: convert/scan/lookup work, compare and weight checks against a net do not",
-                                    f"pip install mindspore=={PINNED['mindspore']} 'numpy<2'"))
+        rep.findings.append(
+            Finding(
+                "warn",
+                "mindspore is not installed: convert/scan/lookup work, compare and weight checks against a net do not",
+                f"pip install mindspore=={PINNED['mindspore']} 'numpy<2'",
+            )
+        )
     elif ms != PINNED["mindspore"]:
-        rep.findings.append(Finding("warn", f"mindspore {ms}: the knowledge base was proven on {PINNED['mindspore']}",
-                                    f"pip install mindspore=={PINNED['mindspore']}"))
+        rep.findings.append(
+            Finding(
+                "warn",
+                f"mindspore {ms}: the knowledge base was proven on {PINNED['mindspore']}",
+                f"pip install mindspore=={PINNED['mindspore']}",
+            )
+        )
     if ms and np_ and _major(np_) >= 2:
-        rep.findings.append(Finding(
-            "error", f"numpy {np_} with mindspore: mindspore.dataset.GeneratorDataset fails on python/numpy-scalar items "
-            "('Unable to avoid copy while creating an array')", "pip install 'numpy<2'"))
+        rep.findings.append(
+            Finding(
+                "error",
+                f"numpy {np_} with mindspore: mindspore.dataset.GeneratorDataset fails on python/numpy-scalar items "
+                "('Unable to avoid copy while creating an array')",
+                "pip install 'numpy<2'",
+            )
+        )
     if torch is None:
-        rep.findings.append(Finding("warn", "torch is not installed: fine for the MindSpore side; compare needs --torch-python PY",
-                                    "point compare at a torch environment with --torch-python"))
+        rep.findings.append(
+            Finding(
+                "warn",
+                "torch is not installed: fine for the MindSpore side; compare needs --torch-python PY",
+                "point compare at a torch environment with --torch-python",
+            )
+        )
     if torch and v.get("torchvision") is None:
-        rep.findings.append(Finding("warn", "torchvision is not installed: data-pipeline checks of torchvision transforms are unavailable",
-                                    f"pip install torchvision=={PINNED['torchvision']}"))
+        rep.findings.append(
+            Finding(
+                "warn",
+                "torchvision is not installed: data-pipeline checks of torchvision transforms are unavailable",
+                f"pip install torchvision=={PINNED['torchvision']}",
+            )
+        )
     if torch and ms:
-        rep.findings.append(Finding("ok", "torch and mindspore share this environment: fine for compare; the articles "
-                                    "recommend separate environments for production, which compare supports with --torch-python"))
+        rep.findings.append(
+            Finding(
+                "ok",
+                "torch and mindspore share this environment: fine for compare; the articles "
+                "recommend separate environments for production, which compare supports with --torch-python",
+            )
+        )
     for pkg in ("libcst", "rich"):
         if v.get(pkg) is None:
             rep.findings.append(Finding("error", f"{pkg} is missing: torch2ms itself needs it", f"pip install {pkg}"))
@@ -85,18 +119,26 @@ def diagnose(versions: dict[str, str | None] | None = None, probe_device: bool =
         except Exception as exc:  # noqa: BLE001 - any import failure is a finding for the user
             rep.findings.append(Finding("error", f"import mindspore failed: {exc}", "reinstall mindspore with numpy<2"))
     if ms and rep.device_target in (None, "CPU") and _has_avx512() and not os.environ.get("ONEDNN_MAX_CPU_ISA"):
-        rep.findings.append(Finding(
-            "warn", "this CPU has AVX-512: MindSpore 2.10's bundled oneDNN then picks a naive convolution "
-            "(measured 155 ms vs 4 ms for one 32x3x32x32 conv; training steps 20x slower)",
-            "export ONEDNN_MAX_CPU_ISA=AVX2 before starting MindSpore"))
+        rep.findings.append(
+            Finding(
+                "warn",
+                "this CPU has AVX-512: MindSpore 2.10's bundled oneDNN then picks a naive convolution "
+                "(measured 155 ms vs 4 ms for one 32x3x32x32 conv; training steps 20x slower)",
+                "export ONEDNN_MAX_CPU_ISA=AVX2 before starting MindSpore",
+            )
+        )
     if ms and rep.device_target in (None, "CPU"):
         unset = [k for k in CPU_DISPATCH_ENV if os.environ.get(k) != "1"]
         if unset:
-            rep.findings.append(Finding(
-                "warn", "PyNative dispatches ops and compiled steps across threads: on a CPU target that "
-                "costs ~3 ms per eager op and makes a compiled training step that returns several tensors "
-                "1.7x slower (measured 21.6 vs 12.7 ms per step on 2 cores)",
-                " ".join(f"export {k}=1" for k in unset) + " (single-threaded dispatch; CPU only)"))
+            rep.findings.append(
+                Finding(
+                    "warn",
+                    "PyNative dispatches ops and compiled steps across threads: on a CPU target that "
+                    "costs ~3 ms per eager op and makes a compiled training step that returns several tensors "
+                    "1.7x slower (measured 21.6 vs 12.7 ms per step on 2 cores)",
+                    " ".join(f"export {k}=1" for k in unset) + " (single-threaded dispatch; CPU only)",
+                )
+            )
     if not rep.findings or all(f.level == "ok" for f in rep.findings):
         rep.findings.append(Finding("ok", "no known-bad combination found"))
     return rep

@@ -13,9 +13,10 @@ accepts exactly ``input_shape``.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2
 DTYPES = ("float32", "float16", "float64", "int32", "int64")
@@ -96,28 +97,42 @@ def load_net_with_checkpoint(net_spec: str, ckpt: str | Path) -> tuple[Any, int,
         net = load_net(net_spec)
     except WeightsError as exc:
         raise ExportError(str(exc)) from exc
-    except Exception as exc:  # noqa: BLE001 - the user's factory raised: say so, not a traceback
+    except Exception as exc:
         raise ExportError(f"{net_spec}: building the network failed ({_first_line(exc)})") from exc
     try:
         fmt = "safetensors" if path.suffix == ".safetensors" else "ckpt"
         params = ms.load_checkpoint(str(path), format=fmt)
-    except Exception as exc:  # noqa: BLE001 - any unreadable file is the same user error
-        raise ExportError(f"{ckpt}: not a readable MindSpore checkpoint ({_first_line(exc)}); "
-                          "convert torch weights first with `torch2ms weights IN -o OUT.ckpt --net ...`") from exc
+    except Exception as exc:
+        raise ExportError(
+            f"{ckpt}: not a readable MindSpore checkpoint ({_first_line(exc)}); "
+            "convert torch weights first with `torch2ms weights IN -o OUT.ckpt --net ...`"
+        ) from exc
     try:
         not_loaded, unused = ms.load_param_into_net(net, params)
     except RuntimeError as exc:  # shape mismatch
         raise ExportError(f"{ckpt} does not fit {net_spec}: {_first_line(exc)}", EXIT_FOUND) from exc
     if not_loaded:
         shown = ", ".join(not_loaded[:8]) + (f" … (+{len(not_loaded) - 8})" if len(not_loaded) > 8 else "")
-        raise ExportError(f"{len(not_loaded)} parameter(s) of {net_spec} are not in {ckpt}: {shown}; "
-                          "an exported model would run with untrained values", EXIT_FOUND)
+        raise ExportError(
+            f"{len(not_loaded)} parameter(s) of {net_spec} are not in {ckpt}: {shown}; "
+            "an exported model would run with untrained values",
+            EXIT_FOUND,
+        )
     return net, len(list(net.get_parameters())), sorted(unused)
 
 
-def export_mindir(net_spec: str, ckpt: str | Path, input_shapes: Sequence[Sequence[int]], output: str | Path, *,
-                  dtypes: Sequence[str] = ("float32",), seed: int = 0, verify: bool = True,
-                  atol: float = 1e-5, rtol: float = 1e-5) -> ExportResult:
+def export_mindir(
+    net_spec: str,
+    ckpt: str | Path,
+    input_shapes: Sequence[Sequence[int]],
+    output: str | Path,
+    *,
+    dtypes: Sequence[str] = ("float32",),
+    seed: int = 0,
+    verify: bool = True,
+    atol: float = 1e-5,
+    rtol: float = 1e-5,
+) -> ExportResult:
     """Write ``output`` (.mindir) for the converted network with the checkpoint's weights.
 
     ``input_shapes``: one shape per network input; ``dtypes``: one per input, or one for all.
@@ -149,27 +164,35 @@ def export_mindir(net_spec: str, ckpt: str | Path, input_shapes: Sequence[Sequen
     tensors = [ms.Tensor(a) for a in arrays]
     try:
         expected = _flat(net(*tensors))
-    except Exception as exc:  # noqa: BLE001 - wrong shape/dtype/arity: the network's own words
+    except Exception as exc:
         given = " and ".join(f"{list(s)} {d}" for s, d in zip(shapes, dts))
-        raise ExportError(f"the network does not run on an input of shape {given}: {_first_line(exc)}; "
-                          "check --input-shape (one per construct argument) and --dtype") from exc
+        raise ExportError(
+            f"the network does not run on an input of shape {given}: {_first_line(exc)}; "
+            "check --input-shape (one per construct argument) and --dtype"
+        ) from exc
     try:
         ms.export(net, *tensors, file_name=str(out), file_format="MINDIR")
-    except Exception as exc:  # noqa: BLE001 - the graph compiler refused the network
-        raise ExportError(f"mindspore.export failed: {_first_line(exc)} (the network must compile in GRAPH_MODE; "
-                          "`torch2ms compare` names the construct that does not)", EXIT_FOUND) from exc
+    except Exception as exc:
+        raise ExportError(
+            f"mindspore.export failed: {_first_line(exc)} (the network must compile in GRAPH_MODE; "
+            "`torch2ms compare` names the construct that does not)",
+            EXIT_FOUND,
+        ) from exc
     if not out.is_file():
         raise ExportError(f"mindspore.export wrote no {out}", EXIT_FOUND)
-    result = ExportResult(str(out), out.stat().st_size, shapes, dts, n_params,
-                          [tuple(e.shape) for e in expected], unused_ckpt_keys=unused)
+    result = ExportResult(
+        str(out), out.stat().st_size, shapes, dts, n_params, [tuple(e.shape) for e in expected], unused_ckpt_keys=unused
+    )
     if verify:
         graph = ms.nn.GraphCell(ms.load(str(out)))
         got = _flat(graph(*tensors))
         if len(got) != len(expected) or any(g.shape != e.shape for g, e in zip(got, expected)):
             result.verified = False
             return result
-        result.max_abs_diff = max(float(np.max(np.abs(g.astype(np.float64) - e.astype(np.float64)), initial=0.0))
-                                  for g, e in zip(got, expected))
+        result.max_abs_diff = max(
+            float(np.max(np.abs(g.astype(np.float64) - e.astype(np.float64)), initial=0.0))
+            for g, e in zip(got, expected)
+        )
         result.verified = all(np.allclose(g, e, atol=atol, rtol=rtol) for g, e in zip(got, expected))
     return result
 
@@ -178,14 +201,29 @@ def export_mindir(net_spec: str, ckpt: str | Path, input_shapes: Sequence[Sequen
 
 
 def add_export_parser(sub) -> None:
-    ex = sub.add_parser("export", help="write the converted model with its weights as MindIR (mindspore.export) "
-                                       "and check the file gives the network's output")
+    ex = sub.add_parser(
+        "export",
+        help="write the converted model with its weights as MindIR (mindspore.export) "
+        "and check the file gives the network's output",
+    )
     ex.add_argument("--net", required=True, help="PATH_OR_MODULE:FACTORY building the converted MindSpore network")
-    ex.add_argument("--ckpt", required=True, help="MindSpore checkpoint (.ckpt / .safetensors), e.g. from `torch2ms weights`")
-    ex.add_argument("--input-shape", required=True, action="append", dest="input_shapes",
-                    help="e.g. 1,3,32,32 (the MindIR's fixed input shape); repeat for each construct argument")
-    ex.add_argument("--dtype", action="append", dest="dtypes", choices=DTYPES,
-                    help="input dtype (default float32); repeat for each input")
+    ex.add_argument(
+        "--ckpt", required=True, help="MindSpore checkpoint (.ckpt / .safetensors), e.g. from `torch2ms weights`"
+    )
+    ex.add_argument(
+        "--input-shape",
+        required=True,
+        action="append",
+        dest="input_shapes",
+        help="e.g. 1,3,32,32 (the MindIR's fixed input shape); repeat for each construct argument",
+    )
+    ex.add_argument(
+        "--dtype",
+        action="append",
+        dest="dtypes",
+        choices=DTYPES,
+        help="input dtype (default float32); repeat for each input",
+    )
     ex.add_argument("-o", "--output", required=True, help="OUT.mindir")
     ex.add_argument("--no-verify", action="store_true", help="skip loading the MindIR back")
     ex.set_defaults(func=cmd_export)
@@ -197,22 +235,29 @@ def cmd_export(args: argparse.Namespace) -> int:
     err, out = Console(stderr=True), Console()
     try:
         shapes = [parse_shape(s) for s in args.input_shapes]
-        res = export_mindir(args.net, args.ckpt, shapes, args.output, dtypes=args.dtypes or ["float32"],
-                            verify=not args.no_verify)
+        res = export_mindir(
+            args.net, args.ckpt, shapes, args.output, dtypes=args.dtypes or ["float32"], verify=not args.no_verify
+        )
     except ExportError as exc:
         err.print(f"[red]error:[/] {exc}")
         return exc.exit_code
     ins = ", ".join(f"{list(s)} {d}" for s, d in zip(res.input_shapes, res.dtypes))
-    out.print(f"[bold]torch2ms export[/] {args.net} → {res.path} ({res.bytes:,} bytes, {res.params} parameters, input {ins})")
+    out.print(
+        f"[bold]torch2ms export[/] {args.net} → {res.path} ({res.bytes:,} bytes, {res.params} parameters, input {ins})"
+    )
     if res.unused_ckpt_keys:
-        out.print(f"[yellow]note:[/] {len(res.unused_ckpt_keys)} checkpoint entries the network does not use: "
-                  + ", ".join(res.unused_ckpt_keys[:5]))
+        out.print(
+            f"[yellow]note:[/] {len(res.unused_ckpt_keys)} checkpoint entries the network does not use: "
+            + ", ".join(res.unused_ckpt_keys[:5])
+        )
     if res.verified is None:
         return EXIT_OK
     if not res.verified:
         diff = "shapes differ" if res.max_abs_diff is None else f"max abs diff {res.max_abs_diff:.3g}"
         err.print(f"[red]verification failed:[/] the MindIR does not reproduce the network's output ({diff})")
         return EXIT_FOUND
-    out.print(f"verified: mindspore.load + nn.GraphCell reproduces the network's output "
-              f"{[list(s) for s in res.output_shapes]}, max abs diff {res.max_abs_diff:.3g}")
+    out.print(
+        f"verified: mindspore.load + nn.GraphCell reproduces the network's output "
+        f"{[list(s) for s in res.output_shapes]}, max abs diff {res.max_abs_diff:.3g}"
+    )
     return EXIT_OK

@@ -9,8 +9,9 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 
 def load_object(spec: str, tag: str = "side") -> Any:

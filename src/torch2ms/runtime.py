@@ -6,7 +6,7 @@ Needs MindSpore only (never torch). Each helper is named in the conversion repor
 from __future__ import annotations
 
 import ast
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 _LITERALS = (int, float, str, bool, type(None))
@@ -55,11 +55,12 @@ class TorchCompat:
         from .kb.rewrite import rewrite_call
 
         ns: dict[str, Any] = {}
-        res = rewrite_call(self._entry, [_source(a, ns) for a in args],
-                           [(k, _source(v, ns)) for k, v in kwargs.items()])
+        res = rewrite_call(
+            self._entry, [_source(a, ns) for a in args], [(k, _source(v, ns)) for k, v in kwargs.items()]
+        )
         if not res.ok:
             raise TypeError(f"torch2ms: cannot convert this call of {self.torch_name}: {'; '.join(res.notes)}")
-        return eval(res.source, {"mindspore": mindspore, **ns})  # noqa: S307 - source built by our own rules
+        return eval(res.source, {"mindspore": mindspore, **ns})
 
     def __repr__(self) -> str:
         return f"TorchCompat({self.torch_name!r})"
@@ -82,8 +83,10 @@ def as_parameters(state: Any) -> dict[str, Any]:
     ``load_state_dict`` takes plain tensors too (``{k: torch.tensor(v)}``)."""
     import mindspore as ms
 
-    return {k: v if isinstance(v, ms.Parameter) else ms.Parameter(v if isinstance(v, ms.Tensor) else ms.Tensor(v), name=k)
-            for k, v in dict(state).items()}
+    return {
+        k: v if isinstance(v, ms.Parameter) else ms.Parameter(v if isinstance(v, ms.Tensor) else ms.Tensor(v), name=k)
+        for k, v in dict(state).items()
+    }
 
 
 def add_module(cell: Any, name: str, child: Any) -> None:
@@ -93,7 +96,7 @@ def add_module(cell: Any, name: str, child: Any) -> None:
     cell.insert_child_to_cell(name, child)
     if isinstance(cell, mindspore.nn.SequentialCell):
         # insert_child_to_cell alone registers the parameters but construct() would skip the child.
-        cell.cell_list = list(cell._cells.values())  # noqa: SLF001
+        cell.cell_list = list(cell._cells.values())
 
 
 def _sequential_cell():
@@ -120,8 +123,12 @@ def _sequential_cell():
 
 def __getattr__(name: str) -> Any:
     # Classes that need MindSpore are built on first use, so importing this module stays cheap.
-    builders = {"Sequential": _sequential_cell, "ModuleDict": _module_dict_cell,
-                "MultiheadAttention": _multihead_attention, "Embedding": _embedding}
+    builders = {
+        "Sequential": _sequential_cell,
+        "ModuleDict": _module_dict_cell,
+        "MultiheadAttention": _multihead_attention,
+        "Embedding": _embedding,
+    }
     if name in builders:
         cls = builders[name]()
         globals()[name] = cls
@@ -171,7 +178,7 @@ def _module_dict_cell():
     return ModuleDict
 
 
-@lru_cache(maxsize=None)
+@cache
 def compat_base(torch_name: str) -> type:
     """A base class for user classes that subclass a torch layer whose arguments differ.
 
@@ -185,15 +192,18 @@ def compat_base(torch_name: str) -> type:
     entry = _kb().get(torch_name)
     if entry is None or not entry.ms.startswith("mindspore."):
         raise TypeError(f"torch2ms: {torch_name} cannot be subclassed in MindSpore")
-    ms_cls = eval(entry.ms, {"mindspore": mindspore})  # noqa: S307 - a KB name
+    ms_cls = eval(entry.ms, {"mindspore": mindspore})
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         ns: dict[str, Any] = {"mindspore": mindspore}
         res = rewrite_call(entry, [_source(a, ns) for a in args], [(k, _source(v, ns)) for k, v in kwargs.items()])
         if not res.ok or res.args is None:
             raise TypeError(f"torch2ms: cannot convert {torch_name}(...) here: {'; '.join(res.notes)}")
-        ms_cls.__init__(self, *[eval(a, ns) for a in res.args],  # noqa: S307
-                        **{k: eval(v, ns) for k, v in res.kwargs or []})  # noqa: S307
+        ms_cls.__init__(
+            self,
+            *[eval(a, ns) for a in res.args],
+            **{k: eval(v, ns) for k, v in res.kwargs or []},
+        )
 
     return type(ms_cls.__name__, (ms_cls,), {"__init__": __init__, "__module__": __name__})
 
@@ -204,10 +214,10 @@ def _multihead_attention():
     class MultiheadAttention(mindspore.nn.MultiheadAttention):
         """mindspore.nn.MultiheadAttention returning torch's (output, None) when need_weights=False."""
 
-        def construct(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
-                      average_attn_weights=True):
-            out = super().construct(query, key, value, key_padding_mask, need_weights, attn_mask,
-                                    average_attn_weights)
+        def construct(
+            self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None, average_attn_weights=True
+        ):
+            out = super().construct(query, key, value, key_padding_mask, need_weights, attn_mask, average_attn_weights)
             if need_weights:
                 return out
             return out[0], None

@@ -14,8 +14,8 @@ import numpy as np
 def main(root: str, data_dir: str, names: list[str]) -> None:
     sys.path.insert(0, root)
     import mindspore as ms
-
     import torchvision  # the converted package (MindSpore code)
+
     from torch2ms.align.ms_side import load_state
     from torch2ms.kb import load_kb
     from torch2ms.weights.rename import convert_state_dict
@@ -29,7 +29,7 @@ def main(root: str, data_dir: str, names: list[str]) -> None:
             ms.set_context(mode=ms.PYNATIVE_MODE)
             data = np.load(f"{data_dir}/{name}.npz")
             types = json.loads(str(data["types"]))
-            state = {k[len("param::"):]: data[k] for k in data.files if k.startswith("param::")}
+            state = {k[len("param::") :]: data[k] for k in data.files if k.startswith("param::")}
             net = getattr(torchvision.models, name)(**(json.loads(kw) if kw else {}))
             problems = load_state(net, convert_state_dict(state, types, kb))
             if any(problems.values()):

@@ -9,8 +9,13 @@ from __future__ import annotations
 
 import importlib
 
-_EXPORTS = {"compare_models": "api", "CompareUsageError": "api", "make_inputs": "api",
-            "CompareReport": "report", "print_report": "report"}
+_EXPORTS = {
+    "compare_models": "api",
+    "CompareUsageError": "api",
+    "make_inputs": "api",
+    "CompareReport": "report",
+    "print_report": "report",
+}
 __all__ = sorted(_EXPORTS)
 
 

@@ -12,11 +12,11 @@ import importlib.util
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -41,8 +41,9 @@ class CompareUsageError(ValueError):
 # ---------------------------------------------------------------------------------------------
 # Inputs
 # ---------------------------------------------------------------------------------------------
-def make_inputs(inputs: str | Path | Mapping[str, np.ndarray] | None, input_shape: Sequence[int] | None,
-                input_dtype: str, seed: int) -> dict[str, np.ndarray]:
+def make_inputs(
+    inputs: str | Path | Mapping[str, np.ndarray] | None, input_shape: Sequence[int] | None, input_dtype: str, seed: int
+) -> dict[str, np.ndarray]:
     """``x0..xN`` forward inputs (+ optional ``train_x``/``train_y``) from an .npz, a mapping, or a seeded shape."""
     if inputs is not None:
         if isinstance(inputs, Mapping):
@@ -54,7 +55,7 @@ def make_inputs(inputs: str | Path | Mapping[str, np.ndarray] | None, input_shap
             try:
                 with np.load(p, allow_pickle=False) as z:
                     data = {k: z[k] for k in z.files}
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 raise CompareUsageError(f"{p}: not a readable .npz ({exc})") from exc
         out = {k: np.asarray(v) for k, v in data.items() if k in ("train_x", "train_y")}
         if "x" in data:
@@ -94,12 +95,15 @@ def _check_train_batches(inputs: dict[str, np.ndarray], steps: int) -> None:
 # ---------------------------------------------------------------------------------------------
 # The torch side, here or in another interpreter
 # ---------------------------------------------------------------------------------------------
-def _run_torch(req: dict[str, Any], inputs: dict[str, np.ndarray], torch_python: str | None,
-               workdir: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+def _run_torch(
+    req: dict[str, Any], inputs: dict[str, np.ndarray], torch_python: str | None, workdir: Path
+) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     if torch_python is None:
         if importlib.util.find_spec("torch") is None:
-            raise CompareUsageError("torch is not importable here: pass --torch-python PATH/TO/python of an "
-                                    "environment that has torch (the two sides then exchange .npz files)")
+            raise CompareUsageError(
+                "torch is not importable here: pass --torch-python PATH/TO/python of an "
+                "environment that has torch (the two sides then exchange .npz files)"
+            )
         from .torch_worker import run_torch_side
 
         try:
@@ -115,8 +119,9 @@ def _run_torch(req: dict[str, Any], inputs: dict[str, np.ndarray], torch_python:
     # module may live next to the caller's cwd.
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.getcwd(), env.get("PYTHONPATH", "")]))
     try:
-        proc = subprocess.run([torch_python, str(worker), str(reqp)], capture_output=True, text=True, env=env,
-                              timeout=3600)
+        proc = subprocess.run(
+            [torch_python, str(worker), str(reqp)], capture_output=True, text=True, env=env, timeout=3600
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise CompareUsageError(f"--torch-python {torch_python}: {exc}") from exc
     if proc.returncode != 0 or not outp.exists():
@@ -138,9 +143,20 @@ def _f(v: float | None) -> float | None:
     return None if v is None or not np.isfinite(v) else float(v)
 
 
-def _analyze(t_events: list[dict[str, Any]], t_arr: Mapping[str, np.ndarray], tp: str, m_rec: dict[str, Any],
-             net: Any, tmeta: dict[str, Any], converted: Mapping[str, np.ndarray], kb: Any, unloaded: list[str],
-             phase: str, replay_all: bool = False, floor: float = 0.0) -> tuple[list[dict[str, Any]], dict[str, Any] | None, dict[str, Any]]:
+def _analyze(
+    t_events: list[dict[str, Any]],
+    t_arr: Mapping[str, np.ndarray],
+    tp: str,
+    m_rec: dict[str, Any],
+    net: Any,
+    tmeta: dict[str, Any],
+    converted: Mapping[str, np.ndarray],
+    kb: Any,
+    unloaded: list[str],
+    phase: str,
+    replay_all: bool = False,
+    floor: float = 0.0,
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None, dict[str, Any]]:
     """Rows for every torch call, the first divergence (or None), and extra facts (missing, extra, how)."""
     from .ms_side import _cell_at, replay_leaf
 
@@ -152,8 +168,15 @@ def _analyze(t_events: list[dict[str, Any]], t_arr: Mapping[str, np.ndarray], tp
     classes = tmeta.get("module_classes", {})
     missing_since: list[str] = []  # torch calls with no MindSpore counterpart since the last paired one
     for i, te in enumerate(t_events):
-        row: dict[str, Any] = {"index": i, "name": te["name"], "call": te["call"], "torch_type": te["type"],
-                               "leaf": te["leaf"], "shape": (te["out_shapes"] or [None])[0], "verdict": "ok"}
+        row: dict[str, Any] = {
+            "index": i,
+            "name": te["name"],
+            "call": te["call"],
+            "torch_type": te["type"],
+            "leaf": te["leaf"],
+            "shape": (te["out_shapes"] or [None])[0],
+            "verdict": "ok",
+        }
         j = pairs.get(i)
         if j is None:
             row["verdict"] = "missing"
@@ -167,15 +190,22 @@ def _analyze(t_events: list[dict[str, Any]], t_arr: Mapping[str, np.ndarray], tp
         gots = [m_arr[f"e{j}_o{k}"] for k in range(len(me["out_shapes"]))]
         d = M.diff_all(refs, gots)
         if d is not None:
-            row.update({k: _f(v) if isinstance(v, float) else v for k, v in d.to_dict().items()
-                        if k in ("max_abs", "rel", "max_rel", "cosine", "within", "nonfinite", "shape_ok")})
+            row.update(
+                {
+                    k: _f(v) if isinstance(v, float) else v
+                    for k, v in d.to_dict().items()
+                    if k in ("max_abs", "rel", "max_rel", "cosine", "within", "nonfinite", "shape_ok")
+                }
+            )
             if not d.shape_ok:
                 row["note"] = f"shape torch {d.ref_shape} vs MindSpore {d.got_shape}"
         # Input error (leaf calls: both sides captured their inputs).
         din = None
         t_inputs = te.get("inputs")
         if te["leaf"] and t_inputs:
-            ins = [(t_arr[f"{tp}{it['array']}"], m_arr.get(f"e{j}_i{k}")) for k, it in enumerate(t_inputs) if "array" in it]
+            ins = [
+                (t_arr[f"{tp}{it['array']}"], m_arr.get(f"e{j}_i{k}")) for k, it in enumerate(t_inputs) if "array" in it
+            ]
             if ins and all(g is not None for _, g in ins):
                 din = M.diff_all([a for a, _ in ins], [g for _, g in ins])
                 row["in_rel"] = _f(din.rel) if din.shape_ok else None
@@ -203,33 +233,46 @@ def _analyze(t_events: list[dict[str, Any]], t_arr: Mapping[str, np.ndarray], tp
             kind, detail = "shape", row.get("note", "outputs differ in number")
         elif d.nonfinite.startswith("MindSpore"):
             kind, detail = "non-finite", d.nonfinite
-        elif din is not None and (not din.shape_ok or din.nonfinite.startswith("MindSpore")
-                                  or din.rel > chain_thr):
+        elif din is not None and (not din.shape_ok or din.nonfinite.startswith("MindSpore") or din.rel > chain_thr):
             kind = "input"
             parent = te["name"].rpartition(".")[0]
-            what = (f"shape torch {din.ref_shape} vs MindSpore {din.got_shape}" if not din.shape_ok
-                    else din.nonfinite or f"err/scale {din.rel:.2e}")
-            detail = (f"the input of {te['name']} already differs ({what}) while every layer before it matched: the "
-                      f"bug is in the forward code of {parent or 'the model'} before it calls {te['name']}")
+            what = (
+                f"shape torch {din.ref_shape} vs MindSpore {din.got_shape}"
+                if not din.shape_ok
+                else din.nonfinite or f"err/scale {din.rel:.2e}"
+            )
+            detail = (
+                f"the input of {te['name']} already differs ({what}) while every layer before it matched: the "
+                f"bug is in the forward code of {parent or 'the model'} before it calls {te['name']}"
+            )
             at = {"name": parent, "type": classes.get(parent, "?"), "torch_class": None}
         elif local_err is not None:
             kind, detail = "error", f"the MindSpore cell raised on torch's input: {local_err}"
         elif local is not None:
             if not local.shape_ok:
-                kind, detail = "shape", f"on torch's input: shape torch {local.ref_shape} vs MindSpore {local.got_shape}"
+                kind, detail = (
+                    "shape",
+                    f"on torch's input: shape torch {local.ref_shape} vs MindSpore {local.got_shape}",
+                )
             elif local.nonfinite.startswith("MindSpore"):
                 kind, detail = "non-finite", local.nonfinite
             elif local.rel > row["threshold"]:
                 kind = "values"
-                detail = (f"on torch's own input the layer is off by {local.rel:.2e} of its output scale "
-                          f"(float32 noise threshold {row['threshold']:.1e}; cosine {local.cosine:.6f})")
+                detail = (
+                    f"on torch's own input the layer is off by {local.rel:.2e} of its output scale "
+                    f"(float32 noise threshold {row['threshold']:.1e}; cosine {local.cosine:.6f})"
+                )
         elif d.rel > row["threshold"]:
             kind = "values"
-            detail = (f"error jumps to {d.rel:.2e} of the output scale (everything before ≤ {baseline:.1e}): "
-                      f"this layer's own forward code differs")
+            detail = (
+                f"error jumps to {d.rel:.2e} of the output scale (everything before ≤ {baseline:.1e}): "
+                f"this layer's own forward code differs"
+            )
         if kind is None:
             missing_since = []
-            baseline = max(baseline, d.rel if np.isfinite(d.rel) else 0.0, (din.rel if din is not None and din.shape_ok else 0.0))
+            baseline = max(
+                baseline, d.rel if np.isfinite(d.rel) else 0.0, (din.rel if din is not None and din.shape_ok else 0.0)
+            )
             rows.append(row)
             continue
         row["verdict"] = "DIVERGES"
@@ -249,22 +292,35 @@ def _analyze(t_events: list[dict[str, Any]], t_arr: Mapping[str, np.ndarray], tp
             if h:
                 extra.append(h)
         if missing_since:
-            extra.append(f"torch layer(s) {', '.join(missing_since)} ran just before and have no MindSpore "
-                         f"counterpart: missing in the port?")
+            extra.append(
+                f"torch layer(s) {', '.join(missing_since)} ran just before and have no MindSpore "
+                f"counterpart: missing in the port?"
+            )
         pre = f"{name}." if name else ""
         nl = [u for u in unloaded if u.startswith(pre)] if name or at is te else []
         if nl:
             extra.append(f"parameters not loaded into this layer: {', '.join(nl[:5])}")
         ms_type = type(ms_cell).__name__ if ms_cell is not None else None
-        first = {"index": i, "layer": name, "call": te["call"] if at is te else 0, "torch_type": at["type"],
-                 "torch_class": at.get("torch_class"), "ms_type": ms_type, "kind": kind, "detail": detail,
-                 "phase": phase,
-                 "hint": describe(kind, detail, at.get("torch_class"), tmeta.get("module_attrs", {}).get(name, {}),
-                                  ms_cell, kb, extra)}
+        first = {
+            "index": i,
+            "layer": name,
+            "call": te["call"] if at is te else 0,
+            "torch_type": at["type"],
+            "torch_class": at.get("torch_class"),
+            "ms_type": ms_type,
+            "kind": kind,
+            "detail": detail,
+            "phase": phase,
+            "hint": describe(
+                kind, detail, at.get("torch_class"), tmeta.get("module_attrs", {}).get(name, {}), ms_cell, kb, extra
+            ),
+        }
     used = set(pairs.values())
-    facts = {"how": how,
-             "missing": sorted({te["name"] for i, te in enumerate(t_events) if i not in pairs}),
-             "extra": sorted({me["name"] for j, me in enumerate(m_events) if j not in used})}
+    facts = {
+        "how": how,
+        "missing": sorted({te["name"] for i, te in enumerate(t_events) if i not in pairs}),
+        "extra": sorted({me["name"] for j, me in enumerate(m_events) if j not in used}),
+    }
     return rows, first, facts
 
 
@@ -275,19 +331,40 @@ def _crash_divergence(rows: list[dict[str, Any]], m_rec: dict[str, Any], tmeta: 
     failed = m_rec.get("failed_in")
     if failed:  # a layer (not the model's own code) raised
         row = next((r for r in rows if r["name"] == failed and r["verdict"] == "missing"), miss)
-        return {"index": row["index"] if row else None, "layer": failed, "call": 0, "torch_type": classes.get(failed),
-                "torch_class": None, "ms_type": None, "kind": "error", "phase": "forward",
-                "detail": f"the MindSpore cell {failed} raised on the forward input: {m_rec['error']}",
-                "hint": "this layer fails on inputs torch accepts: compare its construct() and arguments"}
+        return {
+            "index": row["index"] if row else None,
+            "layer": failed,
+            "call": 0,
+            "torch_type": classes.get(failed),
+            "torch_class": None,
+            "ms_type": None,
+            "kind": "error",
+            "phase": "forward",
+            "detail": f"the MindSpore cell {failed} raised on the forward input: {m_rec['error']}",
+            "hint": "this layer fails on inputs torch accepts: compare its construct() and arguments",
+        }
     done = [r for r in rows if r["verdict"] != "missing" and (miss is None or r["index"] < miss["index"])]
     parent = miss["name"].rpartition(".")[0] if miss else ""
-    where = (f"after {_name(done[-1])} and before {_name(miss)}" if done and miss else
-             f"before {_name(miss)}" if miss else "")
-    return {"index": miss["index"] if miss else None, "layer": parent, "call": 0,
-            "torch_type": classes.get(parent), "torch_class": None, "ms_type": None, "kind": "error",
-            "phase": "forward", "detail": f"the MindSpore forward raised {where}: {m_rec['error']}",
-            "hint": "the code between these layers in the MindSpore construct() fails on inputs torch accepts "
-                    "(e.g. x.size(0): MindSpore's Tensor.size is an int; use x.shape[0])"}
+    where = (
+        f"after {_name(done[-1])} and before {_name(miss)}"
+        if done and miss
+        else f"before {_name(miss)}"
+        if miss
+        else ""
+    )
+    return {
+        "index": miss["index"] if miss else None,
+        "layer": parent,
+        "call": 0,
+        "torch_type": classes.get(parent),
+        "torch_class": None,
+        "ms_type": None,
+        "kind": "error",
+        "phase": "forward",
+        "detail": f"the MindSpore forward raised {where}: {m_rec['error']}",
+        "hint": "the code between these layers in the MindSpore construct() fails on inputs torch accepts "
+        "(e.g. x.size(0): MindSpore's Tensor.size is an int; use x.shape[0])",
+    }
 
 
 def _name(row: dict[str, Any]) -> str:
@@ -310,13 +387,27 @@ def _output_check(ref: list[np.ndarray], got: list[np.ndarray] | None, err: str 
 # ---------------------------------------------------------------------------------------------
 # The public entry point
 # ---------------------------------------------------------------------------------------------
-def compare_models(torch_spec: str, ms_spec: str, *, weights: str | None = None,
-                   inputs: str | Path | Mapping[str, np.ndarray] | None = None,
-                   input_shape: Sequence[int] | None = None, input_dtype: str = "float32", seed: int = 0,
-                   train_steps: int = 0, optimizer: str = "sgd", lr: float = 0.01, momentum: float = 0.9,
-                   weight_decay: float = 0.0, out_dir: str | Path | None = None, torch_python: str | None = None,
-                   graph: bool = True, randomize_norms: bool = True, threads: int | None = None,
-                   replay_all: bool = False) -> CompareReport:
+def compare_models(
+    torch_spec: str,
+    ms_spec: str,
+    *,
+    weights: str | None = None,
+    inputs: str | Path | Mapping[str, np.ndarray] | None = None,
+    input_shape: Sequence[int] | None = None,
+    input_dtype: str = "float32",
+    seed: int = 0,
+    train_steps: int = 0,
+    optimizer: str = "sgd",
+    lr: float = 0.01,
+    momentum: float = 0.9,
+    weight_decay: float = 0.0,
+    out_dir: str | Path | None = None,
+    torch_python: str | None = None,
+    graph: bool = True,
+    randomize_norms: bool = True,
+    threads: int | None = None,
+    replay_all: bool = False,
+) -> CompareReport:
     """Compare a torch model and its MindSpore port; see the module docstring. Raises CompareUsageError.
 
     ``replay_all``: run every MindSpore leaf on torch's input (the "local err" column for every
@@ -330,10 +421,21 @@ def compare_models(torch_spec: str, ms_spec: str, *, weights: str | None = None,
         raise CompareUsageError(f"optimizer {optimizer!r}: choose sgd, adam or adamw")
     data = make_inputs(inputs, input_shape, input_dtype, seed)
     xs = [data[k] for k in sorted((k for k in data if k[0] == "x" and k[1:].isdigit()), key=lambda s: int(s[1:]))]
-    req = {"torch": torch_spec, "weights": str(Path(weights).resolve()) if weights else None, "seed": seed,
-           "randomize_norms": randomize_norms, "threads": threads, "noise": True,
-           "train": {"steps": train_steps, "optimizer": optimizer, "lr": lr, "momentum": momentum,
-                     "weight_decay": weight_decay}}
+    req = {
+        "torch": torch_spec,
+        "weights": str(Path(weights).resolve()) if weights else None,
+        "seed": seed,
+        "randomize_norms": randomize_norms,
+        "threads": threads,
+        "noise": True,
+        "train": {
+            "steps": train_steps,
+            "optimizer": optimizer,
+            "lr": lr,
+            "momentum": momentum,
+            "weight_decay": weight_decay,
+        },
+    }
     with tempfile.TemporaryDirectory(prefix="t2m-compare-") as tmp:
         if train_steps:
             _check_train_batches(data, train_steps)
@@ -358,7 +460,7 @@ def compare_models(torch_spec: str, ms_spec: str, *, weights: str | None = None,
         net = ms_side.build_net(ms_spec, seed)
     except SpecError as exc:
         raise CompareUsageError(str(exc)) from exc
-    state = {k[len("param::"):]: v for k, v in tarr.items() if k.startswith("param::")}
+    state = {k[len("param::") :]: v for k, v in tarr.items() if k.startswith("param::")}
     converted = convert_state_dict(state, tmeta["layer_types"], kb)
     wrep = ms_side.load_state(net, converted)
     if tmeta.get("weights_load"):
@@ -368,13 +470,16 @@ def compare_models(torch_spec: str, ms_spec: str, *, weights: str | None = None,
     t0 = time.perf_counter()
     m_rec = ms_side.record_forward(net, xs)
     timings["ms_forward_hooked"] = m_rec["t_forward"]
-    rows, first, facts = _analyze(t_events, tarr, "fwd/", m_rec, net, tmeta, converted, kb, wrep["unloaded"], "forward",
-                                  replay_all)
+    rows, first, facts = _analyze(
+        t_events, tarr, "fwd/", m_rec, net, tmeta, converted, kb, wrep["unloaded"], "forward", replay_all
+    )
     timings["ms_replay_and_metrics"] = time.perf_counter() - t0 - m_rec["t_forward"]
     problems: list[str] = []
     if wrep["shape_mismatch"]:
-        problems.append(f"{len(wrep['shape_mismatch'])} weight(s) with a different shape were not loaded: "
-                        + "; ".join(f"{n} torch {a} vs MindSpore {b}" for n, a, b in wrep["shape_mismatch"][:5]))
+        problems.append(
+            f"{len(wrep['shape_mismatch'])} weight(s) with a different shape were not loaded: "
+            + "; ".join(f"{n} torch {a} vs MindSpore {b}" for n, a, b in wrep["shape_mismatch"][:5])
+        )
     if m_rec["error"]:
         problems.append(f"the MindSpore forward raised: {m_rec['error']}")
         if first is None:
@@ -399,7 +504,8 @@ def compare_models(torch_spec: str, ms_spec: str, *, weights: str | None = None,
     training, post_rows = None, None
     if train_steps:
         training, post_rows, post_first = _compare_training(
-            net, tmeta, tarr, data, req["train"], kb, converted, wrep, problems, timings)
+            net, tmeta, tarr, data, req["train"], kb, converted, wrep, problems, timings
+        )
         if first is None and post_first is not None:
             first = post_first
 
@@ -409,19 +515,42 @@ def compare_models(torch_spec: str, ms_spec: str, *, weights: str | None = None,
     if status == "divergence" and first is None:
         problems.append("no single layer stands out: the error is spread over the model (see the table)")
     timings["total"] = time.perf_counter() - t_start
-    rep = CompareReport(status=status, torch_spec=torch_spec, ms_spec=ms_spec, seed=seed,
-                        input_shapes=[list(x.shape) for x in xs], alignment=facts["how"], layers=rows,
-                        first_divergence=first, output=output, weights=wrep, missing_layers=facts["missing"],
-                        extra_ms_cells=facts["extra"], problems=problems, training=training,
-                        post_training_layers=post_rows, two_process=torch_python is not None, timings=timings)
+    rep = CompareReport(
+        status=status,
+        torch_spec=torch_spec,
+        ms_spec=ms_spec,
+        seed=seed,
+        input_shapes=[list(x.shape) for x in xs],
+        alignment=facts["how"],
+        layers=rows,
+        first_divergence=first,
+        output=output,
+        weights=wrep,
+        missing_layers=facts["missing"],
+        extra_ms_cells=facts["extra"],
+        problems=problems,
+        training=training,
+        post_training_layers=post_rows,
+        two_process=torch_python is not None,
+        timings=timings,
+    )
     if out_dir is not None:
         rep.write(out_dir)
     return rep
 
 
-def _compare_training(net: Any, tmeta: dict[str, Any], tarr: Mapping[str, np.ndarray], data: dict[str, np.ndarray],
-                      cfg: dict[str, Any], kb: Any, converted0: Mapping[str, np.ndarray], wrep: dict[str, Any],
-                      problems: list[str], timings: dict[str, float]):
+def _compare_training(
+    net: Any,
+    tmeta: dict[str, Any],
+    tarr: Mapping[str, np.ndarray],
+    data: dict[str, np.ndarray],
+    cfg: dict[str, Any],
+    kb: Any,
+    converted0: Mapping[str, np.ndarray],
+    wrep: dict[str, Any],
+    problems: list[str],
+    timings: dict[str, float],
+):
     from ..weights.rename import convert_state_dict
     from . import ms_side
 
@@ -438,8 +567,9 @@ def _compare_training(net: Any, tmeta: dict[str, Any], tarr: Mapping[str, np.nda
     timings["ms_train"] = time.perf_counter() - t0
     lt = tmeta["train"]["losses"]
     loss_rel = [abs(a - b) / max(abs(a), 1e-12) for a, b in zip(lt, ms_losses)]
-    trained = convert_state_dict({k[len("trained::"):]: v for k, v in tarr.items() if k.startswith("trained::")},
-                                 tmeta["layer_types"], kb)
+    trained = convert_state_dict(
+        {k[len("trained::") :]: v for k, v in tarr.items() if k.startswith("trained::")}, tmeta["layer_types"], kb
+    )
     ms_state = ms_side.state_arrays(net)
     param_rows = []
     for name, arr in ms_state.items():
@@ -447,23 +577,57 @@ def _compare_training(net: Any, tmeta: dict[str, Any], tarr: Mapping[str, np.nda
             d = M.diff(trained[name], arr)
             param_rows.append((name, d.rel if np.isfinite(d.rel) else float("inf")))
     worst = max(param_rows, key=lambda r: r[1]) if param_rows else (None, None)
-    training = {"steps": steps, "optimizer": cfg["optimizer"], "lr": cfg["lr"], "momentum": cfg.get("momentum"),
-                "torch_losses": lt, "ms_losses": ms_losses, "loss_rel": loss_rel,
-                "max_loss_rel": max(loss_rel) if loss_rel else None, "loss_tol": LOSS_TOL,
-                "params": [{"name": n, "rel": r} for n, r in sorted(param_rows, key=lambda r: -r[1])],
-                "worst_param": worst[0], "worst_param_rel": worst[1], "param_tol": PARAM_TOL}
-    training["ok"] = bool(ms_losses) and len(ms_losses) == len(lt) and max(loss_rel) <= LOSS_TOL and (
-        worst[1] is None or worst[1] <= PARAM_TOL)
+    training = {
+        "steps": steps,
+        "optimizer": cfg["optimizer"],
+        "lr": cfg["lr"],
+        "momentum": cfg.get("momentum"),
+        "torch_losses": lt,
+        "ms_losses": ms_losses,
+        "loss_rel": loss_rel,
+        "max_loss_rel": max(loss_rel) if loss_rel else None,
+        "loss_tol": LOSS_TOL,
+        "params": [{"name": n, "rel": r} for n, r in sorted(param_rows, key=lambda r: -r[1])],
+        "worst_param": worst[0],
+        "worst_param_rel": worst[1],
+        "param_tol": PARAM_TOL,
+    }
+    training["ok"] = (
+        bool(ms_losses)
+        and len(ms_losses) == len(lt)
+        and max(loss_rel) <= LOSS_TOL
+        and (worst[1] is None or worst[1] <= PARAM_TOL)
+    )
     post_rows, post_first = None, None
     if "post_train" in tmeta and not tmeta["post_train"]["error"] and ms_losses:
         xs = [data[k] for k in sorted((k for k in data if k[0] == "x" and k[1:].isdigit()), key=lambda s: int(s[1:]))]
         m_rec = ms_side.record_forward(net, xs)
-        post_rows, post_first, _ = _analyze(tmeta["post_train"]["events"], tarr, "post/", m_rec, net, tmeta,
-                                            trained, kb, wrep["unloaded"], "after training", floor=POST_TRAIN_FLOOR)
+        post_rows, post_first, _ = _analyze(
+            tmeta["post_train"]["events"],
+            tarr,
+            "post/",
+            m_rec,
+            net,
+            tmeta,
+            trained,
+            kb,
+            wrep["unloaded"],
+            "after training",
+            floor=POST_TRAIN_FLOOR,
+        )
     if post_first is None and not training["ok"]:
         bad = [n for n, r in param_rows if r > PARAM_TOL]
         if bad:
-            post_first = {"index": None, "layer": bad[0].rpartition(".")[0], "call": 0, "torch_type": None,
-                          "torch_class": None, "ms_type": None, "kind": "training", "phase": "after training",
-                          "detail": f"parameter {bad[0]} differs after {steps} steps", "hint": ""}
+            post_first = {
+                "index": None,
+                "layer": bad[0].rpartition(".")[0],
+                "call": 0,
+                "torch_type": None,
+                "torch_class": None,
+                "ms_type": None,
+                "kind": "training",
+                "phase": "after training",
+                "detail": f"parameter {bad[0]} differs after {steps} steps",
+                "hint": "",
+            }
     return training, post_rows, post_first

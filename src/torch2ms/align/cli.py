@@ -21,8 +21,11 @@ def _shape(text: str) -> list[int]:
 
 
 def add_compare_parser(sub) -> None:
-    c = sub.add_parser("compare", help="compare a torch model and its MindSpore port layer by layer; name the "
-                                       "first layer that diverges (and optionally train both)")
+    c = sub.add_parser(
+        "compare",
+        help="compare a torch model and its MindSpore port layer by layer; name the "
+        "first layer that diverges (and optionally train both)",
+    )
     c.add_argument("--torch", required=True, metavar="PATH_OR_MODULE:FACTORY", help="the torch model (no-arg factory)")
     c.add_argument("--ms", required=True, metavar="PATH_OR_MODULE:FACTORY", help="the MindSpore port (no-arg factory)")
     c.add_argument("--weights", help="torch checkpoint loaded into the torch model (default: its seeded random init)")
@@ -38,8 +41,11 @@ def add_compare_parser(sub) -> None:
     c.add_argument("--out", help="directory for report.json, report.html and the plots")
     c.add_argument("--torch-python", help="python of another environment with torch: the torch side runs there")
     c.add_argument("--no-graph", action="store_true", help="skip the GRAPH_MODE check of the final output")
-    c.add_argument("--replay-all", action="store_true",
-                   help="run every MindSpore layer on torch's input (default: only layers above the noise threshold)")
+    c.add_argument(
+        "--replay-all",
+        action="store_true",
+        help="run every MindSpore layer on torch's input (default: only layers above the noise threshold)",
+    )
     c.add_argument("--json", action="store_true", help="print report.json to stdout instead of the table")
     c.set_defaults(func=cmd_compare)
 
@@ -51,12 +57,24 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from .report import print_report
 
     try:
-        rep = compare_models(args.torch, args.ms, weights=args.weights, inputs=args.inputs,
-                             input_shape=args.input_shape, input_dtype=args.input_dtype, seed=args.seed,
-                             train_steps=args.train_steps, optimizer=args.optimizer, lr=args.lr,
-                             momentum=args.momentum, weight_decay=args.weight_decay, out_dir=args.out,
-                             torch_python=args.torch_python, graph=not args.no_graph,
-                             replay_all=args.replay_all)
+        rep = compare_models(
+            args.torch,
+            args.ms,
+            weights=args.weights,
+            inputs=args.inputs,
+            input_shape=args.input_shape,
+            input_dtype=args.input_dtype,
+            seed=args.seed,
+            train_steps=args.train_steps,
+            optimizer=args.optimizer,
+            lr=args.lr,
+            momentum=args.momentum,
+            weight_decay=args.weight_decay,
+            out_dir=args.out,
+            torch_python=args.torch_python,
+            graph=not args.no_graph,
+            replay_all=args.replay_all,
+        )
     except CompareUsageError as exc:
         from rich.markup import escape
 

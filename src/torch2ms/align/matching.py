@@ -6,8 +6,9 @@ is ``layer1.0.conv1`` on both sides), then what is left by call order and output
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from difflib import SequenceMatcher
-from typing import Any, Sequence
+from typing import Any
 
 
 def _sig(ev: dict[str, Any]) -> tuple:
@@ -27,8 +28,9 @@ def match_events(t_events: Sequence[dict[str, Any]], m_events: Sequence[dict[str
     m_left = [j for j in range(len(m_events)) if j not in used]
     how = "name"
     if t_left and m_left:
-        sm = SequenceMatcher(a=[_sig(t_events[i]) for i in t_left], b=[_sig(m_events[j]) for j in m_left],
-                             autojunk=False)
+        sm = SequenceMatcher(
+            a=[_sig(t_events[i]) for i in t_left], b=[_sig(m_events[j]) for j in m_left], autojunk=False
+        )
         for block in sm.get_matching_blocks():
             for k in range(block.size):
                 pairs[t_left[block.a + k]] = m_left[block.b + k]

@@ -8,7 +8,8 @@ their Python side effects).
 from __future__ import annotations
 
 import time
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -36,7 +37,7 @@ def build_net(spec: str, seed: int) -> Any:
 def _cell_at(net: Any, path: str) -> Any:
     cell = net
     for part in path.split(".") if path else []:
-        cell = cell._cells[part]  # noqa: SLF001 - the only way to walk a Cell tree by name
+        cell = cell._cells[part]
     return cell
 
 
@@ -83,13 +84,14 @@ class MSRecorder:
             if id(cell) in seen:
                 continue
             seen.add(id(cell))
-            leaf = not cell._cells  # noqa: SLF001
+            leaf = not cell._cells
             self.handles.append(cell.register_forward_pre_hook(self._pre(name)))
             self.handles.append(cell.register_forward_hook(self._hook(name, leaf)))
 
     def _pre(self, name: str):
         def hook(cell, inputs):
             self.stack.append(name)  # the innermost unfinished cell is where an exception came from
+
         return hook
 
     def _hook(self, name: str, leaf: bool):
@@ -104,10 +106,18 @@ class MSRecorder:
             if leaf:
                 arrays |= {f"e{i}_i{j}": self._np(a) for j, a in enumerate(inputs) if self.is_tensor(a)}
             self.arrays |= arrays
-            self.events.append({"name": name, "call": call, "leaf": leaf, "type": type(cell).__name__,
-                                "out_shapes": [list(o.shape) for o in outs]})
+            self.events.append(
+                {
+                    "name": name,
+                    "call": call,
+                    "leaf": leaf,
+                    "type": type(cell).__name__,
+                    "out_shapes": [list(o.shape) for o in outs],
+                }
+            )
             if self.stack:
                 self.stack.pop()
+
         return hook
 
     def _np(self, t: Any) -> np.ndarray:
@@ -140,8 +150,13 @@ def record_forward(net: Any, inputs: list[np.ndarray]) -> dict[str, Any]:
     finally:
         rec.remove()
     failed_in = rec.stack[-1] if error and rec.stack else None
-    return {"events": rec.events, "arrays": rec.arrays, "error": error, "failed_in": failed_in,
-            "t_forward": time.perf_counter() - t0}
+    return {
+        "events": rec.events,
+        "arrays": rec.arrays,
+        "error": error,
+        "failed_in": failed_in,
+        "t_forward": time.perf_counter() - t0,
+    }
 
 
 def replay_leaf(net: Any, name: str, args: list[Any]) -> tuple[list[np.ndarray] | None, str | None]:

@@ -84,10 +84,12 @@ def _display_name(row: dict[str, Any]) -> str:
 
 def _sorted_rows(layers: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """First divergence first, then the worst (largest scale-free error) layers."""
+
     def key(r: dict[str, Any]) -> tuple:
         first = r.get("verdict") == "DIVERGES"
         rel = r.get("rel")
         return (not first, r.get("verdict") != "missing", -(rel if isinstance(rel, float) and rel == rel else 1e9))
+
     return sorted(layers, key=key)
 
 
@@ -99,19 +101,42 @@ def print_report(rep: CompareReport, console: Any, max_rows: int = 25) -> None:
 
     def table(rows: list[dict[str, Any]], title: str) -> Table:
         t = Table(title=title, show_lines=False)
-        for col, j in (("#", "right"), ("layer", "left"), ("torch", "left"), ("MindSpore", "left"), ("shape", "left"),
-                       ("max abs", "right"), ("max rel", "right"), ("err/scale", "right"), ("cosine", "right"),
-                       ("within tol", "right"), ("local err", "right"), ("noise", "right"), ("verdict", "left")):
+        for col, j in (
+            ("#", "right"),
+            ("layer", "left"),
+            ("torch", "left"),
+            ("MindSpore", "left"),
+            ("shape", "left"),
+            ("max abs", "right"),
+            ("max rel", "right"),
+            ("err/scale", "right"),
+            ("cosine", "right"),
+            ("within tol", "right"),
+            ("local err", "right"),
+            ("noise", "right"),
+            ("verdict", "left"),
+        ):
             t.add_column(col, justify=j)
         shown = _sorted_rows(rows)[:max_rows]
         for r in shown:
             style = {"DIVERGES": "bold red", "missing": "yellow"}.get(r["verdict"])
             within = r.get("within")
-            t.add_row(str(r["index"]), _display_name(r), r.get("torch_type") or "", r.get("ms_type") or "—",
-                      "×".join(map(str, r.get("shape") or [])), _fmt(r.get("max_abs")), _fmt(r.get("max_rel")),
-                      _fmt(r.get("rel")), _fmt(r.get("cosine"), 6) if r.get("cosine") is not None else "—",
-                      f"{100 * within:.1f}%" if isinstance(within, float) else "—", _fmt(r.get("local_rel")),
-                      _fmt(r.get("noise_rel")), r["verdict"], style=style)
+            t.add_row(
+                str(r["index"]),
+                _display_name(r),
+                r.get("torch_type") or "",
+                r.get("ms_type") or "—",
+                "×".join(map(str, r.get("shape") or [])),
+                _fmt(r.get("max_abs")),
+                _fmt(r.get("max_rel")),
+                _fmt(r.get("rel")),
+                _fmt(r.get("cosine"), 6) if r.get("cosine") is not None else "—",
+                f"{100 * within:.1f}%" if isinstance(within, float) else "—",
+                _fmt(r.get("local_rel")),
+                _fmt(r.get("noise_rel")),
+                r["verdict"],
+                style=style,
+            )
         if len(rows) > len(shown):
             t.caption = f"{len(rows) - len(shown)} more layers in report.json / report.html"
         return t
@@ -120,12 +145,16 @@ def print_report(rep: CompareReport, console: Any, max_rows: int = 25) -> None:
     if rep.post_training_layers:
         console.print(table(rep.post_training_layers, "after training (eval forward)"))
     colour = "green" if rep.ok else "red"
-    console.print(f"[bold {colour}]{rep.status.upper()}[/]  torch {rep.torch_spec}  vs  MindSpore {rep.ms_spec}"
-                  f"  (layers paired by {rep.alignment}{'; torch in its own process' if rep.two_process else ''})")
+    console.print(
+        f"[bold {colour}]{rep.status.upper()}[/]  torch {rep.torch_spec}  vs  MindSpore {rep.ms_spec}"
+        f"  (layers paired by {rep.alignment}{'; torch in its own process' if rep.two_process else ''})"
+    )
     fd = rep.first_divergence
     if fd:
-        console.print(f"[bold red]first divergence[/] ({fd['phase']}): [bold]{fd['layer'] or '(model)'}[/] "
-                      f"({fd.get('torch_type') or '?'} → {fd.get('ms_type') or '?'}), {fd['kind']}: {fd['detail']}")
+        console.print(
+            f"[bold red]first divergence[/] ({fd['phase']}): [bold]{fd['layer'] or '(model)'}[/] "
+            f"({fd.get('torch_type') or '?'} → {fd.get('ms_type') or '?'}), {fd['kind']}: {fd['detail']}"
+        )
         if fd.get("hint"):
             console.print(f"  [yellow]hint:[/] {fd['hint']}")
     for mode, o in rep.output.items():
@@ -133,10 +162,14 @@ def print_report(rep: CompareReport, console: Any, max_rows: int = 25) -> None:
             console.print(f"final output {mode}: [red]failed[/] {o['error']}")
         elif o:
             mark = "[green]ok[/]" if o.get("ok") else "[red]differs[/]"
-            console.print(f"final output {mode}: {mark} max abs {_fmt(o.get('max_abs'))}, err/scale {_fmt(o.get('rel'))}")
+            console.print(
+                f"final output {mode}: {mark} max abs {_fmt(o.get('max_abs'))}, err/scale {_fmt(o.get('rel'))}"
+            )
     w = rep.weights
     if w.get("unloaded"):
-        console.print(f"[red]MindSpore parameters not loaded[/] ({len(w['unloaded'])}): {', '.join(w['unloaded'][:10])}")
+        console.print(
+            f"[red]MindSpore parameters not loaded[/] ({len(w['unloaded'])}): {', '.join(w['unloaded'][:10])}"
+        )
     if w.get("shape_mismatch"):
         console.print(f"[red]weight shape mismatch[/]: {w['shape_mismatch'][:5]}")
     if rep.missing_layers:
@@ -144,9 +177,11 @@ def print_report(rep: CompareReport, console: Any, max_rows: int = 25) -> None:
     tr = rep.training
     if tr:
         mark = "[green]agree[/]" if tr.get("ok") else "[red]differ[/]"
-        console.print(f"training ({tr['optimizer']}, {tr['steps']} steps): losses {mark}, max relative loss "
-                      f"difference {_fmt(tr.get('max_loss_rel'))}; parameters after training: worst "
-                      f"{tr.get('worst_param') or '—'} ({_fmt(tr.get('worst_param_rel'))})")
+        console.print(
+            f"training ({tr['optimizer']}, {tr['steps']} steps): losses {mark}, max relative loss "
+            f"difference {_fmt(tr.get('max_loss_rel'))}; parameters after training: worst "
+            f"{tr.get('worst_param') or '—'} ({_fmt(tr.get('worst_param_rel'))})"
+        )
     for p in rep.problems:
         console.print(f"[red]problem:[/] {p}")
 
@@ -182,7 +217,7 @@ def layer_plot_png(rep: CompareReport) -> bytes | None:
         ax.semilogy(*zip(*acc), "-o", ms=3, lw=1, label="accumulated error (max abs / output scale)")
     loc = [(r["index"], r["local_rel"]) for r in rows if isinstance(r.get("local_rel"), float) and r["local_rel"] > 0]
     if loc:
-        ax.semilogy(*zip(*loc), "s", ms=3.5, alpha=.75, label="local error (MindSpore layer on torch's input)")
+        ax.semilogy(*zip(*loc), "s", ms=3.5, alpha=0.75, label="local error (MindSpore layer on torch's input)")
     thr = [(r["index"], r["threshold"]) for r in rows if isinstance(r.get("threshold"), float)]
     if thr:
         ax.semilogy(*zip(*thr), "_", ms=7, color="grey", label="noise threshold")
@@ -190,16 +225,24 @@ def layer_plot_png(rep: CompareReport) -> bytes | None:
     fd = rep.first_divergence
     if fd and fd.get("index") is not None and fd.get("phase") == "forward":
         ax.axvline(fd["index"], color="red", lw=1.2)
-        ax.annotate(f"first divergence: {fd['layer'] or '(model)'} ({fd.get('torch_type')}, {fd['kind']})",
-                    (fd["index"], 1), xycoords=("data", "axes fraction"), color="red", ha="left", va="top",
-                    fontsize=9, xytext=(4, -4), textcoords="offset points")
+        ax.annotate(
+            f"first divergence: {fd['layer'] or '(model)'} ({fd.get('torch_type')}, {fd['kind']})",
+            (fd["index"], 1),
+            xycoords=("data", "axes fraction"),
+            color="red",
+            ha="left",
+            va="top",
+            fontsize=9,
+            xytext=(4, -4),
+            textcoords="offset points",
+        )
     if len(rep.layers) <= 48:  # small models: name every call
         ax.set_xticks([r["index"] for r in rep.layers])
         ax.set_xticklabels([_display_name(r) for r in rep.layers], rotation=60, ha="right", fontsize=7)
     ax.set_xlabel("layer call (execution order; exact zeros not drawn)")
     ax.set_ylabel("error relative to output scale")
     ax.set_title(f"per-layer error: {rep.ms_spec}")
-    ax.grid(True, which="both", alpha=.25)
+    ax.grid(True, which="both", alpha=0.25)
     ax.legend(fontsize=8, loc="lower right")
     return _png(fig)
 
@@ -228,7 +271,7 @@ def loss_plot_png(rep: CompareReport) -> bytes | None:
     from matplotlib.ticker import MaxNLocator
 
     for a in (a1, a2):
-        a.grid(True, alpha=.25)
+        a.grid(True, alpha=0.25)
         a.xaxis.set_major_locator(MaxNLocator(integer=True))
     return _png(fig)
 
@@ -242,19 +285,43 @@ tr.missing{background:#ffd}.ok{color:#080}.bad{color:#c00}code{background:#f4f4f
 
 
 def _rows_html(rows: list[dict[str, Any]]) -> str:
-    head = "".join(f"<th{' class=l' if c in ('layer', 'torch', 'MindSpore', 'verdict') else ''}>{c}</th>" for c in (
-        "#", "layer", "torch", "MindSpore", "shape", "max abs", "max rel", "err/scale", "cosine", "within tol",
-        "local err", "noise thr.", "verdict"))
+    head = "".join(
+        f"<th{' class=l' if c in ('layer', 'torch', 'MindSpore', 'verdict') else ''}>{c}</th>"
+        for c in (
+            "#",
+            "layer",
+            "torch",
+            "MindSpore",
+            "shape",
+            "max abs",
+            "max rel",
+            "err/scale",
+            "cosine",
+            "within tol",
+            "local err",
+            "noise thr.",
+            "verdict",
+        )
+    )
     body = []
     for r in _sorted_rows(rows):
         cls = {"DIVERGES": "div", "missing": "missing"}.get(r["verdict"], "")
         within = r.get("within")
-        cells = [str(r["index"]), html.escape(_display_name(r)), html.escape(r.get("torch_type") or ""),
-                 html.escape(r.get("ms_type") or "—"), "×".join(map(str, r.get("shape") or [])), _fmt(r.get("max_abs")),
-                 _fmt(r.get("max_rel")), _fmt(r.get("rel")),
-                 _fmt(r.get("cosine"), 6) if r.get("cosine") is not None else "—",
-                 f"{100 * within:.1f}%" if isinstance(within, float) else "—", _fmt(r.get("local_rel")),
-                 _fmt(r.get("threshold")), html.escape(r["verdict"] + (f" — {r['note']}" if r.get("note") else ""))]
+        cells = [
+            str(r["index"]),
+            html.escape(_display_name(r)),
+            html.escape(r.get("torch_type") or ""),
+            html.escape(r.get("ms_type") or "—"),
+            "×".join(map(str, r.get("shape") or [])),
+            _fmt(r.get("max_abs")),
+            _fmt(r.get("max_rel")),
+            _fmt(r.get("rel")),
+            _fmt(r.get("cosine"), 6) if r.get("cosine") is not None else "—",
+            f"{100 * within:.1f}%" if isinstance(within, float) else "—",
+            _fmt(r.get("local_rel")),
+            _fmt(r.get("threshold")),
+            html.escape(r["verdict"] + (f" — {r['note']}" if r.get("note") else "")),
+        ]
         tds = "".join(f"<td{' class=l' if k in (1, 2, 3, 12) else ''}>{c}</td>" for k, c in enumerate(cells))
         body.append(f"<tr class='{cls}'>{tds}</tr>")
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
@@ -263,17 +330,21 @@ def _rows_html(rows: list[dict[str, Any]]) -> str:
 def render_html(rep: CompareReport, pngs: dict[str, bytes | None]) -> str:
     e = html.escape
     ok = rep.ok
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>torch2ms compare</title><style>{_CSS}</style>"
-             f"</head><body><h1>torch2ms compare: <span class='{'ok' if ok else 'bad'}'>{rep.status.upper()}</span></h1>",
-             f"<p>torch <code>{e(rep.torch_spec)}</code> vs MindSpore <code>{e(rep.ms_spec)}</code>; seed {rep.seed}; "
-             f"inputs {e(str(rep.input_shapes))}; layers paired by {e(rep.alignment)}"
-             f"{'; torch ran in its own process' if rep.two_process else ''}. Layer outputs were recorded with forward "
-             f"hooks in PyNative; the final output was also run in GRAPH_MODE.</p>"]
+    parts = [
+        f"<!doctype html><html><head><meta charset='utf-8'><title>torch2ms compare</title><style>{_CSS}</style>"
+        f"</head><body><h1>torch2ms compare: <span class='{'ok' if ok else 'bad'}'>{rep.status.upper()}</span></h1>",
+        f"<p>torch <code>{e(rep.torch_spec)}</code> vs MindSpore <code>{e(rep.ms_spec)}</code>; seed {rep.seed}; "
+        f"inputs {e(str(rep.input_shapes))}; layers paired by {e(rep.alignment)}"
+        f"{'; torch ran in its own process' if rep.two_process else ''}. Layer outputs were recorded with forward "
+        f"hooks in PyNative; the final output was also run in GRAPH_MODE.</p>",
+    ]
     fd = rep.first_divergence
     if fd:
-        parts.append(f"<h2 class='bad'>First divergence ({e(fd['phase'])}): {e(fd['layer'] or '(model)')}</h2>"
-                     f"<p>{e(fd.get('torch_type') or '?')} → {e(fd.get('ms_type') or '?')}; <b>{e(fd['kind'])}</b>: "
-                     f"{e(fd['detail'])}</p><p><b>Hint:</b> {e(fd.get('hint') or '—')}</p>")
+        parts.append(
+            f"<h2 class='bad'>First divergence ({e(fd['phase'])}): {e(fd['layer'] or '(model)')}</h2>"
+            f"<p>{e(fd.get('torch_type') or '?')} → {e(fd.get('ms_type') or '?')}; <b>{e(fd['kind'])}</b>: "
+            f"{e(fd['detail'])}</p><p><b>Hint:</b> {e(fd.get('hint') or '—')}</p>"
+        )
     else:
         parts.append("<h2 class='ok'>No layer diverges beyond float32 noise</h2>")
     parts.append("<h2>Final output</h2><ul>")
@@ -281,19 +352,23 @@ def render_html(rep: CompareReport, pngs: dict[str, bytes | None]) -> str:
         if o.get("error"):
             parts.append(f"<li>{e(mode)}: <span class='bad'>failed</span> {e(o['error'])}</li>")
         elif o:
-            parts.append(f"<li>{e(mode)}: <span class='{'ok' if o.get('ok') else 'bad'}'>{'ok' if o.get('ok') else 'differs'}"
-                         f"</span>, max abs {_fmt(o.get('max_abs'))}, err/scale {_fmt(o.get('rel'))}, cosine "
-                         f"{_fmt(o.get('cosine'), 6)}</li>")
+            parts.append(
+                f"<li>{e(mode)}: <span class='{'ok' if o.get('ok') else 'bad'}'>{'ok' if o.get('ok') else 'differs'}"
+                f"</span>, max abs {_fmt(o.get('max_abs'))}, err/scale {_fmt(o.get('rel'))}, cosine "
+                f"{_fmt(o.get('cosine'), 6)}</li>"
+            )
     parts.append("</ul>")
     if pngs.get("layer_errors"):
         b64 = base64.b64encode(pngs["layer_errors"]).decode()
         parts.append(f"<h2>Per-layer error</h2><img alt='per-layer error' src='data:image/png;base64,{b64}'>")
     if rep.training:
         tr = rep.training
-        parts.append(f"<h2>Training ({e(str(tr['optimizer']))}, lr {tr['lr']}, {tr['steps']} steps)</h2>"
-                     f"<p>losses {'agree' if tr.get('ok') else 'differ'}: max relative difference "
-                     f"{_fmt(tr.get('max_loss_rel'))} (tolerance {_fmt(tr.get('loss_tol'))}); worst parameter after "
-                     f"training {e(str(tr.get('worst_param')))} ({_fmt(tr.get('worst_param_rel'))}).</p>")
+        parts.append(
+            f"<h2>Training ({e(str(tr['optimizer']))}, lr {tr['lr']}, {tr['steps']} steps)</h2>"
+            f"<p>losses {'agree' if tr.get('ok') else 'differ'}: max relative difference "
+            f"{_fmt(tr.get('max_loss_rel'))} (tolerance {_fmt(tr.get('loss_tol'))}); worst parameter after "
+            f"training {e(str(tr.get('worst_param')))} ({_fmt(tr.get('worst_param_rel'))}).</p>"
+        )
         if pngs.get("loss"):
             b64 = base64.b64encode(pngs["loss"]).decode()
             parts.append(f"<img alt='loss curves' src='data:image/png;base64,{b64}'>")

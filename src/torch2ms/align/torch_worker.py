@@ -17,8 +17,9 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -63,7 +64,9 @@ def _simple_attrs(module: Any) -> dict[str, Any]:
     for k, v in vars(module).items():
         if k.startswith("_") or k == "training":
             continue
-        if isinstance(v, JSON_SCALARS) or (isinstance(v, (tuple, list)) and all(isinstance(x, JSON_SCALARS) for x in v)):
+        if isinstance(v, JSON_SCALARS) or (
+            isinstance(v, (tuple, list)) and all(isinstance(x, JSON_SCALARS) for x in v)
+        ):
             out[k] = list(v) if isinstance(v, tuple) else v
     return out
 
@@ -97,6 +100,7 @@ class Recorder:
             if leaf:
                 rec["inputs"] = self._capture_inputs(args)
             self.pending.setdefault(id(module), []).append(rec)
+
         return hook
 
     def _capture_inputs(self, args: tuple) -> list[Any] | None:
@@ -118,10 +122,17 @@ class Recorder:
             self.calls[name] = call + 1
             i = len(self.events)
             outs = flatten_tensors(output, lambda t: isinstance(t, self.torch.Tensor))
-            ev = {"name": name, "call": call, "start": rec["start"], "leaf": leaf,
-                  "type": type(mod).__name__, "torch_class": torch_base_class(mod),
-                  "out_shapes": [list(o.shape) for o in outs], "out_dtypes": [str(o.dtype) for o in outs],
-                  "inputs": None}
+            ev = {
+                "name": name,
+                "call": call,
+                "start": rec["start"],
+                "leaf": leaf,
+                "type": type(mod).__name__,
+                "torch_class": torch_base_class(mod),
+                "out_shapes": [list(o.shape) for o in outs],
+                "out_dtypes": [str(o.dtype) for o in outs],
+                "inputs": None,
+            }
             for j, o in enumerate(outs):
                 self.arrays[f"e{i}_o{j}"] = self._np(o)
             if rec.get("inputs") is not None:
@@ -134,6 +145,7 @@ class Recorder:
                         spec.append({"value": v})
                 ev["inputs"] = spec
             self.events.append(ev)
+
         return hook
 
     def remove(self) -> None:
@@ -215,7 +227,7 @@ def _load_weights(model: Any, path: str) -> dict[str, list[str]]:
     if not isinstance(obj, dict):
         raise ValueError(f"{path}: no state dict found (got {type(obj).__name__})")
     if obj and all(k.startswith("module.") for k in obj):  # DataParallel/DDP wrapper
-        obj = {k[len("module."):]: v for k, v in obj.items()}
+        obj = {k[len("module.") :]: v for k, v in obj.items()}
     res = model.load_state_dict(obj, strict=False)
     return {"missing": list(res.missing_keys), "unexpected": list(res.unexpected_keys)}
 
@@ -233,8 +245,9 @@ def _train_mode_no_dropout(model: Any) -> None:
             m.eval()  # dropout off: the two frameworks' random masks can never agree
 
 
-def _record_forward(model: Any, inputs: list[np.ndarray], prefix: str, arrays_out: dict[str, np.ndarray],
-                    with_noise: bool) -> dict[str, Any]:
+def _record_forward(
+    model: Any, inputs: list[np.ndarray], prefix: str, arrays_out: dict[str, np.ndarray], with_noise: bool
+) -> dict[str, Any]:
     import torch
 
     rec = Recorder(model)

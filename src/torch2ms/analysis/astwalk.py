@@ -42,8 +42,22 @@ def dotted(node: ast.AST) -> str | None:
 
 # Fields that never hold a node (names, numbers, flags): not looked at. ``Constant.value`` may be
 # any Python object and is skipped by class below.
-_LEAF_FIELDS = frozenset({"id", "attr", "arg", "module", "level", "asname", "kind", "type_comment", "conversion",
-                          "is_async", "simple", "name"})
+_LEAF_FIELDS = frozenset(
+    {
+        "id",
+        "attr",
+        "arg",
+        "module",
+        "level",
+        "asname",
+        "kind",
+        "type_comment",
+        "conversion",
+        "is_async",
+        "simple",
+        "name",
+    }
+)
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
 _TYPE_ALIAS = getattr(ast, "TypeAlias", None)  # Python 3.12+: its ``name`` is a Name node
 
@@ -58,8 +72,11 @@ def walk(tree: ast.AST) -> list[ast.AST]:
         kind = node.__class__
         fields = fields_of.get(kind)
         if fields is None:
-            fields = fields_of[kind] = tuple(f for f in kind._fields if not (
-                f in _LEAF_FIELDS and kind is not _TYPE_ALIAS or kind is ast.Constant and f == "value"))
+            fields = fields_of[kind] = tuple(
+                f
+                for f in kind._fields
+                if not (f in _LEAF_FIELDS and kind is not _TYPE_ALIAS or kind is ast.Constant and f == "value")
+            )
         for name in fields:
             value = getattr(node, name, None)
             if value.__class__ is list:
@@ -71,8 +88,19 @@ def walk(tree: ast.AST) -> list[ast.AST]:
     return out
 
 
-COMPOUND = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For, ast.AsyncFor, ast.While,
-            ast.With, ast.AsyncWith, ast.Try, ast.Match) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
+COMPOUND = (
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.If,
+    ast.For,
+    ast.AsyncFor,
+    ast.While,
+    ast.With,
+    ast.AsyncWith,
+    ast.Try,
+    ast.Match,
+) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
 
 
 def line_starting_statements(tree: ast.Module, source: str) -> list[ast.stmt]:
@@ -83,7 +111,7 @@ def line_starting_statements(tree: ast.Module, source: str) -> list[ast.stmt]:
     for node in nodes(tree):
         if isinstance(node, ast.stmt) and not isinstance(node, COMPOUND):
             text = lines[node.lineno - 1] if node.lineno <= len(lines) else ""
-            if not text[:node.col_offset].strip():
+            if not text[: node.col_offset].strip():
                 out.append(node)
     return sorted(out, key=lambda n: n.lineno)
 

@@ -8,6 +8,7 @@ how a user spelled the import.
 from __future__ import annotations
 
 import ast
+
 from .astwalk import nodes
 
 FRAMEWORK_ROOTS = ("torch", "torchvision", "torchaudio", "torchtext")
@@ -26,7 +27,7 @@ class ImportMap:
         self.stars: list[str] = []
 
     @classmethod
-    def from_tree(cls, tree: ast.AST, local_roots: frozenset[str] = frozenset()) -> "ImportMap":
+    def from_tree(cls, tree: ast.AST, local_roots: frozenset[str] = frozenset()) -> ImportMap:
         imap = cls(local_roots)
         for node in nodes(tree):
             if isinstance(node, ast.Import):

@@ -10,8 +10,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from .imports import ImportMap
 from .astwalk import dotted, nodes, walk
+from .imports import ImportMap
 
 TENSOR, MODULE, OPTIMIZER = "torch.Tensor", "torch.nn.Module", "torch.optim.Optimizer"
 SCHEDULER = "torch.optim.lr_scheduler.LRScheduler"
@@ -36,6 +36,7 @@ MODULE_ONLY_METHODS = frozenset(
     "eval parameters named_parameters named_modules named_children children modules buffers named_buffers".split()
 )
 
+
 def module_receivers(tree: ast.Module) -> dict[tuple[str, ...], set[str]]:
     """Receivers that a MODULE_ONLY method is called on (``self.model.parameters()``), by where that
     evidence holds: a ``self.<attr>`` chain for its whole class (key ``(class,)``), any other name or
@@ -52,8 +53,11 @@ def module_receivers(tree: ast.Module) -> dict[tuple[str, ...], set[str]]:
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 todo.append((child, cls, child.name))
                 continue
-            if isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute) \
-                    and child.func.attr in MODULE_ONLY_METHODS:
+            if (
+                isinstance(child, ast.Call)
+                and isinstance(child.func, ast.Attribute)
+                and child.func.attr in MODULE_ONLY_METHODS
+            ):
                 text = dotted(child.func.value)
                 if text:
                     out.setdefault((cls,) if text.startswith("self.") else (cls, fn), set()).add(text)
@@ -151,8 +155,13 @@ def _annotation_type(ann: ast.AST | None, imap: ImportMap) -> str | None:
 
 
 def infer_function(
-    fn: ast.FunctionDef | ast.AsyncFunctionDef, imap: ImportMap, self_attrs: dict[str, str], kb, is_forward: bool,
-    module_classes: dict[str, str] | None = None, in_module_class: bool = False,
+    fn: ast.FunctionDef | ast.AsyncFunctionDef,
+    imap: ImportMap,
+    self_attrs: dict[str, str],
+    kb,
+    is_forward: bool,
+    module_classes: dict[str, str] | None = None,
+    in_module_class: bool = False,
 ) -> Scope:
     """Types of the names in one function body (a single forward pass in source order)."""
     scope = Scope(dict(module_classes or {}))
@@ -203,8 +212,11 @@ def _target_names(target: ast.AST) -> list[str]:
 def module_classes(tree: ast.AST, imap: ImportMap, project_modules: frozenset[str] = frozenset()) -> dict[str, str]:
     """Names of nn.Module subclasses usable in this file: its own classes (also through local base
     classes) and the project's Module classes it imports (``project_modules``, by class name)."""
-    found: set[str] = {local for local, full in imap.names.items()
-                       if not imap.is_framework(full) and full.rsplit(".", 1)[-1] in project_modules}
+    found: set[str] = {
+        local
+        for local, full in imap.names.items()
+        if not imap.is_framework(full) and full.rsplit(".", 1)[-1] in project_modules
+    }
     classes = [n for n in nodes(tree) if isinstance(n, ast.ClassDef)]
     changed = True
     while changed:
@@ -216,7 +228,9 @@ def module_classes(tree: ast.AST, imap: ImportMap, project_modules: frozenset[st
     return {name: MODULE_CLASS for name in found}
 
 
-def self_attribute_types(cls: ast.ClassDef, imap: ImportMap, kb, module_classes: dict[str, str] | None = None) -> dict[str, str]:
+def self_attribute_types(
+    cls: ast.ClassDef, imap: ImportMap, kb, module_classes: dict[str, str] | None = None
+) -> dict[str, str]:
     """``self.<name>`` types from assignments anywhere in the class (usually ``__init__``)."""
     out: dict[str, str] = {}
     empty = Scope(dict(module_classes or {}))
@@ -224,7 +238,11 @@ def self_attribute_types(cls: ast.ClassDef, imap: ImportMap, kb, module_classes:
         if isinstance(node, ast.Assign):
             t = expr_type(node.value, imap, empty, out, kb)
             for target in node.targets:
-                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+                if (
+                    isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == "self"
+                ):
                     if t:
                         out[target.attr] = t
     return out
@@ -257,8 +275,13 @@ def project_module_classes(trees: list[ast.AST], local_roots: frozenset[str] = f
                 continue
             for base in bases:
                 full = imap.resolve(base) or ""
-                tail = full.rsplit(".", 1)[-1] if full else (base.id if isinstance(base, ast.Name) else
-                                                            base.attr if isinstance(base, ast.Attribute) else "")
+                tail = (
+                    full.rsplit(".", 1)[-1]
+                    if full
+                    else (
+                        base.id if isinstance(base, ast.Name) else base.attr if isinstance(base, ast.Attribute) else ""
+                    )
+                )
                 if (full.startswith("torch.nn.") and imap.is_framework(full)) or tail in found:
                     found.add(name)
                     changed = True

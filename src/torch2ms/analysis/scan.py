@@ -16,13 +16,34 @@ from pathlib import Path
 from ..kb import KB, load_kb
 from .imports import ImportMap
 from .infer import (
-    AMBIGUOUS_METHODS, MODULE, OPTIMIZER, SCHEDULER, TENSOR, TENSOR_ONLY_METHODS, Scope, expr_type,
-    infer_function, is_module_class, module_classes, self_attribute_types,
+    AMBIGUOUS_METHODS,
+    MODULE,
+    OPTIMIZER,
+    SCHEDULER,
+    TENSOR,
+    TENSOR_ONLY_METHODS,
+    Scope,
+    expr_type,
+    infer_function,
+    is_module_class,
+    module_classes,
+    self_attribute_types,
 )
 from .risks import Risk, forward_risks
 
 MAX_FILE_BYTES = 5 * 1024 * 1024
-SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", ".venv", "venv", "node_modules", ".tox", ".mypy_cache", ".pytest_cache"}
+SKIP_DIRS = {
+    ".git",
+    ".hg",
+    ".svn",
+    "__pycache__",
+    ".venv",
+    "venv",
+    "node_modules",
+    ".tox",
+    ".mypy_cache",
+    ".pytest_cache",
+}
 
 # Effort classes (R1): what converting a use takes.
 AUTO, REVIEW, MANUAL = "automatic", "review", "manual"
@@ -80,7 +101,9 @@ class ScanReport:
         """API → {status, count, locations, confidence}, the 算子清单."""
         inv: dict[str, dict] = {}
         for path, u in self.uses:
-            row = inv.setdefault(u.api, {"api": u.api, "status": u.status, "count": 0, "locations": [], "confidence": Counter()})
+            row = inv.setdefault(
+                u.api, {"api": u.api, "status": u.status, "count": 0, "locations": [], "confidence": Counter()}
+            )
             row["count"] += 1
             row["locations"].append(f"{path}:{u.line}")
             row["confidence"][u.confidence] += 1
@@ -114,8 +137,14 @@ class ScanReport:
             "inventory": list(inv.values()),
             "risks": [{"path": p, **asdict(r)} for p, r in self.risks],
             "files": [
-                {"path": f.path, "lines": f.lines, "uses": len(f.uses), "risks": len(f.risks),
-                 "effort": dict(f.effort()), "error": f.error}
+                {
+                    "path": f.path,
+                    "lines": f.lines,
+                    "uses": len(f.uses),
+                    "risks": len(f.risks),
+                    "effort": dict(f.effort()),
+                    "error": f.error,
+                }
                 for f in self.files
             ],
         }
@@ -135,7 +164,9 @@ def read_source(path: Path) -> str:
     except OSError as exc:
         raise BadInput(f"cannot stat: {exc.strerror or exc}") from exc
     if size > MAX_FILE_BYTES:
-        raise BadInput(f"file is {size / 1e6:.1f} MB, over the {MAX_FILE_BYTES // 1024 // 1024} MB limit for source files; skipped")
+        raise BadInput(
+            f"file is {size / 1e6:.1f} MB, over the {MAX_FILE_BYTES // 1024 // 1024} MB limit for source files; skipped"
+        )
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -242,7 +273,9 @@ class _Collector(ast.NodeVisitor):
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         is_forward = self.in_module_class and node.name == "forward"
         outer = self.scope
-        self.scope = infer_function(node, self.imap, self.self_attrs, self.kb, is_forward, self.module_classes, self.in_module_class)
+        self.scope = infer_function(
+            node, self.imap, self.self_attrs, self.kb, is_forward, self.module_classes, self.in_module_class
+        )
         if is_forward:
             self.risks.extend(forward_risks(node, self.imap, self.scope, self.self_attrs, self.kb))
         self.generic_visit(node)
@@ -279,8 +312,10 @@ class _Collector(ast.NodeVisitor):
             if entry is not None or attr in TENSOR_ONLY_METHODS or attr in AMBIGUOUS_METHODS:
                 self._add(f"torch.Tensor.{attr}", node, "certain")
             return
-        if recv_type is None and attr in TENSOR_ONLY_METHODS and not (
-            isinstance(node.value, ast.Name) and node.value.id == "self"
+        if (
+            recv_type is None
+            and attr in TENSOR_ONLY_METHODS
+            and not (isinstance(node.value, ast.Name) and node.value.id == "self")
         ):
             self._add(f"torch.Tensor.{attr}", node, "likely")
 
@@ -291,7 +326,9 @@ def scan_source(source: str, path: str, kb: KB | None = None) -> FileReport:
     try:
         tree = ast.parse(source, filename=path)
     except SyntaxError as exc:
-        report.error = f"syntax error at line {exc.lineno}: {exc.msg}; fix the file (or run it under Python 3.11) and scan again"
+        report.error = (
+            f"syntax error at line {exc.lineno}: {exc.msg}; fix the file (or run it under Python 3.11) and scan again"
+        )
         return report
     except (ValueError, RecursionError, MemoryError) as exc:
         report.error = f"cannot parse: {exc}"

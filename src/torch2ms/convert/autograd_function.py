@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from .cstutil import dotted as _dotted
+
 if TYPE_CHECKING:
     from .transformer import TorchToMindSpore
 
@@ -53,7 +54,7 @@ class FunctionInfo:
     imported: bool = False  # defined in another project file: its signature is not known here
 
 
-def infos(t: "TorchToMindSpore") -> dict[str, FunctionInfo]:
+def infos(t: TorchToMindSpore) -> dict[str, FunctionInfo]:
     """The file's Function subclasses by name; computed once per transformer, empty (and cheap)
     when no class in the file subclasses torch.autograd.Function."""
     cached = t.__dict__.get("_autograd_functions")
@@ -100,24 +101,33 @@ def analyse(cls: ast.ClassDef) -> FunctionInfo:
         return info
     info.params = [a.arg for a in args]
     defaults = fwd.args.defaults
-    for a, d in zip(args[len(args) - len(defaults):], defaults):
+    for a, d in zip(args[len(args) - len(defaults) :], defaults):
         info.defaults[a.arg] = ast.unparse(d)
-    ctx_names = {fn.args.args[0].arg for fn in (bwd, *([methods["setup_context"]] if new_style else [fwd]))
-                 if fn.args.args}
+    ctx_names = {
+        fn.args.args[0].arg for fn in (bwd, *([methods["setup_context"]] if new_style else [fwd])) if fn.args.args
+    }
     for fn in (fwd, bwd, *([methods["setup_context"]] if new_style else [])):
         for n in ast.walk(fn):
             if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in ctx_names:
                 if n.attr == "mark_dirty":
                     info.problem = "ctx.mark_dirty (an in-place forward) has no MindSpore bprop equivalent"
                     return info
-            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name) \
-                    and n.func.value.id in ctx_names and n.func.attr not in _CTX_SAVE | _CTX_DROP:
+            if (
+                isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Attribute)
+                and isinstance(n.func.value, ast.Name)
+                and n.func.value.id in ctx_names
+                and n.func.attr not in _CTX_SAVE | _CTX_DROP
+            ):
                 info.problem = f"ctx.{n.func.attr}() has no MindSpore bprop equivalent"
                 return info
         # ctx itself passed around (helper(ctx, ...)): its state cannot be followed.
         attr_values = {id(n.value) for n in ast.walk(fn) if isinstance(n, ast.Attribute)}
-        if any(isinstance(n, ast.Name) and n.id in ctx_names and id(n) not in attr_values
-               for n in ast.walk(fn) if n is not fn.args.args[0]):
+        if any(
+            isinstance(n, ast.Name) and n.id in ctx_names and id(n) not in attr_values
+            for n in ast.walk(fn)
+            if n is not fn.args.args[0]
+        ):
             info.problem = "ctx is used as a value (passed to a helper?); its state cannot be followed"
             return info
     if len(bwd.args.args) < 2:
@@ -127,12 +137,19 @@ def analyse(cls: ast.ClassDef) -> FunctionInfo:
         info.problem = "setup_context must take (ctx, inputs, output)"
         return info
     bwd_ctx = bwd.args.args[0].arg
-    reads_state = any(isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == bwd_ctx
-                      and n.attr != "needs_input_grad" for n in ast.walk(bwd))
+    reads_state = any(
+        isinstance(n, ast.Attribute)
+        and isinstance(n.value, ast.Name)
+        and n.value.id == bwd_ctx
+        and n.attr != "needs_input_grad"
+        for n in ast.walk(bwd)
+    )
     if reads_state and not new_style:
         body = fwd.body[:-1] if fwd.body and isinstance(fwd.body[-1], ast.Return) else fwd.body
         if any(isinstance(n, ast.Return) for s in body for n in ast.walk(s)):
-            info.problem = "the forward returns from inside a block, so what it saves on ctx cannot be replayed in bprop"
+            info.problem = (
+                "the forward returns from inside a block, so what it saves on ctx cannot be replayed in bprop"
+            )
             return info
     src = ast.unparse(bwd)
     if any(k in src for k in _HIGHER_ORDER):
@@ -147,7 +164,7 @@ def analyse(cls: ast.ClassDef) -> FunctionInfo:
 # ---- the class ---------------------------------------------------------------------------------
 
 
-def convert_class(t: "TorchToMindSpore", original: cst.ClassDef, updated: cst.ClassDef) -> cst.ClassDef:
+def convert_class(t: TorchToMindSpore, original: cst.ClassDef, updated: cst.ClassDef) -> cst.ClassDef:
     """The class after the main pass converted its expressions (its base is already ``nn.Cell``)."""
     info = infos(t).get(original.name.value)
     if info is None:
@@ -165,7 +182,7 @@ class _Unsupported(Exception):
     pass
 
 
-def _keep(t: "TorchToMindSpore", original: cst.ClassDef, updated: cst.ClassDef, why: str) -> cst.ClassDef:
+def _keep(t: TorchToMindSpore, original: cst.ClassDef, updated: cst.ClassDef, why: str) -> cst.ClassDef:
     """Unconvertible: the torch base comes back, the class is marked, the torch import stays."""
     info = infos(t).get(original.name.value)
     t.changes[:] = [c for c in t.changes if not (c.api == FUNCTION and info is not None and c.stmt is info.node)]
@@ -175,8 +192,6 @@ def _keep(t: "TorchToMindSpore", original: cst.ClassDef, updated: cst.ClassDef, 
             t.still_needed.add(name.split(".", 1)[0])
     t.mark(FUNCTION, f"{why}; kept as torch code")
     return updated.with_changes(bases=original.bases)
-
-
 
 
 def _fresh(want: str, taken: set[str]) -> str:
@@ -193,7 +208,7 @@ def _all_names(cls: ast.ClassDef) -> set[str]:
     return out
 
 
-def _rewrite(t: "TorchToMindSpore", cls: cst.ClassDef, info: FunctionInfo) -> cst.ClassDef:
+def _rewrite(t: TorchToMindSpore, cls: cst.ClassDef, info: FunctionInfo) -> cst.ClassDef:
     assert info.node is not None
     body = list(cls.body.body)  # type: ignore[union-attr]
     defs = {s.name.value: s for s in body if isinstance(s, cst.FunctionDef)}
@@ -209,25 +224,41 @@ def _rewrite(t: "TorchToMindSpore", cls: cst.ClassDef, info: FunctionInfo) -> cs
         raise _Unsupported("backward takes no output gradient")
 
     # ctx attributes become locals: ctx.scale → ctx_scale (the same name in every method).
-    attrs = sorted({a.attr for a in ast.walk(info.node) if isinstance(a, ast.Attribute) and isinstance(a.value, ast.Name)
-                    and a.value.id in {fwd_ctx, bwd_ctx, _first_arg(setup)} and a.attr not in
-                    _CTX_SAVED | _CTX_SAVE | _CTX_DROP | {"needs_input_grad"}})
+    attrs = sorted(
+        {
+            a.attr
+            for a in ast.walk(info.node)
+            if isinstance(a, ast.Attribute)
+            and isinstance(a.value, ast.Name)
+            and a.value.id in {fwd_ctx, bwd_ctx, _first_arg(setup)}
+            and a.attr not in _CTX_SAVED | _CTX_SAVE | _CTX_DROP | {"needs_input_grad"}
+        }
+    )
     local = {a: _fresh(f"ctx_{a}", taken) for a in attrs}
     saved = _fresh("saved", taken)
     out_name = _fresh("out", taken)
     # The backward's own gradient name is bprop's dout unless the replayed forward could rebind it.
-    fwd_names = {n.id for fn in _methods(info.node).values() if fn.name in ("forward", "setup_context")
-                 for n in ast.walk(fn) if isinstance(n, ast.Name)}
+    fwd_names = {
+        n.id
+        for fn in _methods(info.node).values()
+        if fn.name in ("forward", "setup_context")
+        for n in ast.walk(fn)
+        if isinstance(n, ast.Name)
+    }
     dout = grads[0] if len(grads) == 1 and grads[0] not in {*info.params, *fwd_names} else _fresh("dout", taken)
 
     # construct: the forward without its ctx bookkeeping.
     fwd_reads = _reads_ctx(info.node, "forward", fwd_ctx)
-    construct_body = _CtxRewriter(fwd_ctx, saved, local, n, keep_saves=False, keep_attrs=fwd_reads).visit_block(fwd.body)
+    construct_body = _CtxRewriter(fwd_ctx, saved, local, n, keep_saves=False, keep_attrs=fwd_reads).visit_block(
+        fwd.body
+    )
     self_param = cst.Param(cst.Name("self"))
     construct = fwd.with_changes(
-        name=cst.Name("construct"), decorators=_no_static(fwd.decorators),
+        name=cst.Name("construct"),
+        decorators=_no_static(fwd.decorators),
         params=fwd.params.with_changes(params=[self_param, *_commas(fwd_params)]),
-        body=construct_body)
+        body=construct_body,
+    )
 
     # bprop: replay what the forward left on ctx, then the backward body.
     bwd_needs = _reads_state(info.node, bwd_ctx)
@@ -240,29 +271,43 @@ def _rewrite(t: "TorchToMindSpore", cls: cst.ClassDef, info: FunctionInfo) -> cs
             ins = ", ".join(info.params) + ("," if n == 1 else "")
             replay.append(cst.parse_statement(f"{sp[1]} = ({ins})\n"))
             replay.append(cst.parse_statement(f"{sp[2]} = {out_name}\n"))
-            replay += _CtxRewriter(sp[0], saved, local, n, keep_saves=True, keep_attrs=True).visit_block(setup.body).body
+            replay += (
+                _CtxRewriter(sp[0], saved, local, n, keep_saves=True, keep_attrs=True).visit_block(setup.body).body
+            )
         else:
             stmts = list(fwd.body.body)  # type: ignore[union-attr]
-            if any(_has_return(s) for s in stmts[:-1]) or (stmts and _has_return(stmts[-1])
-                                                         and not _is_return(stmts[-1])):
+            if any(_has_return(s) for s in stmts[:-1]) or (
+                stmts and _has_return(stmts[-1]) and not _is_return(stmts[-1])
+            ):
                 raise _Unsupported("the forward returns from inside a block, so what it saves cannot be replayed")
             if stmts and _is_return(stmts[-1]):
                 stmts = stmts[:-1]
             block = fwd.body.with_changes(body=stmts or [cst.SimpleStatementLine([cst.Pass()])])
             replay += _CtxRewriter(fwd_ctx, saved, local, n, keep_saves=True, keep_attrs=True).visit_block(block).body
         if replay:
-            replay[0] = replay[0].with_changes(leading_lines=[cst.EmptyLine(comment=cst.Comment(
-                "# torch2ms: recomputed from the inputs (bprop gets inputs, out and dout; there is no ctx)"))])
+            replay[0] = replay[0].with_changes(
+                leading_lines=[
+                    cst.EmptyLine(
+                        comment=cst.Comment(
+                            "# torch2ms: recomputed from the inputs (bprop gets inputs, out and dout; there is no ctx)"
+                        )
+                    )
+                ]
+            )
     if len(grads) > 1:
         replay.append(cst.parse_statement(f"{', '.join(grads)} = {dout}\n"))
     elif grads[0] != dout:
         replay.append(cst.parse_statement(f"{grads[0]} = {dout}\n"))
-    bwd_body = _CtxRewriter(bwd_ctx, saved, local, n, keep_saves=True, keep_attrs=True, n_inputs=n).visit_block(bwd.body)
+    bwd_body = _CtxRewriter(bwd_ctx, saved, local, n, keep_saves=True, keep_attrs=True, n_inputs=n).visit_block(
+        bwd.body
+    )
     bprop_params = [cst.Param(cst.Name(p)) for p in ["self", *info.params, out_name, dout]]
     bprop = bwd.with_changes(
-        name=cst.Name("bprop"), decorators=_no_static(bwd.decorators),
+        name=cst.Name("bprop"),
+        decorators=_no_static(bwd.decorators),
         params=cst.Parameters(params=_commas(bprop_params)),
-        body=bwd_body.with_changes(body=[*replay, *bwd_body.body]))
+        body=bwd_body.with_changes(body=[*replay, *bwd_body.body]),
+    )
 
     new_body: list[cst.BaseStatement] = []
     for s in body:
@@ -273,7 +318,9 @@ def _rewrite(t: "TorchToMindSpore", cls: cst.ClassDef, info: FunctionInfo) -> cs
         elif s is setup:
             continue  # replayed inside bprop
         elif isinstance(s, cst.FunctionDef) and s.name.value in ("jvp", "vmap"):
-            t.record(f"{FUNCTION}.{s.name.value}", "review", "forward-mode / vmap rule kept as is: MindSpore only uses bprop")
+            t.record(
+                f"{FUNCTION}.{s.name.value}", "review", "forward-mode / vmap rule kept as is: MindSpore only uses bprop"
+            )
             new_body.append(s)
         else:
             new_body.append(s)
@@ -297,15 +344,26 @@ def _reads_ctx(cls: ast.ClassDef, method: str, ctx: str | None) -> bool:
     fn = _methods(cls).get(method)
     if fn is None or ctx is None:
         return False
-    return any(isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == ctx
-               and isinstance(n.ctx, ast.Load) and n.attr not in _CTX_SAVE | _CTX_DROP for n in ast.walk(fn))
+    return any(
+        isinstance(n, ast.Attribute)
+        and isinstance(n.value, ast.Name)
+        and n.value.id == ctx
+        and isinstance(n.ctx, ast.Load)
+        and n.attr not in _CTX_SAVE | _CTX_DROP
+        for n in ast.walk(fn)
+    )
 
 
 def _reads_state(cls: ast.ClassDef, ctx: str) -> bool:
     """Does the backward read anything the forward stored (saved tensors, attributes)?"""
     fn = _methods(cls)["backward"]
-    return any(isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == ctx
-               and n.attr != "needs_input_grad" for n in ast.walk(fn))
+    return any(
+        isinstance(n, ast.Attribute)
+        and isinstance(n.value, ast.Name)
+        and n.value.id == ctx
+        and n.attr != "needs_input_grad"
+        for n in ast.walk(fn)
+    )
 
 
 def _has_return(stmt: cst.CSTNode) -> bool:
@@ -336,7 +394,11 @@ def _commas(params: list[cst.Param]) -> list[cst.Param]:
     out = []
     for i, p in enumerate(params):
         last = i == len(params) - 1
-        out.append(p.with_changes(comma=cst.MaybeSentinel.DEFAULT if last else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))))
+        out.append(
+            p.with_changes(
+                comma=cst.MaybeSentinel.DEFAULT if last else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+            )
+        )
     return out
 
 
@@ -348,8 +410,17 @@ class _CtxRewriter(cst.CSTTransformer):
     n_inputs: set in the backward, whose returns become a tuple of exactly that many gradients.
     """
 
-    def __init__(self, ctx: str | None, saved: str, local: dict[str, str], n: int, *, keep_saves: bool,
-                 keep_attrs: bool, n_inputs: int | None = None) -> None:
+    def __init__(
+        self,
+        ctx: str | None,
+        saved: str,
+        local: dict[str, str],
+        n: int,
+        *,
+        keep_saves: bool,
+        keep_attrs: bool,
+        n_inputs: int | None = None,
+    ) -> None:
         super().__init__()
         self.ctx, self.saved, self.local, self.n = ctx, saved, local, n
         self.keep_saves, self.keep_attrs, self.n_inputs = keep_saves, keep_attrs, n_inputs
@@ -369,16 +440,27 @@ class _CtxRewriter(cst.CSTTransformer):
     def leave_SimpleStatementLine(self, original, updated):
         body = []
         for before, s in zip(original.body, updated.body):
-            if isinstance(s, cst.Expr) and isinstance(s.value, cst.Call) and isinstance(s.value.func, cst.Attribute) \
-                    and self._is_ctx(s.value.func.value):
+            if (
+                isinstance(s, cst.Expr)
+                and isinstance(s.value, cst.Call)
+                and isinstance(s.value.func, cst.Attribute)
+                and self._is_ctx(s.value.func.value)
+            ):
                 method = s.value.func.attr.value
                 if method in _CTX_SAVE and self.keep_saves:
-                    elems = [cst.StarredElement(a.value) if a.star == "*" else cst.Element(a.value) for a in s.value.args]
-                    value = cst.Tuple(elems) if len(elems) != 1 else cst.Tuple([elems[0].with_changes(comma=cst.Comma())])
+                    elems = [
+                        cst.StarredElement(a.value) if a.star == "*" else cst.Element(a.value) for a in s.value.args
+                    ]
+                    value = (
+                        cst.Tuple(elems) if len(elems) != 1 else cst.Tuple([elems[0].with_changes(comma=cst.Comma())])
+                    )
                     body.append(cst.Assign([cst.AssignTarget(cst.Name(self.saved))], value))
                 continue  # save (not kept) / mark_non_differentiable / set_materialize_grads
-            if isinstance(before, cst.Assign) and not self.keep_attrs and \
-                    all(self._ctx_target(x.target) for x in before.targets):
+            if (
+                isinstance(before, cst.Assign)
+                and not self.keep_attrs
+                and all(self._ctx_target(x.target) for x in before.targets)
+            ):
                 continue  # ctx.k = v in the construct: only the bprop needs it
             body.append(s)
         if not body:
@@ -396,8 +478,11 @@ class _CtxRewriter(cst.CSTTransformer):
 
     def leave_Subscript(self, original, updated):
         # ctx.needs_input_grad[i] → True: MindSpore asks for every input's gradient.
-        if isinstance(original.value, cst.Attribute) and self._is_ctx(original.value.value) \
-                and original.value.attr.value == "needs_input_grad":
+        if (
+            isinstance(original.value, cst.Attribute)
+            and self._is_ctx(original.value.value)
+            and original.value.attr.value == "needs_input_grad"
+        ):
             return cst.Name("True")
         return updated
 
@@ -425,7 +510,9 @@ class _CtxRewriter(cst.CSTTransformer):
         if isinstance(value, cst.Tuple):
             elems = list(value.elements)
             # torch accepts extra trailing Nones; MindSpore wants exactly one gradient per input.
-            while len(elems) > self.n_inputs and isinstance(elems[-1].value, cst.Name) and elems[-1].value.value == "None":
+            while (
+                len(elems) > self.n_inputs and isinstance(elems[-1].value, cst.Name) and elems[-1].value.value == "None"
+            ):
                 elems.pop()
             if len(elems) == 1:
                 elems = [elems[0].with_changes(comma=cst.Comma())]
@@ -440,7 +527,7 @@ class _CtxRewriter(cst.CSTTransformer):
 # ---- call sites -----------------------------------------------------------------------------------
 
 
-def _function_of(t: "TorchToMindSpore", node: cst.BaseExpression) -> FunctionInfo | None:
+def _function_of(t: TorchToMindSpore, node: cst.BaseExpression) -> FunctionInfo | None:
     """``F.apply`` where F is a convertible Function class of this file."""
     if not (isinstance(node, cst.Attribute) and node.attr.value == "apply" and isinstance(node.value, cst.Name)):
         return None
@@ -452,13 +539,12 @@ def _function_of(t: "TorchToMindSpore", node: cst.BaseExpression) -> FunctionInf
     # through apply is an autograd Function (Module.apply is called on instances, never classes);
     # its own file converts the class.
     full = t.imap.names.get(name)
-    if full is not None and not t.imap.is_framework(full) and name[:1].isupper() \
-            and name not in t.facts.module_classes:
+    if full is not None and not t.imap.is_framework(full) and name[:1].isupper() and name not in t.facts.module_classes:
         return FunctionInfo(name, imported=True)
     return None
 
 
-def apply_call(t: "TorchToMindSpore", original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
+def apply_call(t: TorchToMindSpore, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
     """``F.apply(x, y)`` → ``F()(x, y, <defaults>)``; None when the call is not a Function's apply."""
     info = _function_of(t, original.func)
     if info is None:
@@ -466,16 +552,22 @@ def apply_call(t: "TorchToMindSpore", original: cst.Call, updated: cst.Call) -> 
     cell = cst.Call(cst.Name(original.func.value.value))  # type: ignore[union-attr]
     args = list(updated.args)
     if info.imported:
-        t.record(f"{FUNCTION}.apply", "review", f"{info.name} is imported: assumed a torch.autograd.Function "
-                 "(converted in its own file); GRAPH_MODE needs every forward argument passed, defaults too")
+        t.record(
+            f"{FUNCTION}.apply",
+            "review",
+            f"{info.name} is imported: assumed a torch.autograd.Function "
+            "(converted in its own file); GRAPH_MODE needs every forward argument passed, defaults too",
+        )
         return updated.with_changes(func=cell)
     if any(a.star for a in args):
-        t.record(f"{FUNCTION}.apply", "review", "*args in an apply() call: GRAPH_MODE needs every forward argument passed")
+        t.record(
+            f"{FUNCTION}.apply", "review", "*args in an apply() call: GRAPH_MODE needs every forward argument passed"
+        )
         return updated.with_changes(func=cell)
     positional = [a for a in args if a.keyword is None]
     by_name = {a.keyword.value: a for a in args if a.keyword is not None}
     new: list[cst.Arg] = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in positional]
-    for p in info.params[len(positional):]:
+    for p in info.params[len(positional) :]:
         if p in by_name:
             new.append(cst.Arg(by_name[p].value))
         elif p in info.defaults:
@@ -488,14 +580,16 @@ def apply_call(t: "TorchToMindSpore", original: cst.Call, updated: cst.Call) -> 
     return updated.with_changes(func=cell, args=new)
 
 
-def apply_reference(t: "TorchToMindSpore", original: cst.Attribute) -> cst.BaseExpression | None:
+def apply_reference(t: TorchToMindSpore, original: cst.Attribute) -> cst.BaseExpression | None:
     """``fn = F.apply`` (a value, not called here) → ``fn = F()``."""
     info = _function_of(t, original)
     if info is None:
         return None
     note = f"{info.name}.apply → {info.name}()"
     if info.imported or info.defaults:
-        t.record(f"{FUNCTION}.apply", "review", note + ": in GRAPH_MODE its calls must pass every argument, defaults too")
+        t.record(
+            f"{FUNCTION}.apply", "review", note + ": in GRAPH_MODE its calls must pass every argument, defaults too"
+        )
     else:
         t.record(f"{FUNCTION}.apply", "converted", note)
     return cst.Call(cst.Name(info.name))

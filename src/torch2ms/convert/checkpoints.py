@@ -55,8 +55,12 @@ def rewrite_checkpoints(source: str, tree: ast.Module, imap: ImportMap) -> Check
             obj = call.args[0]
             if is_method_call(obj, "state_dict") and not obj.args:  # type: ignore[attr-defined]
                 # The same name rule as torch.load's rewrite (runtime.ckpt_path), so save and load meet.
-                new = [f"mindspore.save_checkpoint({seg(obj.func.value)}, torch2ms.runtime.ckpt_path({seg(call.args[1])}))"]  # type: ignore[attr-defined]
-                notes.append(("torch.save", "converted", "state_dict() saved with mindspore.save_checkpoint", node.lineno))
+                new = [
+                    f"mindspore.save_checkpoint({seg(obj.func.value)}, torch2ms.runtime.ckpt_path({seg(call.args[1])}))"
+                ]  # type: ignore[attr-defined]
+                notes.append(
+                    ("torch.save", "converted", "state_dict() saved with mindspore.save_checkpoint", node.lineno)
+                )
         elif is_method_call(call, "load_state_dict") and call.args:
             owner = seg(call.func.value)  # type: ignore[attr-defined]
             if owner in schedulers:
@@ -69,15 +73,25 @@ def rewrite_checkpoints(source: str, tree: ast.Module, imap: ImportMap) -> Check
                 state = f"torch2ms.runtime.as_parameters({state})"
             new = [f"{missing}, {unexpected} = mindspore.load_param_into_net({owner}, {state})"]
             if strict != "False":
-                new += [f"if {missing} or {unexpected}:  {MARK} torch's strict load_state_dict raises too",
-                        f"    raise RuntimeError(f\"checkpoint does not match {owner}: not loaded {{{missing}}}, \"",
-                        f"                       f\"unexpected {{{unexpected}}}\")"]
-            notes.append(("torch.nn.Module.load_state_dict", "converted",
-                          "mindspore.load_param_into_net, raising when anything is not loaded", node.lineno))
+                new += [
+                    f"if {missing} or {unexpected}:  {MARK} torch's strict load_state_dict raises too",
+                    f'    raise RuntimeError(f"checkpoint does not match {owner}: not loaded {{{missing}}}, "',
+                    f'                       f"unexpected {{{unexpected}}}")',
+                ]
+            notes.append(
+                (
+                    "torch.nn.Module.load_state_dict",
+                    "converted",
+                    "mindspore.load_param_into_net, raising when anything is not loaded",
+                    node.lineno,
+                )
+            )
         if new is not None:
             if comment:
                 new[0] += "  " + comment
-            edits.append((node.lineno, node.end_lineno or node.lineno, [indent + ln + "\n" for ln in new], node, indent))
+            edits.append(
+                (node.lineno, node.end_lineno or node.lineno, [indent + ln + "\n" for ln in new], node, indent)
+            )
     if not edits:
         return CheckpointRewrite(source, notes)
     edits.sort(key=lambda e: e[0])
@@ -92,7 +106,7 @@ def rewrite_checkpoints(source: str, tree: ast.Module, imap: ImportMap) -> Check
     for first, last, repl, _, _ in reversed(edits):
         if not lines[last - 1].endswith("\n"):
             repl[-1] = repl[-1][:-1]
-        lines[first - 1:last] = repl
+        lines[first - 1 : last] = repl
     return CheckpointRewrite("".join(lines), sorted(notes, key=lambda n: n[3]), _fill(mapping, len(lines)), tree)
 
 
@@ -114,7 +128,7 @@ def _splice(tree: ast.Module, edits: list) -> None:
     shift = 0  # lines gained by the edits above: the positions of ``everything`` have moved by it
     for first, last, repl, old, indent in edits:
         first, last = first + shift, last + shift
-        new = ast.parse("".join(line[len(indent):] for line in repl)).body
+        new = ast.parse("".join(line[len(indent) :] for line in repl)).body
         width = len(indent.encode())
         for n in (m for stmt in new for m in walk(stmt)):
             if hasattr(n, "lineno"):
@@ -137,7 +151,7 @@ def _splice(tree: ast.Module, edits: list) -> None:
         shift += delta
         block, stmt = slots[id(old)]
         at = next(i for i, s in enumerate(block) if s is stmt)
-        block[at:at + 1] = new
+        block[at : at + 1] = new
     forget(tree)  # astwalk.nodes' cache: the next walk sees the new statements
 
 
@@ -159,10 +173,10 @@ def _own_lines(node: ast.stmt, lines: list[str]) -> tuple[str, str] | None:
     if node.end_col_offset is None or end > len(lines):
         return None
     first, last = lines[node.lineno - 1], lines[end - 1]
-    indent = first.encode()[:node.col_offset].decode()
+    indent = first.encode()[: node.col_offset].decode()
     if indent.strip():
         return None
-    rest = last.encode()[node.end_col_offset:].decode().strip()
+    rest = last.encode()[node.end_col_offset :].decode().strip()
     if rest and not rest.startswith("#"):
         return None
     return indent, rest
@@ -173,10 +187,10 @@ def _segment(lines: list[str], node: ast.AST) -> str:
     Offsets are UTF-8 byte offsets."""
     first, last = node.lineno - 1, node.end_lineno - 1  # type: ignore[attr-defined]
     if first == last:
-        return lines[first].encode()[node.col_offset:node.end_col_offset].decode()  # type: ignore[attr-defined]
-    head = lines[first].encode()[node.col_offset:].decode()  # type: ignore[attr-defined]
-    tail = lines[last].encode()[:node.end_col_offset].decode()  # type: ignore[attr-defined]
-    return "".join([head, *lines[first + 1:last], tail])
+        return lines[first].encode()[node.col_offset : node.end_col_offset].decode()  # type: ignore[attr-defined]
+    head = lines[first].encode()[node.col_offset :].decode()  # type: ignore[attr-defined]
+    tail = lines[last].encode()[: node.end_col_offset].decode()  # type: ignore[attr-defined]
+    return "".join([head, *lines[first + 1 : last], tail])
 
 
 def _call_name(stmt: ast.AST) -> str:

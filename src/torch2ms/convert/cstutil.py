@@ -22,7 +22,7 @@ def dotted(node: cst.BaseExpression) -> str | None:
     return None
 
 
-def resolve(imap: "ImportMap", node: cst.BaseExpression) -> str | None:
+def resolve(imap: ImportMap, node: cst.BaseExpression) -> str | None:
     """The full torch name of a Name/Attribute chain rooted at a torch import, else None."""
     name = dotted(node)
     if not name:
@@ -67,9 +67,12 @@ class FastDispatch:
         # Field names that have a visit_<Node>_<field>/leave_<Node>_<field> hook: the others (nearly
         # all of the ~300k field visits of a large module) return at once.
         self._hooked_fields = frozenset(
-            name.split("_", 2)[2] for klass in type(self).__mro__ if not klass.__module__.startswith("libcst")
-            for name in vars(klass) if name.startswith(("visit_", "leave_")) and name.count("_") >= 2
-            and name.split("_", 2)[1][:1].isupper())
+            name.split("_", 2)[2]
+            for klass in type(self).__mro__
+            if not klass.__module__.startswith("libcst")
+            for name in vars(klass)
+            if name.startswith(("visit_", "leave_")) and name.count("_") >= 2 and name.split("_", 2)[1][:1].isupper()
+        )
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         kind = type(node)

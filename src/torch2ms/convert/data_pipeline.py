@@ -35,8 +35,11 @@ LOADER = "torch.utils.data.DataLoader"
 TENSOR_DATASET = "torch.utils.data.TensorDataset"
 DATASET_BASES = frozenset({"torch.utils.data.Dataset", "torch.utils.data.dataset.Dataset"})
 ITERABLE_BASES = frozenset({"torch.utils.data.IterableDataset"})
-TV_DATASETS = {"torchvision.datasets.ImageFolder": "dp_image_folder", "torchvision.datasets.MNIST": "dp_mnist",
-               "torchvision.datasets.CIFAR10": "dp_cifar10"}
+TV_DATASETS = {
+    "torchvision.datasets.ImageFolder": "dp_image_folder",
+    "torchvision.datasets.MNIST": "dp_mnist",
+    "torchvision.datasets.CIFAR10": "dp_cifar10",
+}
 _LOOP_WRAPPERS = frozenset({"enumerate", "tqdm", "zip"})
 
 
@@ -127,8 +130,12 @@ def scan(source: str, tree: ast.Module, imap, kb, plan=None) -> DataFacts | None
             funcs[node.name] = node
         elif isinstance(node, ast.Call):
             calls.append(node)
-        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
-                and isinstance(node.value, ast.Call):
+        elif (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Call)
+        ):
             assigned[id(node.value)] = node.targets[0].id
     loaders: list[ast.Call] = []
     for call in calls:
@@ -155,7 +162,8 @@ def scan(source: str, tree: ast.Module, imap, kb, plan=None) -> DataFacts | None
         if key is not None:
             facts.consumer[key] = None if key in facts.consumer else call  # only a single consumer
         iterable = facts.kinds.get(key or "") == "iterable" or (
-            isinstance(data, ast.Call) and isinstance(data.func, ast.Name) and data.func.id in facts.iterable)
+            isinstance(data, ast.Call) and isinstance(data.func, ast.Name) and data.func.id in facts.iterable
+        )
         name = assigned.get(id(call))
         if name and _is_idiomatic_loader(call) and not iterable:
             facts.loaders.add(name)
@@ -189,8 +197,9 @@ def mark_plan(plan, names: set[str]) -> None:
     for i, info in enumerate(plan):
         while ends and ends[-1][1] < i:
             ends.pop()
-        if not info.interesting and any(isinstance(n, ast.Name) and n.id in names
-                                        for root in header_nodes(info.node) for n in ast.walk(root)):
+        if not info.interesting and any(
+            isinstance(n, ast.Name) and n.id in names for root in header_nodes(info.node) for n in ast.walk(root)
+        ):
             info.interesting = True
             info.header = True
             for j, _ in ends:
@@ -217,7 +226,7 @@ def _dataset_key(node: cst.BaseExpression) -> str | None:
         return None
 
 
-def convert_call(t: "TorchToMindSpore", full: str, original: cst.Call, updated: cst.Call):
+def convert_call(t: TorchToMindSpore, full: str, original: cst.Call, updated: cst.Call):
     """DataLoader and torchvision datasets; None lets the KB handle the call."""
     entry = t.kb.get(full)
     if entry is None:
@@ -229,20 +238,27 @@ def convert_call(t: "TorchToMindSpore", full: str, original: cst.Call, updated: 
     return None
 
 
-def _run(t: "TorchToMindSpore", entry, handler: str, bound: dict[str, str], original: cst.Call,
-         updated: cst.Call, note: str = ""):
+def _run(
+    t: TorchToMindSpore,
+    entry,
+    handler: str,
+    bound: dict[str, str],
+    original: cst.Call,
+    updated: cst.Call,
+    note: str = "",
+):
     try:
         src = HANDLERS[handler](bound, None, entry)
     except Unsupported as exc:
-        t.mark(entry.torch, str(exc), t._root_of(original.func))  # noqa: SLF001
+        t.mark(entry.torch, str(exc), t._root_of(original.func))
         return updated
     t.record(entry.torch, "review" if note else "converted", note or entry.note)
     return t.parse_ms(src)
 
 
-def _loader(t: "TorchToMindSpore", entry, original: cst.Call, updated: cst.Call):
+def _loader(t: TorchToMindSpore, entry, original: cst.Call, updated: cst.Call):
     data: DataFacts = t.data
-    split = t._split_args(updated)  # noqa: SLF001 - same package
+    split = t._split_args(updated)
     if split is None:
         return None  # *args/**kwargs: the KB path reports it
     bound, _, _ = bind(entry, *split)
@@ -267,8 +283,15 @@ def _loader(t: "TorchToMindSpore", entry, original: cst.Call, updated: cst.Call)
             kind = "iterable"
     if kind == "iterable":
         bound["__kind__"] = "iterable"  # MindSpore's torch-style DataLoader iterates it as torch does
-        return _run(t, entry, "dp_dataloader", bound, original, updated,
-                    "IterableDataset source: kept as mindspore.dataset.dataloader.DataLoader (torch-style batches)")
+        return _run(
+            t,
+            entry,
+            "dp_dataloader",
+            bound,
+            original,
+            updated,
+            "IterableDataset source: kept as mindspore.dataset.dataloader.DataLoader (torch-style batches)",
+        )
     if kind == "ms_dataset":
         bound["__kind__"] = "ms_dataset"
         if data.consumer.get(key or "") is not None:
@@ -284,32 +307,54 @@ def _loader(t: "TorchToMindSpore", entry, original: cst.Call, updated: cst.Call)
     elif any(b in ("collate_fn", "batch_sampler") and v not in ("None",) for b, v in bound.items()):
         pass  # the torch-style loader needs no columns
     else:
-        note = ("column names assumed ['data', 'label']: set them to what the dataset's __getitem__ returns "
-                "(GeneratorDataset needs one name per returned item)")
-    dropped = [k for k in ("pin_memory", "timeout", "worker_init_fn", "prefetch_factor", "persistent_workers",
-                           "generator", "multiprocessing_context", "pin_memory_device", "in_order") if k in bound]
+        note = (
+            "column names assumed ['data', 'label']: set them to what the dataset's __getitem__ returns "
+            "(GeneratorDataset needs one name per returned item)"
+        )
+    dropped = [
+        k
+        for k in (
+            "pin_memory",
+            "timeout",
+            "worker_init_fn",
+            "prefetch_factor",
+            "persistent_workers",
+            "generator",
+            "multiprocessing_context",
+            "pin_memory_device",
+            "in_order",
+        )
+        if k in bound
+    ]
     if dropped and not note:
         note = f"dropped (no MindSpore form): {', '.join(dropped)}"
     return _run(t, entry, "dp_dataloader", bound, original, updated, note)
 
 
-def _tv_dataset(t: "TorchToMindSpore", entry, original: cst.Call, updated: cst.Call):
+def _tv_dataset(t: TorchToMindSpore, entry, original: cst.Call, updated: cst.Call):
     data: DataFacts = t.data
-    split = t._split_args(updated)  # noqa: SLF001 - same package
+    split = t._split_args(updated)
     if split is None:
         return None
     bound, _, _ = bind(entry, *split)
     # The loader that consumes this dataset (by the name it is assigned to, or inline) sets shuffle/workers.
     loader = None
-    stmt = t._stmt()  # noqa: SLF001
-    target = stmt.targets[0].id if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 \
-        and isinstance(stmt.targets[0], ast.Name) else None
+    stmt = t._stmt()
+    target = (
+        stmt.targets[0].id
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+        else None
+    )
     for key in (target, _dataset_key(original)):
         if key and data.consumer.get(key) is not None:
             loader = data.consumer[key]
             break
     if loader is not None:
-        shuffle, workers, sampler = _arg(loader, 2, "shuffle"), _arg(loader, 5, "num_workers"), _arg(loader, 3, "sampler")
+        shuffle, workers, sampler = (
+            _arg(loader, 2, "shuffle"),
+            _arg(loader, 5, "num_workers"),
+            _arg(loader, 3, "sampler"),
+        )
         if sampler is None:
             if shuffle is not None:
                 bound["__shuffle__"] = _ast_src(shuffle)
@@ -318,34 +363,51 @@ def _tv_dataset(t: "TorchToMindSpore", entry, original: cst.Call, updated: cst.C
     return _run(t, entry, TV_DATASETS[entry.torch], bound, original, updated)
 
 
-def builtin_call(t: "TorchToMindSpore", original: cst.Call, updated: cst.Call):
+def builtin_call(t: TorchToMindSpore, original: cst.Call, updated: cst.Call):
     """``len(loader)`` → ``loader.get_dataset_size()`` (the number of batches, as torch's len)."""
     if original.func.value != "len" or len(original.args) != 1:  # type: ignore[union-attr]
         return updated
     arg = original.args[0].value
     if isinstance(arg, cst.Name) and arg.value in t.data.loaders:
-        t.record("torch.utils.data.DataLoader.__len__", "converted", "len(loader) → get_dataset_size(): batches per epoch")
+        t.record(
+            "torch.utils.data.DataLoader.__len__", "converted", "len(loader) → get_dataset_size(): batches per epoch"
+        )
         return cst.parse_expression(f"{arg.value}.get_dataset_size()")
-    if isinstance(arg, cst.Attribute) and arg.attr.value == "dataset" and isinstance(arg.value, cst.Name) \
-            and arg.value.value in t.data.loaders:
+    if (
+        isinstance(arg, cst.Attribute)
+        and arg.attr.value == "dataset"
+        and isinstance(arg.value, cst.Name)
+        and arg.value.value in t.data.loaders
+    ):
         ds = t.data.loader_data.get(arg.value.value)
         if ds is None:
-            t.mark("torch.utils.data.DataLoader.dataset", "a MindSpore dataset has no .dataset: count the samples "
-                   "with the source dataset's len() (or get_dataset_size() before .batch)")
+            t.mark(
+                "torch.utils.data.DataLoader.dataset",
+                "a MindSpore dataset has no .dataset: count the samples "
+                "with the source dataset's len() (or get_dataset_size() before .batch)",
+            )
             return updated
         kind = t.data.kinds.get(ds, "")
-        t.record("torch.utils.data.DataLoader.dataset", "review", f"len(loader.dataset) → the size of '{ds}' (check it is in scope)")
+        t.record(
+            "torch.utils.data.DataLoader.dataset",
+            "review",
+            f"len(loader.dataset) → the size of '{ds}' (check it is in scope)",
+        )
         if kind == "ms_dataset":
             return cst.parse_expression(f"{ds}.get_dataset_size()")
         return cst.parse_expression(f"len({ds})")
     return updated
 
 
-def _loop_iter(t: "TorchToMindSpore", node: cst.BaseExpression) -> cst.BaseExpression | None:
+def _loop_iter(t: TorchToMindSpore, node: cst.BaseExpression) -> cst.BaseExpression | None:
     if isinstance(node, cst.Name) and node.value in t.data.loaders:
         return cst.Call(func=cst.Attribute(value=node, attr=cst.Name("create_tuple_iterator")))
-    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in _LOOP_WRAPPERS \
-            and node.args:
+    if (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Name)
+        and node.func.value in _LOOP_WRAPPERS
+        and node.args
+    ):
         inner = _loop_iter(t, node.args[0].value)
         if inner is not None:
             args = [node.args[0].with_changes(value=inner), *node.args[1:]]
@@ -353,7 +415,7 @@ def _loop_iter(t: "TorchToMindSpore", node: cst.BaseExpression) -> cst.BaseExpre
     return None
 
 
-def leave_for(t: "TorchToMindSpore", original: cst.For, updated: cst.For) -> cst.For:
+def leave_for(t: TorchToMindSpore, original: cst.For, updated: cst.For) -> cst.For:
     """``for x, y in loader`` → ``for x, y in loader.create_tuple_iterator()``: the body stays as written."""
     new = _loop_iter(t, updated.iter)
     if new is None:
@@ -362,14 +424,20 @@ def leave_for(t: "TorchToMindSpore", original: cst.For, updated: cst.For) -> cst
     return updated.with_changes(iter=new)
 
 
-def drop_dataset_base(t: "TorchToMindSpore", original: cst.ClassDef, updated: cst.ClassDef) -> cst.ClassDef:
+def drop_dataset_base(t: TorchToMindSpore, original: cst.ClassDef, updated: cst.ClassDef) -> cst.ClassDef:
     """``class D(Dataset)`` → ``class D:``; ``__getitem__(self, idx)`` starts with ``idx = int(idx)``."""
-    keep = [b for b, ob in zip(updated.bases, original.bases)
-            if t.kb.get(t.resolve(ob.value) or "") is None or t.kb.get(t.resolve(ob.value)).torch not in DATASET_BASES]
+    keep = [
+        b
+        for b, ob in zip(updated.bases, original.bases)
+        if t.kb.get(t.resolve(ob.value) or "") is None or t.kb.get(t.resolve(ob.value)).torch not in DATASET_BASES
+    ]
     if len(keep) == len(updated.bases):
         return updated
-    t.record("torch.utils.data.Dataset", "converted",
-             "base class dropped: a plain class with __getitem__/__len__ is a GeneratorDataset source")
+    t.record(
+        "torch.utils.data.Dataset",
+        "converted",
+        "base class dropped: a plain class with __getitem__/__len__ is a GeneratorDataset source",
+    )
     if keep:
         keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
         updated = updated.with_changes(bases=keep)
@@ -377,8 +445,12 @@ def drop_dataset_base(t: "TorchToMindSpore", original: cst.ClassDef, updated: cs
         updated = updated.with_changes(bases=[], lpar=cst.MaybeSentinel.DEFAULT, rpar=cst.MaybeSentinel.DEFAULT)
     body = list(updated.body.body)
     for i, stmt in enumerate(body):
-        if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "__getitem__" and len(stmt.params.params) >= 2 \
-                and isinstance(stmt.body, cst.IndentedBlock):
+        if (
+            isinstance(stmt, cst.FunctionDef)
+            and stmt.name.value == "__getitem__"
+            and len(stmt.params.params) >= 2
+            and isinstance(stmt.body, cst.IndentedBlock)
+        ):
             idx = stmt.params.params[1].name.value
             line = cst.parse_statement(f"{idx} = int({idx})  # GeneratorDataset passes numpy.int64 indices\n")
             inner = list(stmt.body.body)
@@ -389,11 +461,15 @@ def drop_dataset_base(t: "TorchToMindSpore", original: cst.ClassDef, updated: cs
 
 
 def _is_docstring(stmt: cst.CSTNode) -> bool:
-    return isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr) \
+    return (
+        isinstance(stmt, cst.SimpleStatementLine)
+        and len(stmt.body) == 1
+        and isinstance(stmt.body[0], cst.Expr)
         and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )
 
 
-def attribute(t: "TorchToMindSpore", original: cst.Attribute, updated: cst.Attribute):
+def attribute(t: TorchToMindSpore, original: cst.Attribute, updated: cst.Attribute):
     """ImageFolder's ``classes`` / ``class_to_idx`` (also through ``loader.dataset``) → ``get_class_indexing()``.
 
     Both index classes by sorted folder name, so the lists agree. None: not such an attribute.
@@ -405,12 +481,18 @@ def attribute(t: "TorchToMindSpore", original: cst.Attribute, updated: cst.Attri
     holder = None
     if isinstance(base, cst.Name) and base.value in t.data.folders:
         holder = base.value
-    elif isinstance(base, cst.Attribute) and base.attr.value == "dataset" and isinstance(base.value, cst.Name) \
-            and t.data.loader_data.get(base.value.value) in t.data.folders:
+    elif (
+        isinstance(base, cst.Attribute)
+        and base.attr.value == "dataset"
+        and isinstance(base.value, cst.Name)
+        and t.data.loader_data.get(base.value.value) in t.data.folders
+    ):
         holder = base.value.value  # the batched dataset answers for its source
     if holder is None:
         return None
-    t.record(f"torchvision.datasets.ImageFolder.{attr}", "converted", "get_class_indexing(): classes by sorted folder name")
+    t.record(
+        f"torchvision.datasets.ImageFolder.{attr}", "converted", "get_class_indexing(): classes by sorted folder name"
+    )
     if attr == "class_to_idx":
         return cst.parse_expression(f"{holder}.get_class_indexing()")
     return cst.parse_expression(f"list({holder}.get_class_indexing())")

@@ -34,7 +34,9 @@ import libcst as cst
 from ..analysis.astwalk import line_starting_statements
 from ..analysis.imports import ImportMap
 from ..kb import load_kb
-from .cstutil import code, dotted as _dotted, resolve as resolve_cst
+from .cstutil import code
+from .cstutil import dotted as _dotted
+from .cstutil import resolve as resolve_cst
 
 MARK = "# torch2ms:"
 # Cheap text gates: a file without any of these has no distributed code (no parse, no pass).
@@ -66,8 +68,10 @@ REDUCE_OPS = {"SUM": "'sum'", "PRODUCT": "'prod'", "MIN": "'min'", "MAX": "'max'
 # torchrun's environment → msrun's (single node: RANK_ID is the global rank, DEVICE_ID the local one)
 ENV = {"RANK": "RANK_ID", "LOCAL_RANK": "DEVICE_ID", "WORLD_SIZE": "RANK_SIZE"}
 _ENV_CALLS = ("os.environ.get", "os.getenv")
-MSRUN = ("msrun --worker_num={n} --local_worker_num={n} --master_addr=127.0.0.1 --master_port=8118 "
-         "--join=True --log_dir=msrun_log")
+MSRUN = (
+    "msrun --worker_num={n} --local_worker_num={n} --master_addr=127.0.0.1 --master_port=8118 "
+    "--join=True --log_dir=msrun_log"
+)
 HEADER = MARK + " distributed data parallel: launch every worker with `" + MSRUN + " <this file>`"
 
 
@@ -88,10 +92,6 @@ class DistributedRewrite:
     # asks get_rank() / is_initialized())
     data_parallel: bool = False
     parsed: cst.Module | None = None  # the libcst tree of ``source`` (saves the main pass a parse)
-
-
-
-
 
 
 def _uses_distributed(tree: ast.Module, imap: ImportMap) -> bool:
@@ -122,17 +122,32 @@ def _call_lines(tree: ast.Module, imap: ImportMap) -> dict[str, list[int]]:
     for n in ast.walk(tree):
         if isinstance(n, ast.Call):
             key = _key(imap.resolve(n.func))
-            if key is None and isinstance(n.func, ast.Attribute) and ast.unparse(n.func) in _ENV_CALLS \
-                    and n.args and isinstance(n.args[0], ast.Constant) and n.args[0].value in ENV:
+            if (
+                key is None
+                and isinstance(n.func, ast.Attribute)
+                and ast.unparse(n.func) in _ENV_CALLS
+                and n.args
+                and isinstance(n.args[0], ast.Constant)
+                and n.args[0].value in ENV
+            ):
                 key = "os.environ"
             if key:
                 found.append((n.lineno, n.col_offset, key))
-        elif isinstance(n, ast.Subscript) and ast.unparse(n.value) == "os.environ" \
-                and isinstance(n.slice, ast.Constant) and n.slice.value in ENV:
+        elif (
+            isinstance(n, ast.Subscript)
+            and ast.unparse(n.value) == "os.environ"
+            and isinstance(n.slice, ast.Constant)
+            and n.slice.value in ENV
+        ):
             found.append((n.lineno, n.col_offset, "os.environ"))
-        elif isinstance(n, ast.Compare) and isinstance(n.left, ast.Constant) and n.left.value in ENV \
-                and len(n.ops) == 1 and isinstance(n.ops[0], (ast.In, ast.NotIn)) \
-                and ast.unparse(n.comparators[0]) == "os.environ":
+        elif (
+            isinstance(n, ast.Compare)
+            and isinstance(n.left, ast.Constant)
+            and n.left.value in ENV
+            and len(n.ops) == 1
+            and isinstance(n.ops[0], (ast.In, ast.NotIn))
+            and ast.unparse(n.comparators[0]) == "os.environ"
+        ):
             found.append((n.lineno, n.col_offset, "os.environ"))
     out: dict[str, list[int]] = {}
     for line, _, key in sorted(found):
@@ -228,8 +243,12 @@ class _Pass(cst.CSTTransformer):
             model = (bound or {}).get("module") or (updated.args[0].value if updated.args else None)
             if model is None:
                 return updated
-            self.note(full, "wrapper dropped: the bare network trains; gradients are averaged by "
-                            "nn.DistributedGradReducer in the training step (data-parallel context)", key="DDP")
+            self.note(
+                full,
+                "wrapper dropped: the bare network trains; gradients are averaged by "
+                "nn.DistributedGradReducer in the training step (data-parallel context)",
+                key="DDP",
+            )
             self.data_parallel = True
             self._consume(original.func)
             return model
@@ -293,8 +312,11 @@ class _Pass(cst.CSTTransformer):
         return None
 
     def leave_Subscript(self, original: cst.Subscript, updated: cst.Subscript) -> cst.BaseExpression:
-        if _dotted(original.value) == "os.environ" and len(updated.slice) == 1 \
-                and isinstance(updated.slice[0].slice, cst.Index):
+        if (
+            _dotted(original.value) == "os.environ"
+            and len(updated.slice) == 1
+            and isinstance(updated.slice[0].slice, cst.Index)
+        ):
             new = self._env_key(updated.slice[0].slice.value)
             if new is not None:
                 self.note("os.environ", "torchrun variable → msrun's (RANK_ID/DEVICE_ID/RANK_SIZE)")
@@ -304,8 +326,11 @@ class _Pass(cst.CSTTransformer):
 
     def leave_Comparison(self, original: cst.Comparison, updated: cst.Comparison) -> cst.BaseExpression:
         """``"RANK" in os.environ`` → ``"RANK_ID" in os.environ``."""
-        if len(updated.comparisons) == 1 and isinstance(updated.comparisons[0].operator, (cst.In, cst.NotIn)) \
-                and _dotted(updated.comparisons[0].comparator) == "os.environ":
+        if (
+            len(updated.comparisons) == 1
+            and isinstance(updated.comparisons[0].operator, (cst.In, cst.NotIn))
+            and _dotted(updated.comparisons[0].comparator) == "os.environ"
+        ):
             new = self._env_key(updated.left)
             if new is not None:
                 self.note("os.environ", "torchrun variable → msrun's (RANK_ID/DEVICE_ID/RANK_SIZE)")
@@ -334,8 +359,11 @@ class _Pass(cst.CSTTransformer):
             if any(line.comment for line in updated.leading_lines):
                 return updated.with_changes(body=[cst.Pass()])
             return cst.RemovalSentinel.REMOVE
-        if len(original.body) != 1 or not isinstance(original.body[0], cst.Expr) \
-                or not isinstance(original.body[0].value, cst.Call):
+        if (
+            len(original.body) != 1
+            or not isinstance(original.body[0], cst.Expr)
+            or not isinstance(original.body[0].value, cst.Call)
+        ):
             return updated
         call = original.body[0].value
         full = self.resolve(call.func)
@@ -347,8 +375,10 @@ class _Pass(cst.CSTTransformer):
             # ops.communication.barrier() returns at once on CPU (measured under msrun: rank 0 did
             # not wait for a rank sleeping 4 s); a collective whose result is read blocks everywhere.
             self.note(BARRIER, "→ a blocking all-reduce of zeros (ops.communication.barrier does not wait on CPU)")
-            new = cst.parse_statement(f"mindspore.ops.AllReduce()(mindspore.ops.zeros(1)).asnumpy()  {MARK} "
-                                      "torch barrier(): every worker must contribute before any returns\n")
+            new = cst.parse_statement(
+                f"mindspore.ops.AllReduce()(mindspore.ops.zeros(1)).asnumpy()  {MARK} "
+                "torch barrier(): every worker must contribute before any returns\n"
+            )
             self._consume(call.func)
             return new.with_changes(leading_lines=original.leading_lines)
         return updated
@@ -356,8 +386,12 @@ class _Pass(cst.CSTTransformer):
     def leave_Assign(self, original: cst.Assign, updated: cst.Assign):
         # model = DDP(model) became model = model: nothing left to do
         value = original.value
-        if isinstance(value, cst.Call) and self.resolve(value.func) in DDP and len(updated.targets) == 1 \
-                and code(updated.targets[0].target).strip() == code(updated.value).strip():
+        if (
+            isinstance(value, cst.Call)
+            and self.resolve(value.func) in DDP
+            and len(updated.targets) == 1
+            and code(updated.targets[0].target).strip() == code(updated.value).strip()
+        ):
             return cst.RemovalSentinel.REMOVE
         return updated
 
@@ -368,10 +402,14 @@ class _Pass(cst.CSTTransformer):
         lines = []
         if isinstance(backend, cst.SimpleString) and backend.evaluated_value == "gloo":
             lines.append(f'mindspore.set_device("CPU")  {MARK} gloo is torch\'s CPU backend\n')
-        lines.append(f"mindspore.communication.init()  {MARK} init_process_group(backend={btext}): MindSpore picks "
-                     "HCCL/NCCL/its CPU collectives by device; rank and world size come from msrun\n")
-        lines.append("mindspore.set_auto_parallel_context(parallel_mode=mindspore.ParallelMode.DATA_PARALLEL, "
-                     "gradients_mean=True)\n")
+        lines.append(
+            f"mindspore.communication.init()  {MARK} init_process_group(backend={btext}): MindSpore picks "
+            "HCCL/NCCL/its CPU collectives by device; rank and world size come from msrun\n"
+        )
+        lines.append(
+            "mindspore.set_auto_parallel_context(parallel_mode=mindspore.ParallelMode.DATA_PARALLEL, "
+            "gradients_mean=True)\n"
+        )
         new = [cst.parse_statement(s) for s in lines]
         new[0] = new[0].with_changes(leading_lines=stmt.leading_lines)
         self.note(INIT, f"→ mindspore.communication.init() + data-parallel context (backend {btext}); msrun launch")
@@ -395,8 +433,10 @@ class _Pass(cst.CSTTransformer):
             self.workers = nprocs
         self.launched = True
         self.needs_os = True
-        new = cst.parse_statement(f'{code(fn).strip()}(int(os.environ["RANK_ID"]){rest})  {MARK} mp.spawn → '
-                                  f"one process per worker: msrun --worker_num={nprocs} exports RANK_ID\n")
+        new = cst.parse_statement(
+            f'{code(fn).strip()}(int(os.environ["RANK_ID"]){rest})  {MARK} mp.spawn → '
+            f"one process per worker: msrun --worker_num={nprocs} exports RANK_ID\n"
+        )
         self.note("torch.multiprocessing.spawn", "fn(RANK_ID, *args): msrun starts the processes", key=SPAWN_KEY)
         self._consume(call.func)
         return new.with_changes(leading_lines=stmt.leading_lines)
@@ -437,8 +477,11 @@ def rewrite_distributed(source: str, tree: ast.Module, imap: ImportMap) -> Distr
             p = _Pass(source, tree, imap, every_line=True)
             module = parsed.visit(p)
         reads = _reads(tree)
-        dropped = {local for local, full in imap.names.items()
-                   if _key(full) is not None and 0 < reads.get(local, 0) <= p.consumed.get(local, 0)}
+        dropped = {
+            local
+            for local, full in imap.names.items()
+            if _key(full) is not None and 0 < reads.get(local, 0) <= p.consumed.get(local, 0)
+        }
         if dropped:  # `from torch.nn.parallel import DistributedDataParallel`: nothing reads it any more
             module = module.visit(_DropImports(dropped))
         code_ = module.code

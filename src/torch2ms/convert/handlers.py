@@ -13,12 +13,13 @@ import libcst as cst
 if TYPE_CHECKING:
     from .transformer import TorchToMindSpore
 
+
 # Which torch names are gradient contexts or decorators to drop is KB data (entry ``role``).
-def grad_contexts(t: "TorchToMindSpore") -> frozenset[str]:
+def grad_contexts(t: TorchToMindSpore) -> frozenset[str]:
     return t.kb.with_role("grad-context")
 
 
-def drop_decorator_names(t: "TorchToMindSpore") -> frozenset[str]:
+def drop_decorator_names(t: TorchToMindSpore) -> frozenset[str]:
     return t.kb.with_role("grad-context") | t.kb.with_role("drop-decorator")
 
 
@@ -26,21 +27,25 @@ def callee(node: cst.BaseExpression) -> cst.BaseExpression:
     return node.func if isinstance(node, cst.Call) else node
 
 
-def call_handler(t: "TorchToMindSpore", full: str, original: cst.Call, updated: cst.Call):
+def call_handler(t: TorchToMindSpore, full: str, original: cst.Call, updated: cst.Call):
     """Calls handled here rather than by their KB entry; None lets the KB decide."""
     if full in grad_contexts(t):
         return updated  # unwrap_grad_context / drop_decorators deal with the whole construct
     return None
 
 
-def unwrap_grad_context(t: "TorchToMindSpore", original: cst.With, updated: cst.With):
+def unwrap_grad_context(t: TorchToMindSpore, original: cst.With, updated: cst.With):
     """``with torch.no_grad(): body`` → ``body``; other context managers of the same with stay."""
     keep = [item for item in updated.items if t.resolve(callee(item.item)) not in grad_contexts(t)]
     if len(keep) == len(updated.items):
         return updated
     dropped = [t.resolve(callee(i.item)) for i in updated.items if i not in keep]
     for name in dropped:
-        t.record(name or "torch.no_grad", "converted", "block kept without a context: MindSpore differentiates only inside grad functions")
+        t.record(
+            name or "torch.no_grad",
+            "converted",
+            "block kept without a context: MindSpore differentiates only inside grad functions",
+        )
     if keep:
         keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
         return updated.with_changes(items=keep)
@@ -50,7 +55,7 @@ def unwrap_grad_context(t: "TorchToMindSpore", original: cst.With, updated: cst.
     return cst.FlattenSentinel(body)
 
 
-def drop_decorators(t: "TorchToMindSpore", fn: cst.FunctionDef) -> cst.FunctionDef:
+def drop_decorators(t: TorchToMindSpore, fn: cst.FunctionDef) -> cst.FunctionDef:
     keep = []
     for d in fn.decorators:
         name = t.resolve(callee(d.decorator))
@@ -66,18 +71,22 @@ def drop_decorators(t: "TorchToMindSpore", fn: cst.FunctionDef) -> cst.FunctionD
     return fn.with_changes(decorators=keep)
 
 
-def _is_inplace_rewrite(t: "TorchToMindSpore", call: cst.Call) -> bool:
+def _is_inplace_rewrite(t: TorchToMindSpore, call: cst.Call) -> bool:
     func = call.func
     if not isinstance(func, cst.Attribute) or not func.attr.value.endswith("_") or func.attr.value.startswith("_"):
         return False
     if t.resolve(func) is not None:
         return False  # torch.nn.init.normal_(w) is a function, not a Tensor method
     entry = t.kb.method(func.attr.value)
-    return entry is not None and entry.status == "composite" and "set_data" not in entry.template \
+    return (
+        entry is not None
+        and entry.status == "composite"
+        and "set_data" not in entry.template
         and "assign" not in entry.template
+    )
 
 
-def after_statement(t: "TorchToMindSpore", original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
+def after_statement(t: TorchToMindSpore, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
     """Statement-level fixes after the expressions inside were converted."""
     if len(original.body) != 1:
         return updated
@@ -97,12 +106,18 @@ def after_statement(t: "TorchToMindSpore", original: cst.SimpleStatementLine, up
         if isinstance(target, (cst.Name, cst.Attribute, cst.Subscript)):
             assign = cst.Assign(targets=[cst.AssignTarget(target)], value=after.value)
             return updated.with_changes(body=[assign])
-        t.record(t.kb.method(before.func.attr.value).torch, "review",  # type: ignore[union-attr]
-                 "in-place result of a temporary: assign it where it is used")
+        t.record(
+            t.kb.method(before.func.attr.value).torch,
+            "review",  # type: ignore[union-attr]
+            "in-place result of a temporary: assign it where it is used",
+        )
         return updated
     # model.to(device) became model; optimizer.zero_grad() became None: nothing left to do.
-    if isinstance(before, cst.Call) and isinstance(after.value, (cst.Name, cst.Attribute)) and \
-            not isinstance(after.value, cst.Call):
+    if (
+        isinstance(before, cst.Call)
+        and isinstance(after.value, (cst.Name, cst.Attribute))
+        and not isinstance(after.value, cst.Call)
+    ):
         if updated.leading_lines and any(line.comment for line in updated.leading_lines):
             return updated.with_changes(body=[cst.Pass()])
         return cst.RemovalSentinel.REMOVE
@@ -112,8 +127,11 @@ def after_statement(t: "TorchToMindSpore", original: cst.SimpleStatementLine, up
 def _kept_method(before: cst.Call, after: cst.BaseExpression) -> bool:
     """The in-place method itself was left as it was (its receiver's type is unknown) and only its
     arguments changed: no assignment, or converting the output again would differ."""
-    return isinstance(after, cst.Call) and isinstance(after.func, cst.Attribute) \
-        and after.func.attr.value == before.func.attr.value  # type: ignore[union-attr]
+    return (
+        isinstance(after, cst.Call)
+        and isinstance(after.func, cst.Attribute)
+        and after.func.attr.value == before.func.attr.value
+    )  # type: ignore[union-attr]
 
 
 def _names(node: cst.BaseExpression) -> list[str] | None:
@@ -129,9 +147,13 @@ def _self_assignment(before: cst.Assign, updated: cst.SimpleStatementLine):
     """``model = model.cuda()`` became ``model = model`` (``x, y = x.to(d), y.to(d)`` became
     ``x, y = x, y``): a no-op, removed."""
     after = updated.body[0]
-    if isinstance(after, cst.Assign) and len(after.targets) == 1 and _names(after.value) is not None \
-            and _names(after.targets[0].target) == _names(after.value) \
-            and isinstance(before.value, (cst.Call, cst.Tuple)):
+    if (
+        isinstance(after, cst.Assign)
+        and len(after.targets) == 1
+        and _names(after.value) is not None
+        and _names(after.targets[0].target) == _names(after.value)
+        and isinstance(before.value, (cst.Call, cst.Tuple))
+    ):
         if any(line.comment for line in updated.leading_lines) or updated.trailing_whitespace.comment:
             return updated.with_changes(body=[cst.Pass()])
         return cst.RemovalSentinel.REMOVE

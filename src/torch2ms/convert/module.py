@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from ..analysis.astwalk import nodes
-from ..analysis.infer import MODULE, Scope
 from ..analysis.imports import ImportMap
+from ..analysis.infer import MODULE, Scope
 from ..analysis.scan import collect
 from ..kb import KB, load_kb
 from . import data_pipeline
@@ -18,7 +18,7 @@ from .names import ALIASES
 from .plan import PlanMismatch, change_keys
 from .quiet import hide_quiet_statements
 from .training import LineMap, rewrite_training
-from .transformer import MARK, Change, TorchToMindSpore, code as _code, dotted, module_facts
+from .transformer import MARK, Change, TorchToMindSpore, module_facts
 
 
 @dataclass
@@ -62,7 +62,7 @@ def _mentioned(code: str, name: str) -> bool:
     A line with a quote before the ``#`` counts: the ``#`` may sit in a string. Right after a quote it is
     string text (``TorchCompat("torch.nn.ReLU")``)."""
     for m in re.finditer(rf"(?<![\w.'\"]){re.escape(name)}\b", code):
-        before = code[code.rfind("\n", 0, m.start()) + 1:m.start()]
+        before = code[code.rfind("\n", 0, m.start()) + 1 : m.start()]
         if "#" not in before or "'" in before or '"' in before:
             return True
     return False
@@ -127,18 +127,30 @@ def _settle_imports(module: cst.Module, t: TorchToMindSpore, keep_locals: set[st
 def _after_header(body: list) -> int:
     """Index after the module docstring and __future__ imports."""
     i = 0
-    if body and isinstance(body[0], cst.SimpleStatementLine) and isinstance(body[0].body[0], cst.Expr) \
-            and isinstance(body[0].body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
+    if (
+        body
+        and isinstance(body[0], cst.SimpleStatementLine)
+        and isinstance(body[0].body[0], cst.Expr)
+        and isinstance(body[0].body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    ):
         i = 1
-    while i < len(body) and isinstance(body[i], cst.SimpleStatementLine) and isinstance(body[i].body[0], cst.ImportFrom) \
-            and _name(body[i].body[0].module) == "__future__":
+    while (
+        i < len(body)
+        and isinstance(body[i], cst.SimpleStatementLine)
+        and isinstance(body[i].body[0], cst.ImportFrom)
+        and _name(body[i].body[0].module) == "__future__"
+    ):
         i += 1
     return i
 
 
-def convert_source(source: str, path: str = "<string>", kb: KB | None = None,
-                   local_roots: frozenset[str] = frozenset(),
-                   project_modules: frozenset[str] = frozenset()) -> ConvertedModule:
+def convert_source(
+    source: str,
+    path: str = "<string>",
+    kb: KB | None = None,
+    local_roots: frozenset[str] = frozenset(),
+    project_modules: frozenset[str] = frozenset(),
+) -> ConvertedModule:
     """Convert one module. A file that cannot be parsed comes back unchanged with the error.
 
     ``local_roots``: the project's own top-level packages (their imports are not torch's).
@@ -148,7 +160,9 @@ def convert_source(source: str, path: str = "<string>", kb: KB | None = None,
     try:
         tree = ast.parse(source, filename=path)
     except SyntaxError as exc:
-        return ConvertedModule(path, source, source, error=f"syntax error at line {exc.lineno}: {exc.msg}; copied unchanged")
+        return ConvertedModule(
+            path, source, source, error=f"syntax error at line {exc.lineno}: {exc.msg}; copied unchanged"
+        )
     except ValueError as exc:  # e.g. NUL bytes
         return ConvertedModule(path, source, source, error=f"cannot parse ({exc}); copied unchanged")
     imap = ImportMap.from_tree(tree, local_roots)
@@ -187,7 +201,9 @@ def convert_source(source: str, path: str = "<string>", kb: KB | None = None,
         if quiet is not None:
             code = quiet.restore(code)
     except Exception as exc:  # noqa: BLE001 - any converter crash must leave the file intact
-        return ConvertedModule(path, source, source, error=f"converter failed ({type(exc).__name__}: {exc}); copied unchanged")
+        return ConvertedModule(
+            path, source, source, error=f"converter failed ({type(exc).__name__}: {exc}); copied unchanged"
+        )
     _assign_lines(t.changes, tree, facts, kb)
     changes = t.changes
     if training is not None:
@@ -195,8 +211,9 @@ def convert_source(source: str, path: str = "<string>", kb: KB | None = None,
             to_original = training.line_map or LineMap(source, work)
             for c in changes:
                 c.line = to_original(c.line)
-        changes = sorted([*changes, *(Change(n.api, n.action, n.note, n.line) for n in training.notes)],
-                         key=lambda c: c.line)
+        changes = sorted(
+            [*changes, *(Change(n.api, n.action, n.note, n.line) for n in training.notes)], key=lambda c: c.line
+        )
     return ConvertedModule(path, source, code, changes)
 
 
@@ -235,9 +252,12 @@ def _convert(module: cst.Module, kb: KB, facts) -> tuple[str, TorchToMindSpore]:
 
 
 # `from torch import nn` binds a namespace, never something another module re-imports from here.
-_TORCH_SUBMODULES = frozenset(f"torch.{m}" for m in (
-    "nn autograd optim utils cuda distributed jit fx linalg fft special hub onnx amp backends "
-    "multiprocessing sparse distributions testing profiler quantization ao accelerator").split()
+_TORCH_SUBMODULES = frozenset(
+    f"torch.{m}"
+    for m in (
+        "nn autograd optim utils cuda distributed jit fx linalg fft special hub onnx amp backends "
+        "multiprocessing sparse distributions testing profiler quantization ao accelerator"
+    ).split()
 ) | frozenset({"torch.nn.functional", "torch.nn.init", "torch.utils.data", "torch.optim.lr_scheduler"})
 
 
@@ -247,8 +267,8 @@ def _reexports(tree: ast.Module, facts) -> set[str]:
     import stays (it has no MindSpore meaning to convert to)."""
     candidates = {
         a.asname or a.name
-        for node in nodes(tree) if isinstance(node, ast.ImportFrom) and node.module and node.level == 0
-        and facts.imap.is_framework(node.module)
+        for node in nodes(tree)
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 and facts.imap.is_framework(node.module)
         for a in node.names
         if a.name != "*" and f"{node.module}.{a.name}" not in _TORCH_SUBMODULES
     }
@@ -271,8 +291,12 @@ class _NestedImports(cst.CSTTransformer):
         return False
 
     def _is_torch_import(self, stmt) -> bool:
-        return isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and \
-            _framework_aliases(stmt.body[0], self.imap) and not isinstance(stmt.body[0].names, cst.ImportStar)
+        return (
+            isinstance(stmt, cst.SimpleStatementLine)
+            and len(stmt.body) == 1
+            and _framework_aliases(stmt.body[0], self.imap)
+            and not isinstance(stmt.body[0].names, cst.ImportStar)
+        )
 
     def leave_IndentedBlock(self, original, updated):
         if not any(self._is_torch_import(s) for s in updated.body):
@@ -299,7 +323,7 @@ class _NestedImports(cst.CSTTransformer):
 
 def _aliases_in_use(t: TorchToMindSpore) -> set[str]:
     out = set()
-    for full, short, imp in ALIASES:
+    for _full, short, imp in ALIASES:
         if imp in t.names.needed:
             out.add(short.rstrip("."))
     return out

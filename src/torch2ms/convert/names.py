@@ -42,9 +42,9 @@ class MindSporeNames:
                 if alias in self.taken:
                     break
                 self.needed.add(imp)
-                return short + full[len(prefix):]
+                return short + full[len(prefix) :]
         self.needed.add(_FALLBACK)
-        return "ms." + full[len("mindspore."):]
+        return "ms." + full[len("mindspore.") :]
 
     def shorten(self, source: str) -> str:
         source = _RUNTIME.sub(self._runtime, source)

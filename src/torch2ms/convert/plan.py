@@ -19,7 +19,12 @@ from ..analysis.infer import TENSOR_ONLY_METHODS
 from ..kb import KB
 
 _BODY_FIELDS = ("body", "orelse", "handlers", "finalbody", "cases")
-_METHOD_OWNERS = ("torch.Tensor.", "torch.nn.Module.", "torch.optim.Optimizer.", "torch.optim.lr_scheduler.LRScheduler.")
+_METHOD_OWNERS = (
+    "torch.Tensor.",
+    "torch.nn.Module.",
+    "torch.optim.Optimizer.",
+    "torch.optim.lr_scheduler.LRScheduler.",
+)
 
 
 class PlanMismatch(Exception):
@@ -30,8 +35,9 @@ class PlanMismatch(Exception):
 class Stmt:
     node: ast.stmt
     interesting: bool
-    size: int
-    header: bool = False  # the statement's own expressions (not its nested bodies) mention something  # number of statements nested inside (skipped together with this one)
+    size: int  # number of statements nested inside (skipped together with this one)
+    # the statement's own expressions (not its nested bodies) mention something
+    header: bool = False
 
 
 _ATTR_CACHE: dict[int, tuple[KB, frozenset[str]]] = {}
@@ -47,7 +53,7 @@ def attribute_names(kb: KB) -> frozenset[str]:
         for full in (e.torch, *e.aliases):
             for owner in _METHOD_OWNERS:
                 if full.startswith(owner):
-                    names.add(full[len(owner):].split(".", 1)[0])
+                    names.add(full[len(owner) :].split(".", 1)[0])
         if e.kind == "class":
             names.update(e.params)
             names.update(e.attrs)
@@ -67,7 +73,7 @@ def self_attribute_names(kb: KB) -> frozenset[str]:
     for e in kb:
         for full in (e.torch, *e.aliases):
             if full.startswith("torch.nn.Module."):
-                names.add(full[len("torch.nn.Module."):].split(".", 1)[0])
+                names.add(full[len("torch.nn.Module.") :].split(".", 1)[0])
         if e.kind == "class":
             names.update(e.params)
             names.update(e.attrs)
@@ -108,82 +114,90 @@ def build_plan(tree: ast.Module, imap: ImportMap, kb: KB) -> list[Stmt]:
     torch_names = {local for local, full in imap.names.items() if imap.is_framework(full)}
     # Code the training/checkpoint pre-pass wrote (its names are shortened by the main pass).
     torch_names |= {"mindspore", "torch2ms"} - set(imap.names)
-    attrs = attribute_names(kb)
-    self_attrs = self_attribute_names(kb)
-    plan: list[Stmt] = []
+    builder = _PlanBuilder(frozenset(torch_names), attribute_names(kb), self_attribute_names(kb))
+    for stmt in tree.body:
+        builder.add(stmt)
+    return builder.plan
 
-    def mentions(nodes: list[ast.AST]) -> bool:
+
+class _PlanBuilder:
+    """Appends statements in pre-order (a class, not a recursive closure: no reference cycle)."""
+
+    def __init__(self, torch_names: frozenset[str], attrs: frozenset[str], self_attrs: frozenset[str]) -> None:
+        self.torch_names, self.attrs, self.self_attrs = torch_names, attrs, self_attrs
+        self.plan: list[Stmt] = []
+
+    def mentions(self, nodes: list[ast.AST]) -> bool:
         for root in nodes:
             for n in walk(root):
                 if isinstance(n, ast.Name):
-                    if n.id in torch_names:
+                    if n.id in self.torch_names:
                         return True
                 elif isinstance(n, ast.Attribute):
-                    if n.attr in attrs and (n.attr in self_attrs or not _is_self(n.value)):
+                    if n.attr in self.attrs and (n.attr in self.self_attrs or not _is_self(n.value)):
                         return True
         return False
 
-    def add(stmt: ast.stmt) -> bool:
-        at = len(plan)
+    def add(self, stmt: ast.stmt) -> bool:
+        at = len(self.plan)
         info = Stmt(stmt, False, 0)
-        plan.append(info)
+        self.plan.append(info)
         inner = False
         for child in _children(stmt):
-            inner |= add(child)
-        info.size = len(plan) - at - 1
+            inner |= self.add(child)
+        info.size = len(self.plan) - at - 1
         head = isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == "forward"
         # Imports are settled separately; a nested torch import must still be seen.
-        head = head or isinstance(stmt, (ast.Import, ast.ImportFrom)) or mentions(header_nodes(stmt))
+        head = head or isinstance(stmt, (ast.Import, ast.ImportFrom)) or self.mentions(header_nodes(stmt))
         info.header = head
         info.interesting = inner or head
         return info.interesting
-
-    for stmt in tree.body:
-        add(stmt)
-    del add  # a recursive closure is a reference cycle (see change_keys)
-    return plan
 
 
 def change_keys(stmt: ast.stmt, imap: ImportMap, kb: KB) -> dict[str, list[int]]:
     """Lines of the things a change can be about, in the converter's (post-)order, by key:
     a torch name (canonical) or a bare attribute name (methods, layer parameters)."""
-    out: dict[str, list[int]] = {}
-
-    def put(key: str, line: int) -> None:
-        out.setdefault(key, []).append(line)
-
-    def chain(node: ast.AST) -> str | None:
-        full = imap.resolve(node)
-        return full if full and imap.is_framework(full) else None
-
-    def visit(node: ast.AST) -> None:
-        if isinstance(node, (ast.Attribute, ast.Name)):
-            full = chain(node)
-            if full is not None:
-                entry = kb.get(full)
-                put(entry.torch if entry is not None else full, node.lineno)
-                return
-            if isinstance(node, ast.Attribute):
-                visit(node.value)
-                put(node.attr, node.lineno)
-            return
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and chain(node.func) is None:
-            # A method call is converted after its arguments (libcst leave order).
-            visit(node.func.value)
-            for a in (*node.args, *node.keywords):
-                visit(a)
-            put(node.func.attr, node.func.lineno)
-            return
-        for child in ast.iter_child_nodes(node):
-            visit(child)
-
+    keys = _ChangeKeys(imap, kb)
     for n in header_nodes(stmt):
-        visit(n)
-    del visit  # a recursive closure is a reference cycle: without this the tree waits for the cyclic GC
+        keys.visit(n)
     if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         for d in stmt.decorator_list:
-            put("@", d.lineno)
-    return out
+            keys.put("@", d.lineno)
+    return keys.out
+
+
+class _ChangeKeys:
+    def __init__(self, imap: ImportMap, kb: KB) -> None:
+        self.imap, self.kb = imap, kb
+        self.out: dict[str, list[int]] = {}
+
+    def put(self, key: str, line: int) -> None:
+        self.out.setdefault(key, []).append(line)
+
+    def chain(self, node: ast.AST) -> str | None:
+        full = self.imap.resolve(node)
+        return full if full and self.imap.is_framework(full) else None
+
+    def visit(self, node: ast.AST) -> None:
+        if isinstance(node, (ast.Attribute, ast.Name)):
+            full = self.chain(node)
+            if full is not None:
+                entry = self.kb.get(full)
+                self.put(entry.torch if entry is not None else full, node.lineno)
+                return
+            if isinstance(node, ast.Attribute):
+                self.visit(node.value)
+                self.put(node.attr, node.lineno)
+            return
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and self.chain(node.func) is None:
+            # A method call is converted after its arguments (libcst leave order).
+            self.visit(node.func.value)
+            for a in (*node.args, *node.keywords):
+                self.visit(a)
+            self.put(node.func.attr, node.func.lineno)
+            return
+        for child in ast.iter_child_nodes(node):
+            self.visit(child)
 
 
 def _is_self(node: ast.AST) -> bool:

@@ -17,8 +17,8 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..analysis.scan import SKIP_DIRS, BadInput, read_source
 from ..analysis.infer import project_module_classes
+from ..analysis.scan import SKIP_DIRS, BadInput, read_source
 from .module import ConvertedModule, convert_source
 
 REPORT_JSON = "torch2ms-report.json"
@@ -80,13 +80,21 @@ class ConvertReport:
                 "conversion_rate": round(self.rate(), 4),
             },
             "files": [
-                {"path": f.path, "changed": f.changed, "error": f.error, "counts": dict(f.counts()), "changes": f.changes}
+                {
+                    "path": f.path,
+                    "changed": f.changed,
+                    "error": f.error,
+                    "counts": dict(f.counts()),
+                    "changes": f.changes,
+                }
                 for f in self.files
             ],
         }
 
 
-def _convert_one(args: tuple[str, str, frozenset[str], frozenset[str]]) -> tuple[str, ConvertedModule | None, str | None]:
+def _convert_one(
+    args: tuple[str, str, frozenset[str], frozenset[str]],
+) -> tuple[str, ConvertedModule | None, str | None]:
     abs_path, rel, local_roots, project_modules = args
     try:
         source = read_source(Path(abs_path))
@@ -121,8 +129,10 @@ def _walk(src: Path, exclude: Path | None) -> tuple[list[Path], list[Path]]:
     for dirpath, dirnames, filenames in os.walk(src):
         d = Path(dirpath)
         dirnames[:] = sorted(
-            n for n in dirnames
-            if n not in SKIP_DIRS and not (d / n / "pyvenv.cfg").exists()
+            n
+            for n in dirnames
+            if n not in SKIP_DIRS
+            and not (d / n / "pyvenv.cfg").exists()
             and (exclude is None or (d / n).resolve() != exclude)
         )
         for name in sorted(filenames):
@@ -141,15 +151,18 @@ def _check_paths(src: Path, out: Path) -> Path | None:
     if src.is_dir() and s in o.parents:
         # Inside the input: only safe for a fresh directory or an earlier torch2ms output.
         if o.exists() and not (o / REPORT_JSON).exists():
-            raise ConvertError(f"output {out} is inside the input tree and is not an earlier torch2ms output; choose another -o")
+            raise ConvertError(
+                f"output {out} is inside the input tree and is not an earlier torch2ms output; choose another -o"
+            )
         return o
     if src.is_dir() and o in s.parents:
         raise ConvertError(f"output {out} contains the input tree; it would be replaced; choose another -o")
     return None
 
 
-def convert_tree(src: str | os.PathLike, out: str | os.PathLike, jobs: int | None = None,
-                 progress: bool = False) -> ConvertReport:
+def convert_tree(
+    src: str | os.PathLike, out: str | os.PathLike, jobs: int | None = None, progress: bool = False
+) -> ConvertReport:
     """Convert SRC (file or directory) into OUT. OUT appears whole or not at all."""
     src_p, out_p = Path(src), Path(out)
     exclude = _check_paths(src_p, out_p)
@@ -180,15 +193,22 @@ def convert_tree(src: str | os.PathLike, out: str | os.PathLike, jobs: int | Non
                 target.write_text(mod.code, encoding="utf-8", newline="")
             else:
                 shutil.copyfile(base / rel, target)  # byte-identical, whatever its encoding
-            report.files.append(FileResult(
-                rel, [{"api": c.api, "action": c.action, "note": c.note, "line": c.line} for c in mod.changes],
-                mod.error, mod.changed))
+            report.files.append(
+                FileResult(
+                    rel,
+                    [{"api": c.api, "action": c.action, "note": c.note, "line": c.line} for c in mod.changes],
+                    mod.error,
+                    mod.changed,
+                )
+            )
         for p in other:
             rel = p.relative_to(base)
             (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(p, tmp / rel)
             report.copied += 1
-        (tmp / REPORT_JSON).write_text(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        (tmp / REPORT_JSON).write_text(
+            json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
         (tmp / REPORT_MD).write_text(to_markdown(report), encoding="utf-8")
         _swap_into_place(tmp, out_p)
     except BaseException:
@@ -254,7 +274,9 @@ def to_markdown(report: ConvertReport) -> str:
     ]
     for f in d["files"]:
         c = f["counts"]
-        out.append(f"| {f['path']} | {c.get('converted', 0)} | {c.get('review', 0)} | {c.get('not-converted', 0)} | {f['error'] or ''} |")
+        out.append(
+            f"| {f['path']} | {c.get('converted', 0)} | {c.get('review', 0)} | {c.get('not-converted', 0)} | {f['error'] or ''} |"
+        )
     todo = [(f["path"], ch) for f in d["files"] for ch in f["changes"] if ch["action"] != "converted"]
     if todo:
         out += ["", "## Needs a person", "", "| where | API | action | why |", "|---|---|---|---|"]

@@ -47,7 +47,11 @@ def hide_quiet_statements(source: str, tree: ast.Module, plan: list[Stmt]) -> Qu
         node = info.node
         if not info.interesting:
             span = None if (open_ and (not nested_too or open_[-1][1])) else _own_lines(node, lines)
-            if span is not None and (span[1] > span[0] or _long_line(lines[span[0] - 1])) and not _is_docstring(node, tree):
+            if (
+                span is not None
+                and (span[1] > span[0] or _long_line(lines[span[0] - 1]))
+                and not _is_docstring(node, tree)
+            ):
                 hide[pi] = span
                 saved += span[1] - span[0]
                 pi += 1 + info.size  # its nested statements go with it
@@ -71,19 +75,24 @@ def hide_quiet_statements(source: str, tree: ast.Module, plan: list[Stmt]) -> Qu
             pi += 1
             continue
         first, last = hide[pi]
-        out += lines[at - 1:first - 1]
-        text = "".join(lines[first - 1:last])
-        indent = text[:len(text) - len(text.lstrip(" \t"))]
-        body = text[len(indent):].rstrip("\r\n")
+        out += lines[at - 1 : first - 1]
+        text = "".join(lines[first - 1 : last])
+        indent = text[: len(text) - len(text.lstrip(" \t"))]
+        body = text[len(indent) :].rstrip("\r\n")
         name = f"{PREFIX}{len(segments)}__"
         segments.append(body)
-        out.append(indent + name + text[len(indent) + len(body):])
+        out.append(indent + name + text[len(indent) + len(body) :])
         at = last + 1
-        placeholder = ast.Expr(ast.Name(name, ast.Load()), lineno=first, col_offset=len(indent.encode()),
-                               end_lineno=first, end_col_offset=len(indent.encode()) + len(name))
+        placeholder = ast.Expr(
+            ast.Name(name, ast.Load()),
+            lineno=first,
+            col_offset=len(indent.encode()),
+            end_lineno=first,
+            end_col_offset=len(indent.encode()) + len(name),
+        )
         new_plan.append(Stmt(placeholder, False, 0))
         pi += 1 + info.size
-    out += lines[at - 1:]
+    out += lines[at - 1 :]
     return Quiet("".join(out), new_plan, segments)
 
 
@@ -96,22 +105,27 @@ def _own_lines(node: ast.stmt, lines: list[str]) -> tuple[int, int] | None:
         return None
     head = lines[first - 1].encode()
     if decorators:
-        if not head.lstrip().startswith(b"@") or head[:node.col_offset].strip():
+        if not head.lstrip().startswith(b"@") or head[: node.col_offset].strip():
             return None
-    elif head[:node.col_offset].strip():
+    elif head[: node.col_offset].strip():
         return None  # something before it on its line (``a = 1; b = ...``, ``if x: y``)
-    tail = lines[last - 1].encode()[node.end_col_offset:].strip()
+    tail = lines[last - 1].encode()[node.end_col_offset :].strip()
     if tail and not tail.startswith(b"#"):
         return None  # something after it on its last line
-    if any(ln.rstrip("\r\n").endswith("\\") for ln in lines[first - 1:last]):
+    if any(ln.rstrip("\r\n").endswith("\\") for ln in lines[first - 1 : last]):
         return None  # a backslash continuation: keep libcst's view of the logical lines
     return first, last
 
 
 def _is_docstring(node: ast.stmt, tree: ast.Module) -> bool:
     """The module docstring: imports are inserted after it, so it must stay a real statement."""
-    return bool(tree.body) and node is tree.body[0] and isinstance(node, ast.Expr) \
-        and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+    return (
+        bool(tree.body)
+        and node is tree.body[0]
+        and isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+    )
 
 
 def _long_line(line: str) -> bool:

@@ -30,21 +30,23 @@ from __future__ import annotations
 
 import ast
 import difflib
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import libcst as cst
 
 from ..analysis.astwalk import bound_names, fresh_name, is_method_call, line_starting_statements, nodes
 from ..analysis.imports import ImportMap
-from .checkpoints import CALLS as CHECKPOINT_CALLS, rewrite_checkpoints
+from .checkpoints import CALLS as CHECKPOINT_CALLS
+from .checkpoints import rewrite_checkpoints
 from .cstutil import code
 from .distributed import rewrite_distributed
 
 MARK = "# torch2ms:"
 _LOOPS = (cst.For, cst.While)
-_CLIP_NORM = frozenset({"torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad.clip_grad_norm_",
-                        "torch.nn.utils.clip_grad_norm"})
+_CLIP_NORM = frozenset(
+    {"torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad.clip_grad_norm_", "torch.nn.utils.clip_grad_norm"}
+)
 _CLIP_VALUE = frozenset({"torch.nn.utils.clip_grad_value_", "torch.nn.utils.clip_grad.clip_grad_value_"})
 
 
@@ -76,14 +78,12 @@ class LineMap:
     def __init__(self, original: str, rewritten: str) -> None:
         a, b = original.splitlines(), rewritten.splitlines()
         self.map: dict[int, int] = {}
-        for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        for tag, i1, _i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
             for k, j in enumerate(range(j1, j2)):
                 self.map[j + 1] = (i1 + k + 1) if tag == "equal" else min(i1 + 1, max(len(a), 1))
 
     def __call__(self, line: int) -> int:
         return self.map.get(line, line)
-
-
 
 
 def _stmt_ast(node: cst.CSTNode) -> ast.stmt | None:
@@ -100,8 +100,10 @@ def _stmts(src: str) -> list[cst.BaseStatement]:
 
 def _reads(node: ast.AST) -> list[str]:
     """Names read, in source order."""
-    names = sorted((n for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)),
-                   key=lambda n: (n.lineno, n.col_offset))
+    names = sorted(
+        (n for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)),
+        key=lambda n: (n.lineno, n.col_offset),
+    )
     return list(dict.fromkeys(n.id for n in names))
 
 
@@ -115,8 +117,12 @@ def _writes(node: ast.AST) -> set[str]:
 
 def _method_call(s: ast.stmt, attr: str) -> ast.Call | None:
     """``<recv>.<attr>(...)`` as a whole expression statement."""
-    if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Attribute) \
-            and s.value.func.attr == attr:
+    if (
+        isinstance(s, ast.Expr)
+        and isinstance(s.value, ast.Call)
+        and isinstance(s.value.func, ast.Attribute)
+        and s.value.func.attr == attr
+    ):
         return s.value
     return None
 
@@ -139,7 +145,11 @@ class _Collector(cst.CSTVisitor):
             self.simple.append((node, list(self.stack)))
             if len(node.body) == 1 and isinstance(node.body[0], cst.Expr):
                 call = node.body[0].value
-                if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "backward":
+                if (
+                    isinstance(call, cst.Call)
+                    and isinstance(call.func, cst.Attribute)
+                    and call.func.attr.value == "backward"
+                ):
                     self.backwards.append((node, list(self.stack)))
             return False
         if isinstance(node, cst.BaseCompoundStatement):
@@ -199,6 +209,7 @@ class _Fail(Exception):
 @dataclass
 class _Amp:
     """What the loop's autocast blocks asked for."""
+
     blocks: list[cst.With] = field(default_factory=list)
     inside: set[int] = field(default_factory=set)  # ids of the statements inside them
     dtype: str = ""  # "" when every block is disabled
@@ -305,7 +316,7 @@ class TrainingPass:
     def _training_step(self, bstmt: cst.SimpleStatementLine, stack: list[cst.CSTNode]) -> None:
         scope_at = max((i for i, n in enumerate(stack) if isinstance(n, (cst.FunctionDef, cst.ClassDef))), default=-1)
         scope_node = stack[scope_at] if scope_at >= 0 else None
-        path = stack[scope_at + 1:]
+        path = stack[scope_at + 1 :]
         if not path or not isinstance(path[-1], _LOOPS):
             raise _Fail("loss.backward() is not directly inside a for/while loop")
         loops = [n for n in path if isinstance(n, _LOOPS)]
@@ -325,8 +336,10 @@ class TrainingPass:
         scaler = None
         if is_method_call(target, "scale") and len(target.args) == 1 and not target.keywords:  # type: ignore[attr-defined]
             scaler, target = ast.unparse(target.func.value), target.args[0]  # type: ignore[attr-defined]
-        if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "scale"
-               for n in ast.walk(target)):
+        if any(
+            isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "scale"
+            for n in ast.walk(target)
+        ):
             raise _Fail("loss scaling (GradScaler): use mindspore.amp loss scaling")
         for a in asts:
             for n in ast.walk(a):
@@ -344,14 +357,19 @@ class TrainingPass:
                 break
             if isinstance(asts[i], ast.If):
                 inner = asts[i].body  # type: ignore[attr-defined]
-                if any((c := _method_call(s, "step")) is not None and self._is_optimizer(ast.unparse(c.func.value))
-                       for s in inner):
+                if any(
+                    (c := _method_call(s, "step")) is not None and self._is_optimizer(ast.unparse(c.func.value))
+                    for s in inner
+                ):
                     step_at, step_if = i, True
                     break
         if step_at is None:
             raise _Fail("no optimizer.step() after loss.backward() in the same loop body")
-        step_src = next(ast.unparse(c.func.value) for s in (asts[step_at].body if step_if else [asts[step_at]])  # type: ignore[attr-defined]
-                        if (c := _method_call(s, "step")) is not None)
+        step_src = next(
+            ast.unparse(c.func.value)
+            for s in (asts[step_at].body if step_if else [asts[step_at]])  # type: ignore[attr-defined]
+            if (c := _method_call(s, "step")) is not None
+        )
         opt = step_src
         zero_at = [i for i, a in enumerate(asts) if _method_call(a, "zero_grad") is not None]
         between = list(range(ib + 1, step_at))
@@ -360,8 +378,12 @@ class TrainingPass:
         if scaler is not None:
             opt, unscales, update_at = self._scaler_roles(asts, ib, step_at, step_if, scaler)
             scaler_calls = [*unscales, update_at]
-        fused = (not step_if and len(clips) + len(unscales) == len(between)
-                 and len(zero_at) >= 1 and all(z < ib or z > step_at for z in zero_at))
+        fused = (
+            not step_if
+            and len(clips) + len(unscales) == len(between)
+            and len(zero_at) >= 1
+            and all(z < ib or z > step_at for z in zero_at)
+        )
         if scaler is not None and not fused:
             raise _Fail("GradScaler with gradient accumulation or extra statements before scaler.step(): port by hand")
 
@@ -403,32 +425,43 @@ class TrainingPass:
         values_t = f"({values})" if aux else values
         has_aux = ", has_aux=True" if aux else ""
         n_amp = self.names.new(f"amp_{amp.model.split('.')[-1]}") if amp and amp.model and amp.dtype else None
-        fwd_body = "".join(code(body[i].visit(_RenameCall(amp.model, n_amp)) if n_amp and id(body[i]) in amp.inside
-                                else body[i]) for i in fwd_idx)
+        fwd_body = "".join(
+            code(body[i].visit(_RenameCall(amp.model, n_amp)) if n_amp and id(body[i]) in amp.inside else body[i])
+            for i in fwd_idx
+        )
         fwd_body = "".join("    " + line if line.strip() else line for line in fwd_body.splitlines(True))
-        setup = (f"def {n_fwd}({args}):\n"
-                 f'    """Forward pass and loss of the torch training loop (value_and_grad differentiates it)."""\n'
-                 f"{fwd_body}    return {ret}\n{gap}"
-                 f"{n_grad} = mindspore.value_and_grad({n_fwd}, None, {opt}.parameters{has_aux})\n")
+        setup = (
+            f"def {n_fwd}({args}):\n"
+            f'    """Forward pass and loss of the torch training loop (value_and_grad differentiates it)."""\n'
+            f"{fwd_body}    return {ret}\n{gap}"
+            f"{n_grad} = mindspore.value_and_grad({n_fwd}, None, {opt}.parameters{has_aux})\n"
+        )
         reduce = ""
         if self.distributed:  # DDP all-reduced (averaged) the gradients inside backward()
             n_red = self.names.new("grad_reducer")
             # without init() (a run without msrun) the reducer would crash: identity then, as without DDP
-            setup += (f"{MARK} DDP averaged the gradients across workers (identity when run without msrun)\n"
-                      f"{n_red} = mindspore.nn.DistributedGradReducer({opt}.parameters, mean=True) "
-                      "if mindspore.communication.GlobalComm.INITED else mindspore.nn.Identity()\n")
+            setup += (
+                f"{MARK} DDP averaged the gradients across workers (identity when run without msrun)\n"
+                f"{n_red} = mindspore.nn.DistributedGradReducer({opt}.parameters, mean=True) "
+                "if mindspore.communication.GlobalComm.INITED else mindspore.nn.Identity()\n"
+            )
             reduce = f"grads = {n_red}(grads)\n"
         if n_amp:
             setup = self._amp_setup(amp, n_amp) + gap + setup
-            self.notes.append(Note("torch.autocast", "converted", "mindspore.amp.auto_mixed_precision(model, 'O1')",
-                                   self._line(bstmt)))
+            self.notes.append(
+                Note(
+                    "torch.autocast", "converted", "mindspore.amp.auto_mixed_precision(model, 'O1')", self._line(bstmt)
+                )
+            )
         if not self._sets_mode(scope_ast, fwd_idx, asts):
             model = self._model_name([asts[i] for i in fwd_idx])
             if model:
-                setup = (f"{model}.train()  {MARK} a torch module starts in training mode, a MindSpore cell does not\n"
-                         + setup)
+                setup = (
+                    f"{model}.train()  {MARK} a torch module starts in training mode, a MindSpore cell does not\n"
+                    + setup
+                )
         fn = stack[scope_at].name.value if isinstance(scope_node, cst.FunctionDef) else ""
-        cls = next((n.name.value for n in reversed(stack[:max(scope_at, 0)]) if isinstance(n, cst.ClassDef)), "")
+        cls = next((n.name.value for n in reversed(stack[: max(scope_at, 0)]) if isinstance(n, cst.ClassDef)), "")
         for a in [asts[i] for i in fwd_idx]:
             for n in ast.walk(a):
                 if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and not self.resolve(n.func):
@@ -459,24 +492,30 @@ class TrainingPass:
                 if scaler.split(".")[0] == "self":
                     n_sc = self.names.new(scaler.split(".")[-1])
                     setup += f"{n_sc} = {scaler}\n"
-                clip_src = (f"{first} = {n_sc}.unscale({first})\n"
-                            f"grads = {n_sc}.unscale(grads)  {MARK} {scaler}.unscale_({opt})\n"
-                            f"{n_fin} = mindspore.amp.all_finite(grads)\n" + clip_src)
-                update = (f"        if {n_fin}:  {MARK} {scaler}.step({opt}) skips the step when a gradient is inf/nan\n"
-                          f"            {n_opt}(grads)\n"
-                          f"        {n_sc}.adjust({n_fin})  {MARK} {scaler}.update(): halve the scale on overflow\n")
+                clip_src = (
+                    f"{first} = {n_sc}.unscale({first})\n"
+                    f"grads = {n_sc}.unscale(grads)  {MARK} {scaler}.unscale_({opt})\n"
+                    f"{n_fin} = mindspore.amp.all_finite(grads)\n" + clip_src
+                )
+                update = (
+                    f"        if {n_fin}:  {MARK} {scaler}.step({opt}) skips the step when a gradient is inf/nan\n"
+                    f"            {n_opt}(grads)\n"
+                    f"        {n_sc}.adjust({n_fin})  {MARK} {scaler}.update(): halve the scale on overflow\n"
+                )
             clip_src = "".join("        " + ln + "\n" for ln in clip_src.splitlines())
-            setup += (f"{gap}class {n_cls}(mindspore.nn.Cell):\n"
-                      f'    """Forward, loss.backward() and {opt}.step() of the torch loop as one Cell."""\n\n'
-                      "    # One compiled graph per step in PyNative too (MS_JIT=0 runs it op by op for debugging).\n"
-                      "    @mindspore.jit\n"
-                      f"    def construct({', '.join(['self', *params])}):\n"
-                      f"        {got}, grads = {n_grad}({args})\n"
-                      f"{'        ' + reduce if reduce else ''}"
-                      f"{clip_src}"
-                      f"{update}"
-                      f"        return {returns}\n"
-                      f"{gap}{n_step} = {n_cls}()\n")
+            setup += (
+                f"{gap}class {n_cls}(mindspore.nn.Cell):\n"
+                f'    """Forward, loss.backward() and {opt}.step() of the torch loop as one Cell."""\n\n'
+                "    # One compiled graph per step in PyNative too (MS_JIT=0 runs it op by op for debugging).\n"
+                "    @mindspore.jit\n"
+                f"    def construct({', '.join(['self', *params])}):\n"
+                f"        {got}, grads = {n_grad}({args})\n"
+                f"{'        ' + reduce if reduce else ''}"
+                f"{clip_src}"
+                f"{update}"
+                f"        return {returns}\n"
+                f"{gap}{n_step} = {n_cls}()\n"
+            )
             lhs = ", ".join([loss_name or "_", *aux, *clip_out])
             call = _stmts(f"{lhs} = {n_step}({args})  {MARK} forward, loss.backward(), {opt}.step()\n")
             for i in [*clips, step_at, *zero_at, *scaler_calls]:
@@ -485,9 +524,11 @@ class TrainingPass:
         else:
             n_sum = self.names.new("grads_sum")
             setup += f"{n_sum} = None  {MARK} gradients since the last zero_grad() (torch keeps them in .grad)\n"
-            call = _stmts(f"{values_t}, grads = {n_grad}({args})  {MARK} forward + loss.backward()\n"
-                          f"{reduce}"
-                          f"{n_sum} = grads if {n_sum} is None else tuple(s + g for s, g in zip({n_sum}, grads))\n")
+            call = _stmts(
+                f"{values_t}, grads = {n_grad}({args})  {MARK} forward + loss.backward()\n"
+                f"{reduce}"
+                f"{n_sum} = grads if {n_sum} is None else tuple(s + g for s, g in zip({n_sum}, grads))\n"
+            )
             for i in zero_at:
                 self.replace[id(body[i])] = _stmts(f"{n_sum} = None  {MARK} {code(body[i]).strip()}\n")
             for i in clips:
@@ -515,8 +556,13 @@ class TrainingPass:
         amp, out = _Amp(), []
         for s in body:
             a = _stmt_ast(s) if isinstance(s, cst.With) else None
-            if not isinstance(a, ast.With) or not isinstance(s.body, cst.IndentedBlock) or len(a.items) != 1 \
-                    or a.items[0].optional_vars is not None or not isinstance(a.items[0].context_expr, ast.Call):
+            if (
+                not isinstance(a, ast.With)
+                or not isinstance(s.body, cst.IndentedBlock)
+                or len(a.items) != 1
+                or a.items[0].optional_vars is not None
+                or not isinstance(a.items[0].context_expr, ast.Call)
+            ):
                 out.append(s)
                 continue
             call = a.items[0].context_expr
@@ -530,29 +576,51 @@ class TrainingPass:
             out.extend(s.body.body)
         # the model: the first module called, in evaluation order (criterion(model(x), y) → model)
         inside = [a for c in out if id(c) in amp.inside and (a := _stmt_ast(c)) is not None]
-        amp.model = next((ast.unparse(n.func) for a in inside for n in _post_order(a) if isinstance(n, ast.Call)
-                          and not self.resolve(n.func) and (isinstance(n.func, ast.Name) and n.func.id[:1].islower()
-                          or isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name)
-                          and n.func.value.id == "self")), None)
+        amp.model = next(
+            (
+                ast.unparse(n.func)
+                for a in inside
+                for n in _post_order(a)
+                if isinstance(n, ast.Call)
+                and not self.resolve(n.func)
+                and (
+                    isinstance(n.func, ast.Name)
+                    and n.func.id[:1].islower()
+                    or isinstance(n.func, ast.Attribute)
+                    and isinstance(n.func.value, ast.Name)
+                    and n.func.value.id == "self"
+                )
+            ),
+            None,
+        )
         if amp.dtype and not amp.model:
             raise _Fail("autocast around a forward that calls no module: port by hand")
         return out, amp
 
     def _autocast_args(self, full: str, call: ast.Call, amp: _Amp) -> None:
-        names = ["enabled", "dtype", "cache_enabled"] if ".cuda." in full or ".cpu." in full \
+        names = (
+            ["enabled", "dtype", "cache_enabled"]
+            if ".cuda." in full or ".cpu." in full
             else ["device_type", "dtype", "enabled", "cache_enabled"]
-        got = {names[i]: v for i, v in enumerate(call.args[:len(names)])}
+        )
+        got = {names[i]: v for i, v in enumerate(call.args[: len(names)])}
         got.update({k.arg: k.value for k in call.keywords if k.arg})
         device = got.get("device_type")
         device = device.value if isinstance(device, ast.Constant) else ("cpu" if ".cpu." in full else "cuda")
-        dtype = self.resolve(got["dtype"]) if "dtype" in got else ("torch.bfloat16" if device == "cpu" else "torch.float16")
+        dtype = (
+            self.resolve(got["dtype"]) if "dtype" in got else ("torch.bfloat16" if device == "cpu" else "torch.float16")
+        )
         dtypes = {"torch.float16": "float16", "torch.half": "float16", "torch.bfloat16": "bfloat16"}
         if dtype not in dtypes:
             raise _Fail(f"autocast dtype {ast.unparse(got['dtype'])}: MindSpore amp takes float16 or bfloat16")
         enabled = got.get("enabled")
         if isinstance(enabled, ast.Constant) and enabled.value is False:
             return  # a disabled autocast changes nothing
-        flag = None if enabled is None or isinstance(enabled, ast.Constant) and enabled.value is True else ast.unparse(enabled)
+        flag = (
+            None
+            if enabled is None or isinstance(enabled, ast.Constant) and enabled.value is True
+            else ast.unparse(enabled)
+        )
         if amp.dtype and (amp.dtype, amp.enabled) != (dtypes[dtype], flag):
             raise _Fail("several autocast blocks with different settings in one training step")
         amp.dtype, amp.enabled = dtypes[dtype], flag
@@ -572,17 +640,29 @@ class TrainingPass:
             cast = f"{f'({cast})' if amp.dtype == 'bfloat16' else cast} if {amp.enabled} else {amp.model}"
         return f"{name} = {cast}  {note}\n"
 
-    def _scaler_roles(self, asts: list[ast.stmt], ib: int, step_at: int, step_if: bool | None,
-                      scaler: str) -> tuple[str, list[int], int]:
+    def _scaler_roles(
+        self, asts: list[ast.stmt], ib: int, step_at: int, step_if: bool | None, scaler: str
+    ) -> tuple[str, list[int], int]:
         """``scaler.step(opt)`` → the optimizer; ``scaler.unscale_(opt)`` before it; ``scaler.update()`` after."""
         c = None if step_if else _method_call(asts[step_at], "step")
         if c is None or ast.unparse(c.func.value) != scaler or len(c.args) != 1:  # type: ignore[attr-defined]
             raise _Fail(f"{scaler}.scale(loss).backward() without {scaler}.step(optimizer) right after: port by hand")
         opt = ast.unparse(c.args[0])
-        unscales = [i for i in range(ib + 1, step_at) if (u := _method_call(asts[i], "unscale_")) is not None
-                    and ast.unparse(u.func.value) == scaler]  # type: ignore[attr-defined]
-        update_at = next((i for i in range(step_at + 1, len(asts)) if (u := _method_call(asts[i], "update")) is not None
-                          and ast.unparse(u.func.value) == scaler and not u.args), None)  # type: ignore[attr-defined]
+        unscales = [
+            i
+            for i in range(ib + 1, step_at)
+            if (u := _method_call(asts[i], "unscale_")) is not None and ast.unparse(u.func.value) == scaler
+        ]  # type: ignore[attr-defined]
+        update_at = next(
+            (
+                i
+                for i in range(step_at + 1, len(asts))
+                if (u := _method_call(asts[i], "update")) is not None
+                and ast.unparse(u.func.value) == scaler
+                and not u.args
+            ),
+            None,
+        )  # type: ignore[attr-defined]
         if update_at is None:
             raise _Fail(f"{scaler}.step() without {scaler}.update(): port the loss scaling by hand")
         return opt, unscales, update_at
@@ -616,8 +696,11 @@ class TrainingPass:
         """clip_grad_norm_/clip_grad_value_ on the gradient tuple (torch's formula: max_norm/(total+1e-6))."""
         full = self._clip(a)
         call = a.value  # type: ignore[attr-defined]
-        names = ["parameters", "max_norm", "norm_type", "error_if_nonfinite", "foreach"] if full in _CLIP_NORM \
+        names = (
+            ["parameters", "max_norm", "norm_type", "error_if_nonfinite", "foreach"]
+            if full in _CLIP_NORM
             else ["parameters", "clip_value", "foreach"]
+        )
         got = {names[i]: ast.unparse(v) for i, v in enumerate(call.args)}
         got.update({k.arg: ast.unparse(k.value) for k in call.keywords if k.arg})
         orig = code(node).strip().splitlines()[-1]
@@ -628,8 +711,10 @@ class TrainingPass:
         lines, outs = "", []
         if isinstance(a, ast.Assign):  # total = clip_grad_norm_(...): the norm before clipping
             tgt = ast.unparse(a.targets[0])
-            lines += (f"{tgt} = mindspore.ops.vector_norm(mindspore.ops.stack("
-                      f"[mindspore.ops.vector_norm(g, {p}) for g in {grads}]), {p})\n")
+            lines += (
+                f"{tgt} = mindspore.ops.vector_norm(mindspore.ops.stack("
+                f"[mindspore.ops.vector_norm(g, {p}) for g in {grads}]), {p})\n"
+            )
             outs.append(tgt)
         extra = f", norm_type={p}" if "norm_type" in got else ""
         lines += f"{grads} = mindspore.ops.clip_by_norm({grads}, {got['max_norm']}{extra})  {MARK} {orig}\n"
@@ -686,8 +771,15 @@ class TrainingPass:
     def _aux(self, scope: ast.AST | None, fwd: list[ast.stmt], writes: set[str]) -> list[str]:
         """Names the forward computes that code outside it reads (returned next to the loss)."""
         inside = {id(n) for a in fwd for n in ast.walk(a)}
-        read = {n.id for n in ast.walk(scope) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
-                and id(n) not in inside} if scope is not None else set()
+        read = (
+            {
+                n.id
+                for n in ast.walk(scope)
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and id(n) not in inside
+            }
+            if scope is not None
+            else set()
+        )
         order: list[str] = []
         for a in fwd:
             for n in ast.walk(a):
@@ -698,8 +790,13 @@ class TrainingPass:
     def _sets_mode(self, scope: ast.AST | None, fwd_idx, asts) -> bool:
         if scope is None:
             return True
-        return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("train", "eval")
-                   and not n.args[1:] for n in ast.walk(scope))
+        return any(
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr in ("train", "eval")
+            and not n.args[1:]
+            for n in ast.walk(scope)
+        )
 
     def _model_name(self, fwd: list[ast.stmt]) -> str | None:
         for a in fwd:
@@ -707,6 +804,7 @@ class TrainingPass:
                 if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id[:1].islower():
                     return n.func.id
         return None
+
 
 def _flush_blank_lines(stmts: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
     """Blank lines of generated statements carry no indentation (no trailing spaces in nested blocks)."""
@@ -774,5 +872,10 @@ def _rewrite_training(source: str, tree: ast.Module, imap: ImportMap, distribute
 
 
 def _has_backward(tree: ast.Module) -> bool:
-    return any(isinstance(n, ast.Expr) and isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Attribute)
-               and n.value.func.attr == "backward" for n in nodes(tree))
+    return any(
+        isinstance(n, ast.Expr)
+        and isinstance(n.value, ast.Call)
+        and isinstance(n.value.func, ast.Attribute)
+        and n.value.func.attr == "backward"
+        for n in nodes(tree)
+    )

@@ -17,14 +17,24 @@ import libcst as cst
 from ..analysis.astwalk import nodes
 from ..analysis.imports import ImportMap
 from ..analysis.infer import (
-    MODULE, MODULE_ONLY_METHODS, OPTIMIZER, SCHEDULER, TENSOR, TENSOR_ONLY_METHODS, Scope, expr_type, infer_function, module_classes,
+    MODULE,
+    MODULE_ONLY_METHODS,
+    OPTIMIZER,
+    SCHEDULER,
+    TENSOR,
+    TENSOR_ONLY_METHODS,
+    Scope,
+    expr_type,
+    infer_function,
+    module_classes,
     module_receivers,
     self_attribute_types,
 )
 from ..kb import KB, Entry
 from ..kb.rewrite import CallRewrite, rewrite_call
 from . import autograd_function, data_pipeline, handlers
-from .cstutil import FastDispatch, code, dotted, resolve as resolve_cst
+from .cstutil import FastDispatch, code, dotted
+from .cstutil import resolve as resolve_cst
 from .names import MindSporeNames
 from .plan import PlanMismatch, Stmt, build_plan
 
@@ -107,8 +117,13 @@ class _Lazy(dict):
         return dict.setdefault(self, key, default)
 
 
-def module_facts(tree: ast.Module, kb: KB, local_roots: frozenset[str] = frozenset(),
-                 project_modules: frozenset[str] = frozenset(), imap: ImportMap | None = None) -> ModuleFacts:
+def module_facts(
+    tree: ast.Module,
+    kb: KB,
+    local_roots: frozenset[str] = frozenset(),
+    project_modules: frozenset[str] = frozenset(),
+    imap: ImportMap | None = None,
+) -> ModuleFacts:
     imap = imap or ImportMap.from_tree(tree, local_roots)
     star_names = _bind_star_names(tree, imap, kb)
     mclasses = module_classes(tree, imap, project_modules)
@@ -120,31 +135,33 @@ def module_facts(tree: ast.Module, kb: KB, local_roots: frozenset[str] = frozens
     layer_attrs: _Lazy = _Lazy()
     torch_bases: dict[str, list[str]] = {}
 
-    def visit(body, cls: ast.ClassDef | None):
-        for node in body:
-            if isinstance(node, ast.ClassDef):
-                self_attrs.defer(node.name, lambda node=node: self_attribute_types(node, imap, kb, mclasses))
-                layer_attrs.defer(node.name, lambda node=node: _self_layers(node, imap, kb))
-                bases = [kb.get(imap.resolve(b) or "") for b in node.bases]
-                torch_bases[node.name] = [b.torch for b in bases if b is not None and b.kind == "class"]
-                visit(node.body, node)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                in_mod = cls is not None and cls.name in mclasses
+    # Document order, iteratively (a recursive closure would be a reference cycle holding the tree).
+    stack: list[tuple[ast.AST, ast.ClassDef | None]] = [(n, None) for n in reversed(tree.body)]
+    while stack:
+        node, cls = stack.pop()
+        if isinstance(node, ast.ClassDef):
+            self_attrs.defer(node.name, lambda node=node: self_attribute_types(node, imap, kb, mclasses))
+            layer_attrs.defer(node.name, lambda node=node: _self_layers(node, imap, kb))
+            bases = [kb.get(imap.resolve(b) or "") for b in node.bases]
+            torch_bases[node.name] = [b.torch for b in bases if b is not None and b.kind == "class"]
+            stack.extend((child, node) for child in reversed(node.body))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            in_mod = cls is not None and cls.name in mclasses
 
-                def scope(node=node, cls=cls, in_mod=in_mod) -> Scope:
-                    attrs = self_attrs.get(cls.name, {}) if cls else {}
-                    return infer_function(node, imap, attrs, kb, in_mod and node.name == "forward", mclasses, in_mod)
+            def scope(node=node, cls=cls, in_mod=in_mod) -> Scope:
+                attrs = self_attrs.get(cls.name, {}) if cls else {}
+                return infer_function(node, imap, attrs, kb, in_mod and node.name == "forward", mclasses, in_mod)
 
-                scopes.defer((cls.name if cls else "", node.name), scope)
-                visit(node.body, cls)
-            else:
-                for field_name in ("body", "orelse", "finalbody", "handlers"):
-                    sub = getattr(node, field_name, None)
-                    if isinstance(sub, list):
-                        visit(sub, cls)
-
-    visit(tree.body, None)
-    del visit  # a recursive closure is a reference cycle: it would keep the tree for the cyclic GC
+            scopes.defer((cls.name if cls else "", node.name), scope)
+            stack.extend((child, cls) for child in reversed(node.body))
+        else:
+            inner = [
+                child
+                for field_name in ("body", "orelse", "finalbody", "handlers")
+                if isinstance(sub := getattr(node, field_name, None), list)
+                for child in sub
+            ]
+            stack.extend((child, cls) for child in reversed(inner))
     for node in nodes(tree):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             taken.add(node.id)
@@ -158,8 +175,9 @@ def module_facts(tree: ast.Module, kb: KB, local_roots: frozenset[str] = frozens
     plan = build_plan(tree, imap, kb)
     top = {id(n) for n in tree.body}
     nested = any(id(x.node) not in top and _imports_framework(x.node, imap) for x in plan)
-    return ModuleFacts(imap, mclasses, self_attrs, scopes, taken, layer_attrs, torch_bases,
-                       plan, star_names, nested, tree=tree)
+    return ModuleFacts(
+        imap, mclasses, self_attrs, scopes, taken, layer_attrs, torch_bases, plan, star_names, nested, tree=tree
+    )
 
 
 def _imports_framework(node: ast.stmt, imap: ImportMap) -> bool:
@@ -180,7 +198,7 @@ def _bind_star_names(tree: ast.Module, imap: ImportMap, kb: KB) -> frozenset[str
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in imap.names and n.id not in stored:
             for m in stars:
                 if kb.get(f"{m}.{n.id}") is not None:
-                    imap._bind(n.id, f"{m}.{n.id}", n.lineno)  # noqa: SLF001 - same module family
+                    imap._bind(n.id, f"{m}.{n.id}", n.lineno)
                     bound.add(n.id)
                     break
     return frozenset(bound)
@@ -225,13 +243,16 @@ def _to_ast(node: cst.BaseExpression) -> ast.expr | None:
     return None
 
 
-
-
 _SIMPLE = (cst.SimpleStatementLine, cst.SimpleStatementSuite)
 _COMPOUND = {
-    cst.FunctionDef: (ast.FunctionDef, ast.AsyncFunctionDef), cst.ClassDef: (ast.ClassDef,),
-    cst.If: (ast.If,), cst.For: (ast.For, ast.AsyncFor), cst.While: (ast.While,),
-    cst.With: (ast.With, ast.AsyncWith), cst.Try: (ast.Try,), cst.Match: (ast.Match,),
+    cst.FunctionDef: (ast.FunctionDef, ast.AsyncFunctionDef),
+    cst.ClassDef: (ast.ClassDef,),
+    cst.If: (ast.If,),
+    cst.For: (ast.For, ast.AsyncFor),
+    cst.While: (ast.While,),
+    cst.With: (ast.With, ast.AsyncWith),
+    cst.Try: (ast.Try,),
+    cst.Match: (ast.Match,),
 }
 if hasattr(ast, "TryStar"):
     _COMPOUND[cst.TryStar] = (ast.TryStar,)
@@ -240,14 +261,39 @@ _COMPOUND_AST = tuple(t for ts in _COMPOUND.values() for t in ts)
 
 # Nodes that hold only punctuation, whitespace and comments: nothing inside them is ever rewritten,
 # so their children (mostly whitespace nodes, half of all nodes) are not visited.
-_OPAQUE = frozenset({
-    cst.Comma, cst.Dot, cst.AssignEqual, cst.Colon, cst.Semicolon, cst.LeftParen, cst.RightParen,
-    cst.LeftSquareBracket, cst.RightSquareBracket, cst.LeftCurlyBrace, cst.RightCurlyBrace,
-    cst.TrailingWhitespace, cst.EmptyLine, cst.ParenthesizedWhitespace, cst.SimpleWhitespace, cst.Newline,
-    cst.Comment, cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ImportStar,
-    *(c for c in vars(cst).values() if isinstance(c, type) and issubclass(c, (
-        cst.BaseBinaryOp, cst.BaseCompOp, cst.BaseBooleanOp, cst.BaseUnaryOp, cst.BaseAugOp)) and not c.__name__.startswith("Base")),
-})
+_OPAQUE = frozenset(
+    {
+        cst.Comma,
+        cst.Dot,
+        cst.AssignEqual,
+        cst.Colon,
+        cst.Semicolon,
+        cst.LeftParen,
+        cst.RightParen,
+        cst.LeftSquareBracket,
+        cst.RightSquareBracket,
+        cst.LeftCurlyBrace,
+        cst.RightCurlyBrace,
+        cst.TrailingWhitespace,
+        cst.EmptyLine,
+        cst.ParenthesizedWhitespace,
+        cst.SimpleWhitespace,
+        cst.Newline,
+        cst.Comment,
+        cst.Integer,
+        cst.Float,
+        cst.Imaginary,
+        cst.SimpleString,
+        cst.ImportStar,
+        *(
+            c
+            for c in vars(cst).values()
+            if isinstance(c, type)
+            and issubclass(c, (cst.BaseBinaryOp, cst.BaseCompOp, cst.BaseBooleanOp, cst.BaseUnaryOp, cst.BaseAugOp))
+            and not c.__name__.startswith("Base")
+        ),
+    }
+)
 # Parts of a def/class header, skipped when the header mentions nothing to convert.
 _HEADER_PARTS = frozenset({cst.Parameters, cst.Decorator, cst.Annotation, cst.Arg})
 
@@ -310,7 +356,7 @@ class TorchToMindSpore(FastDispatch, cst.CSTTransformer):
         plan, i = self.facts.plan, self._pi
         if kind in _SIMPLE:
             k = len(node.body)  # type: ignore[attr-defined]
-            infos = plan[i:i + k]
+            infos = plan[i : i + k]
             if len(infos) != k or any(isinstance(x.node, _COMPOUND_AST) for x in infos):
                 raise PlanMismatch(f"statement {i}")
             self._pi = i + k
@@ -415,8 +461,13 @@ class TorchToMindSpore(FastDispatch, cst.CSTTransformer):
         self.narrowed.pop()
 
     def _isinstance_classes(self, test: cst.BaseExpression) -> dict[str, list[str]]:
-        if not (isinstance(test, cst.Call) and isinstance(test.func, cst.Name) and test.func.value == "isinstance"
-                and len(test.args) == 2 and isinstance(test.args[0].value, cst.Name)):
+        if not (
+            isinstance(test, cst.Call)
+            and isinstance(test.func, cst.Name)
+            and test.func.value == "isinstance"
+            and len(test.args) == 2
+            and isinstance(test.args[0].value, cst.Name)
+        ):
             return {}
         cls = test.args[1].value
         elts = [e.value for e in cls.elements] if isinstance(cls, (cst.Tuple, cst.List)) else [cls]
@@ -436,8 +487,12 @@ class TorchToMindSpore(FastDispatch, cst.CSTTransformer):
         if isinstance(receiver, cst.Name) and receiver.value == "self" and self.class_stack:
             # self inside `class LayerNorm2d(nn.LayerNorm)`: the torch base's names apply.
             return self.facts.torch_bases.get(self.class_stack[-1], [])
-        if isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name) and \
-                receiver.value.value == "self" and self.class_stack:
+        if (
+            isinstance(receiver, cst.Attribute)
+            and isinstance(receiver.value, cst.Name)
+            and receiver.value.value == "self"
+            and self.class_stack
+        ):
             cls = self.facts.layer_attrs.get(self.class_stack[-1], {}).get(receiver.attr.value)
             return [cls] if cls else []
         return []
@@ -552,7 +607,11 @@ class TorchToMindSpore(FastDispatch, cst.CSTTransformer):
         if not in_type_position and entry.kind in ("class", "function") and (entry.args or entry.template or entry.sig):
             # Passed around as a value (conv_layer=nn.Conv2d, partial(nn.LayerNorm, eps=1e-6)): the
             # calls made through it are only known at run time, so the KB rules run then.
-            self.record(entry.torch, "review", "used as a value: torch2ms.runtime.TorchCompat applies its argument rules at run time")
+            self.record(
+                entry.torch,
+                "review",
+                "used as a value: torch2ms.runtime.TorchCompat applies its argument rules at run time",
+            )
             return self.parse_ms(f'torch2ms.runtime.TorchCompat("{entry.torch}")')
         self.record(entry.torch)
         return self.parse_ms(entry.ms)
@@ -613,8 +672,9 @@ class TorchToMindSpore(FastDispatch, cst.CSTTransformer):
                 args.append(code(a.value).strip())
         return args, kwargs
 
-    def _apply(self, entry: Entry, original: cst.Call, updated: cst.Call, receiver: str | None,
-               api: str) -> cst.BaseExpression:
+    def _apply(
+        self, entry: Entry, original: cst.Call, updated: cst.Call, receiver: str | None, api: str
+    ) -> cst.BaseExpression:
         split = self._split_args(updated)
         if split is None:
             if not entry.sig and not entry.args and not entry.template and entry.status == "direct":
@@ -623,15 +683,20 @@ class TorchToMindSpore(FastDispatch, cst.CSTTransformer):
                 return updated.with_changes(func=self.parse_ms(res.func or ""))
             if receiver is None and entry.kind in ("class", "function"):
                 # *args/**kwargs: the arguments are only known at run time.
-                self.record(api, "review", "*args/**kwargs: torch2ms.runtime.TorchCompat applies the argument rules at run time")
+                self.record(
+                    api, "review", "*args/**kwargs: torch2ms.runtime.TorchCompat applies the argument rules at run time"
+                )
                 return updated.with_changes(func=self.parse_ms(f'torch2ms.runtime.TorchCompat("{entry.torch}")'))
             self.mark(api, "*args/**kwargs in the call: convert by hand", None)
             return updated
         try:
             res = rewrite_call(entry, *split, receiver=receiver)
         except Exception as exc:  # noqa: BLE001 - a bad rule must not cost the whole file
-            self.mark(api, f"rule failed on this call ({type(exc).__name__}: {exc}); convert by hand",
-                      self._root_of(original.func))
+            self.mark(
+                api,
+                f"rule failed on this call ({type(exc).__name__}: {exc}); convert by hand",
+                self._root_of(original.func),
+            )
             return updated
         if not res.ok:
             self.mark(api, "; ".join(res.notes) or entry.note, self._root_of(original.func))
@@ -654,7 +719,11 @@ class TorchToMindSpore(FastDispatch, cst.CSTTransformer):
 
         def take(src: str, keyword: str | None, pos: int | None) -> cst.Arg | None:
             cands = [pos] if pos is not None else []
-            cands += [i for i, a in enumerate(updated.args) if keyword and a.keyword is not None and a.keyword.value == keyword]
+            cands += [
+                i
+                for i, a in enumerate(updated.args)
+                if keyword and a.keyword is not None and a.keyword.value == keyword
+            ]
             cands += range(len(updated.args))
             for i in cands:
                 if i is not None and i < len(srcs) and i not in used and srcs[i] == src:
@@ -711,8 +780,11 @@ class TorchToMindSpore(FastDispatch, cst.CSTTransformer):
         root = receiver
         while isinstance(root, (cst.Attribute, cst.Call, cst.Subscript)):
             root = root.func if isinstance(root, cst.Call) else root.value
-        if isinstance(root, cst.Name) and root.value in self.imap.names and not self.imap.is_framework(
-                self.imap.names[root.value]):
+        if (
+            isinstance(root, cst.Name)
+            and root.value in self.imap.names
+            and not self.imap.is_framework(self.imap.names[root.value])
+        ):
             return None, ""  # a module such as mindspore's `ops` (converted code converted again)
         if rtype is None and attr in TENSOR_ONLY_METHODS:
             return TENSOR, "likely"
@@ -754,8 +826,9 @@ class TorchToMindSpore(FastDispatch, cst.CSTTransformer):
             return updated
         result = self._apply(entry, original, updated, receiver, entry.torch)
         if confidence == "likely" and result is not updated:
-            self.changes[-1].note = (self.changes[-1].note + "; " if self.changes[-1].note else "") + \
-                f"receiver assumed to be a {'Tensor' if owner == TENSOR else 'Module'}"
+            self.changes[-1].note = (
+                self.changes[-1].note + "; " if self.changes[-1].note else ""
+            ) + f"receiver assumed to be a {'Tensor' if owner == TENSOR else 'Module'}"
         return result
 
     def _layer_parameter(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression | None:
@@ -775,7 +848,9 @@ class TorchToMindSpore(FastDispatch, cst.CSTTransformer):
             return None
         api = f"{classes[0]}.{attr}"
         if len(renames) > 1:
-            self.record(api, "review", f"'{attr}' is named {sorted(map(str, renames))} in MindSpore depending on the layer")
+            self.record(
+                api, "review", f"'{attr}' is named {sorted(map(str, renames))} in MindSpore depending on the layer"
+            )
             return updated
         new = renames.pop()
         if new is None:
@@ -849,10 +924,18 @@ def _fix_commas(args: list[cst.Arg], originals: list[cst.Arg]) -> list[cst.Arg]:
     the arguments the rewrite added (one per line, the original trailing comma kept at the end)."""
     last_orig = originals[-1] if originals else None
     sep: cst.Comma | None = None  # the separator between arguments of a one-per-line call
-    if len(originals) >= 2 and isinstance(originals[-2].comma, cst.Comma) and _multiline(originals[-2].comma.whitespace_after):
+    if (
+        len(originals) >= 2
+        and isinstance(originals[-2].comma, cst.Comma)
+        and _multiline(originals[-2].comma.whitespace_after)
+    ):
         ws = originals[-2].comma.whitespace_after
         sep = originals[-2].comma.with_changes(whitespace_after=ws.with_changes(first_line=cst.TrailingWhitespace()))
-    trailing = last_orig is not None and isinstance(last_orig.comma, cst.Comma) and _multiline(last_orig.comma.whitespace_after)
+    trailing = (
+        last_orig is not None
+        and isinstance(last_orig.comma, cst.Comma)
+        and _multiline(last_orig.comma.whitespace_after)
+    )
     default_sep = sep or cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
     out = []
     for i, a in enumerate(args):
@@ -861,17 +944,31 @@ def _fix_commas(args: list[cst.Arg], originals: list[cst.Arg]) -> list[cst.Arg]:
                 out.append(a)
             elif trailing:
                 ws = last_orig.comma.whitespace_after  # type: ignore[union-attr]
-                out.append(a.with_changes(comma=last_orig.comma.with_changes(  # type: ignore[union-attr]
-                    whitespace_after=ws.with_changes(first_line=cst.TrailingWhitespace()))))
+                out.append(
+                    a.with_changes(
+                        comma=last_orig.comma.with_changes(  # type: ignore[union-attr]
+                            whitespace_after=ws.with_changes(first_line=cst.TrailingWhitespace())
+                        )
+                    )
+                )
             elif last_orig is not None and _multiline(last_orig.whitespace_after_arg):
-                out.append(a.with_changes(comma=cst.MaybeSentinel.DEFAULT, whitespace_after_arg=last_orig.whitespace_after_arg))
+                out.append(
+                    a.with_changes(comma=cst.MaybeSentinel.DEFAULT, whitespace_after_arg=last_orig.whitespace_after_arg)
+                )
             else:
                 out.append(a.with_changes(comma=cst.MaybeSentinel.DEFAULT))
         elif a is last_orig and trailing and sep is not None:
             # No longer last: its comma (and comment) stays, the next line is indented like the others.
             ws = a.comma.whitespace_after  # type: ignore[union-attr]
-            out.append(a.with_changes(comma=a.comma.with_changes(  # type: ignore[union-attr]
-                whitespace_after=ws.with_changes(indent=sep.whitespace_after.indent, last_line=sep.whitespace_after.last_line))))
+            out.append(
+                a.with_changes(
+                    comma=a.comma.with_changes(  # type: ignore[union-attr]
+                        whitespace_after=ws.with_changes(
+                            indent=sep.whitespace_after.indent, last_line=sep.whitespace_after.last_line
+                        )
+                    )
+                )
+            )
         elif a is last_orig and _multiline(a.whitespace_after_arg):
             out.append(a.with_changes(comma=default_sep, whitespace_after_arg=cst.SimpleWhitespace("")))
         elif isinstance(a.comma, cst.MaybeSentinel):

@@ -10,9 +10,15 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "check_data": "check", "compare_sides": "check",
-    "collect": "collect", "load_factory": "collect", "Side": "collect", "SpecError": "collect",
-    "Finding": "diagnose", "ColumnReport": "report", "DataReport": "report",
+    "check_data": "check",
+    "compare_sides": "check",
+    "collect": "collect",
+    "load_factory": "collect",
+    "Side": "collect",
+    "SpecError": "collect",
+    "Finding": "diagnose",
+    "ColumnReport": "report",
+    "DataReport": "report",
 }
 __all__ = sorted(_EXPORTS)
 

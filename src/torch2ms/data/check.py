@@ -12,9 +12,23 @@ from typing import Any
 import numpy as np
 
 from .collect import Side, collect, load_factory
-from .diagnose import (ERROR, INFO, WARN, Finding, channel_stats, diagnose_affine, diagnose_batch_count,
-                       diagnose_dtype, diagnose_error, diagnose_labels, diagnose_order, diagnose_pixels,
-                       diagnose_shapes, layout_permutation, sample_permutation)
+from .diagnose import (
+    ERROR,
+    INFO,
+    WARN,
+    Finding,
+    channel_stats,
+    diagnose_affine,
+    diagnose_batch_count,
+    diagnose_dtype,
+    diagnose_error,
+    diagnose_labels,
+    diagnose_order,
+    diagnose_pixels,
+    diagnose_shapes,
+    layout_permutation,
+    sample_permutation,
+)
 from .hints import config_hints, merge_hints, merge_same
 from .report import ColumnReport, DataReport
 
@@ -35,8 +49,9 @@ def _channel_axis(a: np.ndarray) -> int | None:
     return 1 if a.ndim >= 3 and a.shape[1] <= MAX_CHANNELS else None
 
 
-def _compare_labels(name: str, t: list[np.ndarray], m: list[np.ndarray], t_cfg: dict, m_cfg: dict,
-                    col: ColumnReport) -> list[Finding]:
+def _compare_labels(
+    name: str, t: list[np.ndarray], m: list[np.ndarray], t_cfg: dict, m_cfg: dict, col: ColumnReport
+) -> list[Finding]:
     tl, ml = _stack(t).reshape(-1), _stack(m).reshape(-1)
     n = min(tl.size, ml.size)
     col.label_agreement = float(np.mean(tl[:n].astype(np.int64) == ml[:n].astype(np.int64))) if n else None
@@ -44,8 +59,9 @@ def _compare_labels(name: str, t: list[np.ndarray], m: list[np.ndarray], t_cfg: 
     return [f] if f else []
 
 
-def _compare_values(name: str, t: list[np.ndarray], m: list[np.ndarray], paired: bool, atol: float,
-                    exact: bool, col: ColumnReport) -> list[Finding]:
+def _compare_values(
+    name: str, t: list[np.ndarray], m: list[np.ndarray], paired: bool, atol: float, exact: bool, col: ColumnReport
+) -> list[Finding]:
     perm = layout_permutation(t[0].shape, m[0].shape)
     if perm is not None:  # compare values in the torch layout; the layout finding is already made
         m = [b.transpose(perm) for b in m]
@@ -105,37 +121,57 @@ def compare_sides(t: Side, m: Side, *, atol: float = 1e-3, exact: bool = True) -
         if side.error:
             findings.append(diagnose_error(side.name, side.error))
     bc = diagnose_batch_count(
-        t.batches_per_epoch, m.batches_per_epoch,
+        t.batches_per_epoch,
+        m.batches_per_epoch,
         bs_torch=t.config.get("batch_size") or (len(t.batches[0][0]) if t.batches and t.batches[0][0].ndim else None),
         bs_ms=m.config.get("batch_size") or (len(m.batches[0][0]) if m.batches and m.batches[0][0].ndim else None),
-        drop_last=t.config.get("drop_last"), drop_remainder=m.config.get("drop_remainder"))
+        drop_last=t.config.get("drop_last"),
+        drop_remainder=m.config.get("drop_remainder"),
+    )
     if bc:
         findings.append(bc)
     n = min(len(t.batches), len(m.batches))
     if n and len(t.batches[0]) != len(m.batches[0]):
-        findings.append(Finding(ERROR, "columns", f"torch yields {len(t.batches[0])} columns, "
-                                f"MindSpore {len(m.batches[0])}: {t.columns} vs {m.columns}"))
+        findings.append(
+            Finding(
+                ERROR,
+                "columns",
+                f"torch yields {len(t.batches[0])} columns, MindSpore {len(m.batches[0])}: {t.columns} vs {m.columns}",
+            )
+        )
     elif n:
         ncol = len(t.batches[0])
         names = [m.columns[i] if i < len(m.columns) else f"column{i}" for i in range(ncol)]
         kinds = [_kind(t.batches[0][i]) for i in range(ncol)]
-        cols = [ColumnReport(names[i], kinds[i], list(t.batches[0][i].shape), list(m.batches[0][i].shape),
-                             str(t.batches[0][i].dtype), str(m.batches[0][i].dtype), compared_batches=n)
-                for i in range(ncol)]
+        cols = [
+            ColumnReport(
+                names[i],
+                kinds[i],
+                list(t.batches[0][i].shape),
+                list(m.batches[0][i].shape),
+                str(t.batches[0][i].dtype),
+                str(m.batches[0][i].dtype),
+                compared_batches=n,
+            )
+            for i in range(ncol)
+        ]
         order = _reorder(t, m, n, kinds, names, atol)
         if order is not None:
             findings.append(order)
         label_findings: list[Finding] = []
         for i in range(ncol):  # labels first: their order tells whether samples can be paired
             if kinds[i] == "label":
-                label_findings += _compare_labels(names[i], [b[i] for b in t.batches[:n]],
-                                                  [b[i] for b in m.batches[:n]], t.config, m.config, cols[i])
+                label_findings += _compare_labels(
+                    names[i], [b[i] for b in t.batches[:n]], [b[i] for b in m.batches[:n]], t.config, m.config, cols[i]
+                )
         shuffled = bool(t.config.get("shuffle")) or bool(m.config.get("shuffle"))
         paired = not label_findings and (order is not None or not (shuffled and "label" not in kinds))
         for i in range(ncol):
             tb, mb = [b[i] for b in t.batches[:n]], [b[i] for b in m.batches[:n]]
-            for f in (diagnose_shapes(tb[0].shape, mb[0].shape, names[i]),
-                      diagnose_dtype(kinds[i], tb[0].dtype, mb[0].dtype, names[i])):
+            for f in (
+                diagnose_shapes(tb[0].shape, mb[0].shape, names[i]),
+                diagnose_dtype(kinds[i], tb[0].dtype, mb[0].dtype, names[i]),
+            ):
                 if f and not (f.pitfall == "batch_size" and bc is not None):
                     findings.append(f)
             if kinds[i] != "label":
@@ -143,17 +179,18 @@ def compare_sides(t: Side, m: Side, *, atol: float = 1e-3, exact: bool = True) -
         findings += label_findings
         columns = cols
     elif not (t.error or m.error):
-        findings.append(Finding(ERROR, "error", f"no batches: torch gave {len(t.batches)}, "
-                                f"MindSpore {len(m.batches)}"))
+        findings.append(Finding(ERROR, "error", f"no batches: torch gave {len(t.batches)}, MindSpore {len(m.batches)}"))
     findings = merge_hints(merge_same(findings), config_hints(t.config, m.config))
     order = {ERROR: 0, WARN: 1, INFO: 2}
     findings.sort(key=lambda f: order[f.level])
-    return DataReport(torch=t, ms=m, columns=columns, findings=findings,
-                      settings={"batches": n, "atol": atol, "exact": exact})
+    return DataReport(
+        torch=t, ms=m, columns=columns, findings=findings, settings={"batches": n, "atol": atol, "exact": exact}
+    )
 
 
-def check_data(torch_pipeline: Any, ms_pipeline: Any, *, batches: int = 2, atol: float = 1e-3,
-               exact: bool = True) -> DataReport:
+def check_data(
+    torch_pipeline: Any, ms_pipeline: Any, *, batches: int = 2, atol: float = 1e-3, exact: bool = True
+) -> DataReport:
     """Compare the first ``batches`` batches of a torch and a MindSpore pipeline.
 
     Each pipeline is an object (DataLoader, mindspore.dataset, any iterable of batches) or a
@@ -165,7 +202,8 @@ def check_data(torch_pipeline: Any, ms_pipeline: Any, *, batches: int = 2, atol:
         raise ValueError("batches must be >= 1")
     t_obj = load_factory(torch_pipeline) if isinstance(torch_pipeline, str) else torch_pipeline
     m_obj = load_factory(ms_pipeline) if isinstance(ms_pipeline, str) else ms_pipeline
-    report = compare_sides(collect(t_obj, "torch", batches), collect(m_obj, "MindSpore", batches),
-                           atol=atol, exact=exact)
+    report = compare_sides(
+        collect(t_obj, "torch", batches), collect(m_obj, "MindSpore", batches), atol=atol, exact=exact
+    )
     report.settings["batches_requested"] = batches
     return report

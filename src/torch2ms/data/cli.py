@@ -13,16 +13,28 @@ EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2
 
 
 def add_check_data_parser(sub) -> None:
-    p = sub.add_parser("check-data", help="run a torch and a MindSpore data pipeline on the same data and compare "
-                                          "shapes, dtypes, per-channel mean/std, values, labels and batches per epoch")
-    p.add_argument("--torch", required=True, metavar="PATH_OR_MODULE:FACTORY",
-                   help="factory (no arguments) returning the DataLoader or any iterable of batches")
-    p.add_argument("--ms", required=True, metavar="PATH_OR_MODULE:FACTORY",
-                   help="factory (no arguments) returning the mindspore.dataset object or any iterable of batches")
+    p = sub.add_parser(
+        "check-data",
+        help="run a torch and a MindSpore data pipeline on the same data and compare "
+        "shapes, dtypes, per-channel mean/std, values, labels and batches per epoch",
+    )
+    p.add_argument(
+        "--torch",
+        required=True,
+        metavar="PATH_OR_MODULE:FACTORY",
+        help="factory (no arguments) returning the DataLoader or any iterable of batches",
+    )
+    p.add_argument(
+        "--ms",
+        required=True,
+        metavar="PATH_OR_MODULE:FACTORY",
+        help="factory (no arguments) returning the mindspore.dataset object or any iterable of batches",
+    )
     p.add_argument("--batches", type=int, default=2, metavar="K", help="compare the first K batches (default 2)")
     p.add_argument("--atol", type=float, default=1e-3, help="tolerance on mean/std and max |Δ| (default 1e-3)")
-    p.add_argument("--stats-only", action="store_true",
-                   help="skip the paired max |Δ| test (pipelines with random augmentation)")
+    p.add_argument(
+        "--stats-only", action="store_true", help="skip the paired max |Δ| test (pipelines with random augmentation)"
+    )
     p.add_argument("--out", metavar="DIR", help="write report.json and report.md here")
     p.add_argument("--json", action="store_true", help="print the JSON report instead of the table")
     p.set_defaults(func=cmd_check_data)
@@ -55,4 +67,3 @@ def cmd_check_data(args: argparse.Namespace) -> int:
         if not args.json:
             out.print("report: " + ", ".join(str(p) for p in paths))
     return EXIT_OK if report.ok else EXIT_FOUND
-

@@ -13,8 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from ..factory import SpecError, load_object
 
-from ..factory import SpecError, load_object  # noqa: E402 - one resolver for every command
+__all__ = ["SpecError", "collect", "load_factory", "Side"]
 
 
 @dataclass
@@ -103,6 +104,7 @@ def collect(obj: Any, name: str, k: int) -> Side:
 # ------------------------------------------------------------------------------------------------
 # Pipeline descriptions: only attributes both libraries have kept stable; anything odd is skipped.
 
+
 def _op_text(op: Any) -> str:
     name = type(op).__name__
     keys = ("size", "interpolation", "antialias", "to_pil", "is_hwc", "mean", "std", "data_type", "rescale", "shift")
@@ -142,8 +144,10 @@ def describe_torch(loader: Any) -> tuple[list[str], dict[str, Any]]:
         if hasattr(loader, attr):
             cfg[attr] = getattr(loader, attr)
     if "batch_size" in cfg:
-        stages.append(f"DataLoader(batch_size={cfg['batch_size']}, shuffle={cfg.get('shuffle')}, "
-                      f"drop_last={cfg.get('drop_last')})")
+        stages.append(
+            f"DataLoader(batch_size={cfg['batch_size']}, shuffle={cfg.get('shuffle')}, "
+            f"drop_last={cfg.get('drop_last')})"
+        )
     return stages, cfg
 
 

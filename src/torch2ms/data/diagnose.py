@@ -7,8 +7,8 @@ Each returns a :class:`Finding` (or ``None`` when that aspect agrees).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 
@@ -34,8 +34,15 @@ class Finding:
         return fix(self.pitfall)
 
     def to_dict(self) -> dict:
-        return {"level": self.level, "pitfall": self.pitfall, "title": self.title, "column": self.column,
-                "message": self.message, "fix": self.fix, "evidence": list(self.evidence)}
+        return {
+            "level": self.level,
+            "pitfall": self.pitfall,
+            "title": self.title,
+            "column": self.column,
+            "message": self.message,
+            "fix": self.fix,
+            "evidence": list(self.evidence),
+        }
 
 
 def _fmt(v: Sequence[float]) -> str:
@@ -54,9 +61,16 @@ def channel_stats(x: np.ndarray, axis: int | None = 1) -> tuple[np.ndarray, np.n
 # ------------------------------------------------------------------------------------------------
 # Batches per epoch
 
-def diagnose_batch_count(n_torch: int | None, n_ms: int | None, *, bs_torch: int | None = None,
-                         bs_ms: int | None = None, drop_last: bool | None = None,
-                         drop_remainder: bool | None = None) -> Finding | None:
+
+def diagnose_batch_count(
+    n_torch: int | None,
+    n_ms: int | None,
+    *,
+    bs_torch: int | None = None,
+    bs_ms: int | None = None,
+    drop_last: bool | None = None,
+    drop_remainder: bool | None = None,
+) -> Finding | None:
     if n_torch is None or n_ms is None or n_torch == n_ms:
         return None
     msg = f"batches per epoch: torch {n_torch}, MindSpore {n_ms}"
@@ -73,6 +87,7 @@ def diagnose_batch_count(n_torch: int | None, n_ms: int | None, *, bs_torch: int
 
 # ------------------------------------------------------------------------------------------------
 # Shapes and layout
+
 
 def layout_permutation(t_shape: Sequence[int], m_shape: Sequence[int]) -> tuple[int, ...] | None:
     """Axes to transpose the MindSpore batch by to get the torch layout (NHWC → NCHW and the like)."""
@@ -108,12 +123,14 @@ def diagnose_shapes(t_shape: Sequence[int], m_shape: Sequence[int], column: str 
 # ------------------------------------------------------------------------------------------------
 # Values: per-channel statistics seen as MindSpore ≈ a·torch + b
 
+
 def _near(x: np.ndarray, y: float, rel: float) -> bool:
     return bool(np.all(np.abs(x - y) <= rel * abs(y)))
 
 
-def name_affine(a: np.ndarray, b: np.ndarray, head: str, column: str | None = None,
-                evidence: list[str] | None = None) -> Finding:
+def name_affine(
+    a: np.ndarray, b: np.ndarray, head: str, column: str | None = None, evidence: list[str] | None = None
+) -> Finding:
     """Name an exact per-channel ``ms = a * torch + b`` relation (the arithmetic pitfalls)."""
     ev = list(evidence or []) + [f"MindSpore ≈ a·torch + b per channel: a {_fmt(a)}, b {_fmt(b)}"]
     spread = float(np.abs(b).max())
@@ -122,29 +139,64 @@ def name_affine(a: np.ndarray, b: np.ndarray, head: str, column: str | None = No
     if _near(a, 1 / 255, 0.05):
         return Finding(ERROR, "to_tensor", f"{head}: MindSpore values are ÷255: scaled twice", column, ev)
     if _near(a, 1.0, 0.02):
-        return Finding(ERROR, "normalize", f"{head}: same spread, per-channel offset {_fmt(b)}: Normalize mean "
-                       "differs or Normalize runs before the scaling to [0, 1]", column, ev)
+        return Finding(
+            ERROR,
+            "normalize",
+            f"{head}: same spread, per-channel offset {_fmt(b)}: Normalize mean "
+            "differs or Normalize runs before the scaling to [0, 1]",
+            column,
+            ev,
+        )
     if np.all((a > 0) & (a < 1)) and np.all((b >= -0.05) & (b <= 1.05)):
-        return Finding(ERROR, "normalize", f"{head}: MindSpore values are not normalised: torch used "
-                       f"Normalize(mean≈{_fmt(b)}, std≈{_fmt(a)}), MindSpore did not", column, ev)
+        return Finding(
+            ERROR,
+            "normalize",
+            f"{head}: MindSpore values are not normalised: torch used "
+            f"Normalize(mean≈{_fmt(b)}, std≈{_fmt(a)}), MindSpore did not",
+            column,
+            ev,
+        )
     if np.all((a / 255 > 0) & (a / 255 < 1)) and np.all((b / 255 >= -0.05) & (b / 255 <= 1.05)):
-        return Finding(ERROR, "to_tensor", f"{head}: MindSpore values are neither scaled nor normalised: "
-                       f"torch used ToTensor + Normalize(mean≈{_fmt(b / 255)}, std≈{_fmt(a / 255)})", column, ev)
+        return Finding(
+            ERROR,
+            "to_tensor",
+            f"{head}: MindSpore values are neither scaled nor normalised: "
+            f"torch used ToTensor + Normalize(mean≈{_fmt(b / 255)}, std≈{_fmt(a / 255)})",
+            column,
+            ev,
+        )
     if np.all(a > 1) and np.all(b <= 0):
-        return Finding(ERROR, "normalize", f"{head}: MindSpore normalises and torch does not (or MindSpore "
-                       f"normalises twice): mean≈{_fmt(-b / a)}, std≈{_fmt(1 / a)}", column, ev)
+        return Finding(
+            ERROR,
+            "normalize",
+            f"{head}: MindSpore normalises and torch does not (or MindSpore "
+            f"normalises twice): mean≈{_fmt(-b / a)}, std≈{_fmt(1 / a)}",
+            column,
+            ev,
+        )
     return Finding(ERROR, "values", f"{head}: per-channel affine difference", column, ev)
 
 
 def _resampling(ratio: np.ndarray, head: str, column: str | None, ev: list[str]) -> Finding:
     if np.all(ratio > 1.02):  # no antialias keeps more high-frequency variance
-        return Finding(ERROR, "decode_pil", f"{head}: MindSpore images are sharper, std ratio {_fmt(ratio)} "
-                       "(resized without antialias)", column, ev)
+        return Finding(
+            ERROR,
+            "decode_pil",
+            f"{head}: MindSpore images are sharper, std ratio {_fmt(ratio)} (resized without antialias)",
+            column,
+            ev,
+        )
     return Finding(ERROR, "interpolation", f"{head}: resampling differs, std ratio {_fmt(ratio)}", column, ev)
 
 
-def diagnose_affine(t_mean: np.ndarray, t_std: np.ndarray, m_mean: np.ndarray, m_std: np.ndarray,
-                    atol: float = 1e-3, column: str | None = None) -> Finding | None:
+def diagnose_affine(
+    t_mean: np.ndarray,
+    t_std: np.ndarray,
+    m_mean: np.ndarray,
+    m_std: np.ndarray,
+    atol: float = 1e-3,
+    column: str | None = None,
+) -> Finding | None:
     """Per-channel stats alone (samples need not be paired): read as ``ms = a * torch + b``, a = std ratio."""
     t_mean, t_std, m_mean, m_std = (np.asarray(v, np.float64) for v in (t_mean, t_std, m_mean, m_std))
     dm, ds = np.abs(m_mean - t_mean).max(), np.abs(m_std - t_std).max()
@@ -163,6 +215,7 @@ def diagnose_affine(t_mean: np.ndarray, t_std: np.ndarray, m_mean: np.ndarray, m
 # ------------------------------------------------------------------------------------------------
 # Values: paired samples (same order, same shape)
 
+
 def _shifts(t: np.ndarray, m: np.ndarray, tol: float) -> list[tuple[int, int]] | None:
     """Per sample, the (dy, dx) ∈ {-1, 0, 1}² shift of the last two axes under which MindSpore equals
     torch on the overlap; ``None`` when some sample has no such shift. Crop offsets differ per sample
@@ -175,8 +228,8 @@ def _shifts(t: np.ndarray, m: np.ndarray, tol: float) -> list[tuple[int, int]] |
         hit = None
         for dy in (0, -1, 1):
             for dx in (0, -1, 1):
-                a = ts_[..., max(dy, 0):h + min(dy, 0), max(dx, 0):w + min(dx, 0)]
-                b = ms_[..., max(-dy, 0):h + min(-dy, 0), max(-dx, 0):w + min(-dx, 0)]
+                a = ts_[..., max(dy, 0) : h + min(dy, 0), max(dx, 0) : w + min(dx, 0)]
+                b = ms_[..., max(-dy, 0) : h + min(-dy, 0), max(-dx, 0) : w + min(-dx, 0)]
                 if float(np.abs(a - b).max()) <= tol:
                     hit = (dy, dx)
                     break
@@ -208,8 +261,13 @@ def diagnose_pixels(t: np.ndarray, m: np.ndarray, atol: float = 1e-3, column: st
     shifts = _shifts(t64, m64, max(atol, 1e-3 * d))
     if shifts is not None:
         moved = sorted({sh for sh in shifts if sh != (0, 0)})
-        return Finding(ERROR, "center_crop", f"{head}: {sum(sh != (0, 0) for sh in shifts)} of {len(shifts)} "
-                       f"samples equal torch shifted by 1 px ((dy, dx) {moved}); the rest are identical", column)
+        return Finding(
+            ERROR,
+            "center_crop",
+            f"{head}: {sum(sh != (0, 0) for sh in shifts)} of {len(shifts)} "
+            f"samples equal torch shifted by 1 px ((dy, dx) {moved}); the rest are identical",
+            column,
+        )
     a, b, resid, ratio = [], [], [], []
     for tc, mc in zip(_channels(t64), _channels(m64)):
         var = tc.var()
@@ -227,12 +285,12 @@ def diagnose_pixels(t: np.ndarray, m: np.ndarray, atol: float = 1e-3, column: st
 # ------------------------------------------------------------------------------------------------
 # Labels
 
+
 def _non_decreasing(x: np.ndarray) -> bool:
     return bool(np.all(np.diff(x) >= 0))
 
 
-def sample_permutation(t: np.ndarray, m: np.ndarray, atol: float = 1e-3,
-                       budget: float = 2e8) -> np.ndarray | None:
+def sample_permutation(t: np.ndarray, m: np.ndarray, atol: float = 1e-3, budget: float = 2e8) -> np.ndarray | None:
     """``p`` with ``m[j] == t[p[j]]`` (within ``atol``) for every sample, or ``None``.
 
     Finds a shuffle even when the labels happen to line up. Skipped (None) above ``budget``
@@ -254,8 +312,9 @@ def sample_permutation(t: np.ndarray, m: np.ndarray, atol: float = 1e-3,
     return p
 
 
-def diagnose_order(perm: np.ndarray, column: str | None = None, shuffle_torch: bool | None = None,
-                   shuffle_ms: bool | None = None) -> Finding | None:
+def diagnose_order(
+    perm: np.ndarray, column: str | None = None, shuffle_torch: bool | None = None, shuffle_ms: bool | None = None
+) -> Finding | None:
     """The same samples in another order: one side shuffles."""
     if perm is None or np.array_equal(perm, np.arange(len(perm))):
         return None
@@ -263,13 +322,23 @@ def diagnose_order(perm: np.ndarray, column: str | None = None, shuffle_torch: b
     head = f"the same {len(perm)} samples, {moved} in another position"
     if shuffle_torch and shuffle_ms:
         return Finding(INFO, "shuffle", f"{head}: both pipelines shuffle; compared after reordering", column)
-    who = ("MindSpore shuffles, torch does not" if shuffle_ms and not shuffle_torch else
-           "torch shuffles, MindSpore does not" if shuffle_torch and not shuffle_ms else "one side shuffles")
+    who = (
+        "MindSpore shuffles, torch does not"
+        if shuffle_ms and not shuffle_torch
+        else "torch shuffles, MindSpore does not"
+        if shuffle_torch and not shuffle_ms
+        else "one side shuffles"
+    )
     return Finding(ERROR, "shuffle", f"{head} ({who}); values compared after reordering", column)
 
 
-def diagnose_labels(t: np.ndarray, m: np.ndarray, column: str | None = None,
-                    shuffle_torch: bool | None = None, shuffle_ms: bool | None = None) -> Finding | None:
+def diagnose_labels(
+    t: np.ndarray,
+    m: np.ndarray,
+    column: str | None = None,
+    shuffle_torch: bool | None = None,
+    shuffle_ms: bool | None = None,
+) -> Finding | None:
     """Labels compared by value (int64 vs int32 is not a difference)."""
     t, m = np.asarray(t).reshape(-1), np.asarray(m).reshape(-1)
     n = min(t.size, m.size)
@@ -282,8 +351,11 @@ def diagnose_labels(t: np.ndarray, m: np.ndarray, column: str | None = None,
     if shuffle_torch and shuffle_ms:
         return Finding(INFO, "shuffle", f"{head}: both pipelines shuffle, order is not compared", column, ev)
     pairs = set(zip(t.tolist(), m.tolist()))
-    if 1 < len(pairs) == len(set(t.tolist())) == len(set(m.tolist())) and n >= 2 * len(pairs) and \
-            not (shuffle_torch or shuffle_ms):
+    if (
+        1 < len(pairs) == len(set(t.tolist())) == len(set(m.tolist()))
+        and n >= 2 * len(pairs)
+        and not (shuffle_torch or shuffle_ms)
+    ):
         # a bijection seen on enough samples: a relabelling, not a shuffle
         mapping = dict(sorted(pairs))
         return Finding(ERROR, "class_index", f"{head}: consistent relabelling torch→MindSpore {mapping}", column, ev)
@@ -300,18 +372,19 @@ def diagnose_labels(t: np.ndarray, m: np.ndarray, column: str | None = None,
 # ------------------------------------------------------------------------------------------------
 # dtypes and errors
 
+
 def diagnose_dtype(kind: str, t_dtype: np.dtype, m_dtype: np.dtype, column: str | None = None) -> Finding | None:
     t_dtype, m_dtype = np.dtype(t_dtype), np.dtype(m_dtype)
     if kind == "label" and m_dtype == np.int64:  # equal to torch or not: MindSpore losses reject it
-        return Finding(WARN, "label_dtype", f"MindSpore labels are int64 (torch {t_dtype}): cast them to int32",
-                       column)
+        return Finding(WARN, "label_dtype", f"MindSpore labels are int64 (torch {t_dtype}): cast them to int32", column)
     if t_dtype == m_dtype:
         return None
     msg = f"dtype torch {t_dtype}, MindSpore {m_dtype}"
     if kind == "label":
         if m_dtype == np.int32:
-            return Finding(INFO, "label_dtype", f"{msg}: expected (MindSpore losses take int32); compared by value",
-                           column)
+            return Finding(
+                INFO, "label_dtype", f"{msg}: expected (MindSpore losses take int32); compared by value", column
+            )
         return Finding(WARN, "label_dtype", f"{msg}: MindSpore losses want int32 labels", column)
     if m_dtype == np.uint8 and t_dtype.kind == "f":
         return Finding(ERROR, "to_tensor", f"{msg}: MindSpore images are still uint8", column)
@@ -322,8 +395,11 @@ def diagnose_dtype(kind: str, t_dtype: np.dtype, m_dtype: np.dtype, column: str 
 
 _ERROR_PATTERNS: list[tuple[str, str, str]] = [
     (r"Decode first|should have at least two dimensions|decode", "decode", "the image column is still encoded bytes"),
-    (r"number of channels does not match the size of mean", "normalize_hwc",
-     "Normalize read the CHW tensor as HWC (is_hwc=True is the default)"),
+    (
+        r"number of channels does not match the size of mean",
+        "normalize_hwc",
+        "Normalize read the CHW tensor as HWC (is_hwc=True is the default)",
+    ),
     (r"should be PIL image|img should be PIL", "decode_pil", "a PIL-only op got a numpy image"),
     (r"Unable to avoid copy", "dtype", "numpy 2 with MindSpore's GeneratorDataset: return ndarrays, not scalars"),
 ]

@@ -23,17 +23,35 @@ def config_hints(t_cfg: dict[str, Any], m_cfg: dict[str, Any]) -> list[Finding]:
     decodes = _ops(m_cfg, "Decode")
     numpy_path = bool(decodes) and all(d.get("to_pil") == "False" for d in decodes)
     if numpy_path and t_names & _PIL_TORCH_OPS:
-        out.append(Finding(WARN, "decode_pil", "MindSpore uses Decode() (numpy/OpenCV path) while torchvision "
-                           "transforms run on PIL images", evidence=["MindSpore Decode(to_pil=False)"]))
+        out.append(
+            Finding(
+                WARN,
+                "decode_pil",
+                "MindSpore uses Decode() (numpy/OpenCV path) while torchvision transforms run on PIL images",
+                evidence=["MindSpore Decode(to_pil=False)"],
+            )
+        )
     # on a PIL image (Decode(to_pil=True)) MindSpore's Resize and CenterCrop call PIL and match torchvision
     t_interp = {a.get("interpolation") for a in _ops(t_cfg, "Resize")}
     m_interp = {a.get("interpolation") for a in _ops(m_cfg, "Resize")}
     if numpy_path and "BICUBIC" in t_interp and "BICUBIC" in m_interp:
-        out.append(Finding(WARN, "interpolation", "both Resize use BICUBIC: on a numpy image MindSpore's BICUBIC "
-                           "is OpenCV's, torchvision's is PIL's: use Inter.PILCUBIC"))
+        out.append(
+            Finding(
+                WARN,
+                "interpolation",
+                "both Resize use BICUBIC: on a numpy image MindSpore's BICUBIC "
+                "is OpenCV's, torchvision's is PIL's: use Inter.PILCUBIC",
+            )
+        )
     if numpy_path and "CenterCrop" in t_names and _ops(m_cfg, "CenterCrop"):
-        out.append(Finding(WARN, "center_crop", "both pipelines CenterCrop and MindSpore crops a numpy image: "
-                           "offsets differ by 1 px where (size − crop) % 4 == 3"))
+        out.append(
+            Finding(
+                WARN,
+                "center_crop",
+                "both pipelines CenterCrop and MindSpore crops a numpy image: "
+                "offsets differ by 1 px where (size − crop) % 4 == 3",
+            )
+        )
     seen_to_tensor = False
     for op, attrs in m_cfg.get("ops", []):
         seen_to_tensor |= op in ("ToTensor", "HWC2CHW")

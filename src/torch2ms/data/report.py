@@ -54,34 +54,53 @@ class DataReport:
         return "pipelines agree" if self.ok else "pipelines differ"
 
     def _side(self, s: Any) -> dict:
-        return {"batches_per_epoch": s.batches_per_epoch, "batches_read": len(s.batches), "columns": s.columns,
-                "pipeline": s.pipeline, "error": s.error}
+        return {
+            "batches_per_epoch": s.batches_per_epoch,
+            "batches_read": len(s.batches),
+            "columns": s.columns,
+            "pipeline": s.pipeline,
+            "error": s.error,
+        }
 
     def to_dict(self) -> dict:
-        return {"verdict": self.verdict, "ok": self.ok, "settings": self.settings,
-                "torch": self._side(self.torch), "mindspore": self._side(self.ms),
-                "columns": [c.to_dict() for c in self.columns],
-                "findings": [f.to_dict() for f in self.findings]}
+        return {
+            "verdict": self.verdict,
+            "ok": self.ok,
+            "settings": self.settings,
+            "torch": self._side(self.torch),
+            "mindspore": self._side(self.ms),
+            "columns": [c.to_dict() for c in self.columns],
+            "findings": [f.to_dict() for f in self.findings],
+        }
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n"
 
     def to_markdown(self) -> str:
         d = self.to_dict()
-        lines = [f"# torch2ms check-data: {d['verdict']}", "",
-                 f"Compared the first {self.settings.get('batches')} batches (atol {self.settings.get('atol')}).", "",
-                 f"- batches per epoch: torch {d['torch']['batches_per_epoch']}, "
-                 f"MindSpore {d['mindspore']['batches_per_epoch']}", ""]
+        lines = [
+            f"# torch2ms check-data: {d['verdict']}",
+            "",
+            f"Compared the first {self.settings.get('batches')} batches (atol {self.settings.get('atol')}).",
+            "",
+            f"- batches per epoch: torch {d['torch']['batches_per_epoch']}, "
+            f"MindSpore {d['mindspore']['batches_per_epoch']}",
+            "",
+        ]
         for name, side in (("torch", d["torch"]), ("MindSpore", d["mindspore"])):
             lines.append(f"**{name} pipeline:** " + (" ⟶ ".join(f"`{s}`" for s in side["pipeline"]) or "—"))
             lines.append("")
-        lines += ["| column | shape torch / MS | dtype torch / MS | mean torch | mean MS | std torch | std MS "
-                  "| max Δmean | max Δstd | max abs Δ | labels equal |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            "| column | shape torch / MS | dtype torch / MS | mean torch | mean MS | std torch | std MS "
+            "| max Δmean | max Δstd | max abs Δ | labels equal |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
         for c in self.columns:
-            lines.append(f"| {c.name} | {tuple(c.torch_shape)} / {tuple(c.ms_shape)} | {c.torch_dtype} / {c.ms_dtype} "
-                         f"| {_vec(c.torch_mean)} | {_vec(c.ms_mean)} | {_vec(c.torch_std)} | {_vec(c.ms_std)} "
-                         f"| {_num(c.d_mean)} | {_num(c.d_std)} | {_num(c.max_abs)} | {_pct(c.label_agreement)} |")
+            lines.append(
+                f"| {c.name} | {tuple(c.torch_shape)} / {tuple(c.ms_shape)} | {c.torch_dtype} / {c.ms_dtype} "
+                f"| {_vec(c.torch_mean)} | {_vec(c.ms_mean)} | {_vec(c.torch_std)} | {_vec(c.ms_std)} "
+                f"| {_num(c.d_mean)} | {_num(c.d_std)} | {_num(c.max_abs)} | {_pct(c.label_agreement)} |"
+            )
         lines += ["", "## Findings", ""]
         if not self.findings:
             lines.append("None: shapes, dtypes, statistics, values and batch counts agree.")
@@ -107,18 +126,37 @@ class DataReport:
     def render(self, console: Console | None = None) -> None:
         console = console or Console()
         style = "green" if self.ok else "red"
-        console.print(f"[bold]torch2ms check-data[/]: [{style}]{self.verdict}[/] "
-                      f"(first {self.settings.get('batches')} batches, atol {self.settings.get('atol')})")
+        console.print(
+            f"[bold]torch2ms check-data[/]: [{style}]{self.verdict}[/] "
+            f"(first {self.settings.get('batches')} batches, atol {self.settings.get('atol')})"
+        )
         bt, bm = self.torch.batches_per_epoch, self.ms.batches_per_epoch
         console.print(f"batches per epoch: torch {bt}, MindSpore {bm}" + ("" if bt == bm else "  [red]✗[/]"))
         t = Table(title="first batches per column (upper line torch, lower line MindSpore)")
-        for h in ("column", "shape", "dtype", "channel mean", "channel std", "max Δmean", "max Δstd", "max |Δ|",
-                  "labels equal"):
+        for h in (
+            "column",
+            "shape",
+            "dtype",
+            "channel mean",
+            "channel std",
+            "max Δmean",
+            "max Δstd",
+            "max |Δ|",
+            "labels equal",
+        ):
             t.add_column(h, no_wrap=h not in ("channel mean", "channel std"))
         for c in self.columns:
-            t.add_row(escape(c.name), f"{tuple(c.torch_shape)}\n{tuple(c.ms_shape)}", f"{c.torch_dtype}\n{c.ms_dtype}",
-                      f"{_vec(c.torch_mean)}\n{_vec(c.ms_mean)}", f"{_vec(c.torch_std)}\n{_vec(c.ms_std)}",
-                      _num(c.d_mean), _num(c.d_std), _num(c.max_abs), _pct(c.label_agreement))
+            t.add_row(
+                escape(c.name),
+                f"{tuple(c.torch_shape)}\n{tuple(c.ms_shape)}",
+                f"{c.torch_dtype}\n{c.ms_dtype}",
+                f"{_vec(c.torch_mean)}\n{_vec(c.ms_mean)}",
+                f"{_vec(c.torch_std)}\n{_vec(c.ms_std)}",
+                _num(c.d_mean),
+                _num(c.d_std),
+                _num(c.max_abs),
+                _pct(c.label_agreement),
+            )
         if self.columns:
             console.print(t)
         colour = {"error": "red", "warn": "yellow", "info": "cyan"}

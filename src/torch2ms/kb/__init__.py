@@ -16,7 +16,14 @@ from pathlib import Path
 from .schema import STATUSES, ArgRule, Case, Entry, KBError, entry_from_toml
 
 __all__ = [
-    "ArgRule", "Case", "Entry", "KB", "KBError", "STATUSES", "load_kb", "canonical_name",
+    "ArgRule",
+    "Case",
+    "Entry",
+    "KB",
+    "KBError",
+    "STATUSES",
+    "load_kb",
+    "canonical_name",
 ]
 
 DATA_DIR = Path(__file__).parent / "data"
@@ -42,7 +49,7 @@ def canonical_name(name: str) -> str:
         return name
     for short, full in _EXPANSIONS:
         if name.startswith(short):
-            return full + name[len(short):]
+            return full + name[len(short) :]
     return name
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from ..analysis.astwalk import dotted
 from .schema import Entry
-from .transforms import HANDLERS, TRANSFORMS, Unsupported, literal
+from .transforms import HANDLERS, TRANSFORMS, Unsupported
 
 _ATOMIC = (ast.Name, ast.Constant, ast.Attribute, ast.Call, ast.Subscript, ast.Tuple, ast.List, ast.Dict)
 
@@ -106,8 +106,9 @@ def rewrite_call(
     if not entry.sig and not entry.args and not entry.template:
         # Same arguments: only the name changes.
         parts = list(args) + [f"{k}={v}" for k, v in kwargs]
-        return CallRewrite(_render(entry, parts, receiver), func=_callee(entry, receiver),
-                           args=list(args), kwargs=list(kwargs))
+        return CallRewrite(
+            _render(entry, parts, receiver), func=_callee(entry, receiver), args=list(args), kwargs=list(kwargs)
+        )
     bound, extra, unknown = bind(entry, args, kwargs)
     if extra:
         notes.append(f"{len(extra)} more positional argument(s) than {entry.short} takes")
@@ -136,7 +137,9 @@ def rewrite_call(
                 out_pos.append(next(iter(emitted.values())) if emitted else (src or ""))
                 continue
             if (
-                was_positional and positional_ok and len(emitted) == 1
+                was_positional
+                and positional_ok
+                and len(emitted) == 1
                 and (ms_sig[idx] if idx < len(ms_sig) else (None if ms_sig else name)) == next(iter(emitted))
             ):
                 out_pos.append(next(iter(emitted.values())))
@@ -149,8 +152,13 @@ def rewrite_call(
             out_kw.setdefault(k, bound[k])
         entry = _retarget(entry, bound, defaults)
         parts = out_pos + [f"{k}={v}" for k, v in out_kw.items()]
-        return CallRewrite(_render(entry, parts, receiver), notes=notes, func=_callee(entry, receiver),
-                           args=out_pos, kwargs=list(out_kw.items()))
+        return CallRewrite(
+            _render(entry, parts, receiver),
+            notes=notes,
+            func=_callee(entry, receiver),
+            args=out_pos,
+            kwargs=list(out_kw.items()),
+        )
     except Unsupported as exc:
         return CallRewrite("", ok=False, notes=notes + [str(exc)])
 

@@ -92,7 +92,7 @@ class Entry:
         name = self.torch
         for prefix, short in _SHORT_PREFIXES:
             if name.startswith(prefix):
-                return short + name[len(prefix):]
+                return short + name[len(prefix) :]
         return name
 
     @property
@@ -139,8 +139,24 @@ _NAMESPACES = (
 )
 
 _ENTRY_KEYS = {
-    "torch", "kind", "status", "ms", "aliases", "backends", "note", "sig", "ms_sig", "args",
-    "template", "params", "layout", "case", "attrs", "ms_base", "role", "proven_by",
+    "torch",
+    "kind",
+    "status",
+    "ms",
+    "aliases",
+    "backends",
+    "note",
+    "sig",
+    "ms_sig",
+    "args",
+    "template",
+    "params",
+    "layout",
+    "case",
+    "attrs",
+    "ms_base",
+    "role",
+    "proven_by",
 }
 _ARG_KEYS = {"ms", "transform", "always", "unsupported", "note", "target"}
 _CASE_KEYS = {"call", "inputs", "init", "train", "check", "atol", "rtol", "graph", "setup"}

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import importlib
 import pkgutil
-from typing import Callable
+from collections.abc import Callable
 
 TRANSFORMS: dict[str, Callable[..., dict[str, str]]] = {}
 HANDLERS: dict[str, Callable[..., str]] = {}

@@ -39,8 +39,13 @@ def _input_namespace(rng: np.random.Generator) -> dict[str, Any]:
         return np.arange(n).astype(dtype)
 
     return {
-        "randn": randn, "rand": rand, "randpos": randpos, "randint": randint,
-        "randbool": randbool, "arange": arange, "np": np,
+        "randn": randn,
+        "rand": rand,
+        "randpos": randpos,
+        "randint": randint,
+        "randbool": randbool,
+        "arange": arange,
+        "np": np,
     }
 
 
@@ -93,8 +98,10 @@ def _flatten(value: Any) -> list[Any]:
 
 
 def _is_shape(value: Any) -> bool:
-    return isinstance(value, tuple) and all(isinstance(v, int) for v in value) and not any(
-        isinstance(v, bool) for v in value
+    return (
+        isinstance(value, tuple)
+        and all(isinstance(v, int) for v in value)
+        and not any(isinstance(v, bool) for v in value)
     )
 
 
@@ -185,7 +192,7 @@ def run_case(entry: Entry, case: Case, index: int, kb: KB) -> CaseResult:
     ms.set_context(mode=ms.PYNATIVE_MODE)
     rng = np.random.default_rng(_seed(entry, index))
     ns = _input_namespace(rng)
-    raw_inputs = {k: eval(v, dict(ns)) for k, v in case.inputs.items()}  # noqa: S307 - KB data, ours
+    raw_inputs = {k: eval(v, dict(ns)) for k, v in case.inputs.items()}
 
     def t_value(v):
         return torch.from_numpy(np.array(v)) if isinstance(v, np.ndarray) else v
@@ -196,7 +203,13 @@ def run_case(entry: Entry, case: Case, index: int, kb: KB) -> CaseResult:
     tns: dict[str, Any] = {"torch": torch, "np": np, **{k: t_value(v) for k, v in raw_inputs.items()}}
     import torch2ms.runtime
 
-    mns: dict[str, Any] = {"mindspore": ms, "ms": ms, "np": np, "torch2ms": torch2ms, **{k: m_value(v) for k, v in raw_inputs.items()}}
+    mns: dict[str, Any] = {
+        "mindspore": ms,
+        "ms": ms,
+        "np": np,
+        "torch2ms": torch2ms,
+        **{k: m_value(v) for k, v in raw_inputs.items()},
+    }
     torch.manual_seed(0)
     ms.set_seed(0)
     owners = {"m": "torch.nn.Module", "opt": "torch.optim.Optimizer"}
@@ -205,8 +218,8 @@ def run_case(entry: Entry, case: Case, index: int, kb: KB) -> CaseResult:
         setup_ms = rewrite_expression(kb, case.setup, owners)
         if not setup_ms.ok:
             raise CaseFailure(f"rewrite refused setup {case.setup!r}: {setup_ms.notes}")
-        exec(case.setup, tns)  # noqa: S102
-        exec(setup_ms.source, mns)  # noqa: S102
+        exec(case.setup, tns)
+        exec(setup_ms.source, mns)
         for name, value in list(tns.items()):
             # Modules built in setup start with the same weights on both sides.
             if isinstance(value, torch.nn.Module) and isinstance(mns.get(name), ms.nn.Cell):
@@ -221,8 +234,8 @@ def run_case(entry: Entry, case: Case, index: int, kb: KB) -> CaseResult:
         m_ctor = rewrite_expression(kb, t_ctor, owners)
         if not m_ctor.ok:
             raise CaseFailure(f"rewrite refused {t_ctor}: {m_ctor.notes}")
-        tm = eval(t_ctor, tns)  # noqa: S307
-        mm = eval(m_ctor.source, mns)  # noqa: S307
+        tm = eval(t_ctor, tns)
+        mm = eval(m_ctor.source, mns)
         tns["m"], mns["m"] = tm, mm
         if isinstance(tm, torch.nn.Module):  # data classes (DataLoader, samplers) are classes too
             if list(tm.state_dict()):
@@ -232,8 +245,8 @@ def run_case(entry: Entry, case: Case, index: int, kb: KB) -> CaseResult:
         torch_src, ms_src = f"m = {t_ctor}; {case.call}", f"m = {m_ctor.source}; {ms_call.source}"
     else:
         torch_src, ms_src = case.call, ms_call.source
-    t_out = eval(case.call, tns)  # noqa: S307
-    m_out = eval(ms_call.source, mns)  # noqa: S307
+    t_out = eval(case.call, tns)
+    m_out = eval(ms_call.source, mns)
     worst = compare(_to_numpy(t_out, "torch"), _to_numpy(m_out, "ms"), case)
     if entry.kind == "class" and case.train and tns["m"].state_dict():
         # Running statistics and other buffers after the training-mode forward.
@@ -246,7 +259,7 @@ def run_case(entry: Entry, case: Case, index: int, kb: KB) -> CaseResult:
     if case.graph and entry.kind == "class":
         ms.set_context(mode=ms.GRAPH_MODE)
         try:
-            g_out = eval(ms_call.source, mns)  # noqa: S307
+            g_out = eval(ms_call.source, mns)
         finally:
             ms.set_context(mode=ms.PYNATIVE_MODE)
         if not case.train:

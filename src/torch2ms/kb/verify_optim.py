@@ -86,7 +86,7 @@ def run_optimizer_case(entry: Entry, case: Case, index: int, kb: KB):
     rng = np.random.default_rng(_seed(entry, index))
     ns = _input_namespace(rng)
     inputs = case.inputs or DEFAULT_INPUTS
-    raw = {k: eval(v, dict(ns)) for k, v in inputs.items()}  # noqa: S307 - KB data, ours
+    raw = {k: eval(v, dict(ns)) for k, v in inputs.items()}
     arrays = {
         k: np.ascontiguousarray(v)
         for k, v in raw.items()
@@ -99,7 +99,12 @@ def run_optimizer_case(entry: Entry, case: Case, index: int, kb: KB):
     mparams = {k: ms.Parameter(ms.Tensor(a.copy()), name=k) for k, a in arrays.items()}
     tns: dict[str, Any] = {"torch": torch, "np": np, "params": list(tparams.values()), **others, **tparams}
     mns: dict[str, Any] = {
-        "mindspore": ms, "ms": ms, "np": np, "params": list(mparams.values()), **others, **mparams,
+        "mindspore": ms,
+        "ms": ms,
+        "np": np,
+        "params": list(mparams.values()),
+        **others,
+        **mparams,
     }
     torch.manual_seed(0)
     ms.set_seed(0)
@@ -132,11 +137,11 @@ def run_optimizer_case(entry: Entry, case: Case, index: int, kb: KB):
     ms_setup = ""
     if setup_src:
         ms_setup = _rewrite(kb, setup_src, "setup")
-        exec(setup_src, tns)  # noqa: S102
-        exec(ms_setup, mns)  # noqa: S102
+        exec(setup_src, tns)
+        exec(ms_setup, mns)
     ms_call = _rewrite(kb, case.call, "call")
-    t_out = eval(case.call, tns)  # noqa: S307
-    m_out = eval(ms_call, mns)  # noqa: S307
+    t_out = eval(case.call, tns)
+    m_out = eval(ms_call, mns)
     worst = 0.0
 
     if case.check == "optimizer":

@@ -24,7 +24,10 @@ def render_lookup(d: dict, console: Console | None = None) -> None:
     t.add_row("backends", ", ".join(d["backends"]) or "—")
     if d["note"]:
         t.add_row("pitfall", escape(d["note"]))
-    t.add_row("proven by", d["proven_by"] if d.get("proven_by") and not d["tests"] else f"{d['tests']} differential test case(s)")
+    t.add_row(
+        "proven by",
+        d["proven_by"] if d.get("proven_by") and not d["tests"] else f"{d['tests']} differential test case(s)",
+    )
     console.print(t)
     if d["argument_differences"]:
         console.print("[bold]argument differences[/]")

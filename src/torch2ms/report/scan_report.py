@@ -13,7 +13,13 @@ from rich.table import Table
 from ..analysis.scan import AUTO, MANUAL, REVIEW, ScanReport
 
 STATUS_ORDER = ("direct", "args-differ", "composite", "no-equivalent", "unknown")
-STATUS_STYLE = {"direct": "green", "args-differ": "cyan", "composite": "yellow", "no-equivalent": "red", "unknown": "magenta"}
+STATUS_STYLE = {
+    "direct": "green",
+    "args-differ": "cyan",
+    "composite": "yellow",
+    "no-equivalent": "red",
+    "unknown": "magenta",
+}
 MAX_LOCATIONS = 3
 
 
@@ -38,17 +44,24 @@ def render_terminal(report: ScanReport, console: Console | None = None) -> None:
         rows = [r for r in data["inventory"] if r["status"] == status]
         if not rows:
             continue
-        t = Table(title=f"{status} ({len(rows)} APIs, {sum(r['count'] for r in rows)} uses)",
-                  title_style=STATUS_STYLE[status], title_justify="left")
+        t = Table(
+            title=f"{status} ({len(rows)} APIs, {sum(r['count'] for r in rows)} uses)",
+            title_style=STATUS_STYLE[status],
+            title_justify="left",
+        )
         t.add_column("API", no_wrap=True)
         t.add_column("uses", justify="right")
         t.add_column("where", overflow="fold")
         t.add_column("receiver guessed")
         for r in rows:
-            t.add_row(escape(r["api"]), str(r["count"]), escape(_locations(r["locations"])), _confidence(r["confidence"]))
+            t.add_row(
+                escape(r["api"]), str(r["count"]), escape(_locations(r["locations"])), _confidence(r["confidence"])
+            )
         console.print(t)
     if data["risks"]:
-        t = Table(title=f"static-graph risks in forward ({len(data['risks'])})", title_justify="left", title_style="red")
+        t = Table(
+            title=f"static-graph risks in forward ({len(data['risks'])})", title_justify="left", title_style="red"
+        )
         t.add_column("where")
         t.add_column("risk")
         t.add_column("what to do")
@@ -117,7 +130,9 @@ def to_markdown(report: ScanReport) -> str:
     out += ["", "## Effort", "", f"| file | {AUTO} | {REVIEW} | {MANUAL} |", "|---|---:|---:|---:|"]
     for f in data["files"]:
         if not f["error"] and (f["uses"] or f["risks"]):
-            out.append(f"| {f['path']} | " + " | ".join(str(f["effort"].get(c, 0)) for c in (AUTO, REVIEW, MANUAL)) + " |")
+            out.append(
+                f"| {f['path']} | " + " | ".join(str(f["effort"].get(c, 0)) for c in (AUTO, REVIEW, MANUAL)) + " |"
+            )
     t = s["effort"]
     out.append("| **total** | " + " | ".join(f"**{t.get(c, 0)}**" for c in (AUTO, REVIEW, MANUAL)) + " |")
     if report.errors:

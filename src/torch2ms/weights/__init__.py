@@ -13,12 +13,21 @@ from __future__ import annotations
 import importlib
 
 _EXPORTS = {
-    "convert_state_dict": "rename", "rename_key": "rename",
-    "convert_checkpoint": "convert", "ckpt_to_torch": "convert", "read_state_dict": "convert",
-    "guess_layer_types": "convert", "match_to_shapes": "convert", "WeightsError": "convert",
-    "load_any": "torch_format", "load_torch_file": "torch_format", "load_safetensors": "torch_format",
-    "save_torch_zip": "torch_format", "UnsafePickleError": "torch_format",
-    "write_ckpt": "ckpt_io", "read_ckpt": "ckpt_io",
+    "convert_state_dict": "rename",
+    "rename_key": "rename",
+    "convert_checkpoint": "convert",
+    "ckpt_to_torch": "convert",
+    "read_state_dict": "convert",
+    "guess_layer_types": "convert",
+    "match_to_shapes": "convert",
+    "WeightsError": "convert",
+    "load_any": "torch_format",
+    "load_torch_file": "torch_format",
+    "load_safetensors": "torch_format",
+    "save_torch_zip": "torch_format",
+    "UnsafePickleError": "torch_format",
+    "write_ckpt": "ckpt_io",
+    "read_ckpt": "ckpt_io",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 import math
 import mmap
 import os
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Iterable, Mapping
 
 import numpy as np
 
@@ -28,10 +28,21 @@ __all__ = ["MS_TYPES", "write_ckpt", "ckpt_size", "read_ckpt", "save_with_mindsp
 
 # numpy / torch dtype name → MindSpore tensor_type string
 MS_TYPES = {
-    "float32": "Float32", "float16": "Float16", "float64": "Float64", "bfloat16": "BFloat16",
-    "int64": "Int64", "int32": "Int32", "int16": "Int16", "int8": "Int8", "uint8": "UInt8",
-    "uint16": "UInt16", "uint32": "UInt32", "uint64": "UInt64", "bool": "Bool",
-    "complex64": "Complex64", "complex128": "Complex128",
+    "float32": "Float32",
+    "float16": "Float16",
+    "float64": "Float64",
+    "bfloat16": "BFloat16",
+    "int64": "Int64",
+    "int32": "Int32",
+    "int16": "Int16",
+    "int8": "Int8",
+    "uint8": "UInt8",
+    "uint16": "UInt16",
+    "uint32": "UInt32",
+    "uint64": "UInt64",
+    "bool": "Bool",
+    "complex64": "Complex64",
+    "complex128": "Complex128",
 }
 _NP_OF_MS = {v: k for k, v in MS_TYPES.items()}
 _NP_HOLDER = {"bfloat16": "uint16"}  # numpy has no bfloat16: its bits travel as uint16
@@ -150,8 +161,9 @@ class _Writer:
     def add_range(self, src: str, offset: int, count: int) -> None:
         while count > 0:
             piece = min(count, WINDOW)
-            if self.src is not None and (src != self.src or
-                                         max(self.hi, offset + piece) - min(self.lo, offset) > WINDOW):
+            if self.src is not None and (
+                src != self.src or max(self.hi, offset + piece) - min(self.lo, offset) > WINDOW
+            ):
                 self.flush()
             if self.src is None:
                 self.src, self.lo, self.hi = src, offset, offset + piece
@@ -171,13 +183,15 @@ class _Writer:
                 if os.fstat(fh.fileno()).st_size < self.hi:  # mmap past the end would SIGBUS
                     raise OSError(f"{self.src}: unexpected end of file before byte {self.hi}")
                 if _POPULATE:
-                    mm = mmap.mmap(fh.fileno(), self.hi - base, flags=mmap.MAP_SHARED | _POPULATE,
-                                   prot=mmap.PROT_READ, offset=base)
+                    mm = mmap.mmap(
+                        fh.fileno(), self.hi - base, flags=mmap.MAP_SHARED | _POPULATE, prot=mmap.PROT_READ, offset=base
+                    )
                 else:  # no MAP_POPULATE (macOS, Windows: no flags argument at all)
                     mm = mmap.mmap(fh.fileno(), self.hi - base, access=mmap.ACCESS_READ, offset=base)
             view = memoryview(mm)
-            bufs = [view[p[0] - base:p[0] - base + p[1]] if isinstance(p, tuple) else memoryview(p)
-                    for p in self.pieces]
+            bufs = [
+                view[p[0] - base : p[0] - base + p[1]] if isinstance(p, tuple) else memoryview(p) for p in self.pieces
+            ]
         else:
             bufs = [memoryview(p) for p in self.pieces]
         self.pieces, self.src, self.owned = [], None, 0
@@ -193,7 +207,7 @@ class _Writer:
     def _write_all(self, bufs: list[memoryview]) -> None:
         i = 0
         while i < len(bufs):
-            n = _writev(self.fd, bufs[i:i + _IOV_MAX])
+            n = _writev(self.fd, bufs[i : i + _IOV_MAX])
             self.total += n
             while i < len(bufs) and n >= bufs[i].nbytes:  # skip what was written; resume a short write
                 n -= bufs[i].nbytes
@@ -304,7 +318,7 @@ def read_ckpt(path: str | Path) -> dict[str, tuple[np.ndarray, str]]:
     while pos < end:
         key, pos = _read_varint(buf, pos)
         if key >> 3 != 1 or key & 7 != 2:
-            if buf[pos - 1:pos + 6].tobytes().startswith(b"crc_num"):
+            if buf[pos - 1 : pos + 6].tobytes().startswith(b"crc_num"):
                 break
             raise ValueError(f"{path}: not a MindSpore checkpoint (field {key >> 3} at byte {pos})")
         ln, pos = _read_varint(buf, pos)
@@ -318,7 +332,7 @@ def read_ckpt(path: str | Path) -> dict[str, tuple[np.ndarray, str]]:
                 raise ValueError(f"{path}: unexpected wire type {wt}")
             n, p = _read_varint(buf, p)
             if f == 1:
-                tag = buf[p:p + n].tobytes().decode("utf-8")
+                tag = buf[p : p + n].tobytes().decode("utf-8")
             elif f == 2:
                 q, qend = p, p + n
                 while q < qend:
@@ -335,9 +349,9 @@ def read_ckpt(path: str | Path) -> dict[str, tuple[np.ndarray, str]]:
                             d, r = _read_varint(buf, r)
                             dims.append(d)
                     elif f2 == 2:
-                        ttype = buf[q:q + n2].tobytes().decode()
+                        ttype = buf[q : q + n2].tobytes().decode()
                     elif f2 == 3:
-                        content = buf[q:q + n2]
+                        content = buf[q : q + n2]
                     q += n2
             # field 3 (maptensor) is not supported here and skipped
             p += n

@@ -15,16 +15,26 @@ EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2
 
 
 def add_weights_parser(sub) -> None:
-    w = sub.add_parser("weights", help="convert a torch checkpoint (.pth/.pt/.bin/.safetensors) to a MindSpore .ckpt, "
-                                       "or a .ckpt back to .pth — without torch")
+    w = sub.add_parser(
+        "weights",
+        help="convert a torch checkpoint (.pth/.pt/.bin/.safetensors) to a MindSpore .ckpt, "
+        "or a .ckpt back to .pth — without torch",
+    )
     w.add_argument("input", help="torch checkpoint, or a .ckpt to go back to torch")
     w.add_argument("-o", "--output", required=True, help="OUT.ckpt (or OUT.pth / OUT.safetensors from a .ckpt)")
-    w.add_argument("--net", help="module:Factory or path.py:Factory building the converted MindSpore network: "
-                                 "map by its parameter names/shapes and check every parameter loads")
+    w.add_argument(
+        "--net",
+        help="module:Factory or path.py:Factory building the converted MindSpore network: "
+        "map by its parameter names/shapes and check every parameter loads",
+    )
     w.add_argument("--torch-net", help="module:Factory of the torch model (needs torch): exact layer types")
     w.add_argument("--key", help="dotted path of the state dict inside the checkpoint (default: found automatically)")
-    w.add_argument("--writer", choices=["stream", "mindspore"], default="stream",
-                   help="stream: one tensor in memory at a time (default); mindspore: mindspore.save_checkpoint")
+    w.add_argument(
+        "--writer",
+        choices=["stream", "mindspore"],
+        default="stream",
+        help="stream: one tensor in memory at a time (default); mindspore: mindspore.save_checkpoint",
+    )
     w.add_argument("--force", action="store_true", help="write the .ckpt even if some parameters would not load")
     w.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
     w.set_defaults(func=cmd_weights)
@@ -41,8 +51,12 @@ def _table(report, console) -> None:
     for name, shape, likely in report.unexpected:
         t.add_row("[yellow]unexpected[/] (in checkpoint, not in net)", name, str(tuple(shape)), likely or "—")
     for ms_name, torch_key, ms_shape, t_shape in report.mismatched:
-        t.add_row("[magenta]shape mismatch[/]", f"{ms_name} ← {torch_key}",
-                  f"net {tuple(ms_shape)} vs checkpoint {tuple(t_shape)}", torch_key)
+        t.add_row(
+            "[magenta]shape mismatch[/]",
+            f"{ms_name} ← {torch_key}",
+            f"net {tuple(ms_shape)} vs checkpoint {tuple(t_shape)}",
+            torch_key,
+        )
     console.print(t)
 
 
@@ -65,8 +79,9 @@ def cmd_weights(args: argparse.Namespace) -> int:
             else:
                 out.print(f"[bold]torch2ms weights[/] {args.input} → {args.output}: {len(mapping)} tensors")
             return EXIT_OK
-        res = convert_checkpoint(args.input, args.output, net=args.net, layer_types=types, key=args.key,
-                                 writer=args.writer, force=args.force)
+        res = convert_checkpoint(
+            args.input, args.output, net=args.net, layer_types=types, key=args.key, writer=args.writer, force=args.force
+        )
     except UnsafePickleError as exc:
         err.print("[red]refused:[/] " + _esc(str(exc)))
         return EXIT_USAGE
@@ -74,10 +89,17 @@ def cmd_weights(args: argparse.Namespace) -> int:
         err.print("[red]error:[/] " + _esc(describe_error(exc)))
         return EXIT_USAGE
     if args.json:
-        d = {"written": res.written, "output": res.output, "params": res.params, "bytes": res.bytes,
-             "dropped": res.dropped, "found_at": res.info.get("found_at"),
-             "stripped_prefix": res.info.get("stripped_prefix"), "verified": res.verified,
-             "report": res.report.to_dict() if res.report else None}
+        d = {
+            "written": res.written,
+            "output": res.output,
+            "params": res.params,
+            "bytes": res.bytes,
+            "dropped": res.dropped,
+            "found_at": res.info.get("found_at"),
+            "stripped_prefix": res.info.get("stripped_prefix"),
+            "verified": res.verified,
+            "report": res.report.to_dict() if res.report else None,
+        }
         sys.stdout.write(json.dumps(d, indent=2) + "\n")
     else:
         if res.report is not None and not res.report.ok:
@@ -85,14 +107,21 @@ def cmd_weights(args: argparse.Namespace) -> int:
         where = f" (state dict at '{res.info['found_at']}')" if res.info.get("found_at") else ""
         strip = f", stripped prefix '{res.info['stripped_prefix']}'" if res.info.get("stripped_prefix") else ""
         if res.written:
-            out.print(f"[bold]torch2ms weights[/] {args.input} → {args.output}: {res.params} parameters, "
-                      f"{res.bytes} bytes{where}{strip}; dropped {len(res.dropped)} ({', '.join(res.dropped[:5])})")
+            out.print(
+                f"[bold]torch2ms weights[/] {args.input} → {args.output}: {res.params} parameters, "
+                f"{res.bytes} bytes{where}{strip}; dropped {len(res.dropped)} ({', '.join(res.dropped[:5])})"
+            )
             if res.verified is not None:
-                out.print("[green]every network parameter loaded[/]" if res.verified
-                          else "[red]load_param_into_net left parameters unloaded[/]")
+                out.print(
+                    "[green]every network parameter loaded[/]"
+                    if res.verified
+                    else "[red]load_param_into_net left parameters unloaded[/]"
+                )
         else:
-            out.print(f"[red]not written[/]: {len(res.report.missing)} missing, {len(res.report.unexpected)} "
-                      f"unexpected, {len(res.report.mismatched)} shape mismatches (--force writes anyway)")
+            out.print(
+                f"[red]not written[/]: {len(res.report.missing)} missing, {len(res.report.unexpected)} "
+                f"unexpected, {len(res.report.mismatched)} shape mismatches (--force writes anyway)"
+            )
     return EXIT_OK if res.ok else EXIT_FOUND
 
 

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -27,9 +28,21 @@ from .rename import INVERSE_LAYOUTS, LAYOUTS, RESHAPE_ONLY_LAYOUTS, rename_key
 from .torch_format import CheckpointFormatError, TensorRef, load_any, save_torch_zip
 
 __all__ = [
-    "WeightsError", "Assignment", "LoadReport", "ConversionResult", "extract_state_dict",
-    "strip_wrapper_prefix", "read_state_dict", "guess_layer_types", "plan_conversion", "match_to_shapes",
-    "convert_checkpoint", "load_net", "net_param_shapes", "torch_layer_types", "ckpt_to_torch",
+    "WeightsError",
+    "Assignment",
+    "LoadReport",
+    "ConversionResult",
+    "extract_state_dict",
+    "strip_wrapper_prefix",
+    "read_state_dict",
+    "guess_layer_types",
+    "plan_conversion",
+    "match_to_shapes",
+    "convert_checkpoint",
+    "load_net",
+    "net_param_shapes",
+    "torch_layer_types",
+    "ckpt_to_torch",
     "guess_ms_layer_types",
 ]
 
@@ -41,14 +54,28 @@ class WeightsError(Exception):
 # ---------------------------------------------------------------------------------------------
 # Finding the state dict
 
-NESTED_KEYS = ("state_dict", "model_state_dict", "model", "module", "net", "network", "model_ema",
-               "ema", "params", "weights", "state")
+NESTED_KEYS = (
+    "state_dict",
+    "model_state_dict",
+    "model",
+    "module",
+    "net",
+    "network",
+    "model_ema",
+    "ema",
+    "params",
+    "weights",
+    "state",
+)
 WRAPPER_PREFIXES = ("module.", "_orig_mod.", "model.")
 
 
 def _is_state_dict(obj: Any) -> bool:
-    return isinstance(obj, Mapping) and bool(obj) and all(
-        isinstance(k, str) and isinstance(v, TensorRef) for k, v in obj.items())
+    return (
+        isinstance(obj, Mapping)
+        and bool(obj)
+        and all(isinstance(k, str) and isinstance(v, TensorRef) for k, v in obj.items())
+    )
 
 
 def _flatten(obj: Any, prefix: str, out: dict[str, TensorRef]) -> None:
@@ -102,7 +129,7 @@ def strip_wrapper_prefix(state: Mapping[str, Any]) -> tuple[dict[str, Any], str]
         changed = False
         for p in ("module.", "_orig_mod."):
             if all(k.startswith(p) for k in state):
-                state = {k[len(p):]: v for k, v in state.items()}
+                state = {k[len(p) :]: v for k, v in state.items()}
                 stripped += p
                 changed = True
     return state, stripped
@@ -165,11 +192,9 @@ def guess_layer_types(shapes: Mapping[str, tuple[int, ...]], kb: KB) -> dict[str
             elif nd == 5:
                 guess = "torch.nn.Conv3d"
             elif nd == 2:
-                guess = ("torch.nn.Embedding" if "bias" not in leaves and _EMB_HINT.search(name)
-                         else "torch.nn.Linear")
+                guess = "torch.nn.Embedding" if "bias" not in leaves and _EMB_HINT.search(name) else "torch.nn.Linear"
             elif nd == 1:
-                guess = ("torch.nn.PReLU" if "bias" not in leaves and _PRELU_HINT.search(name)
-                         else "torch.nn.LayerNorm")
+                guess = "torch.nn.PReLU" if "bias" not in leaves and _PRELU_HINT.search(name) else "torch.nn.LayerNorm"
         if guess and kb.get(guess) is not None:
             out[prefix] = kb.get(guess).torch
     for prefix in list(groups):
@@ -195,6 +220,7 @@ def torch_layer_types(spec: str, kb: KB) -> dict[str, str]:
 # ---------------------------------------------------------------------------------------------
 # Planning
 
+
 @dataclass
 class Assignment:
     ms_name: str
@@ -209,7 +235,9 @@ class LoadReport:
 
     missing: list[tuple[str, tuple[int, ...], str]] = field(default_factory=list)  # ms name, shape, likely torch key
     unexpected: list[tuple[str, tuple[int, ...], str]] = field(default_factory=list)  # torch key, shape, likely ms name
-    mismatched: list[tuple[str, str, tuple[int, ...], tuple[int, ...]]] = field(default_factory=list)  # ms, torch, ms shape, torch shape
+    mismatched: list[tuple[str, str, tuple[int, ...], tuple[int, ...]]] = field(
+        default_factory=list
+    )  # ms, torch, ms shape, torch shape
 
     @property
     def ok(self) -> bool:
@@ -219,8 +247,10 @@ class LoadReport:
         return {
             "missing": [{"name": n, "shape": list(s), "likely": m} for n, s, m in self.missing],
             "unexpected": [{"name": n, "shape": list(s), "likely": m} for n, s, m in self.unexpected],
-            "shape_mismatch": [{"name": n, "torch_key": t, "ms_shape": list(a), "torch_shape": list(b)}
-                               for n, t, a, b in self.mismatched],
+            "shape_mismatch": [
+                {"name": n, "torch_key": t, "ms_shape": list(a), "torch_shape": list(b)}
+                for n, t, a, b in self.mismatched
+            ],
         }
 
 
@@ -234,8 +264,9 @@ def _shape_after(shape: tuple[int, ...], layout: str | None) -> tuple[int, ...]:
         return ()  # the layout does not apply to this rank: never a match
 
 
-def plan_conversion(shapes: Mapping[str, tuple[int, ...]], layer_types: Mapping[str, str], kb: KB
-                    ) -> tuple[list[Assignment], list[str]]:
+def plan_conversion(
+    shapes: Mapping[str, tuple[int, ...]], layer_types: Mapping[str, str], kb: KB
+) -> tuple[list[Assignment], list[str]]:
     """Rename every key by the layer types; returns (assignments, keys the KB drops)."""
     plan, dropped = [], []
     for key, shape in shapes.items():
@@ -271,9 +302,12 @@ def _likely(name: str, shape: tuple[int, ...], pool: Mapping[str, tuple[int, ...
     return same[0] if len(same) == 1 else ""
 
 
-def match_to_shapes(shapes: Mapping[str, tuple[int, ...]], ms_shapes: Mapping[str, tuple[int, ...]],
-                    kb: KB, layer_types: Mapping[str, str] | None = None
-                    ) -> tuple[list[Assignment], list[str], LoadReport]:
+def match_to_shapes(
+    shapes: Mapping[str, tuple[int, ...]],
+    ms_shapes: Mapping[str, tuple[int, ...]],
+    kb: KB,
+    layer_types: Mapping[str, str] | None = None,
+) -> tuple[list[Assignment], list[str], LoadReport]:
     """Map torch keys onto a MindSpore network's parameters (name → shape).
 
     For each key the rename by ``layer_types`` (guessed when not given) is tried first; if it does
@@ -303,8 +337,12 @@ def match_to_shapes(shapes: Mapping[str, tuple[int, ...]], ms_shapes: Mapping[st
         for name, lay in candidates:
             if name is None:
                 continue
-            if name in ms_shapes and name not in taken and _shape_after(shape, lay) == tuple(ms_shapes[name]) \
-                    and (lay is None or _shape_after(shape, lay) != ()):
+            if (
+                name in ms_shapes
+                and name not in taken
+                and _shape_after(shape, lay) == tuple(ms_shapes[name])
+                and (lay is None or _shape_after(shape, lay) != ())
+            ):
                 chosen = Assignment(name, key, lay, tuple(ms_shapes[name]))
                 break
         if chosen is not None:
@@ -320,14 +358,15 @@ def match_to_shapes(shapes: Mapping[str, tuple[int, ...]], ms_shapes: Mapping[st
             first_choice[key] = Assignment(new, key, layout, _shape_after(shape, layout))
     report = LoadReport()
     missing = {n: tuple(s) for n, s in ms_shapes.items() if n not in taken}
-    for key, shape in unmatched.items():
+    for key in unmatched:
         fc = first_choice.get(key)
         if fc is not None and fc.ms_name in missing:
             report.mismatched.append((fc.ms_name, key, missing[fc.ms_name], fc.shape))
     mism_ms = {m[0] for m in report.mismatched}
     mism_t = {m[1] for m in report.mismatched}
-    converted_unused = {first_choice[k].ms_name if k in first_choice else k: shapes[k]
-                        for k in unmatched if k not in mism_t}
+    converted_unused = {
+        first_choice[k].ms_name if k in first_choice else k: shapes[k] for k in unmatched if k not in mism_t
+    }
     for n, s in missing.items():
         if n not in mism_ms:
             likely = _likely(n, s, converted_unused)
@@ -343,6 +382,7 @@ def match_to_shapes(shapes: Mapping[str, tuple[int, ...]], ms_shapes: Mapping[st
 
 # ---------------------------------------------------------------------------------------------
 # Networks
+
 
 def _import_spec(spec: str) -> Any:
     from ..factory import SpecError, load_object
@@ -375,6 +415,7 @@ def net_param_shapes(net: Any) -> dict[str, tuple[int, ...]]:
 # ---------------------------------------------------------------------------------------------
 # The conversion
 
+
 @dataclass
 class ConversionResult:
     written: bool
@@ -392,8 +433,7 @@ class ConversionResult:
         return self.written and (self.report is None or self.report.ok) and self.verified is not False
 
 
-def _materialize(plan: list[Assignment], state: Mapping[str, TensorRef], copy_ranges: bool = True
-                 ) -> Iterator[tuple]:
+def _materialize(plan: list[Assignment], state: Mapping[str, TensorRef], copy_ranges: bool = True) -> Iterator[tuple]:
     """(ms name, array view — or just its shape —, dtype, file range or None) per parameter.
 
     Nothing is read here. When the tensor's bytes in the source file are exactly the output's
@@ -413,9 +453,18 @@ def _materialize(plan: list[Assignment], state: Mapping[str, TensorRef], copy_ra
         yield a.ms_name, arr, ref.dtype, None
 
 
-def convert_checkpoint(src: str | Path, out: str | Path, *, kb: KB | None = None, net: Any = None,
-                       layer_types: Mapping[str, str] | None = None, key: str | None = None,
-                       writer: str = "stream", force: bool = False, verify: bool = True) -> ConversionResult:
+def convert_checkpoint(
+    src: str | Path,
+    out: str | Path,
+    *,
+    kb: KB | None = None,
+    net: Any = None,
+    layer_types: Mapping[str, str] | None = None,
+    key: str | None = None,
+    writer: str = "stream",
+    force: bool = False,
+    verify: bool = True,
+) -> ConversionResult:
     """Convert a torch checkpoint file into a MindSpore .ckpt.
 
     ``net``: a MindSpore Cell (or a ``module:Factory`` spec) to map onto and check against; if any
@@ -463,6 +512,7 @@ def convert_checkpoint(src: str | Path, out: str | Path, *, kb: KB | None = None
 # ---------------------------------------------------------------------------------------------
 # The way back: .ckpt → torch state dict file
 
+
 def guess_ms_layer_types(shapes: Mapping[str, tuple[int, ...]], kb: KB) -> dict[str, str]:
     """Prefix → torch class from MindSpore parameter names (gamma/beta, moving_mean, embedding_table…).
 
@@ -505,16 +555,20 @@ def _inverse_key(name: str, layer_types: Mapping[str, str], kb: KB) -> tuple[str
     return name, None
 
 
-def ckpt_to_torch(src: str | Path, out: str | Path, *, kb: KB | None = None,
-                  layer_types: Mapping[str, str] | None = None) -> dict[str, str]:
+def ckpt_to_torch(
+    src: str | Path, out: str | Path, *, kb: KB | None = None, layer_types: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """A MindSpore .ckpt → a torch state-dict file (``.pth`` zip format, or ``.safetensors``), no torch.
 
     Returns ``{torch key: ms name}``.
     """
     kb = kb or load_kb()
     arrays = read_ckpt(src)
-    types = dict(layer_types) if layer_types is not None else guess_ms_layer_types(
-        {k: v[0].shape for k, v in arrays.items()}, kb)
+    types = (
+        dict(layer_types)
+        if layer_types is not None
+        else guess_ms_layer_types({k: v[0].shape for k, v in arrays.items()}, kb)
+    )
     state: dict[str, Any] = {}
     mapping: dict[str, str] = {}
     for name, (arr, dtype) in arrays.items():

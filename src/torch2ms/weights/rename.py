@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -37,7 +37,7 @@ def rename_key(key: str, layer_types: Mapping[str, str], kb: KB) -> tuple[str | 
             break
         if outer in layer_types:
             outer_entry = kb.get(layer_types[outer])
-            rest = key[dot + 1:]
+            rest = key[dot + 1 :]
             if outer_entry is not None and rest in outer_entry.params:
                 new_rest = outer_entry.params[rest]
                 if new_rest is None:

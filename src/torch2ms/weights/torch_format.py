@@ -31,15 +31,25 @@ import struct
 import zipfile
 import zlib
 from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
 __all__ = [
-    "UnsafePickleError", "CheckpointFormatError", "TensorRef", "RestrictedUnpickler", "load_torch_file",
-    "load_safetensors", "load_any", "bf16_to_float32", "float32_to_bf16", "save_torch_zip", "NP_DTYPES",
+    "UnsafePickleError",
+    "CheckpointFormatError",
+    "TensorRef",
+    "RestrictedUnpickler",
+    "load_torch_file",
+    "load_safetensors",
+    "load_any",
+    "bf16_to_float32",
+    "float32_to_bf16",
+    "save_torch_zip",
+    "NP_DTYPES",
 ]
 
 
@@ -69,8 +79,14 @@ NP_DTYPES: dict[str, tuple[str, str]] = {
 _ITEMSIZE = {name: np.dtype(np_name).itemsize for name, (np_name, _) in NP_DTYPES.items()}
 _STORAGE_DTYPE = {storage: name for name, (_, storage) in NP_DTYPES.items()}
 _TORCH_DTYPE_ALIASES = {
-    "float": "float32", "double": "float64", "half": "float16", "long": "int64", "int": "int32",
-    "short": "int16", "cfloat": "complex64", "cdouble": "complex128",
+    "float": "float32",
+    "double": "float64",
+    "half": "float16",
+    "long": "int64",
+    "int": "int32",
+    "short": "int16",
+    "cfloat": "complex64",
+    "cdouble": "complex128",
 }
 
 
@@ -168,8 +184,13 @@ class TensorRef:
         item = np_dtype.itemsize
         if any(s == 0 for s in self.shape):
             return np.zeros(self.shape, dtype=np_dtype.newbyteorder("="))
-        arr = np.ndarray(self.shape, dtype=np_dtype, buffer=buf, offset=self.offset * self.storage.itemsize,
-                         strides=tuple(s * item for s in self.stride))
+        arr = np.ndarray(
+            self.shape,
+            dtype=np_dtype,
+            buffer=buf,
+            offset=self.offset * self.storage.itemsize,
+            strides=tuple(s * item for s in self.stride),
+        )
         if self.storage.byteorder == "big":
             arr = arr.astype(np_dtype.newbyteorder("="))
         return arr
@@ -184,15 +205,17 @@ def _rebuild_tensor(storage: Storage, storage_offset: int, size, stride) -> Tens
     return TensorRef(storage, int(storage_offset), tuple(map(int, size)), tuple(map(int, stride)))
 
 
-def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad=False, backward_hooks=None,
-                       metadata=None) -> TensorRef:
+def _rebuild_tensor_v2(
+    storage, storage_offset, size, stride, requires_grad=False, backward_hooks=None, metadata=None
+) -> TensorRef:
     if not isinstance(storage, Storage):  # _rebuild_tensor inlined: this runs once per tensor
         raise CheckpointFormatError(f"tensor rebuilt from {type(storage).__name__}, expected a storage")
     return TensorRef(storage, int(storage_offset), tuple(map(int, size)), tuple(map(int, stride)), storage.dtype)
 
 
-def _rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, backward_hooks, dtype,
-                       metadata=None) -> TensorRef:
+def _rebuild_tensor_v3(
+    storage, storage_offset, size, stride, requires_grad, backward_hooks, dtype, metadata=None
+) -> TensorRef:
     t = _rebuild_tensor(storage, storage_offset, size, stride)
     if isinstance(dtype, DType) and dtype.name in NP_DTYPES:
         t.dtype = dtype.name
@@ -230,8 +253,9 @@ class RestrictedUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
         if module == "torch._utils" and name in _TORCH_UTILS:
             return _TORCH_UTILS[name]
-        if module in ("torch", "torch.storage") and (name.endswith("Storage") and
-                                                     (name in _STORAGE_DTYPE or name in ("UntypedStorage", "TypedStorage"))):
+        if module in ("torch", "torch.storage") and (
+            name.endswith("Storage") and (name in _STORAGE_DTYPE or name in ("UntypedStorage", "TypedStorage"))
+        ):
             return StorageType(name)
         if module == "collections" and name == "OrderedDict":
             return OrderedDict
@@ -280,9 +304,9 @@ def _zip_index(mm: mmap.mmap) -> dict[str, tuple[int, int, int, int]] | None:
         return None
     _, disk, cd_disk, _, count, cd_size, cd_off, _ = _EOCD.unpack_from(mm, eocd)
     cd_end = eocd
-    if eocd >= 20 and mm[eocd - 20:eocd - 16] == b"PK\x06\x07":  # zip64 locator (torch always writes one)
-        z64, = struct.unpack_from("<Q", mm, eocd - 12)
-        if z64 + 56 > eocd or mm[z64:z64 + 4] != b"PK\x06\x06":
+    if eocd >= 20 and mm[eocd - 20 : eocd - 16] == b"PK\x06\x07":  # zip64 locator (torch always writes one)
+        (z64,) = struct.unpack_from("<Q", mm, eocd - 12)
+        if z64 + 56 > eocd or mm[z64 : z64 + 4] != b"PK\x06\x06":
             return None
         disk, cd_disk, _, count, cd_size, cd_off = struct.unpack_from("<IIQQQQ", mm, z64 + 16)
         cd_end = z64
@@ -293,11 +317,12 @@ def _zip_index(mm: mmap.mmap) -> dict[str, tuple[int, int, int, int]] | None:
     for _ in range(count):
         if pos + _CDIR.size > cd_end:
             return None
-        (sig, _, _, flags, method, _, _, crc, _, size, name_len, extra_len, comment_len, _, _, _,
-         offset) = _CDIR.unpack_from(mm, pos)
+        (sig, _, _, flags, method, _, _, crc, _, size, name_len, extra_len, comment_len, _, _, _, offset) = (
+            _CDIR.unpack_from(mm, pos)
+        )
         if sig != 0x02014B50 or 0xFFFFFFFF in (size, offset):
             return None
-        name = mm[pos + 46:pos + 46 + name_len].decode("utf-8" if flags & 0x800 else "cp437")
+        name = mm[pos + 46 : pos + 46 + name_len].decode("utf-8" if flags & 0x800 else "cp437")
         out[name] = (offset, size, method, crc)
         pos += 46 + name_len + extra_len + comment_len
     return out
@@ -327,7 +352,7 @@ def _load_zip(path: Path, mm: mmap.mmap) -> Any:
         offset, size, method, _ = index[name]
         if method == zipfile.ZIP_STORED:
             lo = _zip_data_start(mm, name, offset, size)
-            return memoryview(mm)[lo:lo + size]
+            return memoryview(mm)[lo : lo + size]
         zf = zf or zipfile.ZipFile(path)
         return memoryview(zf.read(name))  # compressed (rare): read this entry only
 
@@ -350,14 +375,17 @@ def _load_zip(path: Path, mm: mmap.mmap) -> Any:
         _, stype, key, _location, numel = pid[:5]
         st = storages.get(key)
         if st is None:
-            dtype = stype.dtype if isinstance(stype, StorageType) else (stype.name if isinstance(stype, DType) else "uint8")
+            dtype = (
+                stype.dtype if isinstance(stype, StorageType) else (stype.name if isinstance(stype, DType) else "uint8")
+            )
             name = f"{root}data/{key}"
             entry = index.get(name)
             if entry is None:
                 raise CheckpointFormatError(f"{path}: storage data/{key} missing")
             if entry[1] < int(numel) * _ITEMSIZE[dtype]:
-                raise CheckpointFormatError(f"{path}: storage data/{key} holds {entry[1]} bytes, "
-                                            f"short of {numel} {dtype} elements")
+                raise CheckpointFormatError(
+                    f"{path}: storage data/{key} holds {entry[1]} bytes, short of {numel} {dtype} elements"
+                )
             if entry[2] == zipfile.ZIP_STORED:
                 lo = _zip_data_start(mm, name, entry[0], entry[1])
                 hi = lo + entry[1]
@@ -381,13 +409,13 @@ def _load_legacy(path: Path, mm: mmap.mmap) -> Any:
 
         def readinto(self, b) -> int:
             n = min(len(b), len(mm) - self.pos)
-            b[:n] = mm[self.pos:self.pos + n]
+            b[:n] = mm[self.pos : self.pos + n]
             self.pos += n
             return n
 
         def read(self, n: int = -1) -> bytes:
             end = len(mm) if n is None or n < 0 else min(len(mm), self.pos + n)
-            out = mm[self.pos:end]
+            out = mm[self.pos : end]
             self.pos = end
             return out
 
@@ -396,7 +424,7 @@ def _load_legacy(path: Path, mm: mmap.mmap) -> Any:
             end = len(mm) if end < 0 else end + 1
             if limit is not None and limit >= 0:
                 end = min(end, self.pos + limit)
-            out = mm[self.pos:end]
+            out = mm[self.pos : end]
             self.pos = end
             return out
 
@@ -439,13 +467,13 @@ def _load_legacy(path: Path, mm: mmap.mmap) -> Any:
     pos = fh.pos
     for key in keys:
         key = str(key)
-        numel, = struct.unpack_from("<q" if little else ">q", mm, pos)
+        (numel,) = struct.unpack_from("<q" if little else ">q", mm, pos)
         st = storages.get(key)
         if st is None:
             raise CheckpointFormatError(f"{path}: storage {key} listed but never used")
         lo = pos + 8
         hi = lo + numel * st.itemsize
-        st.buffer = (lambda lo=lo, hi=hi: memoryview(mm)[lo:hi])
+        st.buffer = lambda lo=lo, hi=hi: memoryview(mm)[lo:hi]
         st.span = (str(path), lo)
         pos = hi
     for view_key, (root_key, offset, size) in views.items():
@@ -453,7 +481,7 @@ def _load_legacy(path: Path, mm: mmap.mmap) -> Any:
         vst = storages[view_key]
 
         def view_buf(root=root, offset=offset, size=size):
-            return root.buffer()[offset * root.itemsize:(offset + size) * root.itemsize]
+            return root.buffer()[offset * root.itemsize : (offset + size) * root.itemsize]
 
         vst.buffer = view_buf
     return result
@@ -468,14 +496,23 @@ def load_torch_file(path: str | Path) -> Any:
     if mm[:2] == b"\x80\x02" or mm[:1] == b"\x80":
         return _load_legacy(path, mm)
     if mm[:512].find(b"ustar") >= 0 or len(mm) > 262 and mm[257:262] == b"ustar":
-        raise CheckpointFormatError(f"{path}: the tar-based torch format (torch < 0.4) is not supported; "
-                                    "re-save it with a modern torch")
+        raise CheckpointFormatError(
+            f"{path}: the tar-based torch format (torch < 0.4) is not supported; re-save it with a modern torch"
+        )
     raise CheckpointFormatError(f"{path}: not a torch checkpoint (neither a zip archive nor a legacy pickle)")
 
 
 _SAFETENSORS_DTYPES = {
-    "F32": "float32", "F64": "float64", "F16": "float16", "BF16": "bfloat16", "I64": "int64",
-    "I32": "int32", "I16": "int16", "I8": "int8", "U8": "uint8", "BOOL": "bool",
+    "F32": "float32",
+    "F64": "float64",
+    "F16": "float16",
+    "BF16": "bfloat16",
+    "I64": "int64",
+    "I32": "int32",
+    "I16": "int16",
+    "I8": "int8",
+    "U8": "uint8",
+    "BOOL": "bool",
 }
 
 
@@ -490,8 +527,8 @@ def load_safetensors(path: str | Path) -> dict[str, TensorRef]:
 
     path = Path(path)
     mm = _mmap(path)
-    header_len, = struct.unpack_from("<Q", mm, 0)
-    header = json.loads(bytes(mm[8:8 + header_len]))
+    (header_len,) = struct.unpack_from("<Q", mm, 0)
+    header = json.loads(bytes(mm[8 : 8 + header_len]))
     base = 8 + header_len
     with safe_open(str(path), framework="numpy") as sf:  # validates the file; gives the key order
         names = list(sf.keys())
@@ -504,9 +541,14 @@ def load_safetensors(path: str | Path) -> dict[str, TensorRef]:
         lo, hi = meta["data_offsets"]
         shape = tuple(meta["shape"])
         itemsize = np.dtype(NP_DTYPES[dtype][0]).itemsize
-        st = Storage(dtype, name, (hi - lo) // itemsize, (lambda lo=lo, hi=hi: memoryview(mm)[base + lo:base + hi]),
-                     span=(str(path), base + lo))
-        stride = tuple(int(np.prod(shape[i + 1:], dtype=np.int64)) for i in range(len(shape)))
+        st = Storage(
+            dtype,
+            name,
+            (hi - lo) // itemsize,
+            (lambda lo=lo, hi=hi: memoryview(mm)[base + lo : base + hi]),
+            span=(str(path), base + lo),
+        )
+        stride = tuple(int(np.prod(shape[i + 1 :], dtype=np.int64)) for i in range(len(shape)))
         out[name] = TensorRef(st, 0, shape, stride)
     return out
 
@@ -526,6 +568,7 @@ def load_any(path: str | Path) -> Any:
 # ---------------------------------------------------------------------------------------------
 # Writer: a state dict in torch's zip format, readable by torch.load(weights_only=True)
 
+
 def _pk_str(s: str) -> bytes:
     b = s.encode("utf-8")
     return b"X" + struct.pack("<I", len(b)) + b
@@ -536,7 +579,7 @@ def _pk_int(i: int) -> bytes:
         return b"K" + bytes([i])
     if 0 <= i < 65536:
         return b"M" + struct.pack("<H", i)
-    if -(2 ** 31) <= i < 2 ** 31:
+    if -(2**31) <= i < 2**31:
         return b"J" + struct.pack("<i", i)
     raw = i.to_bytes((i.bit_length() + 8) // 8, "little", signed=True)
     return b"\x8a" + bytes([len(raw)]) + raw
@@ -550,8 +593,9 @@ def _global(module: str, name: str) -> bytes:
     return b"c" + f"{module}\n{name}\n".encode()
 
 
-def save_torch_zip(state: Mapping[str, np.ndarray | tuple[str, np.ndarray]], path: str | Path,
-                   root: str = "archive") -> None:
+def save_torch_zip(
+    state: Mapping[str, np.ndarray | tuple[str, np.ndarray]], path: str | Path, root: str = "archive"
+) -> None:
     """Write ``{name: array}`` as a torch zip checkpoint (an OrderedDict of tensors), without torch.
 
     A value may be ``("bfloat16", uint16_bits)`` to write a bfloat16 tensor. Each array is written
@@ -571,18 +615,38 @@ def save_torch_zip(state: Mapping[str, np.ndarray | tuple[str, np.ndarray]], pat
         entries.append((key, dtype, arr))
         storage_cls = NP_DTYPES[dtype][1]
         shape = arr.shape
-        stride = tuple(int(np.prod(shape[j + 1:], dtype=np.int64)) for j in range(len(shape)))
-        pid = _pk_tuple([_pk_str("storage"), _global("torch", storage_cls), _pk_str(key), _pk_str("cpu"),
-                         _pk_int(int(arr.size))]) + b"Q"
-        tensor = (_global("torch._utils", "_rebuild_tensor_v2")
-                  + _pk_tuple([pid, _pk_int(0), _pk_tuple(_pk_int(int(s)) for s in shape),
-                               _pk_tuple(_pk_int(s) for s in stride), b"\x89",
-                               _global("collections", "OrderedDict") + b")R"])
-                  + b"R")
+        stride = tuple(int(np.prod(shape[j + 1 :], dtype=np.int64)) for j in range(len(shape)))
+        pid = (
+            _pk_tuple(
+                [
+                    _pk_str("storage"),
+                    _global("torch", storage_cls),
+                    _pk_str(key),
+                    _pk_str("cpu"),
+                    _pk_int(int(arr.size)),
+                ]
+            )
+            + b"Q"
+        )
+        tensor = (
+            _global("torch._utils", "_rebuild_tensor_v2")
+            + _pk_tuple(
+                [
+                    pid,
+                    _pk_int(0),
+                    _pk_tuple(_pk_int(int(s)) for s in shape),
+                    _pk_tuple(_pk_int(s) for s in stride),
+                    b"\x89",
+                    _global("collections", "OrderedDict") + b")R",
+                ]
+            )
+            + b"R"
+        )
         pkl.append(_pk_str(name) + tensor)
     pkl.append(b"u.")
     tmp = path.with_name(path.name + ".tmp")
     with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+
         def add(name: str, data: bytes | np.ndarray) -> None:
             info = zipfile.ZipInfo(f"{root}/{name}", date_time=(1980, 1, 1, 0, 0, 0))
             info.compress_type = zipfile.ZIP_STORED
@@ -597,7 +661,7 @@ def save_torch_zip(state: Mapping[str, np.ndarray | tuple[str, np.ndarray]], pat
                     flat = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
                     chunk = 1 << 24
                     for lo in range(0, flat.size, chunk):
-                        out.write(flat[lo:lo + chunk].data)
+                        out.write(flat[lo : lo + chunk].data)
                 else:
                     out.write(data)
 

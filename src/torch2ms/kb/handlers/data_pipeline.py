@@ -84,7 +84,9 @@ def dp_dataloader(bound: dict[str, str], receiver: str | None, entry: Entry) -> 
     data = bound.get("dataset")
     if data is None:
         raise Unsupported("DataLoader() needs a dataset")
-    if bound.get("__kind__") == "iterable" or any(bound.get(k) not in (None, "None") for k in ("collate_fn", "batch_sampler")):
+    if bound.get("__kind__") == "iterable" or any(
+        bound.get(k) not in (None, "None") for k in ("collate_fn", "batch_sampler")
+    ):
         return _torch_style_loader(bound, entry)
     shuffle = _flag(bound.get("shuffle"))
     bs = bound.get("batch_size", "1")
@@ -127,8 +129,11 @@ def dp_dataloader(bound: dict[str, str], receiver: str | None, entry: Entry) -> 
 
 
 def _torch_style_loader(bound: dict[str, str], entry: Entry) -> str:
-    keep = [n for n in entry.sig_names() if n in bound and n not in ("pin_memory", "pin_memory_device", "generator")
-            and not n.startswith("__")]
+    keep = [
+        n
+        for n in entry.sig_names()
+        if n in bound and n not in ("pin_memory", "pin_memory_device", "generator") and not n.startswith("__")
+    ]
     args = [bound["dataset"]] + [f"{n}={bound[n]}" for n in keep if n != "dataset"]
     return f"mindspore.dataset.dataloader.DataLoader({', '.join(args)})"
 
@@ -145,8 +150,13 @@ def _operations(first: str, transform: str | None) -> str:
         node = ast.parse(t, mode="eval").body
     except SyntaxError:
         node = None
-    if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("transforms.Compose") and len(node.args) == 1 \
-            and not node.keywords and isinstance(node.args[0], ast.List):
+    if (
+        isinstance(node, ast.Call)
+        and ast.unparse(node.func).endswith("transforms.Compose")
+        and len(node.args) == 1
+        and not node.keywords
+        and isinstance(node.args[0], ast.List)
+    ):
         t = ast.unparse(node.args[0])
     if t.startswith("[") and t.endswith("]"):
         inner = t[1:-1].strip().rstrip(",")
@@ -245,7 +255,9 @@ def _inter(src: str | None) -> str | None:
 
 def _antialias(bound: dict[str, str]) -> None:
     if literal(bound.get("antialias", "True")) is False:
-        raise Unsupported("antialias=False only changes torchvision's tensor path; on PIL images (the converted pipeline) it is always on")
+        raise Unsupported(
+            "antialias=False only changes torchvision's tensor path; on PIL images (the converted pipeline) it is always on"
+        )
 
 
 @handler

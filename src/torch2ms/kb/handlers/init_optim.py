@@ -12,8 +12,17 @@ from ..transforms import NOT_LITERAL, Unsupported, handler, literal, transform
 _INIT = "mindspore.common.initializer"
 # Non-linearities MindSpore's _calculate_gain knows (HeUniform/HeNormal raise ValueError on others).
 _MS_GAINS = {
-    "linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
-    "sigmoid", "tanh", "relu", "leaky_relu",
+    "linear",
+    "conv1d",
+    "conv2d",
+    "conv3d",
+    "conv_transpose1d",
+    "conv_transpose2d",
+    "conv_transpose3d",
+    "sigmoid",
+    "tanh",
+    "relu",
+    "leaky_relu",
 }
 
 
@@ -83,8 +92,7 @@ def init_kaiming(bound: dict[str, str], receiver: str | None, entry: Entry) -> s
         )
     cls = "HeUniform" if "uniform" in entry.torch else "HeNormal"
     init = (
-        f"{_INIT}.{cls}(negative_slope={_arg(bound, entry, 'a')}, mode={_arg(bound, entry, 'mode')}, "
-        f"nonlinearity={nl})"
+        f"{_INIT}.{cls}(negative_slope={_arg(bound, entry, 'a')}, mode={_arg(bound, entry, 'mode')}, nonlinearity={nl})"
     )
     return _set_data(bound["tensor"], init)
 
@@ -114,8 +122,16 @@ def init_uniform(bound: dict[str, str], receiver: str | None, entry: Entry) -> s
 
 
 def _gain(nl: str, param) -> float:
-    if nl in ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
-              "conv_transpose3d", "sigmoid"):
+    if nl in (
+        "linear",
+        "conv1d",
+        "conv2d",
+        "conv3d",
+        "conv_transpose1d",
+        "conv_transpose2d",
+        "conv_transpose3d",
+        "sigmoid",
+    ):
         return 1.0
     if nl == "tanh":
         return 5.0 / 3
@@ -123,7 +139,7 @@ def _gain(nl: str, param) -> float:
         return math.sqrt(2.0)
     if nl == "leaky_relu":
         slope = 0.01 if param is None else param
-        return math.sqrt(2.0 / (1 + slope ** 2))
+        return math.sqrt(2.0 / (1 + slope**2))
     if nl == "selu":
         return 3.0 / 4
     raise Unsupported(f"calculate_gain: unknown nonlinearity {nl!r}")
@@ -207,7 +223,9 @@ def io_adam(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """
     wd = bound.get("weight_decay", "0")
     if literal(bound.get("decoupled_weight_decay", "False")) is not False:
-        raise Unsupported("Adam(decoupled_weight_decay=True) is AdamW: convert it to mindspore.experimental.optim.AdamW.")
+        raise Unsupported(
+            "Adam(decoupled_weight_decay=True) is AdamW: convert it to mindspore.experimental.optim.AdamW."
+        )
     # A param group may set its own weight_decay: then it must stay coupled (Adam).
     use_adamw = literal(wd) in (0, 0.0) and "weight_decay" not in bound["params"]
     target = "mindspore.experimental.optim.AdamW" if use_adamw else "mindspore.experimental.optim.Adam"
@@ -220,4 +238,3 @@ def io_adam(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
         if name in bound:
             parts.append(f"{name}={bound[name]}")
     return f"{target}({', '.join(parts)})"
-

@@ -49,7 +49,9 @@ def mr_grad_scaler(bound: dict[str, str], receiver: str | None, entry: Entry) ->
     backoff = literal(bound.get("backoff_factor", "0.5"))
     growth = bound.get("growth_factor", "2.0")
     if backoff is NOT_LITERAL or literal(growth) is NOT_LITERAL or abs(backoff * literal(growth) - 1.0) > 1e-12:
-        raise Unsupported("DynamicLossScaler divides by scale_factor on overflow: backoff_factor must be 1/growth_factor")
+        raise Unsupported(
+            "DynamicLossScaler divides by scale_factor on overflow: backoff_factor must be 1/growth_factor"
+        )
     enabled = literal(bound.get("enabled", "True"))
     if enabled is not True:
         raise Unsupported("GradScaler(enabled=...) has no DynamicLossScaler form: drop the scaler when disabled")

@@ -100,8 +100,10 @@ def fnl_interpolate(bound: dict[str, str], receiver: str | None, entry: Entry) -
         mode_src, align = _get(bound, entry, "mode"), bound.get("align_corners")
     mode = literal(mode_src)
     if mode == "bicubic":
-        raise Unsupported("mode='bicubic': MindSpore's bicubic kernel differs from torch (max error 0.27); "
-                          "no MindSpore equivalent on CPU")
+        raise Unsupported(
+            "mode='bicubic': MindSpore's bicubic kernel differs from torch (max error 0.27); "
+            "no MindSpore equivalent on CPU"
+        )
     if literal(bound.get("antialias", "False")) is not False:
         raise Unsupported("antialias=True has no MindSpore interpolate equivalent")
     size = bound.get("size")
@@ -117,7 +119,8 @@ def fnl_interpolate(bound: dict[str, str], receiver: str | None, entry: Entry) -
             # torch samples with 1/scale, MindSpore with in/out: they agree only when in*scale is whole.
             raise Unsupported(
                 f"interpolate(scale_factor={sf}): a non-integer scale converts only with recompute_scale_factor=True "
-                "(torch otherwise samples with 1/scale; max error 0.86 on bilinear 7x7*1.5); pass size= instead")
+                "(torch otherwise samples with 1/scale; max error 0.86 on bilinear 7x7*1.5); pass size= instead"
+            )
         xs = _p(x)
         if isinstance(v, (tuple, list)):
             size = "(" + ", ".join(f"int({xs}.shape[{i + 2}] * {f!r})" for i, f in enumerate(v)) + ",)"
@@ -163,8 +166,9 @@ def fnl_layer_norm(bound: dict[str, str], receiver: str | None, entry: Entry) ->
     xs = _p(x)
     if k is None:
         if _is_none(w):
-            raise Unsupported("F.layer_norm with a non-literal normalized_shape and no weight: "
-                              "pass the shape as a literal")
+            raise Unsupported(
+                "F.layer_norm with a non-literal normalized_shape and no weight: pass the shape as a literal"
+            )
         axis = f"{xs}.ndim - {_p(w)}.ndim"
         shape_src = f"{_p(w)}.shape"
     else:
@@ -174,8 +178,7 @@ def fnl_layer_norm(bound: dict[str, str], receiver: str | None, entry: Entry) ->
         w = f"{_OPS}.ones({shape_src}, {xs}.dtype)"
     if _is_none(b):
         b = f"{_OPS}.zeros({shape_src}, {xs}.dtype)"
-    return (f"{_OPS}.LayerNorm(begin_norm_axis={axis}, begin_params_axis={axis}, epsilon={eps})"
-            f"({x}, {w}, {b})[0]")
+    return f"{_OPS}.LayerNorm(begin_norm_axis={axis}, begin_params_axis={axis}, epsilon={eps})({x}, {w}, {b})[0]"
 
 
 @handler
@@ -211,14 +214,17 @@ def fnl_sdpa(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     if literal(bound.get("is_causal", "False")) not in (False, 0):
         if literal(bound.get("is_causal")) is NOT_LITERAL:
             raise Unsupported("is_causal must be a literal True/False to convert")
-        causal = (f"{_OPS}.triu({_OPS}.ones(({qs}.shape[-2], {ks}.shape[-2]), mindspore.float32), 1)"
-                  f".astype(mindspore.bool_)")
+        causal = (
+            f"{_OPS}.triu({_OPS}.ones(({qs}.shape[-2], {ks}.shape[-2]), mindspore.float32), 1).astype(mindspore.bool_)"
+        )
         s = f"{_OPS}.masked_fill({s}, {causal}, float('-inf'))"
     m = bound.get("attn_mask")
     if not _is_none(m):
         ms_ = _p(m)
-        s = (f"({_OPS}.masked_fill({s}, {_OPS}.logical_not({m}), float('-inf')) "
-             f"if {ms_}.dtype == mindspore.bool_ else {s} + {ms_})")
+        s = (
+            f"({_OPS}.masked_fill({s}, {_OPS}.logical_not({m}), float('-inf')) "
+            f"if {ms_}.dtype == mindspore.bool_ else {s} + {ms_})"
+        )
     attn = f"{_OPS}.softmax({s}, -1)"
     p = bound.get("dropout_p")
     if p is not None and literal(p) not in (0, 0.0):
@@ -275,8 +281,10 @@ def fnl_poisson_nll_loss(bound: dict[str, str], receiver: str | None, entry: Ent
     else:
         expr = f"{x} - {t} * {_OPS}.log({x} + {eps})"
     if full:
-        stirling = (f"{_OPS}.where({t} > 1, {t} * {_OPS}.log({t}) - {t} "
-                    f"+ 0.5 * {_OPS}.log(2 * 3.141592653589793 * {t}), {_OPS}.zeros_like({t}))")
+        stirling = (
+            f"{_OPS}.where({t} > 1, {t} * {_OPS}.log({t}) - {t} "
+            f"+ 0.5 * {_OPS}.log(2 * 3.141592653589793 * {t}), {_OPS}.zeros_like({t}))"
+        )
         expr = f"{expr} + {stirling}"
     return _reduce(expr, _get(bound, entry, "reduction"))
 
@@ -285,7 +293,7 @@ def fnl_poisson_nll_loss(bound: dict[str, str], receiver: str | None, entry: Ent
 def fnl_bilinear(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """F.bilinear(x1, x2, W, b): y[n, o] = x1[n]·W[o]·x2[n] + b[o], for 2-D inputs."""
     x1, x2, w = _p(bound["input1"]), _p(bound["input2"]), bound["weight"]
-    out = (f"({_OPS}.matmul({x1}[:, None, None, :], {w}).squeeze(-2) * {x2}[:, None, :]).sum(-1)")
+    out = f"({_OPS}.matmul({x1}[:, None, None, :], {w}).squeeze(-2) * {x2}[:, None, :]).sum(-1)"
     b = bound.get("bias")
     if not _is_none(b):
         out = f"{out} + {_p(b)}"
@@ -297,11 +305,14 @@ def fnl_local_response_norm(bound: dict[str, str], receiver: str | None, entry: 
     """F.local_response_norm(size odd) → ops.lrn(depth_radius=(size-1)//2, alpha=alpha/size)."""
     size = literal(bound["size"])
     if not isinstance(size, int) or size % 2 == 0:
-        raise Unsupported("local_response_norm: only a literal odd size converts "
-                          "(torch pads an even window asymmetrically)")
+        raise Unsupported(
+            "local_response_norm: only a literal odd size converts (torch pads an even window asymmetrically)"
+        )
     alpha, beta, k = (_get(bound, entry, n) for n in ("alpha", "beta", "k"))
-    return (f"{_OPS}.lrn({bound['input']}, depth_radius={(size - 1) // 2}, bias={k}, "
-            f"alpha={_p(alpha)} / {size}, beta={beta})")
+    return (
+        f"{_OPS}.lrn({bound['input']}, depth_radius={(size - 1) // 2}, bias={k}, "
+        f"alpha={_p(alpha)} / {size}, beta={beta})"
+    )
 
 
 @handler
@@ -353,8 +364,10 @@ def fnl_max_pool1d(bound: dict[str, str], receiver: str | None, entry: Entry) ->
     p = _ntuple(_get(bound, entry, "padding"), 1, "padding")[0]
     d = _ntuple(_get(bound, entry, "dilation"), 1, "dilation")[0]
     ceil = _get(bound, entry, "ceil_mode")
-    return (f"{_OPS}.max_pool2d({_p(x)}.expand_dims(-2), (1, {k}), (1, {s}), (0, {p}), (1, {d}), "
-            f"ceil_mode={ceil}).squeeze(-2)")
+    return (
+        f"{_OPS}.max_pool2d({_p(x)}.expand_dims(-2), (1, {k}), (1, {s}), (0, {p}), (1, {d}), "
+        f"ceil_mode={ceil}).squeeze(-2)"
+    )
 
 
 @handler
@@ -381,10 +394,14 @@ def fnl_conv_transpose(bound: dict[str, str], receiver: str | None, entry: Entry
         raise Unsupported("groups must be a literal int to convert")
     xs, ws = _p(x), _p(w)
     out_c = f"{ws}.shape[1] * {g}" if g != 1 else f"{ws}.shape[1]"
-    hw = [f"({xs}.shape[{i + 2}] - 1) * {s[i]} - {2 * p[i]} + {d[i]} * ({ws}.shape[{i + 2}] - 1) + {op[i] + 1}"
-          for i in range(2)]
-    out = (f"{_OPS}.Conv2DTranspose({out_c}, {ws}.shape[2:], pad_mode='pad', pad={(p[0], p[0], p[1], p[1])!r}, "
-           f"stride={s!r}, dilation={d!r}, group={g})({x}, {w}, ({xs}.shape[0], {out_c}, {hw[0]}, {hw[1]}))")
+    hw = [
+        f"({xs}.shape[{i + 2}] - 1) * {s[i]} - {2 * p[i]} + {d[i]} * ({ws}.shape[{i + 2}] - 1) + {op[i] + 1}"
+        for i in range(2)
+    ]
+    out = (
+        f"{_OPS}.Conv2DTranspose({out_c}, {ws}.shape[2:], pad_mode='pad', pad={(p[0], p[0], p[1], p[1])!r}, "
+        f"stride={s!r}, dilation={d!r}, group={g})({x}, {w}, ({xs}.shape[0], {out_c}, {hw[0]}, {hw[1]}))"
+    )
     b = bound.get("bias")
     if not _is_none(b):
         out = f"{out} + {_p(b)}.reshape(1, -1, 1, 1)"
@@ -398,8 +415,9 @@ def fnl_batch_norm(bound: dict[str, str], receiver: str | None, entry: Entry) ->
     """F.batch_norm → ops.batch_norm, which needs weight and bias tensors (torch allows None)."""
     x, rm, rv = bound["input"], bound["running_mean"], bound["running_var"]
     if _is_none(rm) or _is_none(rv):
-        raise Unsupported("F.batch_norm without running stats has no ops.batch_norm form; "
-                          "normalise with the batch mean/var by hand")
+        raise Unsupported(
+            "F.batch_norm without running stats has no ops.batch_norm form; normalise with the batch mean/var by hand"
+        )
     w, b = bound.get("weight"), bound.get("bias")
     if _is_none(w):
         w = f"{_OPS}.ones_like({rm})"
@@ -454,8 +472,10 @@ def fnl_conv_transpose3d(bound: dict[str, str], receiver: str | None, entry: Ent
         raise Unsupported("conv_transpose3d with groups != 1 does not convert (Conv3DTranspose on CPU takes group=1)")
     ws = _p(w)
     pad = tuple(v for v in p for _ in (0, 1))
-    out = (f"{_OPS}.Conv3DTranspose({ws}.shape[0], {ws}.shape[1], {ws}.shape[2:], pad_mode='pad', pad={pad!r}, "
-           f"stride={s!r}, dilation={d!r}, output_padding={op!r})({x}, {w})")
+    out = (
+        f"{_OPS}.Conv3DTranspose({ws}.shape[0], {ws}.shape[1], {ws}.shape[2:], pad_mode='pad', pad={pad!r}, "
+        f"stride={s!r}, dilation={d!r}, output_padding={op!r})({x}, {w})"
+    )
     b = bound.get("bias")
     if not _is_none(b):
         out = f"{out} + {_p(b)}.reshape(1, -1, 1, 1, 1)"

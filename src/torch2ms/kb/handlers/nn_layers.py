@@ -31,7 +31,9 @@ def nnl_convt_padding(value: str | None, bound: dict[str, str], entry: Entry) ->
     if dims != 2 or op == 0 or op == (0, 0) or op == [0, 0]:
         return conv_padding(value, bound, entry)
     if op is NOT_LITERAL:
-        raise Unsupported("ConvTranspose2d: a non-literal output_padding cannot be rewritten; MindSpore's output_padding is wrong on CPU")
+        raise Unsupported(
+            "ConvTranspose2d: a non-literal output_padding cannot be rewritten; MindSpore's output_padding is wrong on CPU"
+        )
     pad = literal(value) if value is not None else 0
     if pad is NOT_LITERAL or isinstance(pad, str):
         raise Unsupported("ConvTranspose2d with output_padding needs a literal integer padding")
@@ -55,7 +57,9 @@ def nnl_local_response_norm(bound: dict[str, str], receiver: str | None, entry: 
     """LocalResponseNorm(size, alpha, beta, k) → nn.LRN(depth_radius=(size-1)/2, alpha=alpha/size)."""
     size = literal(bound.get("size"))
     if not isinstance(size, int) or size % 2 == 0:
-        raise Unsupported("LocalResponseNorm: only a literal odd size maps to nn.LRN (torch pads an even window asymmetrically)")
+        raise Unsupported(
+            "LocalResponseNorm: only a literal odd size maps to nn.LRN (torch pads an even window asymmetrically)"
+        )
     alpha = _arg(bound, entry, "alpha")
     a = literal(alpha)
     alpha_src = repr(a / size) if isinstance(a, (int, float)) else f"({alpha}) / {size}"
@@ -70,7 +74,9 @@ def nnl_instance_norm(bound: dict[str, str], receiver: str | None, entry: Entry)
     """InstanceNormNd → nn.GroupNorm(C, C): MindSpore's InstanceNorm kernel is not on CPU."""
     trs = bound.get("track_running_stats")
     if trs is not None and literal(trs) is not False:
-        raise Unsupported("InstanceNorm(track_running_stats=True) has no MindSpore CPU form: running stats are not kept by GroupNorm")
+        raise Unsupported(
+            "InstanceNorm(track_running_stats=True) has no MindSpore CPU form: running stats are not kept by GroupNorm"
+        )
     n = bound.get("num_features")
     if n is None:
         raise Unsupported("InstanceNorm needs num_features")

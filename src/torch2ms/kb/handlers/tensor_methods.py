@@ -8,11 +8,34 @@ from ..schema import Entry
 from ..transforms import NOT_LITERAL, Unsupported, handler, literal
 
 _DTYPES = (
-    "float16", "float32", "float64", "bfloat16", "half", "float", "double", "int8", "int16", "int32",
-    "int64", "int", "long", "short", "uint8", "bool", "complex64", "complex128",
+    "float16",
+    "float32",
+    "float64",
+    "bfloat16",
+    "half",
+    "float",
+    "double",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "int",
+    "long",
+    "short",
+    "uint8",
+    "bool",
+    "complex64",
+    "complex128",
 )
-_DTYPE_ALIAS = {"half": "float16", "float": "float32", "double": "float64", "int": "int32",
-                "long": "int64", "short": "int16", "bool": "bool_"}
+_DTYPE_ALIAS = {
+    "half": "float16",
+    "float": "float32",
+    "double": "float64",
+    "int": "int32",
+    "long": "int64",
+    "short": "int16",
+    "bool": "bool_",
+}
 
 
 def _ms_dtype(src: str) -> str:
@@ -50,7 +73,9 @@ def _plain_call(bound: dict[str, str], receiver: str, entry: Entry, method: str)
         src = bound.get(name)
         if rule.unsupported and src is not None:
             default = defaults.get(name)
-            bad = ("*" in rule.unsupported and (default is None or literal(src) != literal(default))) or src in rule.unsupported
+            bad = (
+                "*" in rule.unsupported and (default is None or literal(src) != literal(default))
+            ) or src in rule.unsupported
             if bad:
                 raise Unsupported(rule.note or f"{entry.short}({name}={src}) has no MindSpore form")
     kept = [n for n in names if n in bound and not (n in entry.args and entry.args[n].ms is None)]
@@ -117,14 +142,24 @@ def tm_type(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     receiver = _p(receiver)
     dtype = bound.get("dtype")
     if dtype is None:
-        return f"('torch.' + {{'Float32': 'FloatTensor', 'Float64': 'DoubleTensor', 'Float16': 'HalfTensor', " \
-               f"'BFloat16': 'BFloat16Tensor', 'Int64': 'LongTensor', 'Int32': 'IntTensor', 'Int16': 'ShortTensor', " \
-               f"'Int8': 'CharTensor', 'UInt8': 'ByteTensor', 'Bool': 'BoolTensor'}}[str({receiver}.dtype)])"
+        return (
+            f"('torch.' + {{'Float32': 'FloatTensor', 'Float64': 'DoubleTensor', 'Float16': 'HalfTensor', "
+            f"'BFloat16': 'BFloat16Tensor', 'Int64': 'LongTensor', 'Int32': 'IntTensor', 'Int16': 'ShortTensor', "
+            f"'Int8': 'CharTensor', 'UInt8': 'ByteTensor', 'Bool': 'BoolTensor'}}[str({receiver}.dtype)])"
+        )
     v = literal(dtype)
     if isinstance(v, str):
-        names = {"torch.FloatTensor": "float32", "torch.DoubleTensor": "float64", "torch.HalfTensor": "float16",
-                 "torch.LongTensor": "int64", "torch.IntTensor": "int32", "torch.BoolTensor": "bool_",
-                 "torch.ByteTensor": "uint8", "torch.ShortTensor": "int16", "torch.CharTensor": "int8"}
+        names = {
+            "torch.FloatTensor": "float32",
+            "torch.DoubleTensor": "float64",
+            "torch.HalfTensor": "float16",
+            "torch.LongTensor": "int64",
+            "torch.IntTensor": "int32",
+            "torch.BoolTensor": "bool_",
+            "torch.ByteTensor": "uint8",
+            "torch.ShortTensor": "int16",
+            "torch.CharTensor": "int8",
+        }
         if v.replace("torch.cuda.", "torch.") not in names:
             raise Unsupported(f"Tensor.type({dtype}) has no MindSpore dtype")
         return f"{receiver}.astype(mindspore.{names[v.replace('torch.cuda.', 'torch.')]})"
@@ -257,8 +292,10 @@ def tm_unflatten(bound: dict[str, str], receiver: str | None, entry: Entry) -> s
         return f"{receiver}.reshape({receiver}.shape[:-1] + {sizes})"
     if isinstance(d, int):
         return f"{receiver}.reshape({receiver}.shape[:{d}] + {sizes} + {receiver}.shape[{d + 1}:])"
-    return (f"{receiver}.reshape({receiver}.shape[:({dim}) % {receiver}.ndim] + {sizes} + "
-            f"{receiver}.shape[({dim}) % {receiver}.ndim + 1:])")
+    return (
+        f"{receiver}.reshape({receiver}.shape[:({dim}) % {receiver}.ndim] + {sizes} + "
+        f"{receiver}.shape[({dim}) % {receiver}.ndim + 1:])"
+    )
 
 
 @handler
@@ -295,8 +332,7 @@ def tm_kthvalue(bound: dict[str, str], receiver: str | None, entry: Entry) -> st
         raise Unsupported("Tensor.kthvalue with a non-literal keepdim")
     srt = f"{receiver}.sort(axis={dim})"  # stable=True selects SortExt, which GRAPH_MODE on CPU lacks
     if keep:
-        return (f"({srt}[0].narrow({dim}, ({k}) - 1, 1), "
-                f"{srt}[1].narrow({dim}, ({k}) - 1, 1).astype(mindspore.int64))")
+        return f"({srt}[0].narrow({dim}, ({k}) - 1, 1), {srt}[1].narrow({dim}, ({k}) - 1, 1).astype(mindspore.int64))"
     return f"({srt}[0].select({dim}, ({k}) - 1), {srt}[1].select({dim}, ({k}) - 1).astype(mindspore.int64))"
 
 
@@ -324,8 +360,10 @@ def tm_argmax(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 def tm_index_add(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``x.index_add(dim, index, source, alpha=a)`` → ops.index_add on a copy (it writes into its input) with int32 indices."""
     src = bound["source"] if "alpha" not in bound else f"({bound['source']}) * ({bound['alpha']})"
-    return (f"mindspore.ops.index_add({_p(receiver)}.copy(), {bound['index']}.astype(mindspore.int32), "
-            f"{src}, {bound['dim']})")
+    return (
+        f"mindspore.ops.index_add({_p(receiver)}.copy(), {bound['index']}.astype(mindspore.int32), "
+        f"{src}, {bound['dim']})"
+    )
 
 
 @handler
@@ -385,8 +423,7 @@ def tm_roll(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
         d = d[0]
         s = s[0] if isinstance(s, (tuple, list)) else s
         shifts, dims = repr(s), repr(d)
-    return (f"{r}.index_select({dims}, (mindspore.ops.arange({r}.shape[{dims}]) - ({shifts})) "
-            f"% {r}.shape[{dims}])")
+    return f"{r}.index_select({dims}, (mindspore.ops.arange({r}.shape[{dims}]) - ({shifts})) % {r}.shape[{dims}])"
 
 
 @handler
@@ -396,7 +433,9 @@ def tm_unique(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     receiver = _p(receiver)
     for key in ("return_inverse", "return_counts"):
         if not _is_false(bound.get(key)):
-            raise Unsupported(f"Tensor.unique({key}=True) has no sorted MindSpore form; use ops.unique and sort yourself")
+            raise Unsupported(
+                f"Tensor.unique({key}=True) has no sorted MindSpore form; use ops.unique and sort yourself"
+            )
     if bound.get("dim") not in (None, "None"):
         raise Unsupported("Tensor.unique(dim=...) has no MindSpore form")
     return f"mindspore.ops.sort(mindspore.ops.unique({receiver})[0])[0]"

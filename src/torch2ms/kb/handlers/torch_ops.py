@@ -181,10 +181,7 @@ def torch_ops_xlogy(bound: dict[str, str], receiver: str | None, entry: Entry) -
     """MindSpore's xlogy(0, 0) is nan; torch defines x*log(y) = 0 wherever x == 0 (y not nan)."""
     _reject_out(entry, bound)
     x, y = _p(bound["input"]), _p(bound["other"])
-    return (
-        f"mindspore.ops.where(({x} == 0) & ~mindspore.ops.isnan({y}), 0.0, "
-        f"mindspore.ops.xlogy({x}, {y}))"
-    )
+    return f"mindspore.ops.where(({x} == 0) & ~mindspore.ops.isnan({y}), 0.0, mindspore.ops.xlogy({x}, {y}))"
 
 
 # ---- reductions ----------------------------------------------------------------------------
@@ -192,8 +189,8 @@ def torch_ops_xlogy(bound: dict[str, str], receiver: str | None, entry: Entry) -
 
 def _is_int_literal(src: str | None) -> bool:
     v = literal(src)
-    return isinstance(v, int) and not isinstance(v, bool) or (
-        isinstance(v, tuple) and all(isinstance(i, int) for i in v)
+    return (
+        isinstance(v, int) and not isinstance(v, bool) or (isinstance(v, tuple) and all(isinstance(i, int) for i in v))
     )
 
 
@@ -374,10 +371,7 @@ def torch_ops_kthvalue(bound: dict[str, str], receiver: str | None, entry: Entry
     pick = f"mindspore.ops.narrow(t, {dim}, {_p(k)} - 1, 1)"
     if not keep:
         pick = f"{pick}.squeeze({dim})"
-    return (
-        f"(lambda s: tuple({pick} for t in (s[0], s[1].astype(mindspore.int64))))"
-        f"(mindspore.ops.sort({x}, {dim}))"
-    )
+    return f"(lambda s: tuple({pick} for t in (s[0], s[1].astype(mindspore.int64))))(mindspore.ops.sort({x}, {dim}))"
 
 
 @handler

@@ -128,8 +128,10 @@ def ts_scatter_reduce(bound: dict[str, str], receiver: str | None, entry: Entry)
     x, d, idx, src = bound["input"], bound["dim"], bound["index"], bound["src"]
     red = literal(bound.get("reduce"))
     if red != "sum":
-        raise Unsupported("scatter_reduce: only reduce='sum' maps (tensor_scatter_elements 'add'); "
-                          "'prod'/'mean'/'amax'/'amin' have no MindSpore CPU kernel")
+        raise Unsupported(
+            "scatter_reduce: only reduce='sum' maps (tensor_scatter_elements 'add'); "
+            "'prod'/'mean'/'amax'/'amin' have no MindSpore CPU kernel"
+        )
     inc = literal(bound.get("include_self", "True"))
     if inc is not True:
         raise Unsupported("scatter_reduce(include_self=False) has no MindSpore form")
@@ -231,11 +233,15 @@ _MS_SCIPY_LINALG = "__import__('mindspore' + '.scipy.linalg', fromlist=['linalg'
 @handler
 def ts_matrix_rank(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     if any(k in bound for k in ("atol", "rtol", "tol", "hermitian")):
-        raise Unsupported("matrix_rank with atol/rtol/hermitian: compare mindspore.ops.svd(A, compute_uv=False) to your tolerance")
+        raise Unsupported(
+            "matrix_rank with atol/rtol/hermitian: compare mindspore.ops.svd(A, compute_uv=False) to your tolerance"
+        )
     a = _p(bound["A"])
-    return ("(lambda s: (s > s.max(-1, keepdims=True) * max(" + a + ".shape[-2:]) * "
-            "(1.1920928955078125e-07 if s.dtype == mindspore.float32 else 2.220446049250313e-16)).sum(-1))"
-            f"(mindspore.ops.svd({a}, compute_uv=False))")
+    return (
+        "(lambda s: (s > s.max(-1, keepdims=True) * max(" + a + ".shape[-2:]) * "
+        "(1.1920928955078125e-07 if s.dtype == mindspore.float32 else 2.220446049250313e-16)).sum(-1))"
+        f"(mindspore.ops.svd({a}, compute_uv=False))"
+    )
 
 
 @handler
@@ -310,9 +316,17 @@ def ts_bernoulli(bound: dict[str, str], receiver: str | None, entry: Entry) -> s
 
 
 _LEGACY_DTYPES = {
-    "Tensor": "float32", "FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
-    "BFloat16Tensor": "bfloat16", "LongTensor": "int64", "IntTensor": "int32", "ShortTensor": "int16",
-    "CharTensor": "int8", "ByteTensor": "uint8", "BoolTensor": "bool_",
+    "Tensor": "float32",
+    "FloatTensor": "float32",
+    "DoubleTensor": "float64",
+    "HalfTensor": "float16",
+    "BFloat16Tensor": "bfloat16",
+    "LongTensor": "int64",
+    "IntTensor": "int32",
+    "ShortTensor": "int16",
+    "CharTensor": "int8",
+    "ByteTensor": "uint8",
+    "BoolTensor": "bool_",
 }
 
 
@@ -326,7 +340,9 @@ def ts_tensor_data(value: str | None, bound: dict[str, str], entry: Entry) -> di
     dtype = "mindspore." + _LEGACY_DTYPES[entry.torch.rsplit(".", 1)[-1]]
     v = literal(value)
     if isinstance(v, int) and not isinstance(v, bool):
-        raise Unsupported(f"{entry.short}(<sizes>) allocates uninitialised memory: use mindspore.ops.zeros((sizes), {dtype})")
+        raise Unsupported(
+            f"{entry.short}(<sizes>) allocates uninitialised memory: use mindspore.ops.zeros((sizes), {dtype})"
+        )
     return {"input_data": value, "dtype": dtype}  # type: ignore[dict-item]
 
 
@@ -345,7 +361,9 @@ def ts_solve_triangular(bound: dict[str, str], receiver: str | None, entry: Entr
     if literal(bound.get("left", "True")) is not True:
         raise Unsupported("solve_triangular(left=False) has no MindSpore form: transpose the system")
     if literal(bound.get("unitriangular", "False")) is not False:
-        raise Unsupported("solve_triangular(unitriangular=True): use mindspore.scipy.linalg.solve_triangular(unit_diagonal=True)")
+        raise Unsupported(
+            "solve_triangular(unitriangular=True): use mindspore.scipy.linalg.solve_triangular(unit_diagonal=True)"
+        )
     if "upper" not in bound:
         raise Unsupported("solve_triangular needs upper=")
     up = literal(bound["upper"])
@@ -364,16 +382,14 @@ def ts_linalg_cond(bound: dict[str, str], receiver: str | None, entry: Entry) ->
 def ts_linalg_lu(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     if literal(bound.get("pivot", "True")) is not True:
         raise Unsupported("linalg.lu(pivot=False) has no MindSpore form")
-    return ("(lambda p, l, u: (p.astype(l.dtype), l, u))"
-            f"(*{_MS_SCIPY_LINALG}.lu({bound['A']}))")
+    return f"(lambda p, l, u: (p.astype(l.dtype), l, u))(*{_MS_SCIPY_LINALG}.lu({bound['A']}))"
 
 
 @handler
 def ts_lu_factor(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     if literal(bound.get("pivot", "True")) is not True:
         raise Unsupported("linalg.lu_factor(pivot=False) has no MindSpore form")
-    return ("(lambda lu, piv: (lu, piv + 1))"
-            f"(*{_MS_SCIPY_LINALG}.lu_factor({bound['A']}))")
+    return f"(lambda lu, piv: (lu, piv + 1))(*{_MS_SCIPY_LINALG}.lu_factor({bound['A']}))"
 
 
 @handler
@@ -384,8 +400,10 @@ def ts_put(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     if acc not in (True, False):
         raise Unsupported("torch.put(accumulate=<expression>): write the two branches out")
     red = ", 'add'" if acc else ""
-    return (f"mindspore.ops.tensor_scatter_elements({x}.reshape(-1), {idx}.reshape(-1), "
-            f"{src}.reshape(-1), 0{red}).reshape({x}.shape)")
+    return (
+        f"mindspore.ops.tensor_scatter_elements({x}.reshape(-1), {idx}.reshape(-1), "
+        f"{src}.reshape(-1), 0{red}).reshape({x}.shape)"
+    )
 
 
 @handler
