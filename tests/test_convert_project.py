@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from torch2ms import cli
-from torch2ms.convert import ConvertError, convert_source, convert_tree
-from torch2ms.convert import transformer as tr
+from torch2ms.convert import ConvertError, convert_source, convert_tree, rewriter
+from torch2ms.convert.cstutil import code
 
 MODEL = textwrap.dedent("""\
     import torch
@@ -86,14 +86,14 @@ def test_bad_input_copied_unchanged_and_reported(project: Path, tmp_path: Path):
 
 
 def test_converter_crash_copies_file_and_cli_exit_code(project: Path, tmp_path: Path, monkeypatch, capsys):
-    real = tr.TorchToMindSpore.leave_Call
+    real = rewriter.Rewriter.leave_Call
 
     def crash(self, original, updated):
-        if tr.code(original.func) == "torch.not_an_api":
+        if code(original.func) == "torch.not_an_api":
             raise RuntimeError("simulated converter bug")
         return real(self, original, updated)
 
-    monkeypatch.setattr(tr.TorchToMindSpore, "leave_Call", crash)
+    monkeypatch.setattr(rewriter.Rewriter, "leave_Call", crash)
     out = tmp_path / "out"
     rc = cli.main(["convert", str(project), "-o", str(out), "-j", "1"])
     assert rc == cli.EXIT_FOUND

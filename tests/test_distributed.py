@@ -9,7 +9,6 @@ the gradients really are averaged across the workers.
 
 from __future__ import annotations
 
-import ast
 import os
 import socket
 import subprocess
@@ -20,9 +19,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from torch2ms.analysis.imports import ImportMap
-from torch2ms.convert import convert_source
-from torch2ms.convert.distributed import rewrite_distributed
+from torch2ms.convert import convert_source, pipeline
+from torch2ms.convert.constructs import distributed
+from torch2ms.convert.state import FileState
+from torch2ms.kb import load_kb
 
 DDP_SCRIPT = '''
 """Data-parallel training of a tiny MLP: each rank trains on its shard of a fixed dataset."""
@@ -94,10 +94,11 @@ if __name__ == "__main__":
 PARAMS = ("fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias")
 
 
-def _pass(src: str):
-    src = textwrap.dedent(src)
-    tree = ast.parse(src)
-    return rewrite_distributed(src, tree, ImportMap.from_tree(tree))
+def _applies(src: str) -> bool:
+    """Does the distributed stage take this file?"""
+    state = FileState("<string>", textwrap.dedent(src), load_kb())
+    pipeline.parse(state)
+    return not state.done and distributed.applies(state)
 
 
 def _code(src: str) -> str:
@@ -235,11 +236,13 @@ def test_r19_changes_are_reported_on_their_torch_lines():
 
 
 def test_r19_files_without_distributed_code_skip_the_pass():
-    assert _pass("import torch\nx = torch.zeros(2)\n") is None
-    assert _pass("import torch\n# distributed training notes\nx = torch.zeros(2)\n") is None
+    assert not _applies("import torch\nx = torch.zeros(2)\n")
+    assert not _applies("import torch\n# distributed training notes\nx = torch.zeros(2)\n")
     # asking for the rank is not data parallelism: no msrun header, no gradient reducer
-    query = _pass("import torch.distributed as dist\nr = dist.get_rank() if dist.is_initialized() else 0\n")
-    assert query is not None and not query.data_parallel and "msrun" not in query.source
+    query = "import torch.distributed as dist\nr = dist.get_rank() if dist.is_initialized() else 0\n"
+    assert _applies(query)
+    out = _code(query)
+    assert "msrun" not in out and "get_rank()" in out
 
 
 # ---- the real thing: msrun, 2 CPU workers ----------------------------------------------------

@@ -1,6 +1,9 @@
-"""Source-to-source conversion PyTorch → MindSpore (libcst, driven by the KB)."""
+"""Source-to-source conversion PyTorch → MindSpore (libcst, driven by the KB).
 
-from .module import ConvertedModule, convert_source
+``pipeline.py`` lists the stages one file goes through; ``project.py`` converts a tree.
+"""
+
+from .pipeline import ConvertedModule, convert_source
 from .project import ConvertError, ConvertReport, convert_tree
 
 __all__ = ["ConvertError", "ConvertReport", "ConvertedModule", "convert_source", "convert_tree"]

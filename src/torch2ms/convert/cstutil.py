@@ -10,6 +10,17 @@ if TYPE_CHECKING:
     from ..analysis.imports import ImportMap
 
 
+# A statement as libcst's containers hold it (both kinds carry leading_lines).
+Statement = cst.SimpleStatementLine | cst.BaseCompoundStatement
+
+
+def block(suite: cst.BaseSuite) -> list[Statement]:
+    """The statements of an indented block; a one-line suite (``if x: a; b``) is one statement."""
+    if isinstance(suite, cst.IndentedBlock):
+        return list(suite.body)  # type: ignore[arg-type]  # an indented block holds statements
+    return [suite]  # type: ignore[list-item]  # a SimpleStatementSuite stands for its statements
+
+
 def dotted(node: cst.BaseExpression) -> str | None:
     """``a.b.c`` for a Name/Attribute chain, else None."""
     parts: list[str] = []

@@ -3,9 +3,8 @@
 A libcst transformer pays Python dispatch for every node it visits, which costs as much as parsing.
 Most statements of a torch project contain nothing to convert (``x = self.conv1(x)``, ``return x``),
 so the cheap ``ast`` pass marks the statements that mention a torch name or a KB method/attribute
-name, and the transformer skips the others whole. The libcst statements are matched to the ``ast``
-statements by document order (both trees list statements in the same pre-order); a mismatch
-raises ``PlanMismatch`` and the caller converts without skipping.
+name, and the rewrite stage skips the others whole. The libcst statements are matched to these
+``ast`` statements once, by document order (index.py).
 """
 
 from __future__ import annotations
@@ -25,10 +24,6 @@ _METHOD_OWNERS = (
     "torch.optim.Optimizer.",
     "torch.optim.lr_scheduler.LRScheduler.",
 )
-
-
-class PlanMismatch(Exception):
-    """The libcst and ast statement sequences disagree (an unusual construct): visit everything."""
 
 
 @dataclass(slots=True)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..analysis.infer import project_module_classes
 from ..analysis.scan import SKIP_DIRS, BadInput, read_source
-from .module import ConvertedModule, convert_source
+from .pipeline import ConvertedModule, convert_source
 
 REPORT_JSON = "torch2ms-report.json"
 REPORT_MD = "torch2ms-report.md"

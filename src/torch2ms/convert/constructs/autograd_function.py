@@ -23,14 +23,15 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from .cstutil import dotted as _dotted
-
-if TYPE_CHECKING:
-    from .transformer import TorchToMindSpore
+from .. import generated as gen
+from ..changes import MARK
+from ..context import RewriteContext
+from ..cstutil import Statement, block
+from ..cstutil import dotted as _dotted
+from ..hooks import attribute, call, leave
 
 FUNCTION = "torch.autograd.Function"
 # ctx methods with no MindSpore meaning (MindSpore gives integer outputs no gradient and always
@@ -54,19 +55,19 @@ class FunctionInfo:
     imported: bool = False  # defined in another project file: its signature is not known here
 
 
-def infos(t: TorchToMindSpore) -> dict[str, FunctionInfo]:
+def infos(ctx: RewriteContext) -> dict[str, FunctionInfo]:
     """The file's Function subclasses by name; computed once per transformer, empty (and cheap)
     when no class in the file subclasses torch.autograd.Function."""
-    cached = t.__dict__.get("_autograd_functions")
+    cached = ctx.memo.get("autograd_functions")
     if cached is not None:
-        return cached
-    names = {c for c, bases in t.facts.torch_bases.items() if FUNCTION in bases}
+        return cached  # type: ignore[return-value]
+    names = {c for c, bases in ctx.facts.torch_bases.items() if FUNCTION in bases}
     found: dict[str, FunctionInfo] = {}
     if names:
-        for stmt in t.facts.plan:
+        for stmt in ctx.facts.plan:
             if isinstance(stmt.node, ast.ClassDef) and stmt.node.name in names:
                 found[stmt.node.name] = analyse(stmt.node)
-    t.__dict__["_autograd_functions"] = found
+    ctx.memo["autograd_functions"] = found
     return found
 
 
@@ -89,13 +90,13 @@ def analyse(cls: ast.ClassDef) -> FunctionInfo:
     if not (_is_static(fwd) and _is_static(bwd)):
         info.problem = "forward/backward are not staticmethods"
         return info
-    new_style = "setup_context" in methods
-    for fn in (fwd, bwd, *([methods["setup_context"]] if new_style else [])):
-        a = fn.args
-        if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs:
-            info.problem = f"{fn.name} takes *args/**kwargs or keyword-only arguments"
-            return info
-    args = fwd.args.args if new_style else fwd.args.args[1:]
+    setup = methods.get("setup_context")
+    fns = [fwd, bwd, *([setup] if setup else [])]
+    varargs = next((fn for fn in fns if _has_varargs(fn)), None)
+    if varargs is not None:
+        info.problem = f"{varargs.name} takes *args/**kwargs or keyword-only arguments"
+        return info
+    args = fwd.args.args if setup else fwd.args.args[1:]
     if not args:
         info.problem = "forward takes no inputs"
         return info
@@ -103,39 +104,48 @@ def analyse(cls: ast.ClassDef) -> FunctionInfo:
     defaults = fwd.args.defaults
     for a, d in zip(args[len(args) - len(defaults) :], defaults):
         info.defaults[a.arg] = ast.unparse(d)
-    ctx_names = {
-        fn.args.args[0].arg for fn in (bwd, *([methods["setup_context"]] if new_style else [fwd])) if fn.args.args
-    }
-    for fn in (fwd, bwd, *([methods["setup_context"]] if new_style else [])):
-        for n in ast.walk(fn):
-            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in ctx_names:
-                if n.attr == "mark_dirty":
-                    info.problem = "ctx.mark_dirty (an in-place forward) has no MindSpore bprop equivalent"
-                    return info
-            if (
-                isinstance(n, ast.Call)
-                and isinstance(n.func, ast.Attribute)
-                and isinstance(n.func.value, ast.Name)
-                and n.func.value.id in ctx_names
-                and n.func.attr not in _CTX_SAVE | _CTX_DROP
-            ):
-                info.problem = f"ctx.{n.func.attr}() has no MindSpore bprop equivalent"
-                return info
-        # ctx itself passed around (helper(ctx, ...)): its state cannot be followed.
-        attr_values = {id(n.value) for n in ast.walk(fn) if isinstance(n, ast.Attribute)}
-        if any(
-            isinstance(n, ast.Name) and n.id in ctx_names and id(n) not in attr_values
-            for n in ast.walk(fn)
-            if n is not fn.args.args[0]
+    ctx_names = {fn.args.args[0].arg for fn in (bwd, setup or fwd) if fn.args.args}
+    info.problem = next((p for fn in fns if (p := _ctx_problem(fn, ctx_names))), None) or _backward_problem(
+        fwd, bwd, setup
+    )
+    return info
+
+
+def _has_varargs(fn: ast.FunctionDef) -> bool:
+    a = fn.args
+    return bool(a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs)
+
+
+def _ctx_problem(fn: ast.FunctionDef, ctx_names: set[str]) -> str | None:
+    """ctx used in a way a bprop cannot replay: mark_dirty, other ctx methods, ctx passed around."""
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in ctx_names:
+            if n.attr == "mark_dirty":
+                return "ctx.mark_dirty (an in-place forward) has no MindSpore bprop equivalent"
+        if (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and isinstance(n.func.value, ast.Name)
+            and n.func.value.id in ctx_names
+            and n.func.attr not in _CTX_SAVE | _CTX_DROP
         ):
-            info.problem = "ctx is used as a value (passed to a helper?); its state cannot be followed"
-            return info
+            return f"ctx.{n.func.attr}() has no MindSpore bprop equivalent"
+    # ctx itself passed around (helper(ctx, ...)): its state cannot be followed.
+    attr_values = {id(n.value) for n in ast.walk(fn) if isinstance(n, ast.Attribute)}
+    if any(
+        isinstance(n, ast.Name) and n.id in ctx_names and id(n) not in attr_values
+        for n in ast.walk(fn)
+        if n is not fn.args.args[0]
+    ):
+        return "ctx is used as a value (passed to a helper?); its state cannot be followed"
+    return None
+
+
+def _backward_problem(fwd: ast.FunctionDef, bwd: ast.FunctionDef, setup: ast.FunctionDef | None) -> str | None:
     if len(bwd.args.args) < 2:
-        info.problem = "backward takes no output gradient"
-        return info
-    if new_style and len(methods["setup_context"].args.args) != 3:
-        info.problem = "setup_context must take (ctx, inputs, output)"
-        return info
+        return "backward takes no output gradient"
+    if setup is not None and len(setup.args.args) != 3:
+        return "setup_context must take (ctx, inputs, output)"
     bwd_ctx = bwd.args.args[0].arg
     reads_state = any(
         isinstance(n, ast.Attribute)
@@ -144,53 +154,57 @@ def analyse(cls: ast.ClassDef) -> FunctionInfo:
         and n.attr != "needs_input_grad"
         for n in ast.walk(bwd)
     )
-    if reads_state and not new_style:
+    if reads_state and setup is None:
         body = fwd.body[:-1] if fwd.body and isinstance(fwd.body[-1], ast.Return) else fwd.body
         if any(isinstance(n, ast.Return) for s in body for n in ast.walk(s)):
-            info.problem = (
-                "the forward returns from inside a block, so what it saves on ctx cannot be replayed in bprop"
-            )
-            return info
-    src = ast.unparse(bwd)
-    if any(k in src for k in _HIGHER_ORDER):
-        info.problem = "backward builds a differentiable graph (create_graph / enable_grad); MindSpore's bprop is not differentiated again"
-        return info
+            return "the forward returns from inside a block, so what it saves on ctx cannot be replayed in bprop"
+    if any(k in ast.unparse(bwd) for k in _HIGHER_ORDER):
+        return (
+            "backward builds a differentiable graph (create_graph / enable_grad); "
+            "MindSpore's bprop is not differentiated again"
+        )
     if any(isinstance(n, (ast.FunctionDef, ast.Lambda, ast.ClassDef)) for b in bwd.body for n in ast.walk(b)):
-        info.problem = "backward defines nested functions; convert by hand"
-        return info
-    return info
+        return "backward defines nested functions; convert by hand"
+    return None
 
 
 # ---- the class ---------------------------------------------------------------------------------
 
 
-def convert_class(t: TorchToMindSpore, original: cst.ClassDef, updated: cst.ClassDef) -> cst.ClassDef:
+def has_functions(facts) -> bool:
+    return any(FUNCTION in bases for bases in facts.torch_bases.values())
+
+
+@leave(cst.ClassDef, when=has_functions)
+def convert_class(ctx: RewriteContext, original: cst.ClassDef, updated: cst.ClassDef) -> cst.ClassDef:
     """The class after the main pass converted its expressions (its base is already ``nn.Cell``)."""
-    info = infos(t).get(original.name.value)
+    info = infos(ctx).get(original.name.value)
     if info is None:
         return updated
     if info.problem is not None:
-        return _keep(t, original, updated, info.problem)
+        return _keep(ctx, original, updated, info.problem)
     try:
-        return _rewrite(t, updated, info)
+        return _rewrite(ctx, updated, info)
     except _Unsupported as exc:  # a safety net: analyse() refuses these cases up front
         info.problem = str(exc)
-        return _keep(t, original, updated, str(exc))
+        return _keep(ctx, original, updated, str(exc))
 
 
 class _Unsupported(Exception):
     pass
 
 
-def _keep(t: TorchToMindSpore, original: cst.ClassDef, updated: cst.ClassDef, why: str) -> cst.ClassDef:
+def _keep(ctx: RewriteContext, original: cst.ClassDef, updated: cst.ClassDef, why: str) -> cst.ClassDef:
     """Unconvertible: the torch base comes back, the class is marked, the torch import stays."""
-    info = infos(t).get(original.name.value)
-    t.changes[:] = [c for c in t.changes if not (c.api == FUNCTION and info is not None and c.stmt is info.node)]
+    info = infos(ctx).get(original.name.value)
+    # The base class rename recorded while visiting the bases: the class is kept as torch code after all.
+    start = ctx.scope_starts[-1] if ctx.scope_starts else 0
+    ctx.changes[start:] = [c for c in ctx.changes[start:] if not (c.api == FUNCTION and info is not None)]
     for base in original.bases:
         name = _dotted(base.value)
         if name:
-            t.still_needed.add(name.split(".", 1)[0])
-    t.mark(FUNCTION, f"{why}; kept as torch code")
+            ctx.still_needed.add(name.split(".", 1)[0])
+    ctx.mark(FUNCTION, f"{why}; kept as torch code")
     return updated.with_changes(bases=original.bases)
 
 
@@ -208,21 +222,28 @@ def _all_names(cls: ast.ClassDef) -> set[str]:
     return out
 
 
-def _rewrite(t: TorchToMindSpore, cls: cst.ClassDef, info: FunctionInfo) -> cst.ClassDef:
-    assert info.node is not None
-    body = list(cls.body.body)  # type: ignore[union-attr]
-    defs = {s.name.value: s for s in body if isinstance(s, cst.FunctionDef)}
-    fwd, bwd, setup = defs["forward"], defs["backward"], defs.get("setup_context")
-    taken = _all_names(info.node)
-    n = len(info.params)
+@dataclass
+class _Names:
+    """The names the Cell's methods use in place of ctx: its attributes become locals."""
 
-    fwd_params = list(fwd.params.params) if setup is not None else list(fwd.params.params[1:])
+    fwd_ctx: str | None  # None for a new-style Function (setup_context holds ctx)
+    bwd_ctx: str
+    grads: list[str]  # backward's output-gradient parameters
+    local: dict[str, str]  # ctx.k → ctx_k
+    saved: str  # what save_for_backward kept
+    out: str  # bprop's output parameter
+    dout: str  # bprop's output-gradient parameter
+    n: int  # forward's inputs
+
+
+def _names(info: FunctionInfo, fwd: cst.FunctionDef, bwd: cst.FunctionDef, setup: cst.FunctionDef | None) -> _Names:
+    assert info.node is not None
+    taken = _all_names(info.node)
     fwd_ctx = None if setup is not None else fwd.params.params[0].name.value
     bwd_ctx = bwd.params.params[0].name.value
     grads = [p.name.value for p in bwd.params.params[1:]]
     if not grads:
         raise _Unsupported("backward takes no output gradient")
-
     # ctx attributes become locals: ctx.scale → ctx_scale (the same name in every method).
     attrs = sorted(
         {
@@ -236,7 +257,7 @@ def _rewrite(t: TorchToMindSpore, cls: cst.ClassDef, info: FunctionInfo) -> cst.
     )
     local = {a: _fresh(f"ctx_{a}", taken) for a in attrs}
     saved = _fresh("saved", taken)
-    out_name = _fresh("out", taken)
+    out = _fresh("out", taken)
     # The backward's own gradient name is bprop's dout unless the replayed forward could rebind it.
     fwd_names = {
         n.id
@@ -246,70 +267,18 @@ def _rewrite(t: TorchToMindSpore, cls: cst.ClassDef, info: FunctionInfo) -> cst.
         if isinstance(n, ast.Name)
     }
     dout = grads[0] if len(grads) == 1 and grads[0] not in {*info.params, *fwd_names} else _fresh("dout", taken)
+    return _Names(fwd_ctx, bwd_ctx, grads, local, saved, out, dout, len(info.params))
 
-    # construct: the forward without its ctx bookkeeping.
-    fwd_reads = _reads_ctx(info.node, "forward", fwd_ctx)
-    construct_body = _CtxRewriter(fwd_ctx, saved, local, n, keep_saves=False, keep_attrs=fwd_reads).visit_block(
-        fwd.body
-    )
-    self_param = cst.Param(cst.Name("self"))
-    construct = fwd.with_changes(
-        name=cst.Name("construct"),
-        decorators=_no_static(fwd.decorators),
-        params=fwd.params.with_changes(params=[self_param, *_commas(fwd_params)]),
-        body=construct_body,
-    )
 
-    # bprop: replay what the forward left on ctx, then the backward body.
-    bwd_needs = _reads_state(info.node, bwd_ctx)
-    replay: list[cst.BaseStatement] = []
-    if bwd_needs:
-        if setup is not None:
-            sp = [p.name.value for p in setup.params.params]
-            if len(sp) != 3:
-                raise _Unsupported("setup_context must take (ctx, inputs, output)")
-            ins = ", ".join(info.params) + ("," if n == 1 else "")
-            replay.append(cst.parse_statement(f"{sp[1]} = ({ins})\n"))
-            replay.append(cst.parse_statement(f"{sp[2]} = {out_name}\n"))
-            replay += (
-                _CtxRewriter(sp[0], saved, local, n, keep_saves=True, keep_attrs=True).visit_block(setup.body).body
-            )
-        else:
-            stmts = list(fwd.body.body)  # type: ignore[union-attr]
-            if any(_has_return(s) for s in stmts[:-1]) or (
-                stmts and _has_return(stmts[-1]) and not _is_return(stmts[-1])
-            ):
-                raise _Unsupported("the forward returns from inside a block, so what it saves cannot be replayed")
-            if stmts and _is_return(stmts[-1]):
-                stmts = stmts[:-1]
-            block = fwd.body.with_changes(body=stmts or [cst.SimpleStatementLine([cst.Pass()])])
-            replay += _CtxRewriter(fwd_ctx, saved, local, n, keep_saves=True, keep_attrs=True).visit_block(block).body
-        if replay:
-            replay[0] = replay[0].with_changes(
-                leading_lines=[
-                    cst.EmptyLine(
-                        comment=cst.Comment(
-                            "# torch2ms: recomputed from the inputs (bprop gets inputs, out and dout; there is no ctx)"
-                        )
-                    )
-                ]
-            )
-    if len(grads) > 1:
-        replay.append(cst.parse_statement(f"{', '.join(grads)} = {dout}\n"))
-    elif grads[0] != dout:
-        replay.append(cst.parse_statement(f"{grads[0]} = {dout}\n"))
-    bwd_body = _CtxRewriter(bwd_ctx, saved, local, n, keep_saves=True, keep_attrs=True, n_inputs=n).visit_block(
-        bwd.body
-    )
-    bprop_params = [cst.Param(cst.Name(p)) for p in ["self", *info.params, out_name, dout]]
-    bprop = bwd.with_changes(
-        name=cst.Name("bprop"),
-        decorators=_no_static(bwd.decorators),
-        params=cst.Parameters(params=_commas(bprop_params)),
-        body=bwd_body.with_changes(body=[*replay, *bwd_body.body]),
-    )
-
-    new_body: list[cst.BaseStatement] = []
+def _rewrite(ctx: RewriteContext, cls: cst.ClassDef, info: FunctionInfo) -> cst.ClassDef:
+    assert info.node is not None
+    body = block(cls.body)
+    defs = {s.name.value: s for s in body if isinstance(s, cst.FunctionDef)}
+    fwd, bwd, setup = defs["forward"], defs["backward"], defs.get("setup_context")
+    names = _names(info, fwd, bwd, setup)
+    construct = _construct(info, fwd, setup, names)
+    bprop = _bprop(info, fwd, bwd, setup, names)
+    new_body: list[Statement] = []
     for s in body:
         if s is fwd:
             new_body.append(construct)
@@ -318,7 +287,7 @@ def _rewrite(t: TorchToMindSpore, cls: cst.ClassDef, info: FunctionInfo) -> cst.
         elif s is setup:
             continue  # replayed inside bprop
         elif isinstance(s, cst.FunctionDef) and s.name.value in ("jvp", "vmap"):
-            t.record(
+            ctx.record(
                 f"{FUNCTION}.{s.name.value}", "review", "forward-mode / vmap rule kept as is: MindSpore only uses bprop"
             )
             new_body.append(s)
@@ -327,12 +296,92 @@ def _rewrite(t: TorchToMindSpore, cls: cst.ClassDef, info: FunctionInfo) -> cst.
     note = "forward → construct, backward → bprop(inputs, out, dout)"
     if info.defaults:
         note += "; apply() calls pass every default explicitly"
-    base = next((c for c in reversed(t.changes) if c.api == FUNCTION and c.stmt is info.node), None)
+    base = next((c for c in reversed(ctx.changes_in_scope()) if c.api == FUNCTION), None)
     if base is not None:  # the base class rename the main pass recorded: one change per class
         base.note = note
     else:
-        t.record(FUNCTION, "converted", note)
+        ctx.record(FUNCTION, "converted", note)
     return cls.with_changes(body=cls.body.with_changes(body=new_body))
+
+
+def _construct(
+    info: FunctionInfo, fwd: cst.FunctionDef, setup: cst.FunctionDef | None, names: _Names
+) -> cst.FunctionDef:
+    """construct: the forward without its ctx bookkeeping."""
+    assert info.node is not None
+    fwd_params = list(fwd.params.params) if setup is not None else list(fwd.params.params[1:])
+    keep_attrs = _reads_ctx(info.node, "forward", names.fwd_ctx)
+    rewriter = _CtxRewriter(names.fwd_ctx, names.saved, names.local, names.n, keep_saves=False, keep_attrs=keep_attrs)
+    return fwd.with_changes(
+        name=cst.Name("construct"),
+        decorators=_no_static(fwd.decorators),
+        params=fwd.params.with_changes(params=[cst.Param(cst.Name("self")), *_commas(fwd_params)]),
+        body=rewriter.visit_block(fwd.body),
+    )
+
+
+def _bprop(
+    info: FunctionInfo, fwd: cst.FunctionDef, bwd: cst.FunctionDef, setup: cst.FunctionDef | None, names: _Names
+) -> cst.FunctionDef:
+    """bprop: replay what the forward left on ctx, then the backward body."""
+    assert info.node is not None
+    replay = _replay(info, fwd, setup, names) if _reads_state(info.node, names.bwd_ctx) else []
+    if len(names.grads) > 1:
+        targets = gen.names_tuple(names.grads)
+        replay.append(cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(targets)], cst.Name(names.dout))]))
+    elif names.grads[0] != names.dout:
+        replay.append(_assign(names.grads[0], cst.Name(names.dout)))
+    rewriter = _CtxRewriter(
+        names.bwd_ctx, names.saved, names.local, names.n, keep_saves=True, keep_attrs=True, n_inputs=names.n
+    )
+    bwd_body = rewriter.visit_block(bwd.body)
+    return bwd.with_changes(
+        name=cst.Name("bprop"),
+        decorators=_no_static(bwd.decorators),
+        params=gen.parameters(["self", *info.params, names.out, names.dout]),
+        body=bwd_body.with_changes(body=[*replay, *bwd_body.body]),
+    )
+
+
+def _replay(
+    info: FunctionInfo, fwd: cst.FunctionDef, setup: cst.FunctionDef | None, names: _Names
+) -> list[cst.BaseStatement]:
+    """What the forward (or setup_context) stored on ctx, recomputed from bprop's inputs and out."""
+    replay: list[cst.BaseStatement] = []
+    if setup is not None:
+        sp = [p.name.value for p in setup.params.params]
+        if len(sp) != 3:
+            raise _Unsupported("setup_context must take (ctx, inputs, output)")
+        inputs = [cst.Element(cst.Name(p), comma=_COMMA) for p in info.params]
+        if len(inputs) > 1:
+            inputs[-1] = inputs[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        else:
+            inputs[-1] = inputs[-1].with_changes(comma=cst.Comma())  # (x,)
+        replay.append(_assign(sp[1], cst.Tuple(inputs)))
+        replay.append(_assign(sp[2], cst.Name(names.out)))
+        rewriter = _CtxRewriter(sp[0], names.saved, names.local, names.n, keep_saves=True, keep_attrs=True)
+        replay += rewriter.visit_block(setup.body).body
+    else:
+        stmts = list(fwd.body.body)  # type: ignore[union-attr]
+        if any(_has_return(s) for s in stmts[:-1]) or (stmts and _has_return(stmts[-1]) and not _is_return(stmts[-1])):
+            raise _Unsupported("the forward returns from inside a block, so what it saves cannot be replayed")
+        if stmts and _is_return(stmts[-1]):
+            stmts = stmts[:-1]
+        block = fwd.body.with_changes(body=stmts or [cst.SimpleStatementLine([cst.Pass()])])
+        rewriter = _CtxRewriter(names.fwd_ctx, names.saved, names.local, names.n, keep_saves=True, keep_attrs=True)
+        replay += rewriter.visit_block(block).body
+    if replay:
+        note = cst.EmptyLine(comment=cst.Comment(f"{MARK} {REPLAY_NOTE}"))
+        replay[0] = replay[0].with_changes(leading_lines=[note])
+    return replay
+
+
+def _assign(name: str, value: cst.BaseExpression) -> cst.SimpleStatementLine:
+    return cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(name))], value)])
+
+
+_COMMA = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+REPLAY_NOTE = "recomputed from the inputs (bprop gets inputs, out and dout; there is no ctx)"
 
 
 def _first_arg(fn: cst.FunctionDef | None) -> str | None:
@@ -527,32 +576,41 @@ class _CtxRewriter(cst.CSTTransformer):
 # ---- call sites -----------------------------------------------------------------------------------
 
 
-def _function_of(t: TorchToMindSpore, node: cst.BaseExpression) -> FunctionInfo | None:
+def _function_of(ctx: RewriteContext, node: cst.BaseExpression) -> FunctionInfo | None:
     """``F.apply`` where F is a convertible Function class of this file."""
     if not (isinstance(node, cst.Attribute) and node.attr.value == "apply" and isinstance(node.value, cst.Name)):
         return None
     name = node.value.value
-    info = infos(t).get(name)
+    info = infos(ctx).get(name)
     if info is not None:
         return info if info.problem is None else None
     # `from .ops import RoundSTE` … RoundSTE.apply(x): a class imported from the project and called
     # through apply is an autograd Function (Module.apply is called on instances, never classes);
     # its own file converts the class.
-    full = t.imap.names.get(name)
-    if full is not None and not t.imap.is_framework(full) and name[:1].isupper() and name not in t.facts.module_classes:
+    full = ctx.imap.names.get(name)
+    if (
+        full is not None
+        and not ctx.imap.is_framework(full)
+        and name[:1].isupper()
+        and name not in ctx.facts.module_classes
+    ):
         return FunctionInfo(name, imported=True)
     return None
 
 
-def apply_call(t: TorchToMindSpore, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
+@call()
+def apply_call(ctx: RewriteContext, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
     """``F.apply(x, y)`` → ``F()(x, y, <defaults>)``; None when the call is not a Function's apply."""
-    info = _function_of(t, original.func)
+    if not (isinstance(original.func, cst.Attribute) and original.func.attr.value == "apply"):
+        return None
+    info = _function_of(ctx, original.func)
     if info is None:
         return None
-    cell = cst.Call(cst.Name(original.func.value.value))  # type: ignore[union-attr]
+    assert isinstance(original.func, cst.Attribute) and isinstance(original.func.value, cst.Name)
+    cell = cst.Call(cst.Name(original.func.value.value))
     args = list(updated.args)
     if info.imported:
-        t.record(
+        ctx.record(
             f"{FUNCTION}.apply",
             "review",
             f"{info.name} is imported: assumed a torch.autograd.Function "
@@ -560,7 +618,7 @@ def apply_call(t: TorchToMindSpore, original: cst.Call, updated: cst.Call) -> cs
         )
         return updated.with_changes(func=cell)
     if any(a.star for a in args):
-        t.record(
+        ctx.record(
             f"{FUNCTION}.apply", "review", "*args in an apply() call: GRAPH_MODE needs every forward argument passed"
         )
         return updated.with_changes(func=cell)
@@ -573,23 +631,26 @@ def apply_call(t: TorchToMindSpore, original: cst.Call, updated: cst.Call) -> cs
         elif p in info.defaults:
             new.append(cst.Arg(cst.parse_expression(info.defaults[p])))
         else:
-            t.record(f"{FUNCTION}.apply", "review", f"apply() call without '{p}'")
+            ctx.record(f"{FUNCTION}.apply", "review", f"apply() call without '{p}'")
             return updated.with_changes(func=cell)
     new = [a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) for a in new[:-1]] + new[-1:]
-    t.record(f"{FUNCTION}.apply", "converted", f"{info.name}.apply(...) → {info.name}()(...)")
+    ctx.record(f"{FUNCTION}.apply", "converted", f"{info.name}.apply(...) → {info.name}()(...)")
     return updated.with_changes(func=cell, args=new)
 
 
-def apply_reference(t: TorchToMindSpore, original: cst.Attribute) -> cst.BaseExpression | None:
+@attribute()
+def apply_reference(ctx: RewriteContext, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression | None:
     """``fn = F.apply`` (a value, not called here) → ``fn = F()``."""
-    info = _function_of(t, original)
+    if original.attr.value != "apply" or ctx.is_call_func(original):
+        return None
+    info = _function_of(ctx, original)
     if info is None:
         return None
     note = f"{info.name}.apply → {info.name}()"
     if info.imported or info.defaults:
-        t.record(
+        ctx.record(
             f"{FUNCTION}.apply", "review", note + ": in GRAPH_MODE its calls must pass every argument, defaults too"
         )
     else:
-        t.record(f"{FUNCTION}.apply", "converted", note)
+        ctx.record(f"{FUNCTION}.apply", "converted", note)
     return cst.Call(cst.Name(info.name))

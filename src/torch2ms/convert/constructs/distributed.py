@@ -20,25 +20,29 @@ sets it once, globally, and launches the workers with ``msrun`` instead of ``tor
   torch's indices for the same num_replicas/rank/shuffle=False); the converted DataLoader passes it
   on as ``sampler=``, so each worker reads torch's shard (tests/test_distributed.py checks the labels).
 
-The output is still torch code with full ``mindspore.`` names in the rewritten places; the module
-converter shortens them and adds the imports, as it does for training.py's generated code.
+A construct stage on the libcst tree: what it writes uses full ``mindspore.`` names, registered as
+generated (generated.py), which the rewrite stage shortens; the user's code around them is converted
+there as usual.
 """
 
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
 
 import libcst as cst
 
-from ..analysis.astwalk import line_starting_statements
-from ..analysis.imports import ImportMap
-from ..kb import load_kb
-from .cstutil import code
-from .cstutil import dotted as _dotted
-from .cstutil import resolve as resolve_cst
+from ...analysis.astwalk import walk
+from ...analysis.imports import ImportMap
+from ...kb import KB
+from .. import generated
+from ..changes import MARK
+from ..cstutil import Statement, code
+from ..cstutil import dotted as _dotted
+from ..cstutil import resolve as resolve_cst
+from ..index import StatementIndex, TrackedTransformer
+from ..state import FileState
 
-MARK = "# torch2ms:"
+NAME = "distributed"
 # Cheap text gates: a file without any of these has no distributed code (no parse, no pass).
 HINTS = ("istributed", "multiprocessing", "DDP")
 
@@ -46,14 +50,16 @@ INIT = "torch.distributed.init_process_group"
 BARRIER = "torch.distributed.barrier"
 
 
-def _spellings(name: str) -> frozenset[str]:
+DDP_NAME = "torch.nn.parallel.DistributedDataParallel"
+SPAWN_NAME = "torch.multiprocessing.spawn"
+
+
+def spellings(kb: KB, name: str) -> frozenset[str]:
     """A torch API's full name and its aliases, from the KB."""
-    entry = load_kb().get(name)
+    entry = kb.get(name)
     return frozenset((name, *entry.aliases)) if entry is not None else frozenset({name})
 
 
-DDP = _spellings("torch.nn.parallel.DistributedDataParallel")
-SPAWN = _spellings("torch.multiprocessing.spawn")
 # torch.distributed function → the torch arguments this pass forwards, in order (the MindSpore target
 # is the KB entry's ``ms``)
 CALLS: dict[str, tuple[str, ...]] = {
@@ -73,29 +79,38 @@ MSRUN = (
     "--join=True --log_dir=msrun_log"
 )
 HEADER = MARK + " distributed data parallel: launch every worker with `" + MSRUN + " <this file>`"
+GLOO = 'mindspore.set_device("CPU")  ' + MARK + " gloo is torch's CPU backend\n"
+DATA_PARALLEL = (
+    "mindspore.set_auto_parallel_context(parallel_mode=mindspore.ParallelMode.DATA_PARALLEL, gradients_mean=True)\n"
+)
+# ops.communication.barrier() returns at once on CPU (measured under msrun: rank 0 did not wait for a
+# rank sleeping 4 s); a collective whose result is read blocks everywhere.
+BARRIER_STEP = (
+    "mindspore.ops.AllReduce()(mindspore.ops.zeros(1)).asnumpy()  "
+    + MARK
+    + " torch barrier(): every worker must contribute before any returns\n"
+)
 
 
-@dataclass
-class Note:
-    api: str
-    action: str  # converted | review | not-converted
-    note: str
-    line: int
+class _Apis:
+    """The torch spellings this stage rewrites (DDP and spawn aliases come from the KB)."""
+
+    def __init__(self, kb: KB) -> None:
+        self.kb = kb
+        self.ddp = spellings(kb, DDP_NAME)
+        self.spawn = spellings(kb, SPAWN_NAME)
+
+    def key(self, full: str | None) -> str | None:
+        """The note key of a resolved name: DDP and spawn aliases share one."""
+        if full in self.ddp:
+            return "DDP"
+        if full in self.spawn:
+            return SPAWN_KEY
+        return full if full == INIT or full in CALLS else None
 
 
-@dataclass
-class DistributedRewrite:
-    source: str
-    tree: ast.Module
-    notes: list[Note] = field(default_factory=list)
-    # DDP or init_process_group: the training step must average gradients (not a file that only
-    # asks get_rank() / is_initialized())
-    data_parallel: bool = False
-    parsed: cst.Module | None = None  # the libcst tree of ``source`` (saves the main pass a parse)
-
-
-def _uses_distributed(tree: ast.Module, imap: ImportMap) -> bool:
-    names = DDP | SPAWN | {INIT, *CALLS}
+def _uses_distributed(tree: ast.Module, imap: ImportMap, apis: _Apis) -> bool:
+    names = apis.ddp | apis.spawn | {INIT, *CALLS}
     for n in ast.walk(tree):
         if isinstance(n, (ast.Name, ast.Attribute)):
             full = imap.resolve(n)
@@ -107,21 +122,12 @@ def _uses_distributed(tree: ast.Module, imap: ImportMap) -> bool:
 SPAWN_KEY = "spawn"
 
 
-def _key(full: str | None) -> str | None:
-    """The note key of a resolved name: DDP and spawn aliases share one."""
-    if full in DDP:
-        return "DDP"
-    if full in SPAWN:
-        return SPAWN_KEY
-    return full if full == INIT or full in CALLS else None
-
-
-def _call_lines(tree: ast.Module, imap: ImportMap) -> dict[str, list[int]]:
+def _call_lines(tree: ast.Module, imap: ImportMap, apis: _Apis) -> dict[str, list[int]]:
     """Lines of the uses the pass rewrites, per note key, in source order."""
     found: list[tuple[int, int, str]] = []
     for n in ast.walk(tree):
         if isinstance(n, ast.Call):
-            key = _key(imap.resolve(n.func))
+            key = apis.key(imap.resolve(n.func))
             if (
                 key is None
                 and isinstance(n.func, ast.Attribute)
@@ -155,46 +161,36 @@ def _call_lines(tree: ast.Module, imap: ImportMap) -> dict[str, list[int]]:
     return out
 
 
-def _ddp_names(tree: ast.Module, imap: ImportMap) -> set[str]:
+def _ddp_names(tree: ast.Module, imap: ImportMap, apis: _Apis) -> set[str]:
     """Targets assigned a DDP wrapper (``model = DDP(net)``, ``self.model = DDP(net)``)."""
     out = set()
     for n in ast.walk(tree):
-        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and imap.resolve(n.value.func) in DDP:
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and imap.resolve(n.value.func) in apis.ddp:
             out |= {ast.unparse(t) for t in n.targets}
     return out
 
 
-def _statement_lines(tree: ast.Module, source: str, imap: ImportMap, ddp: set[str]) -> tuple[list[int], set[int]]:
-    """Lines of the simple statements that begin a line (libcst's SimpleStatementLines, in order),
-    and those of the statements with something to rewrite: the pass skips all others."""
-    stmts = line_starting_statements(tree, source)
-    relevant = {s.lineno for s in stmts if any(_rewritable(n, imap, ddp) for n in ast.walk(s))}
-    return [s.lineno for s in stmts], relevant
-
-
-def _rewritable(n: ast.AST, imap: ImportMap, ddp: set[str]) -> bool:
+def _rewritable(n: ast.AST, imap: ImportMap, ddp: set[str], apis: _Apis) -> bool:
     if isinstance(n, ast.Attribute):
         if n.attr == "environ":
             return True
         if n.attr == "module" and ast.unparse(n.value) in ddp:
             return True
         full = imap.resolve(n)
-        return bool(full) and (_key(full) is not None or full.startswith("torch.distributed."))
+        return full is not None and (apis.key(full) is not None or full.startswith("torch.distributed."))
     if isinstance(n, ast.Name):
-        return _key(imap.names.get(n.id)) is not None or n.id == "os"
+        return apis.key(imap.names.get(n.id)) is not None or n.id == "os"
     return False
 
 
-class _Pass(cst.CSTTransformer):
-    def __init__(self, source: str, tree: ast.Module, imap: ImportMap, every_line: bool = False) -> None:
-        super().__init__()
-        self.imap = imap
-        self.ddp = _ddp_names(tree, imap)
-        self.starts, self.relevant = _statement_lines(tree, source, imap, self.ddp)
-        self.every_line, self.k = every_line, 0
+class _Pass(TrackedTransformer):
+    def __init__(self, state: FileState, apis: _Apis) -> None:
+        assert state.tree is not None and state.imap is not None and state.index is not None
+        super().__init__(state.index)
+        self.state, self.apis, self.imap = state, apis, state.imap
+        self.ddp = _ddp_names(state.tree, self.imap, apis)
         self.consumed: dict[str, int] = {}
-        self.notes: list[Note] = []
-        self.lines = _call_lines(tree, imap)
+        self.lines = _call_lines(state.tree, self.imap, apis)
         self.seen: dict[str, int] = {}
         self.needs_os = False
         self.workers = "N"  # spawn's nprocs when it is a literal
@@ -203,7 +199,7 @@ class _Pass(cst.CSTTransformer):
 
     # ---- helpers ---------------------------------------------------------------------------
 
-    def resolve(self, node: cst.BaseExpression) -> str | None:
+    def torch_name(self, node: cst.BaseExpression) -> str | None:
         return resolve_cst(self.imap, node)
 
     def _consume(self, func: cst.BaseExpression) -> None:
@@ -218,7 +214,11 @@ class _Pass(cst.CSTTransformer):
         n = self.seen.get(key, 0)
         self.seen[key] = n + 1
         got = self.lines.get(key, [])
-        self.notes.append(Note(api, action, text, got[min(n, len(got) - 1)] if got else 0))
+        self.state.record(api, action, text, got[min(n, len(got) - 1)] if got else 0)
+
+    def ms(self, template: str, **user_code: cst.BaseExpression) -> cst.BaseExpression:
+        """MindSpore code this stage writes (full names, registered as generated)."""
+        return generated.expression(template, self.state.generated, **user_code)
 
     @staticmethod
     def _bind(call: cst.Call, names: tuple[str, ...]) -> dict[str, cst.BaseExpression] | None:
@@ -237,8 +237,8 @@ class _Pass(cst.CSTTransformer):
     # ---- calls -------------------------------------------------------------------------------
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
-        full = self.resolve(original.func)
-        if full in DDP:
+        full = self.torch_name(original.func)
+        if full in self.apis.ddp:
             bound = self._bind(updated, ("module",))
             model = (bound or {}).get("module") or (updated.args[0].value if updated.args else None)
             if model is None:
@@ -256,7 +256,7 @@ class _Pass(cst.CSTTransformer):
             self.note(full, "mindspore.communication.init(); set the data-parallel context too", "review")
             self.data_parallel = True
             self._consume(original.func)
-            return cst.parse_expression("mindspore.communication.init()")
+            return self.ms("mindspore.communication.init()")
         if full == BARRIER and original is self.stmt_call and not original.args:
             return updated  # a statement: leave_SimpleStatementLine writes a blocking barrier
         if full in CALLS:
@@ -265,7 +265,7 @@ class _Pass(cst.CSTTransformer):
         return env if env is not None else updated
 
     def _call(self, full: str, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
-        target, names = load_kb().get(full).ms, CALLS[full]  # type: ignore[union-attr]
+        target, names = self.apis.kb.get(full).ms, CALLS[full]  # type: ignore[union-attr]
         bound = self._bind(updated, names)
         if bound is None:
             self.note(full, "*args or extra arguments: convert by hand", "not-converted")
@@ -293,12 +293,12 @@ class _Pass(cst.CSTTransformer):
             in_place = " (in place, as torch)" if "all_reduce" in target or "broadcast" in target else ""
             self.note(full, f"→ {target}{in_place}")
         self._consume(original.func)
-        return updated.with_changes(func=cst.parse_expression(target), args=_commas(args))
+        return updated.with_changes(func=self.ms(target), args=_commas(args))
 
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
         if original.attr.value == "module" and code(original.value).strip() in self.ddp:
             return updated.value  # ddp_model.module: the model itself once the wrapper is gone
-        full = self.resolve(original)
+        full = self.torch_name(original)
         if full and full.startswith("torch.distributed.ReduceOp.") and full.rsplit(".", 1)[-1] in REDUCE_OPS:
             return cst.parse_expression(REDUCE_OPS[full.rsplit(".", 1)[-1]])
         return updated
@@ -350,9 +350,9 @@ class _Pass(cst.CSTTransformer):
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
         first = node.body[0] if len(node.body) == 1 else None
         self.stmt_call = first.value if isinstance(first, cst.Expr) and isinstance(first.value, cst.Call) else None
-        line = self.starts[self.k] if self.k < len(self.starts) else None
-        self.k += 1
-        return self.every_line or line in self.relevant  # lines with nothing to rewrite are not walked
+        # Statements with nothing to rewrite are not walked.
+        stmt = self.index.ast_of(node)
+        return stmt is None or any(_rewritable(n, self.imap, self.ddp, self.apis) for n in walk(stmt))
 
     def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
         if not updated.body:  # a removed self-assignment (its comments stay, on a pass)
@@ -366,19 +366,16 @@ class _Pass(cst.CSTTransformer):
         ):
             return updated
         call = original.body[0].value
-        full = self.resolve(call.func)
+        full = self.torch_name(call.func)
         if full == INIT:
             return self._init(call, original)
-        if full in SPAWN:
+        if full in self.apis.spawn:
             return self._spawn(call, original, updated)
         if full == BARRIER and not call.args:
             # ops.communication.barrier() returns at once on CPU (measured under msrun: rank 0 did
             # not wait for a rank sleeping 4 s); a collective whose result is read blocks everywhere.
             self.note(BARRIER, "→ a blocking all-reduce of zeros (ops.communication.barrier does not wait on CPU)")
-            new = cst.parse_statement(
-                f"mindspore.ops.AllReduce()(mindspore.ops.zeros(1)).asnumpy()  {MARK} "
-                "torch barrier(): every worker must contribute before any returns\n"
-            )
+            new = generated.statement(BARRIER_STEP, self.state.generated)
             self._consume(call.func)
             return new.with_changes(leading_lines=original.leading_lines)
         return updated
@@ -388,7 +385,7 @@ class _Pass(cst.CSTTransformer):
         value = original.value
         if (
             isinstance(value, cst.Call)
-            and self.resolve(value.func) in DDP
+            and self.torch_name(value.func) in self.apis.ddp
             and len(updated.targets) == 1
             and code(updated.targets[0].target).strip() == code(updated.value).strip()
         ):
@@ -399,18 +396,19 @@ class _Pass(cst.CSTTransformer):
         bound = self._bind(call, ("backend", "init_method", "timeout", "world_size", "rank")) or {}
         backend = bound.get("backend")
         btext = code(backend).strip() if backend is not None else "default"
-        lines = []
+        refs = self.state.generated
+        new: list[cst.BaseStatement] = []
         if isinstance(backend, cst.SimpleString) and backend.evaluated_value == "gloo":
-            lines.append(f'mindspore.set_device("CPU")  {MARK} gloo is torch\'s CPU backend\n')
-        lines.append(
-            f"mindspore.communication.init()  {MARK} init_process_group(backend={btext}): MindSpore picks "
-            "HCCL/NCCL/its CPU collectives by device; rank and world size come from msrun\n"
+            new.append(generated.statement(GLOO, refs))
+        init = generated.statement("mindspore.communication.init()\n", refs)
+        new.append(
+            generated.with_comment(
+                init,
+                f"{MARK} init_process_group(backend={btext}): MindSpore picks HCCL/NCCL/its CPU collectives by "
+                "device; rank and world size come from msrun",
+            )
         )
-        lines.append(
-            "mindspore.set_auto_parallel_context(parallel_mode=mindspore.ParallelMode.DATA_PARALLEL, "
-            "gradients_mean=True)\n"
-        )
-        new = [cst.parse_statement(s) for s in lines]
+        new.append(generated.statement(DATA_PARALLEL, refs))
         new[0] = new[0].with_changes(leading_lines=stmt.leading_lines)
         self.note(INIT, f"→ mindspore.communication.init() + data-parallel context (backend {btext}); msrun launch")
         self.data_parallel = True
@@ -423,19 +421,20 @@ class _Pass(cst.CSTTransformer):
         if fn is None:
             return updated  # *args: the KB entry marks it in place
         args = (bound or {}).get("args")
-        rest = ""
+        rest: list[cst.Arg] = []
         if isinstance(args, cst.Tuple):
-            rest = "".join(", " + code(e.value).strip() for e in args.elements)
+            rest = [cst.Arg(e.value) for e in args.elements]
         elif args is not None:
-            rest = f", *{code(args).strip()}"
-        nprocs = code(bound["nprocs"]).strip() if "nprocs" in (bound or {}) else "N"
+            rest = [cst.Arg(args, star="*")]
+        nprocs = code(bound["nprocs"]).strip() if bound and "nprocs" in bound else "N"
         if nprocs.isdigit():
             self.workers = nprocs
         self.launched = True
         self.needs_os = True
-        new = cst.parse_statement(
-            f'{code(fn).strip()}(int(os.environ["RANK_ID"]){rest})  {MARK} mp.spawn → '
-            f"one process per worker: msrun --worker_num={nprocs} exports RANK_ID\n"
+        rank = generated.expression('int(os.environ["RANK_ID"])', self.state.generated)
+        launch = cst.SimpleStatementLine([cst.Expr(cst.Call(fn, _commas([cst.Arg(rank), *rest])))])
+        new = generated.with_comment(
+            launch, f"{MARK} mp.spawn → one process per worker: msrun --worker_num={nprocs} exports RANK_ID"
         )
         self.note("torch.multiprocessing.spawn", "fn(RANK_ID, *args): msrun starts the processes", key=SPAWN_KEY)
         self._consume(call.func)
@@ -448,11 +447,11 @@ class _Pass(cst.CSTTransformer):
         body = list(updated.body)
         if self.needs_os and "os" not in self.imap.names:
             at = _after_imports(body)
-            body.insert(at, cst.parse_statement("import os\n"))
+            body.insert(at, cst.SimpleStatementLine([cst.Import([cst.ImportAlias(cst.Name("os"))])]))
         return updated.with_changes(header=header, body=body)
 
 
-def _after_imports(body: list[cst.BaseStatement]) -> int:
+def _after_imports(body: list[Statement]) -> int:
     i = 0
     for j, s in enumerate(body):
         if isinstance(s, cst.SimpleStatementLine) and isinstance(s.body[0], (cst.Import, cst.ImportFrom)):
@@ -465,30 +464,33 @@ def _commas(args: list[cst.Arg]) -> list[cst.Arg]:
     return [a.with_changes(comma=comma) for a in args[:-1]] + args[-1:]
 
 
-def rewrite_distributed(source: str, tree: ast.Module, imap: ImportMap) -> DistributedRewrite | None:
-    """torch distributed data parallelism → MindSpore's; None when the file has none (cheap gate)."""
-    if not any(h in source for h in HINTS) or not _uses_distributed(tree, imap):
-        return None
-    p = _Pass(source, tree, imap)
-    try:
-        parsed = cst.parse_module(source)
-        module = parsed.visit(p)
-        if p.k != len(p.starts):  # the line table does not fit this file: walk every line
-            p = _Pass(source, tree, imap, every_line=True)
-            module = parsed.visit(p)
-        reads = _reads(tree)
-        dropped = {
-            local
-            for local, full in imap.names.items()
-            if _key(full) is not None and 0 < reads.get(local, 0) <= p.consumed.get(local, 0)
-        }
-        if dropped:  # `from torch.nn.parallel import DistributedDataParallel`: nothing reads it any more
-            module = module.visit(_DropImports(dropped))
-        code_ = module.code
-        new_tree = ast.parse(code_)
-    except Exception:  # noqa: BLE001 - the per-call KB rules still mark every distributed call in place
-        return None
-    return DistributedRewrite(code_, new_tree, p.notes, p.data_parallel, module)
+def applies(state: FileState) -> bool:
+    """torch distributed code in the file (a text check first: cheap)."""
+    if not any(h in state.source for h in HINTS):
+        return False
+    assert state.tree is not None and state.imap is not None
+    return _uses_distributed(state.tree, state.imap, _Apis(state.kb))
+
+
+def run(state: FileState) -> None:
+    """torch distributed data parallelism → MindSpore's (R19)."""
+    if not applies(state):
+        return
+    assert state.module is not None and state.tree is not None and state.imap is not None
+    stage = _Pass(state, _Apis(state.kb))
+    module = state.module.visit(stage)
+    reads = _reads(state.tree)
+    dropped = {
+        local
+        for local, full in state.imap.names.items()
+        if stage.apis.key(full) is not None and 0 < reads.get(local, 0) <= stage.consumed.get(local, 0)
+    }
+    if dropped:  # `from torch.nn.parallel import DistributedDataParallel`: nothing reads it any more
+        module = module.visit(_DropImports(dropped, state.index))  # type: ignore[arg-type]
+    state.data_parallel = stage.data_parallel
+    if stage.edits or dropped or stage.data_parallel or stage.launched:
+        state.module = module
+        state.restructured = True
 
 
 def _reads(tree: ast.Module) -> dict[str, int]:
@@ -499,9 +501,9 @@ def _reads(tree: ast.Module) -> dict[str, int]:
     return out
 
 
-class _DropImports(cst.CSTTransformer):
-    def __init__(self, names: set[str]) -> None:
-        super().__init__()
+class _DropImports(TrackedTransformer):
+    def __init__(self, names: set[str], index: StatementIndex) -> None:
+        super().__init__(index)
         self.names = names
 
     def on_visit(self, node: cst.CSTNode) -> bool:

@@ -1,0 +1,349 @@
+"""The KB's rules applied to one node: torch calls, torch names used as values, Tensor/Module/
+Optimizer methods, layer parameters and Tensor attributes.
+
+Canonicalise, then match: names were resolved to full torch names through the file's imports
+(facts.imap); the entry's argument rules (kb/rewrite.py) produce MindSpore source, and the original
+argument nodes whose text did not change are put back as they were (comments and layout kept).
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..analysis.infer import MODULE, MODULE_ONLY_METHODS, OPTIMIZER, SCHEDULER, TENSOR, TENSOR_ONLY_METHODS
+from ..kb import Entry
+from ..kb.rewrite import CallRewrite, rewrite_call
+from .context import RewriteContext
+from .cstutil import code
+from .hooks import ActiveHooks
+
+
+def torch_call(
+    ctx: RewriteContext, hooks: ActiveHooks, full: str, original: cst.Call, updated: cst.Call
+) -> cst.BaseExpression:
+    """A call of a torch name: a construct's hook, else the KB entry's rules, else a mark."""
+    for hook in hooks.kind("torch_call"):
+        special = hook(ctx, full, original, updated)
+        if special is not None:
+            return special
+    entry = ctx.kb.get(full)
+    if entry is None:
+        ctx.mark(full, "not in the torch2ms knowledge base; port by hand", ctx.root_of(original.func))
+        return updated
+    if entry.status == "no-equivalent":
+        ctx.mark(entry.torch, entry.note or "no MindSpore equivalent", ctx.root_of(original.func))
+        return updated
+    return apply_entry(ctx, entry, original, updated, None, entry.torch)
+
+
+def apply_entry(
+    ctx: RewriteContext, entry: Entry, original: cst.Call, updated: cst.Call, receiver: str | None, api: str
+) -> cst.BaseExpression:
+    split = ctx.split_args(updated)
+    if split is None:
+        if not entry.sig and not entry.args and not entry.template and entry.status == "direct":
+            res = rewrite_call(entry, [], [], receiver)
+            ctx.record(api)
+            return updated.with_changes(func=ctx.parse_ms(res.func or ""))
+        if receiver is None and entry.kind in ("class", "function"):
+            # *args/**kwargs: the arguments are only known at run time.
+            ctx.record(
+                api, "review", "*args/**kwargs: torch2ms.runtime.TorchCompat applies the argument rules at run time"
+            )
+            return updated.with_changes(func=ctx.parse_ms(f'torch2ms.runtime.TorchCompat("{entry.torch}")'))
+        ctx.mark(api, "*args/**kwargs in the call: convert by hand", None)
+        return updated
+    try:
+        res = rewrite_call(entry, *split, receiver=receiver)
+    except Exception as exc:  # noqa: BLE001 - a bad rule must not cost the whole file
+        ctx.mark(
+            api,
+            f"rule failed on this call ({type(exc).__name__}: {exc}); convert by hand",
+            ctx.root_of(original.func),
+        )
+        return updated
+    if not res.ok:
+        ctx.mark(api, "; ".join(res.notes) or entry.note, ctx.root_of(original.func))
+        return updated
+    if res.notes:
+        ctx.record(api, "review", "; ".join(res.notes))
+    elif entry.status == "composite":
+        ctx.record(api, "converted", entry.note)
+    else:
+        ctx.record(api)
+    return build_call(ctx, res, updated)
+
+
+def build_call(ctx: RewriteContext, res: CallRewrite, updated: cst.Call) -> cst.BaseExpression:
+    if res.func is None or res.args is None:
+        return ctx.parse_ms(res.source)
+    # Reuse the original argument nodes whose source is unchanged (keeps comments/format):
+    # positional by position first, keywords by name, then any unused argument of the same source.
+    srcs = [code(a.value).strip() for a in updated.args]
+    used: set[int] = set()
+
+    def take(src: str, keyword: str | None, pos: int | None) -> cst.Arg | None:
+        cands = [pos] if pos is not None else []
+        cands += [
+            i for i, a in enumerate(updated.args) if keyword and a.keyword is not None and a.keyword.value == keyword
+        ]
+        cands += range(len(updated.args))
+        for i in cands:
+            if i is not None and i < len(srcs) and i not in used and srcs[i] == src:
+                used.add(i)
+                return updated.args[i]
+        return None
+
+    eq = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+    new_args: list[cst.Arg] = []
+    for i, src in enumerate(res.args):
+        a = take(src, None, i)
+        new_args.append(a if a is not None and a.keyword is None else cst.Arg(ctx.parse_ms(src)))
+    for k, src in res.kwargs or []:
+        a = take(src, k, None)
+        if a is not None and a.keyword is not None and a.keyword.value == k:
+            new_args.append(a)
+        elif a is not None:
+            new_args.append(a.with_changes(keyword=cst.Name(k), equal=eq, star=""))
+        else:
+            new_args.append(cst.Arg(ctx.parse_ms(src), keyword=cst.Name(k), equal=eq))
+    new_args = _fix_commas(new_args, list(updated.args))
+    return updated.with_changes(func=ctx.parse_ms(res.func), args=new_args)
+
+
+def method_owner(ctx: RewriteContext, receiver: cst.BaseExpression, attr: str) -> tuple[str | None, str]:
+    rtype = ctx.receiver_type(receiver)
+    if rtype in (TENSOR, MODULE, OPTIMIZER, SCHEDULER):
+        return rtype, "certain"
+    if isinstance(receiver, cst.Name) and receiver.value == "self":
+        if ctx.in_module_class:
+            return MODULE, "certain"
+        # A class whose base comes from elsewhere in the project is most likely a Module too.
+        return (MODULE, "likely") if ctx.class_has_bases and ctx.class_has_bases[-1] else (None, "")
+    root = receiver
+    while isinstance(root, (cst.Attribute, cst.Call, cst.Subscript)):
+        root = root.func if isinstance(root, cst.Call) else root.value
+    if (
+        isinstance(root, cst.Name)
+        and root.value in ctx.imap.names
+        and not ctx.imap.is_framework(ctx.imap.names[root.value])
+    ):
+        return None, ""  # a module such as mindspore's `ops` (converted code converted again)
+    if rtype is None and attr in TENSOR_ONLY_METHODS:
+        return TENSOR, "likely"
+    if rtype is None and attr in MODULE_ONLY_METHODS:
+        return MODULE, "likely"
+    if rtype is None and ctx.kb.method(attr, MODULE) is not None and ctx.used_as_module(receiver):
+        return MODULE, "likely"  # ctx.model.train() where ctx.model.parameters() is called too
+    return None, ""
+
+
+def method_call(ctx: RewriteContext, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+    func = original.func
+    assert isinstance(func, cst.Attribute)
+    attr = func.attr.value
+    owner, confidence = method_owner(ctx, func.value, attr)
+    if owner is None and attr == "to" and _device_args(original):
+        owner, confidence = TENSOR, "likely"  # .to("cuda") / .to(device): only torch objects move
+    if owner is None and attr == "size" and len(original.args) <= 1:
+        # numpy's, PIL's and pandas' ``size`` are attributes, never called: x.size(-1) is torch's.
+        owner, confidence = TENSOR, "likely"
+    if owner is None:
+        return updated
+    if owner == MODULE and attr == "forward":
+        ctx.record("torch.nn.Module.forward")
+        return updated.with_changes(func=func_of(updated).with_changes(attr=cst.Name("construct")))
+    entry = ctx.kb.method(attr, owner)
+    if entry is None:
+        return updated
+    receiver = code(func_of(updated).value).strip()
+    if entry.status == "no-equivalent":
+        ctx.mark(entry.torch, entry.note or "no MindSpore equivalent")
+        return updated
+    result = apply_entry(ctx, entry, original, updated, receiver, entry.torch)
+    if confidence == "likely" and result is not updated:
+        ctx.changes[-1].note = (
+            ctx.changes[-1].note + "; " if ctx.changes[-1].note else ""
+        ) + f"receiver assumed to be a {'Tensor' if owner == TENSOR else 'Module'}"
+    return result
+
+
+def layer_parameter(ctx: RewriteContext, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression | None:
+    """``bn.weight`` → ``bn.gamma`` when bn is known to be a BatchNorm (the KB's params renames)."""
+    classes = ctx.layer_classes(original.value)
+    attr = original.attr.value
+    renames = set()
+    for cls in classes:
+        entry = ctx.kb.get(cls)
+        if entry is None:
+            continue
+        if attr in entry.params:
+            renames.add(entry.params[attr])
+        elif attr in entry.attrs:
+            renames.add(entry.attrs[attr])
+    if not renames:
+        return None
+    api = f"{classes[0]}.{attr}"
+    if len(renames) > 1:
+        ctx.record(api, "review", f"'{attr}' is named {sorted(map(str, renames))} in MindSpore depending on the layer")
+        return updated
+    new = renames.pop()
+    if new is None:
+        ctx.mark(api, f"MindSpore's layer has no '{attr}'")
+        return updated
+    if not new.isidentifier():
+        ctx.record(api, "review", f"MindSpore keeps '{attr}' at '{new}'")
+        return updated
+    if new != attr:
+        ctx.record(api, "converted", f"parameter renamed {attr} → {new}")
+        return updated.with_changes(attr=cst.Name(new))
+    return updated
+
+
+def method_attribute(ctx: RewriteContext, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+    """``x.T``, ``x.is_cuda``, ``x.device``: Tensor attributes of receivers known to be tensors."""
+    if original in ctx.call_funcs:
+        return updated
+    if original.attr.value == "forward" and method_owner(ctx, original.value, "forward")[0] == MODULE:
+        ctx.record("torch.nn.Module.forward")  # ctx.forward passed around: construct in MindSpore
+        return updated.with_changes(attr=cst.Name("construct"))
+    layer = layer_parameter(ctx, original, updated)
+    if layer is not None:
+        return layer
+    if ctx.receiver_type(original.value) != TENSOR:
+        return updated
+    entry = ctx.kb.method(original.attr.value, TENSOR)
+    if entry is None or entry.kind != "attribute":
+        return updated
+    if entry.status == "no-equivalent":
+        ctx.mark(entry.torch, entry.note or "no MindSpore equivalent")
+        return updated
+    if entry.template:
+        res = rewrite_call(entry, [], [], code(updated.value).strip())
+        if res.ok:
+            ctx.record(entry.torch)
+            return ctx.parse_ms(res.source)
+        return updated
+    ms_attr = entry.ms.rsplit(".", 1)[-1]
+    if ms_attr != original.attr.value:
+        ctx.record(entry.torch)
+        return updated.with_changes(attr=cst.Name(ms_attr))
+    return updated
+
+
+def reference(
+    ctx: RewriteContext, hooks: ActiveHooks, full: str, original: cst.BaseExpression, updated: cst.BaseExpression
+) -> cst.BaseExpression:
+    """A torch name used as a value: a class (base class, isinstance), a dtype, a function."""
+    if ctx.is_call_func(original):
+        return updated  # the call handler converts (or marks) the whole call
+    entry = ctx.kb.get(full)
+    root = ctx.root_of(original)
+    if entry is None:
+        ctx.mark(full, "not in the torch2ms knowledge base; port by hand", root)
+        return updated
+    if entry.status == "no-equivalent" or not entry.ms.startswith("mindspore."):
+        ctx.mark(entry.torch, entry.note or "no MindSpore equivalent", root)
+        return updated
+    in_type_position = ctx.in_type_position(original)
+    for hook in hooks.kind("reference"):
+        special = hook(ctx, entry, original, updated)
+        if special is not None:
+            return special
+    if ctx.in_bases and entry.ms_base:
+        ctx.record(entry.torch, "converted", f"subclassed: base is {entry.ms_base}")
+        return ctx.parse_ms(entry.ms_base)
+    if not in_type_position and entry.kind in ("class", "function") and (entry.args or entry.template or entry.sig):
+        # Passed around as a value (conv_layer=nn.Conv2d, partial(nn.LayerNorm, eps=1e-6)): the
+        # calls made through it are only known at run time, so the KB rules run then.
+        ctx.record(
+            entry.torch,
+            "review",
+            "used as a value: torch2ms.runtime.TorchCompat applies its argument rules at run time",
+        )
+        return ctx.parse_ms(f'torch2ms.runtime.TorchCompat("{entry.torch}")')
+    ctx.record(entry.torch)
+    return ctx.parse_ms(entry.ms)
+
+
+_DEVICE_STRINGS = ("'cuda", '"cuda', "'cpu", '"cpu', "'mps", '"mps', "'xla", '"xla')
+
+
+def func_of(call: cst.Call) -> cst.Attribute:
+    """The ``x.method`` of a method call."""
+    assert isinstance(call.func, cst.Attribute)
+    return call.func
+
+
+def _device_args(call: cst.Call) -> bool:
+    """Is this ``.to(...)`` call clearly a device move (a device string, ``device``, ``torch.device(...)``)?"""
+    if len(call.args) != 1 or call.args[0].star:
+        return False
+    a = call.args[0]
+    if a.keyword is not None:
+        return a.keyword.value == "device"
+    v = a.value
+    if isinstance(v, cst.SimpleString):
+        return v.value.startswith(_DEVICE_STRINGS)
+    if isinstance(v, cst.Name):
+        return v.value in ("device", "dev")
+    if isinstance(v, cst.Attribute):
+        return v.attr.value == "device"
+    return isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) and v.func.attr.value == "device"
+
+
+def _multiline(ws) -> bool:
+    return isinstance(ws, cst.ParenthesizedWhitespace)
+
+
+def _fix_commas(args: list[cst.Arg], originals: list[cst.Arg]) -> list[cst.Arg]:
+    """Every argument but the last needs a comma; the layout of a multi-line call carries over to
+    the arguments the rewrite added (one per line, the original trailing comma kept at the end)."""
+    last_orig = originals[-1] if originals else None
+    sep: cst.Comma | None = None  # the separator between arguments of a one-per-line call
+    if (
+        len(originals) >= 2
+        and isinstance(originals[-2].comma, cst.Comma)
+        and _multiline(originals[-2].comma.whitespace_after)
+    ):
+        ws = originals[-2].comma.whitespace_after
+        sep = originals[-2].comma.with_changes(whitespace_after=ws.with_changes(first_line=cst.TrailingWhitespace()))
+    trailing = (
+        last_orig is not None
+        and isinstance(last_orig.comma, cst.Comma)
+        and _multiline(last_orig.comma.whitespace_after)
+    )
+    default_sep = sep or cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    out = []
+    for i, a in enumerate(args):
+        if i == len(args) - 1:
+            if a is last_orig:
+                out.append(a)
+            elif trailing:
+                ws = last_orig.comma.whitespace_after  # type: ignore[union-attr]
+                out.append(
+                    a.with_changes(
+                        comma=last_orig.comma.with_changes(  # type: ignore[union-attr]
+                            whitespace_after=ws.with_changes(first_line=cst.TrailingWhitespace())
+                        )
+                    )
+                )
+            elif last_orig is not None and _multiline(last_orig.whitespace_after_arg):
+                out.append(
+                    a.with_changes(comma=cst.MaybeSentinel.DEFAULT, whitespace_after_arg=last_orig.whitespace_after_arg)
+                )
+            else:
+                out.append(a.with_changes(comma=cst.MaybeSentinel.DEFAULT))
+        elif a is last_orig and trailing and sep is not None:
+            # No longer last: its comma (and comment) stays, the next line is indented like the others.
+            assert isinstance(a.comma, cst.Comma) and isinstance(sep.whitespace_after, cst.ParenthesizedWhitespace)
+            ws = a.comma.whitespace_after
+            layout = {"indent": sep.whitespace_after.indent, "last_line": sep.whitespace_after.last_line}
+            out.append(a.with_changes(comma=a.comma.with_changes(whitespace_after=ws.with_changes(**layout))))
+        elif a is last_orig and _multiline(a.whitespace_after_arg):
+            out.append(a.with_changes(comma=default_sep, whitespace_after_arg=cst.SimpleWhitespace("")))
+        elif isinstance(a.comma, cst.MaybeSentinel):
+            out.append(a.with_changes(comma=default_sep))
+        else:
+            out.append(a)
+    return out

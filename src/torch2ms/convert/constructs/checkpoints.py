@@ -1,0 +1,200 @@
+"""Checkpoint statements (R18), a construct stage on the libcst tree.
+
+``torch.save(m.state_dict(), p)`` → ``mindspore.save_checkpoint(m, torch2ms.runtime.ckpt_path(p))``;
+``m.load_state_dict(sd)`` → ``mindspore.load_param_into_net(m, sd)`` and a check that raises when
+anything is left unloaded (torch's strict load raises too), never a silent partial load. The
+arguments stay the user's torch code: the rewrite stage converts them (``torch.load(p)`` →
+``mindspore.load_checkpoint(...)``). Only statements that own their line are rewritten
+(``a; m.load_state_dict(sd)`` is left to the per-call rules).
+
+The stage visits statements only, never expressions: most model-zoo files hold one or two
+checkpoint calls (torchvision's builders call ``load_state_dict``).
+"""
+
+from __future__ import annotations
+
+import ast
+
+import libcst as cst
+
+from ...analysis.astwalk import is_method_call, nodes
+from ...analysis.imports import ImportMap
+from .. import generated
+from ..changes import MARK
+from ..cstutil import Statement, code
+from ..state import FileState
+
+CALLS = frozenset({"save", "load_state_dict"})
+NAME = "checkpoints"
+
+SAVE = "mindspore.save_checkpoint({model}, torch2ms.runtime.ckpt_path({path}))\n"
+LOAD = "{missing}, {unexpected} = mindspore.load_param_into_net({model}, {state})\n"
+STRICT = (
+    "if {missing} or {unexpected}:  " + MARK + " torch's strict load_state_dict raises too\n"
+    "    raise RuntimeError({message})\n"
+)
+
+
+def applies(state: FileState) -> bool:
+    """Any ``torch.save(...)`` or ``x.load_state_dict(...)`` statement (a text check first: cheap)."""
+    if "save" not in state.source and "load_state_dict" not in state.source:
+        return False
+    assert state.tree is not None
+    return any(_call_name(n) in CALLS for n in nodes(state.tree) if isinstance(n, ast.Expr))
+
+
+def run(state: FileState) -> None:
+    if not applies(state):
+        return
+    assert state.module is not None and state.tree is not None and state.imap is not None
+    stage = _Checkpoints(state)
+    module = state.module.visit(stage)
+    if stage.rewritten:
+        state.module = module
+
+
+class _Checkpoints(cst.CSTTransformer):
+    def __init__(self, state: FileState) -> None:
+        super().__init__()
+        assert state.tree is not None and state.imap is not None and state.index is not None
+        self.state, self.imap, self.index = state, state.imap, state.index
+        self.schedulers = _scheduler_names(state.tree, state.imap)
+        self.rewritten = 0
+        # Fresh names for each load, given in ast.walk order (breadth first), as they always were.
+        self.load_names: dict[int, tuple[str, str]] = {}
+        self.current: ast.Expr | None = None
+        lines = state.source.splitlines()
+        for n in nodes(state.tree):
+            if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call) and is_method_call(n.value, "load_state_dict"):
+                owner = ast.unparse(n.value.func.value)  # type: ignore[attr-defined]
+                if n.value.args and owner not in self.schedulers and _owns_line(n, lines):
+                    missing, unexpected = state.fresh_name("param_not_load"), state.fresh_name("ckpt_not_load")
+                    self.load_names[id(n)] = (missing, unexpected)
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return not isinstance(node, (cst.SimpleStatementLine, cst.SimpleStatementSuite, cst.BaseExpression))
+
+    def on_leave(self, original, updated):  # type: ignore[override]
+        result = super().on_leave(original, updated)
+        if isinstance(original, cst.BaseCompoundStatement) and result is not original:
+            self.index.derive(result, original, exact=True)  # its body changed, its own lines did not
+        return result
+
+    def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
+        node = self.index.ast_of(original)
+        if len(original.body) != 1 or not isinstance(node, ast.Expr) or _call_name(node) not in CALLS:
+            return updated
+        expr = original.body[0]
+        assert isinstance(expr, cst.Expr) and isinstance(expr.value, cst.Call) and isinstance(node.value, ast.Call)
+        call = expr.value
+        self.current = node
+        new = self._save(node.value, call) or self._load(node.value, call)
+        if new is None:
+            return updated
+        new[0] = new[0].with_changes(leading_lines=original.leading_lines)
+        if original.trailing_whitespace.comment is not None:
+            first = new[0]
+            assert isinstance(first, cst.SimpleStatementLine)
+            new[0] = first.with_changes(trailing_whitespace=original.trailing_whitespace)
+        for stmt in new:
+            self.index.derive_tree(stmt, original)
+        self.rewritten += 1
+        return cst.FlattenSentinel(new)
+
+    def _resolve(self, node: ast.AST) -> str | None:
+        full = self.imap.resolve(node)
+        return full if full and self.imap.is_framework(full) else None
+
+    def _save(self, node: ast.Call, call: cst.Call) -> list[Statement] | None:
+        if self._resolve(node.func) != "torch.save" or len(node.args) != 2 or node.keywords:
+            return None
+        if not (is_method_call(node.args[0], "state_dict") and not node.args[0].args):  # type: ignore[attr-defined]
+            return None
+        obj = call.args[0].value
+        assert isinstance(obj, cst.Call) and isinstance(obj.func, cst.Attribute)
+        # The same name rule as torch.load's rewrite (runtime.ckpt_path), so save and load meet.
+        stmts = generated.statements(SAVE, self.state.generated, model=obj.func.value, path=call.args[1].value)
+        self.state.record("torch.save", "converted", "state_dict() saved with mindspore.save_checkpoint", node.lineno)
+        return stmts
+
+    def _load(self, node: ast.Call, call: cst.Call) -> list[Statement] | None:
+        if not (is_method_call(node, "load_state_dict") and node.args):
+            return None
+        assert isinstance(call.func, cst.Attribute)
+        owner = call.func.value
+        if code(owner).strip() in self.schedulers:
+            return None
+        strict = next((ast.unparse(k.value) for k in node.keywords if k.arg == "strict"), "True")
+        names = self.load_names.get(id(self.current))
+        if names is None:
+            return None
+        missing, unexpected = cst.Name(names[0]), cst.Name(names[1])
+        state_dict: cst.BaseExpression = call.args[0].value
+        if not (isinstance(node.args[0], ast.Call) and self._resolve(node.args[0].func) == "torch.load"):
+            # load_param_into_net takes Parameters only; torch also takes plain tensors.
+            state_dict = generated.expression(
+                "torch2ms.runtime.as_parameters({sd})", self.state.generated, sd=state_dict
+            )
+        refs = self.state.generated
+        stmts = generated.statements(LOAD, refs, missing=missing, unexpected=unexpected, model=owner, state=state_dict)
+        if strict != "False":
+            message = _mismatch_message(code(owner).strip(), missing.value, unexpected.value)
+            stmts += generated.statements(STRICT, refs, missing=missing, unexpected=unexpected, message=message)
+        self.state.record(
+            "torch.nn.Module.load_state_dict",
+            "converted",
+            "mindspore.load_param_into_net, raising when anything is not loaded",
+            node.lineno,
+        )
+        return stmts
+
+
+def _mismatch_message(owner: str, missing: str, unexpected: str) -> cst.BaseExpression:
+    """``f"checkpoint does not match {owner}: not loaded {missing}, " f"unexpected {unexpected}"``,
+    the second part on its own line, under the first."""
+    owner = owner.replace("\\", "\\\\").replace('"', '\\"').replace("{", "{{").replace("}", "}}")
+    first = cst.FormattedString(
+        [
+            cst.FormattedStringText(f"checkpoint does not match {owner}: not loaded "),
+            cst.FormattedStringExpression(cst.Name(missing)),
+            cst.FormattedStringText(", "),
+        ]
+    )
+    second = cst.FormattedString(
+        [cst.FormattedStringText("unexpected "), cst.FormattedStringExpression(cst.Name(unexpected))]
+    )
+    newline = cst.ParenthesizedWhitespace(  # under the first part: the block's indentation + the call's
+        first_line=cst.TrailingWhitespace(),
+        indent=True,
+        last_line=cst.SimpleWhitespace(" " * len("raise RuntimeError(")),
+    )
+    return cst.ConcatenatedString(first, second, whitespace_between=newline)
+
+
+def _owns_line(node: ast.stmt, lines: list[str]) -> bool:
+    """Nothing but the statement on its first and last line (``a; b`` and ``if x: y`` are not rewritten)."""
+    end = node.end_lineno or node.lineno
+    if node.end_col_offset is None or end > len(lines):
+        return False
+    if lines[node.lineno - 1].encode()[: node.col_offset].strip():
+        return False
+    rest = lines[end - 1].encode()[node.end_col_offset :].decode(errors="replace").strip()
+    return not rest or rest.startswith("#")
+
+
+def _call_name(stmt: ast.AST) -> str:
+    value = getattr(stmt, "value", None)
+    if not isinstance(value, ast.Call):
+        return ""
+    func = value.func
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+
+def _scheduler_names(tree: ast.Module, imap: ImportMap) -> set[str]:
+    out = set()
+    for n in nodes(tree):
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call):
+            full = imap.resolve(n.value.func)
+            if full and imap.is_framework(full) and full.startswith("torch.optim.lr_scheduler."):
+                out |= {ast.unparse(t) for t in n.targets}
+    return out

@@ -1,0 +1,194 @@
+"""Data pipelines (R14–R16), what the ``ast`` pass learns before any rewriting.
+
+A cheap scan (only for files that mention ``DataLoader`` or ``Dataset``) learns what one call's text
+cannot tell: the column names a dataset class returns, which names hold loaders, and which loader
+consumes a torchvision dataset (its ``shuffle``/``num_workers`` move into the MindSpore dataset).
+The rewrites that use these facts are in ``data_pipeline.py``.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from ...analysis.astwalk import nodes
+from ...kb.handlers.data_pipeline import columns_for
+from ..plan import header_nodes
+
+# Text gate: files without a loader or a Dataset class skip the scan (torchvision datasets and
+# transforms alone are converted by their KB handlers, with torch's shuffle=False).
+HINTS = ("DataLoader", "Dataset")
+LOADER = "torch.utils.data.DataLoader"
+TENSOR_DATASET = "torch.utils.data.TensorDataset"
+DATASET_BASES = frozenset({"torch.utils.data.Dataset", "torch.utils.data.dataset.Dataset"})
+ITERABLE_BASES = frozenset({"torch.utils.data.IterableDataset"})
+TV_DATASETS = {
+    "torchvision.datasets.ImageFolder": "dp_image_folder",
+    "torchvision.datasets.MNIST": "dp_mnist",
+    "torchvision.datasets.CIFAR10": "dp_cifar10",
+}
+
+
+@dataclass
+class DataFacts:
+    """What the scan learned about one file's data pipeline."""
+
+    classes: dict[str, list[str] | None] = field(default_factory=dict)  # dataset class → columns
+    torch_datasets: set[str] = field(default_factory=set)  # classes whose torch Dataset base is dropped
+    kinds: dict[str, str] = field(default_factory=dict)  # name → class:<C> | tensor_dataset | ms_dataset | iterable
+    columns: dict[str, list[str]] = field(default_factory=dict)  # name → columns (TensorDataset arity)
+    iterable: set[str] = field(default_factory=set)  # IterableDataset subclasses (torch-style loader kept)
+    folders: set[str] = field(default_factory=set)  # names holding a converted ImageFolder
+    loaders: set[str] = field(default_factory=set)  # names holding a converted (MindSpore) loader
+    loader_data: dict[str, str] = field(default_factory=dict)  # loader name → its dataset's name
+    consumer: dict[str, ast.Call | None] = field(default_factory=dict)  # dataset name/source → its one loader
+
+
+def _full(node: ast.AST, imap) -> str | None:
+    full = imap.resolve(node)
+    return full if full and imap.is_framework(full) else None
+
+
+def _canon(full: str | None, kb) -> str | None:
+    if full is None:
+        return None
+    entry = kb.get(full)
+    return entry.torch if entry is not None else full
+
+
+def call_arg(call: ast.Call, pos: int, name: str) -> ast.expr | None:
+    """Argument ``name`` of a call, by keyword or at position ``pos``."""
+    for k in call.keywords:
+        if k.arg == name:
+            return k.value
+    return call.args[pos] if len(call.args) > pos else None
+
+
+def _columns_of(cls: ast.ClassDef) -> list[str] | None:
+    """Column names from ``__getitem__``'s return: ``return img, label`` → ["img", "label"]."""
+    fn = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__getitem__"), None)
+    if fn is None:
+        return None
+    sizes: set[int] = set()
+    names: list[str] | None = None
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Return) and node.value is not None:
+            if isinstance(node.value, ast.Dict):
+                return None  # dict samples: GeneratorDataset wants tuples
+            elts = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
+            sizes.add(len(elts))
+            ids = [e.id if isinstance(e, ast.Name) else None for e in elts]
+            if names is None and all(ids) and len(set(ids)) == len(ids) and "self" not in ids:
+                names = ids  # type: ignore[assignment]
+    if len(sizes) != 1:
+        return None
+    n = sizes.pop()
+    return names if names is not None and len(names) == n else columns_for(n)
+
+
+def _is_idiomatic_loader(call: ast.Call) -> bool:
+    """collate_fn / batch_sampler keep MindSpore's torch-style DataLoader (no create_tuple_iterator)."""
+    for name, pos in (("collate_fn", 6), ("batch_sampler", 4)):
+        v = call_arg(call, pos, name)
+        if v is not None and not (isinstance(v, ast.Constant) and v.value is None):
+            return False
+    return True
+
+
+def scan_data(source: str, tree: ast.Module, imap, kb, plan=None) -> DataFacts | None:
+    """The file's data-pipeline facts, or None when it has no pipeline (a text check first: cheap)."""
+    if not any(h in source for h in HINTS):
+        return None
+    facts = DataFacts()
+    calls: list[ast.Call] = []
+    funcs: dict[str, ast.FunctionDef] = {}
+    assigned: dict[int, str] = {}  # id(call) → the name it is assigned to
+    for node in nodes(tree):
+        if isinstance(node, ast.ClassDef):
+            bases = {_canon(_full(b, imap), kb) for b in node.bases}
+            getitem = any(isinstance(n, ast.FunctionDef) and n.name == "__getitem__" for n in node.body)
+            if bases & ITERABLE_BASES:
+                facts.iterable.add(node.name)
+            elif bases & DATASET_BASES or (getitem and not node.bases):
+                facts.classes[node.name] = _columns_of(node)
+                if bases & DATASET_BASES:
+                    facts.torch_datasets.add(node.name)
+        elif isinstance(node, ast.FunctionDef):
+            funcs[node.name] = node
+        elif isinstance(node, ast.Call):
+            calls.append(node)
+        elif (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Call)
+        ):
+            assigned[id(node.value)] = node.targets[0].id
+    loaders: list[ast.Call] = []
+    for call in calls:
+        full = _canon(_full(call.func, imap), kb)
+        name = assigned.get(id(call))
+        if full == LOADER:
+            loaders.append(call)
+        elif name is None:
+            continue
+        elif full == TENSOR_DATASET:
+            facts.kinds[name] = "tensor_dataset"
+            facts.columns[name] = columns_for(len(call.args))
+        elif full in TV_DATASETS:
+            facts.kinds[name] = "ms_dataset"
+            if full == "torchvision.datasets.ImageFolder":
+                facts.folders.add(name)
+        elif isinstance(call.func, ast.Name) and call.func.id in facts.classes:
+            facts.kinds[name] = f"class:{call.func.id}"
+        elif isinstance(call.func, ast.Name) and call.func.id in facts.iterable:
+            facts.kinds[name] = "iterable"
+    for call in loaders:
+        data = call_arg(call, 0, "dataset")
+        key = data.id if isinstance(data, ast.Name) else (ast.unparse(data) if data is not None else None)
+        if key is not None:
+            facts.consumer[key] = None if key in facts.consumer else call  # only a single consumer
+        iterable = facts.kinds.get(key or "") == "iterable" or (
+            isinstance(data, ast.Call) and isinstance(data.func, ast.Name) and data.func.id in facts.iterable
+        )
+        name = assigned.get(id(call))
+        if name and _is_idiomatic_loader(call) and not iterable:
+            facts.loaders.add(name)
+            if isinstance(data, ast.Name):
+                facts.loader_data[name] = data.id
+    _loader_parameters(facts, calls, funcs)
+    if plan is not None and (facts.loaders or facts.folders):
+        mark_plan(plan, facts.loaders | facts.folders)
+    return facts
+
+
+def _loader_parameters(facts: DataFacts, calls: list[ast.Call], funcs: dict[str, ast.FunctionDef]) -> None:
+    """``train(model, train_loader)`` → the parameter ``loader`` of ``def train(model, loader)`` holds a loader too."""
+    for call in calls:
+        if not (isinstance(call.func, ast.Name) and call.func.id in funcs):
+            continue
+        params = [a.arg for a in funcs[call.func.id].args.args]
+        for i, a in enumerate(call.args):
+            if isinstance(a, ast.Name) and a.id in facts.loaders and i < len(params):
+                facts.loaders.add(params[i])
+        for k in call.keywords:
+            if isinstance(k.value, ast.Name) and k.value.id in facts.loaders and k.arg in params:
+                facts.loaders.add(k.arg)
+
+
+def mark_plan(plan, names: set[str]) -> None:
+    """Statements (and their enclosing ones) that iterate or measure a loader must be visited."""
+
+    ends: list[tuple[int, int]] = []  # open compound statements: (index, last nested index)
+    for i, info in enumerate(plan):
+        while ends and ends[-1][1] < i:
+            ends.pop()
+        if not info.interesting and any(
+            isinstance(n, ast.Name) and n.id in names for root in header_nodes(info.node) for n in ast.walk(root)
+        ):
+            info.interesting = True
+            info.header = True
+            for j, _ in ends:
+                plan[j].interesting = True
+        if info.size:
+            ends.append((i, i + info.size))

@@ -1,0 +1,112 @@
+"""Statement-level fixes once the expressions inside a statement are converted.
+
+- ``x.add_(y)`` became ``x.add(y)``: MindSpore's in-place Tensor methods do not mutate in PyNative
+  (they return the result and leave the tensor as it was), so the result is assigned back.
+- ``model.to(device)`` / ``optimizer.zero_grad()`` became a bare name or nothing: the statement goes.
+- ``model = model.cuda()`` became ``model = model``: the statement goes.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..context import RewriteContext
+from ..hooks import leave
+
+
+def _is_inplace_rewrite(ctx: RewriteContext, call: cst.Call) -> bool:
+    func = call.func
+    if not isinstance(func, cst.Attribute) or not func.attr.value.endswith("_") or func.attr.value.startswith("_"):
+        return False
+    if ctx.resolve(func) is not None:
+        return False  # torch.nn.init.normal_(w) is a function, not a Tensor method
+    entry = ctx.kb.method(func.attr.value)
+    return (
+        entry is not None
+        and entry.status == "composite"
+        and "set_data" not in entry.template
+        and "assign" not in entry.template
+    )
+
+
+@leave(cst.SimpleStatementLine)
+def after_statement(ctx: RewriteContext, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
+    """Statement-level fixes after the expressions inside were converted."""
+    if len(original.body) != 1:
+        return updated
+    if isinstance(original.body[0], cst.Assign) and original.body[0] is not updated.body[0]:
+        return _self_assignment(original.body[0], updated)
+    if not isinstance(original.body[0], cst.Expr):
+        return updated
+    before, after = original.body[0].value, updated.body[0]
+    if not isinstance(after, cst.Expr) or after.value is before:
+        return updated
+    # x.add_(y) became x.add(y): MindSpore's in-place methods do not mutate in PyNative, so assign.
+    if isinstance(before, cst.Call) and _is_inplace_rewrite(ctx, before) and not _kept_method(before, after.value):
+        # x.sub_(a).div_(b) mutates x: the target is the innermost receiver.
+        target = _receiver(before)
+        while isinstance(target, cst.Call) and _is_inplace_rewrite(ctx, target):
+            target = _receiver(target)
+        if isinstance(target, (cst.Name, cst.Attribute, cst.Subscript)):
+            assign = cst.Assign(targets=[cst.AssignTarget(target)], value=after.value)
+            return updated.with_changes(body=[assign])
+        entry = ctx.kb.method(_method(before))
+        api = entry.torch if entry is not None else f"torch.Tensor.{_method(before)}"
+        ctx.record(api, "review", "in-place result of a temporary: assign it where it is used")
+        return updated
+    # model.to(device) became model; optimizer.zero_grad() became None: nothing left to do.
+    if (
+        isinstance(before, cst.Call)
+        and isinstance(after.value, (cst.Name, cst.Attribute))
+        and not isinstance(after.value, cst.Call)
+    ):
+        if updated.leading_lines and any(line.comment for line in updated.leading_lines):
+            return updated.with_changes(body=[cst.Pass()])
+        return cst.RemovalSentinel.REMOVE
+    return updated
+
+
+def _kept_method(before: cst.Call, after: cst.BaseExpression) -> bool:
+    """The in-place method itself was left as it was (its receiver's type is unknown) and only its
+    arguments changed: no assignment, or converting the output again would differ."""
+    return (
+        isinstance(after, cst.Call)
+        and isinstance(after.func, cst.Attribute)
+        and after.func.attr.value == _method(before)
+    )
+
+
+def _receiver(call: cst.Call) -> cst.BaseExpression:
+    assert isinstance(call.func, cst.Attribute)
+    return call.func.value
+
+
+def _method(call: cst.Call) -> str:
+    assert isinstance(call.func, cst.Attribute)
+    return call.func.attr.value
+
+
+def _names(node: cst.BaseExpression) -> list[str] | None:
+    """``x`` → ["x"]; ``x, y`` → ["x", "y"]; anything else → None."""
+    if isinstance(node, cst.Name):
+        return [node.value]
+    if isinstance(node, cst.Tuple) and all(isinstance(e.value, cst.Name) for e in node.elements):
+        return [e.value.value for e in node.elements if isinstance(e.value, cst.Name)]
+    return None
+
+
+def _self_assignment(before: cst.Assign, updated: cst.SimpleStatementLine):
+    """``model = model.cuda()`` became ``model = model`` (``x, y = x.to(d), y.to(d)`` became
+    ``x, y = x, y``): a no-op, removed."""
+    after = updated.body[0]
+    if (
+        isinstance(after, cst.Assign)
+        and len(after.targets) == 1
+        and _names(after.value) is not None
+        and _names(after.targets[0].target) == _names(after.value)
+        and isinstance(before.value, (cst.Call, cst.Tuple))
+    ):
+        if any(line.comment for line in updated.leading_lines) or updated.trailing_whitespace.comment:
+            return updated.with_changes(body=[cst.Pass()])
+        return cst.RemovalSentinel.REMOVE
+    return updated

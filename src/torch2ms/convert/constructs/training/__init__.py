@@ -1,0 +1,143 @@
+"""Training loops (R11, R13, R17), a construct stage on the libcst tree.
+
+The per-call KB cannot express ``loss.backward(); optimizer.step()``: MindSpore has no ``.grad``, a
+gradient is the value of ``mindspore.value_and_grad(forward_fn, ...)``. This stage restructures each
+loop that calls ``backward()`` while it is still torch code: the forward statements move into
+``forward_fn``, the backward/step/zero_grad/clip/GradScaler statements become a ``TrainStep`` Cell
+call or an explicit gradient tuple (emit.py), and the rewrite stage converts the user's statements
+inside afterwards. A loop the rules cannot express keeps its torch statements and gets a
+``# torch2ms: not converted — training loop: ...`` mark.
+
+Modules: analysis.py (which statement does what), amp.py (autocast blocks), emit.py (the code).
+"""
+
+from __future__ import annotations
+
+import ast
+
+import libcst as cst
+
+from ....analysis.astwalk import nodes
+from ...changes import MARK
+from ...cstutil import Statement
+from ...index import StatementIndex
+from ...state import FileState
+from .analysis import Roles, analyse_step
+from .emit import StepWriter
+from .errors import NotConvertible
+
+NAME = "training"
+
+
+def applies(state: FileState) -> bool:
+    """Any ``x.backward()`` statement (a text check first: cheap)."""
+    if "backward" not in state.source:
+        return False
+    assert state.tree is not None
+    return any(
+        isinstance(n, ast.Expr)
+        and isinstance(n.value, ast.Call)
+        and isinstance(n.value.func, ast.Attribute)
+        and n.value.func.attr == "backward"
+        for n in nodes(state.tree)
+    )
+
+
+def run(state: FileState) -> None:
+    if not applies(state):
+        return
+    assert state.module is not None and state.tree is not None and state.imap is not None
+    assert state.index is not None
+    found = _Collector()
+    state.module.visit(found)
+    roles = Roles(state.tree, state.imap, state.index)
+    replace: dict[int, list[Statement]] = {}
+    before: dict[int, list[Statement]] = {}
+    for stmt, stack in found.backwards:
+        line = state.index.line_of(stmt)
+        try:
+            plan = analyse_step(roles, stmt, stack)
+            written = StepWriter(plan, roles, state.generated, state.fresh_name).write(state.data_parallel)
+        except NotConvertible as exc:
+            state.record("training loop", "not-converted", str(exc), line)
+            note = cst.EmptyLine(comment=cst.Comment(f"{MARK} not converted — training loop: {exc}"))
+            replace[id(stmt)] = [stmt.with_changes(leading_lines=[*stmt.leading_lines, note])]
+            continue
+        if plan.amp is not None and plan.amp.model and plan.amp.dtype:
+            state.record("torch.autocast", "converted", "mindspore.amp.auto_mixed_precision(model, 'O1')", line)
+        replace.update(written.replace)
+        before.setdefault(id(plan.outer), []).extend(written.setup)
+        state.assumed_modules += written.modules
+        state.record("torch.Tensor.backward", "converted", f"training loop → {written.form}", line)
+        state.record("torch.optim.Optimizer.step", "converted", f"training loop → {plan.opt}(grads)", line)
+    if replace or before:
+        state.module = state.module.visit(_Splice(replace, before, state.index))
+        state.restructured = True
+
+
+class _Collector(cst.CSTVisitor):
+    """Statements calling ``.backward()``, with the compound statements around them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[cst.CSTNode] = []
+        self.backwards: list[tuple[cst.SimpleStatementLine, list[cst.CSTNode]]] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.SimpleStatementLine):
+            if len(node.body) == 1 and isinstance(node.body[0], cst.Expr):
+                call = node.body[0].value
+                if (
+                    isinstance(call, cst.Call)
+                    and isinstance(call.func, cst.Attribute)
+                    and call.func.attr.value == "backward"
+                ):
+                    self.backwards.append((node, list(self.stack)))
+            return False
+        if isinstance(node, cst.BaseCompoundStatement):
+            self.stack.append(node)
+            return True
+        return not isinstance(node, (cst.BaseExpression, cst.BaseSmallStatement))  # statements only
+
+    def on_leave(self, original: cst.CSTNode) -> None:
+        if isinstance(original, cst.BaseCompoundStatement):
+            self.stack.pop()
+
+
+class _Splice(cst.CSTTransformer):
+    """Replace statements (by identity) with lists of statements, and put the setup code before
+    loops; every statement written (or rebuilt around a replaced one) is registered in the index."""
+
+    def __init__(
+        self,
+        replace: dict[int, list[Statement]],
+        before: dict[int, list[Statement]],
+        index: StatementIndex,
+    ) -> None:
+        super().__init__()
+        self.replace, self.before, self.index = replace, before, index
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        # Only statements are replaced: never walk into expressions or inside simple statements.
+        return not isinstance(node, (cst.SimpleStatementLine, cst.BaseExpression))
+
+    def on_leave(self, original, updated):  # type: ignore[override]
+        updated = super().on_leave(original, updated)
+        if isinstance(original, cst.BaseCompoundStatement) and updated is not original:
+            self.index.derive(updated, original, exact=True)  # its body changed, its own lines did not
+        key = id(original)
+        if key not in self.replace and key not in self.before:
+            return updated
+        new = [*self.before.get(key, []), *self.replace.get(key, [updated])]
+        for stmt in new:
+            self.index.derive_tree(stmt, original)
+        if not new:
+            return cst.RemovalSentinel.REMOVE
+        if len(new) == 1:
+            return new[0]
+        return cst.FlattenSentinel(new)
+
+    def leave_IndentedBlock(self, original, updated):
+        if not updated.body:
+            return updated.with_changes(body=[cst.SimpleStatementLine([cst.Pass()])])
+        return updated

@@ -1,0 +1,396 @@
+"""What one torch training step is made of: which statement of the loop body does what.
+
+``loss.backward()`` sits in a loop body; around it are the forward statements the loss depends on,
+``optimizer.step()`` (directly, or under an accumulation ``if``), ``zero_grad()``, gradient clipping,
+a GradScaler's calls and autocast blocks. ``analyse_step`` finds them all (or says why it cannot:
+``NotConvertible``) and returns a ``StepPlan`` that ``emit.py`` writes MindSpore code from.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from ....analysis.astwalk import is_method_call, nodes
+from ....analysis.imports import ImportMap
+from ...cstutil import Statement, block, code
+from ...index import StatementIndex
+from .amp import Amp, inline_autocast
+from .errors import NotConvertible
+
+LOOPS = (cst.For, cst.While)
+CLIP_NORM = frozenset(
+    {"torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad.clip_grad_norm_", "torch.nn.utils.clip_grad_norm"}
+)
+CLIP_VALUE = frozenset({"torch.nn.utils.clip_grad_value_", "torch.nn.utils.clip_grad.clip_grad_value_"})
+
+
+@dataclass
+class StepPlan:
+    """The roles of the statements of one loop body (indices into ``body``)."""
+
+    body: list[Statement]  # the loop body, autocast blocks inlined
+    asts: list[ast.stmt]
+    backward_at: int
+    loss: ast.expr  # what backward() is called on
+    opt: str  # the optimizer (source text)
+    step_at: int
+    step_in_if: bool
+    zero_at: list[int]
+    clips: list[int]
+    fused: bool  # zero_grad every iteration and step right after backward: one TrainStep Cell
+    forward: list[int]  # statements of the forward pass (moved into forward_fn)
+    after: list[int]  # statements between the forward and backward that are not part of it
+    params: list[str]  # forward_fn's parameters: loop locals it reads
+    aux: list[str]  # names forward_fn computes that code outside it reads
+    outer: cst.CSTNode  # the loop the setup code goes before
+    scope_node: cst.CSTNode | None  # the def/class holding the loop (None: module level)
+    scope_ast: ast.AST
+    scope_names: tuple[str, str] = ("", "")  # (class, function) holding the loop
+    scaler: str | None = None
+    scaler_calls: list[int] = field(default_factory=list)
+    amp: Amp | None = None
+
+    @property
+    def loss_src(self) -> str:
+        return ast.unparse(self.loss)
+
+    @property
+    def loss_name(self) -> str | None:
+        return self.loss_src if isinstance(self.loss, ast.Name) else None
+
+
+class Roles:
+    """What the file tells about its names: which hold optimizers and schedulers, which are torch's."""
+
+    def __init__(self, tree: ast.Module, imap: ImportMap, index: StatementIndex) -> None:
+        self.tree, self.imap, self.index = tree, imap, index
+        self.optimizers, self.schedulers = _optimizer_names(tree, imap)
+
+    def resolve(self, node: ast.AST) -> str | None:
+        full = self.imap.resolve(node)
+        return full if full and self.imap.is_framework(full) else None
+
+    def is_optimizer(self, recv: str) -> bool:
+        if recv in self.optimizers:
+            return True
+        return recv not in self.schedulers and "sched" not in recv.lower()
+
+    def ast_of(self, node: cst.CSTNode) -> ast.stmt | None:
+        """The statement as ast: the original's when the stages left it alone, else parsed from its code."""
+        found = self.index.ast_of(node)
+        if found is not None:
+            return found
+        try:
+            body = ast.parse(code(node).strip("\n")).body
+        except SyntaxError:
+            return None
+        return body[0] if len(body) == 1 else None
+
+    def clip(self, a: ast.stmt) -> str | None:
+        """The torch clipping function a statement calls (``clip_grad_norm_(...)``), if any."""
+        value = a.value if isinstance(a, (ast.Expr, ast.Assign)) else None
+        if isinstance(value, ast.Call):
+            full = self.resolve(value.func)
+            if full in CLIP_NORM or full in CLIP_VALUE:
+                return full
+        return None
+
+
+def analyse_step(roles: Roles, bstmt: cst.SimpleStatementLine, stack: list[cst.CSTNode]) -> StepPlan:
+    scope_at = max((i for i, n in enumerate(stack) if isinstance(n, (cst.FunctionDef, cst.ClassDef))), default=-1)
+    scope_node = stack[scope_at] if scope_at >= 0 else None
+    path = stack[scope_at + 1 :]
+    if not path or not isinstance(path[-1], LOOPS):
+        raise NotConvertible("loss.backward() is not directly inside a for/while loop")
+    loops = [n for n in path if isinstance(n, LOOPS)]
+    loop = path[-1]
+    body = block(loop.body) if isinstance(loop.body, cst.IndentedBlock) else []
+    if not body:
+        raise NotConvertible("one-line loop body")
+    body, amp = inline_autocast(roles, body)  # R13: `with autocast(...)` blocks join the loop body
+    asts = [roles.ast_of(s) for s in body]
+    if any(a is None for a in asts):
+        raise NotConvertible("cannot analyse the loop body")
+    stmts: list[ast.stmt] = asts  # type: ignore[assignment]
+    ib = next(i for i, s in enumerate(body) if s is bstmt)
+    loss, scaler = _backward_target(stmts, ib)
+    step_at, step_in_if, opt = _step(roles, stmts, ib)
+    zero_at = [i for i, a in enumerate(stmts) if method_call(a, "zero_grad") is not None]
+    between = list(range(ib + 1, step_at))
+    clips = [i for i in between if roles.clip(stmts[i]) is not None]
+    unscales: list[int] = []
+    scaler_calls: list[int] = []  # scaler.unscale_(opt) between backward and step; scaler.update() after
+    if scaler is not None:
+        opt, unscales, update_at = _scaler_roles(stmts, ib, step_at, step_in_if, scaler)
+        scaler_calls = [*unscales, update_at]
+    fused = (
+        not step_in_if
+        and len(clips) + len(unscales) == len(between)
+        and len(zero_at) >= 1
+        and all(z < ib or z > step_at for z in zero_at)
+    )
+    if scaler is not None and not fused:
+        raise NotConvertible(
+            "GradScaler with gradient accumulation or extra statements before scaler.step(): port by hand"
+        )
+    # the forward slice: statements before backward that compute the loss
+    slice_idx = _slice(stmts, ib, loss, set(zero_at), [roles.index.line_of(s) for s in body])
+    outer = _insertion_loop(roles, loops, opt, [stmts[i] for i in slice_idx])
+    outer_ast = roles.ast_of(outer)
+    if outer_ast is None:
+        raise NotConvertible("cannot analyse the loop")
+    local = {n.id for n in ast.walk(outer_ast) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    prep = _prep(roles, stmts, slice_idx, local)
+    forward = [i for i in slice_idx if i not in prep]
+    if not forward:
+        raise NotConvertible("the loss does not come from a forward pass in this loop body")
+    scope_ast = (roles.ast_of(scope_node) if scope_node is not None else None) or roles.tree
+    fwd_writes: set[str] = set()
+    for i in forward:
+        fwd_writes |= writes(stmts[i])
+    aux = _aux(scope_ast, [stmts[i] for i in forward], fwd_writes)
+    loss_name = ast.unparse(loss) if isinstance(loss, ast.Name) else None
+    if loss_name in aux:
+        aux.remove(loss_name)
+    # statements between the first forward statement and backward that are not part of the
+    # forward (metrics on its outputs, logging) run after the step call, in their order
+    after = [i for i in range(forward[0] + 1, ib) if i not in slice_idx and i not in zero_at]
+    return StepPlan(
+        body,
+        stmts,
+        ib,
+        loss,
+        opt,
+        step_at,
+        step_in_if,
+        zero_at,
+        clips,
+        fused,
+        forward,
+        after,
+        _params(stmts, forward, local),
+        aux,
+        outer,
+        scope_node,
+        scope_ast,
+        _scope_names(stack, scope_at),
+        scaler,
+        scaler_calls,
+        amp,
+    )
+
+
+def _scope_names(stack: list[cst.CSTNode], scope_at: int) -> tuple[str, str]:
+    scope = stack[scope_at] if scope_at >= 0 else None
+    fn = scope.name.value if isinstance(scope, cst.FunctionDef) else ""
+    cls = next((n.name.value for n in reversed(stack[: max(scope_at, 0)]) if isinstance(n, cst.ClassDef)), "")
+    return cls, fn
+
+
+def _backward_target(asts: list[ast.stmt], ib: int) -> tuple[ast.expr, str | None]:
+    """What backward() is called on, and the GradScaler when it is ``scaler.scale(loss).backward()``."""
+    bcall = method_call(asts[ib], "backward")
+    if bcall is None or bcall.args or bcall.keywords:
+        raise NotConvertible("backward() with arguments (retain_graph/gradient): port by hand")
+    target = bcall.func.value  # type: ignore[attr-defined]
+    scaler = None
+    if is_method_call(target, "scale") and len(target.args) == 1 and not target.keywords:
+        scaler, target = ast.unparse(target.func.value), target.args[0]
+    if any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "scale"
+        for n in ast.walk(target)
+    ):
+        raise NotConvertible("loss scaling (GradScaler): use mindspore.amp loss scaling")
+    for a in asts:
+        for n in ast.walk(a):
+            if isinstance(n, ast.Attribute) and n.attr == "grad":
+                raise NotConvertible("the loop reads .grad: MindSpore gradients are the value_and_grad tuple")
+    if sum(1 for a in asts if method_call(a, "backward")) > 1:
+        raise NotConvertible("several backward() calls in one loop body")
+    return target, scaler
+
+
+def _step(roles: Roles, asts: list[ast.stmt], ib: int) -> tuple[int, bool, str]:
+    """Where ``optimizer.step()`` is after backward (directly or under an ``if``), and the optimizer."""
+    for i in range(ib + 1, len(asts)):
+        c = method_call(asts[i], "step")
+        if c is not None and roles.is_optimizer(ast.unparse(c.func.value)):  # type: ignore[attr-defined]
+            return i, False, ast.unparse(c.func.value)  # type: ignore[attr-defined]
+        if isinstance(asts[i], ast.If):
+            for s in asts[i].body:  # type: ignore[attr-defined]
+                c = method_call(s, "step")
+                if c is not None and roles.is_optimizer(ast.unparse(c.func.value)):  # type: ignore[attr-defined]
+                    return i, True, ast.unparse(c.func.value)  # type: ignore[attr-defined]
+    raise NotConvertible("no optimizer.step() after loss.backward() in the same loop body")
+
+
+def _scaler_roles(
+    asts: list[ast.stmt], ib: int, step_at: int, step_in_if: bool, scaler: str
+) -> tuple[str, list[int], int]:
+    """``scaler.step(opt)`` → the optimizer; ``scaler.unscale_(opt)`` before it; ``scaler.update()`` after."""
+    c = None if step_in_if else method_call(asts[step_at], "step")
+    if c is None or ast.unparse(c.func.value) != scaler or len(c.args) != 1:  # type: ignore[attr-defined]
+        raise NotConvertible(
+            f"{scaler}.scale(loss).backward() without {scaler}.step(optimizer) right after: port by hand"
+        )
+    opt = ast.unparse(c.args[0])
+    unscales = [
+        i
+        for i in range(ib + 1, step_at)
+        if (u := method_call(asts[i], "unscale_")) is not None and ast.unparse(u.func.value) == scaler  # type: ignore[attr-defined]
+    ]
+    update_at = next(
+        (
+            i
+            for i in range(step_at + 1, len(asts))
+            if (u := method_call(asts[i], "update")) is not None
+            and ast.unparse(u.func.value) == scaler  # type: ignore[attr-defined]
+            and not u.args
+        ),
+        None,
+    )
+    if update_at is None:
+        raise NotConvertible(f"{scaler}.step() without {scaler}.update(): port the loss scaling by hand")
+    return opt, unscales, update_at
+
+
+def _slice(asts: list[ast.stmt], ib: int, target: ast.expr, skip: set[int], lines: list[int]) -> list[int]:
+    """The statements before backward the loss depends on (assignments only)."""
+    needed = set(reads(target))
+    out = []
+    for i in range(ib - 1, -1, -1):
+        if i in skip:
+            continue
+        if writes(asts[i]) & needed:
+            if not isinstance(asts[i], (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                raise NotConvertible(f"the loss depends on a compound statement (line {lines[i]})")
+            out.append(i)
+            needed |= set(reads(asts[i]))
+    return sorted(out)
+
+
+def _prep(roles: Roles, asts: list[ast.stmt], slice_idx: list[int], local: set[str]) -> set[int]:
+    """Leading slice statements that only reshape/move the batch (no module or user call):
+    they stay in the loop instead of moving into forward_fn."""
+    prep: set[int] = set()
+    for i in slice_idx:
+        ok = True
+        for n in ast.walk(asts[i]):
+            if isinstance(n, ast.Call):
+                if roles.resolve(n.func):
+                    continue
+                root = n.func
+                while isinstance(root, (ast.Attribute, ast.Subscript, ast.Call)):
+                    root = root.func if isinstance(root, ast.Call) else root.value
+                if not (isinstance(n.func, ast.Attribute) and isinstance(root, ast.Name) and root.id in local):
+                    ok = False
+        if not ok:
+            break
+        prep.add(i)
+    return prep
+
+
+def _insertion_loop(roles: Roles, loops: Sequence[cst.CSTNode], opt: str, fwd: list[ast.stmt]) -> cst.CSTNode:
+    """The outermost loop that neither builds the optimizer nor the modules the forward calls."""
+    needed = {opt.split(".")[0]}
+    for a in fwd:
+        for n in ast.walk(a):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name):
+                needed.add(n.func.id)
+    for lp in loops:
+        la = roles.ast_of(lp)
+        if la is not None and not (writes(la) & needed):
+            return lp
+    raise NotConvertible(f"{opt} or the model is created inside the loop")
+
+
+def _params(asts: list[ast.stmt], forward: list[int], local: set[str]) -> list[str]:
+    """Loop locals the forward reads before it assigns them: forward_fn's parameters."""
+    params: list[str] = []
+    assigned: set[str] = set()
+    for i in forward:
+        for r in reads(asts[i]):
+            if r in local and r not in assigned and r not in params:
+                params.append(r)
+        assigned |= writes(asts[i])
+    return params
+
+
+def _aux(scope: ast.AST, fwd: list[ast.stmt], fwd_writes: set[str]) -> list[str]:
+    """Names the forward computes that the enclosing function reads (returned next to the loss).
+    Reads anywhere in the function count, the forward's own included: ``outputs`` read by the loss
+    statement comes back too, and stays available to the loop as it was in torch."""
+    read = {n.id for n in ast.walk(scope) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    order: list[str] = []
+    for a in fwd:
+        for n in ast.walk(a):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id in read and n.id not in order:
+                order.append(n.id)
+    return [n for n in order if n in fwd_writes]
+
+
+def sets_mode(scope: ast.AST | None) -> bool:
+    """Does the function call ``x.train()`` / ``x.eval()`` itself?"""
+    if scope is None:
+        return True
+    return any(
+        isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr in ("train", "eval")
+        and not n.args[1:]
+        for n in ast.walk(scope)
+    )
+
+
+def model_name(fwd: list[ast.stmt]) -> str | None:
+    """The first plain lower-case name the forward calls (``model(x)``)."""
+    for a in fwd:
+        for n in ast.walk(a):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id[:1].islower():
+                return n.func.id
+    return None
+
+
+def reads(node: ast.AST) -> list[str]:
+    """Names read, in source order."""
+    names = sorted(
+        (n for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)),
+        key=lambda n: (n.lineno, n.col_offset),
+    )
+    return list(dict.fromkeys(n.id for n in names))
+
+
+def writes(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))}
+
+
+def method_call(s: ast.stmt, attr: str) -> ast.Call | None:
+    """``<recv>.<attr>(...)`` as a whole expression statement."""
+    if (
+        isinstance(s, ast.Expr)
+        and isinstance(s.value, ast.Call)
+        and isinstance(s.value.func, ast.Attribute)
+        and s.value.func.attr == attr
+    ):
+        return s.value
+    return None
+
+
+def _optimizer_names(tree: ast.Module, imap: ImportMap) -> tuple[set[str], set[str]]:
+    opts, scheds = set(), set()
+    for n in nodes(tree):
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call):
+            full = imap.resolve(n.value.func) or ""
+            if not imap.is_framework(full):
+                continue
+            for t in n.targets:
+                name = ast.unparse(t)
+                if full.startswith("torch.optim.lr_scheduler."):
+                    scheds.add(name)
+                elif full.startswith("torch.optim.") and full.count(".") == 2:
+                    opts.add(name)
+    return opts, scheds

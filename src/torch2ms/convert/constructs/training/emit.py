@@ -1,0 +1,358 @@
+"""The MindSpore code of one training step, from a ``StepPlan`` (analysis.py).
+
+Two shapes (bench/train_step_bench.py measured them):
+
+- fused (``zero_grad`` every iteration, ``step`` right after ``backward``, clipping between): a
+  ``TrainStep`` Cell whose ``@mindspore.jit`` ``construct`` is forward + gradients + update, one
+  compiled graph per step in PyNative and GRAPH_MODE alike;
+- general (gradient accumulation, ``step`` under an ``if``): the gradients torch keeps in ``.grad``
+  become an explicit tuple: ``zero_grad`` → ``None``, ``backward`` → add, ``step`` → ``optimizer(sum)``.
+
+Written from libcst templates (generated.py): full ``mindspore.`` names, the user's statements and
+expressions inserted as nodes.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from ... import generated as gen
+from ...changes import MARK
+from ...cstutil import Statement, block, code
+from ...generated import GeneratedRefs
+from .amp import Amp, RenameCall
+from .analysis import CLIP_VALUE, Roles, StepPlan, method_call, model_name, sets_mode
+
+FORWARD_FN = '''def {forward_fn}({params}):
+    """Forward pass and loss of the torch training loop (value_and_grad differentiates it)."""
+    {body}
+    return {ret}
+'''
+GRAD_FN = "{grad_fn} = mindspore.value_and_grad({forward_fn}, None, {opt}.parameters)\n"
+GRAD_FN_AUX = "{grad_fn} = mindspore.value_and_grad({forward_fn}, None, {opt}.parameters, has_aux=True)\n"
+REDUCER = (
+    MARK + " DDP averaged the gradients across workers (identity when run without msrun)\n"
+    "{reducer} = mindspore.nn.DistributedGradReducer({opt}.parameters, mean=True) "
+    "if mindspore.communication.GlobalComm.INITED else mindspore.nn.Identity()\n"
+)
+REDUCE = "grads = {reducer}(grads)\n"
+AMP_CAST = {
+    "float16": 'mindspore.amp.auto_mixed_precision({model}, "O1", dtype=mindspore.float16)',
+    "bfloat16": 'mindspore.amp.auto_mixed_precision({model}, "O1", dtype=mindspore.bfloat16)',
+}
+# measured: no bfloat16 CPU kernels (AdaptiveAvgPool2D, ...) in MindSpore 2.10
+AMP_CPU_FALLBACK = '{model} if mindspore.get_context("device_target") == "CPU" else {cast}'
+TRAIN_MODE = "{model}.train()  " + MARK + " a torch module starts in training mode, a MindSpore cell does not\n"
+TRAIN_STEP_CELL = """class {cls}(mindspore.nn.Cell):
+    {doc}
+
+    # One compiled graph per step in PyNative too (MS_JIT=0 runs it op by op for debugging).
+    @mindspore.jit
+    def construct({params}):
+        {got}, grads = {grad_call}
+        {reduce}
+        {clip}
+        {update}
+        return {returns}
+"""
+UNSCALE = """{loss} = {scaler}.unscale({loss})
+grads = {scaler}.unscale(grads)
+{finite} = mindspore.amp.all_finite(grads)
+"""
+SCALED_UPDATE = """if {finite}:
+    {opt}(grads)
+{scaler}.adjust({finite})
+"""
+GRADS_SUM = "{sum} = None  " + MARK + " gradients since the last zero_grad() (torch keeps them in .grad)\n"
+ACCUMULATE = (
+    """{values}, grads = {grad_call}  """
+    + MARK
+    + """ forward + loss.backward()
+{reduce}
+{sum} = grads if {sum} is None else tuple(s + g for s, g in zip({sum}, grads))
+"""
+)
+CLIP_TOTAL = (
+    "{total} = mindspore.ops.vector_norm(mindspore.ops.stack("
+    "[mindspore.ops.vector_norm(g, {p}) for g in {grads}]), {p})\n"
+)
+CLIP_NORM = "{grads} = mindspore.ops.clip_by_norm({grads}, {max_norm})\n"
+CLIP_NORM_TYPE = "{grads} = mindspore.ops.clip_by_norm({grads}, {max_norm}, norm_type={p})\n"
+CLIP_VALUE_T = "{grads} = mindspore.ops.clip_by_value({grads}, -({v}), {v})\n"
+
+
+def expr(src: str) -> cst.BaseExpression:
+    """A user expression the analysis holds as text (``ast.unparse``), as a node."""
+    return cst.parse_expression(src)
+
+
+@dataclass
+class Emitted:
+    """What one training step becomes: statements replaced, statements put before the loop."""
+
+    replace: dict[int, list[Statement]] = field(default_factory=dict)  # id(statement) → new ones
+    setup: list[Statement] = field(default_factory=list)  # before the outer loop
+    form: str = ""
+    modules: list[tuple[str, str, str]] = field(default_factory=list)  # (class, function, name) called as a model
+
+
+class StepWriter:
+    """Writes one StepPlan (names are fresh in the file; written statements derive from their origin)."""
+
+    def __init__(self, plan: StepPlan, roles: Roles, refs: GeneratedRefs, fresh: Callable[[str], str]) -> None:
+        self.plan, self.roles, self.refs, self.fresh = plan, roles, refs, fresh
+        self.gap = 2 if plan.scope_node is None else 1  # blank lines: two at module level, one inside a def
+        self.out = Emitted()
+
+    def write(self, distributed: bool) -> Emitted:
+        plan, out = self.plan, self.out
+        forward_fn, grad_fn = self.fresh("forward_fn"), self.fresh("grad_fn")
+        amp = plan.amp
+        amp_model = self.fresh(f"amp_{amp.model.split('.')[-1]}") if amp and amp.model and amp.dtype else None
+        setup = self._forward_fn(forward_fn, grad_fn, amp_model)
+        reducer = None
+        if distributed:  # DDP all-reduced (averaged) the gradients inside backward()
+            reducer = self.fresh("grad_reducer")
+            setup += gen.statements(REDUCER, self.refs, reducer=cst.Name(reducer), opt=expr(plan.opt))
+        if amp_model is not None and amp is not None:
+            setup = [self._amp_setup(amp, amp_model), gen.blank_lines(setup[0], self.gap), *setup[1:]]
+        if not sets_mode(plan.scope_ast):
+            model = model_name([plan.asts[i] for i in plan.forward])
+            if model:
+                setup.insert(0, gen.statement(TRAIN_MODE, self.refs, model=cst.Name(model)))
+        for a in [plan.asts[i] for i in plan.forward]:
+            for n in ast.walk(a):
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and not self.roles.resolve(n.func):
+                    cls, fn = plan.scope_names
+                    out.modules += [(cls, fn, n.func.id), (cls, forward_fn, n.func.id)]
+        for i in [*plan.forward, *plan.after]:
+            out.replace[id(plan.body[i])] = []
+        reduce = gen.statements(REDUCE, self.refs, reducer=cst.Name(reducer)) if reducer else []
+        if plan.fused:
+            call = self._fused(setup, grad_fn, reduce)
+        else:
+            call = self._general(setup, grad_fn, reduce)
+        backward = plan.body[plan.backward_at]
+        call[0] = call[0].with_changes(leading_lines=backward.leading_lines)
+        out.replace[id(backward)] = call + [plan.body[i] for i in plan.after]
+        if amp:  # each autocast block: what is left of it, unindented
+            for w in amp.blocks:
+                left = [n for c in block(w.body) for n in out.replace.get(id(c), [c])]
+                if left:
+                    left[0] = left[0].with_changes(leading_lines=[*w.leading_lines, *left[0].leading_lines])
+                out.replace[id(w)] = left
+        out.setup = _flush_blank_lines(setup)
+        return out
+
+    # ---- pieces --------------------------------------------------------------------------------
+
+    def _forward_fn(self, forward_fn: str, grad_fn: str, amp_model: str | None) -> list[Statement]:
+        plan = self.plan
+        amp = plan.amp
+        body = []
+        for i in plan.forward:
+            stmt = plan.body[i]
+            if amp_model and amp and amp.model and id(stmt) in amp.inside:
+                stmt = stmt.visit(RenameCall(amp.model, amp_model))  # type: ignore[assignment]
+            body.append(stmt)
+        loss = expr(f"{plan.scaler}.scale({plan.loss_src})" if plan.scaler else plan.loss_src)
+        ret = gen.tuple_of([loss, *map(cst.Name, plan.aux)])
+        params = gen.parameters(plan.params)
+        fn = gen.statement(FORWARD_FN, self.refs, forward_fn=cst.Name(forward_fn), params=params, body=body, ret=ret)
+        grad = gen.statement(
+            GRAD_FN_AUX if plan.aux else GRAD_FN,
+            self.refs,
+            grad_fn=cst.Name(grad_fn),
+            forward_fn=cst.Name(forward_fn),
+            opt=expr(plan.opt),
+        )
+        return [fn, gen.blank_lines(grad, self.gap)]
+
+    def _amp_setup(self, amp: Amp, name: str) -> Statement:
+        """The model with MindSpore's O1 mixed precision (torch autocast's op lists: fp16 for conv/matmul-type
+        ops, fp32 for reductions and losses). It shares the model's parameters."""
+        assert amp.model is not None
+        cast = gen.expression(AMP_CAST[amp.dtype], self.refs, model=expr(amp.model))
+        note = f"{MARK} {amp.header} → O1 mixed precision"
+        if amp.dtype == "bfloat16":
+            cast = gen.expression(AMP_CPU_FALLBACK, self.refs, model=expr(amp.model), cast=cast)
+            note += "; float32 on CPU (MindSpore 2.10 has no bfloat16 CPU kernels for most layers)"
+        if amp.enabled:
+            if amp.dtype == "bfloat16":
+                cast = cast.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+            cast = cst.IfExp(test=expr(amp.enabled), body=cast, orelse=expr(amp.model))
+        stmt = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(name))], cast)])
+        return gen.with_comment(stmt, note)
+
+    def _fused(self, setup: list[Statement], grad_fn: str, reduce: list[Statement]) -> list[Statement]:
+        plan = self.plan
+        cls_name, step_name = self.fresh("TrainStep"), self.fresh("train_step")
+        clip: list[Statement] = []
+        clip_out: list[str] = []
+        for i in plan.clips:
+            stmts, outs = self.clip_code(plan.asts[i], "grads", plan.body[i])
+            clip += stmts
+            clip_out += outs
+        first = plan.loss_name or "loss"
+        opt_name = plan.opt
+        if plan.opt.split(".")[0] == "self":  # inside construct, self is the TrainStep Cell
+            opt_name = self.fresh(plan.opt.split(".")[-1])
+            setup.append(_assign(opt_name, expr(plan.opt)))
+        update: list[Statement] = [_call_statement(opt_name, "grads")]
+        if plan.scaler is not None:  # R13: torch's GradScaler step as MindSpore's documented loss-scaling step
+            clip, update = self._scaled(setup, first, opt_name, clip)
+        doc = cst.SimpleString(f'"""Forward, loss.backward() and {plan.opt}.step() of the torch loop as one Cell."""')
+        got = gen.names_tuple([first, *plan.aux], parens=bool(plan.aux))
+        cell = gen.statement(
+            TRAIN_STEP_CELL,
+            self.refs,
+            cls=cst.Name(cls_name),
+            doc=[cst.SimpleStatementLine([cst.Expr(doc)])],
+            params=gen.parameters(["self", *plan.params]),
+            got=got,
+            grad_call=gen.arguments(cst.Name(grad_fn), [cst.Name(p) for p in plan.params]),
+            reduce=reduce,
+            clip=clip,
+            update=update,
+            returns=gen.names_tuple([first, *plan.aux, *clip_out]),
+        )
+        setup.append(gen.blank_lines(cell, self.gap))
+        instance = _assign(step_name, cst.Call(cst.Name(cls_name)))
+        setup.append(gen.blank_lines(instance, self.gap))
+        for i in [*plan.clips, plan.step_at, *plan.zero_at, *plan.scaler_calls]:
+            self.out.replace[id(plan.body[i])] = []
+        self.out.form = "one TrainStep Cell (value_and_grad + optimizer)"
+        lhs = gen.names_tuple([plan.loss_name or "_", *plan.aux, *clip_out])
+        call = cst.SimpleStatementLine(
+            [
+                cst.Assign(
+                    [cst.AssignTarget(lhs)],
+                    gen.arguments(cst.Name(step_name), [cst.Name(p) for p in plan.params]),
+                )
+            ]
+        )
+        return [gen.with_comment(call, f"{MARK} forward, loss.backward(), {plan.opt}.step()")]
+
+    def _scaled(
+        self, setup: list[Statement], first: str, opt_name: str, clip: list[Statement]
+    ) -> tuple[list[Statement], list[Statement]]:
+        """GradScaler: unscale, check all_finite, step only when finite, adjust the scale."""
+        plan = self.plan
+        scaler = plan.scaler
+        assert scaler is not None
+        finite, scaler_name = self.fresh("grads_finite"), scaler
+        if scaler.split(".")[0] == "self":
+            scaler_name = self.fresh(scaler.split(".")[-1])
+            setup.append(_assign(scaler_name, expr(scaler)))
+        unscale = gen.statements(
+            UNSCALE, self.refs, loss=cst.Name(first), scaler=expr(scaler_name), finite=cst.Name(finite)
+        )
+        unscale[1] = gen.with_comment(unscale[1], f"{MARK} {scaler}.unscale_({plan.opt})")
+        update = gen.statements(
+            SCALED_UPDATE, self.refs, finite=cst.Name(finite), opt=expr(opt_name), scaler=expr(scaler_name)
+        )
+        update[0] = gen.with_comment(
+            update[0], f"{MARK} {scaler}.step({plan.opt}) skips the step when a gradient is inf/nan"
+        )
+        update[1] = gen.with_comment(update[1], f"{MARK} {scaler}.update(): halve the scale on overflow")
+        return [*unscale, *clip], update
+
+    def _general(self, setup: list[Statement], grad_fn: str, reduce: list[Statement]) -> list[Statement]:
+        plan = self.plan
+        grads_sum = self.fresh("grads_sum")
+        setup.append(gen.statement(GRADS_SUM, self.refs, sum=cst.Name(grads_sum)))
+        values = gen.names_tuple([plan.loss_name or "_", *plan.aux], parens=bool(plan.aux))
+        call = gen.statements(
+            ACCUMULATE,
+            self.refs,
+            values=values,
+            grad_call=gen.arguments(cst.Name(grad_fn), [cst.Name(p) for p in plan.params]),
+            reduce=reduce,
+            sum=cst.Name(grads_sum),
+        )
+        for i in plan.zero_at:
+            self.out.replace[id(plan.body[i])] = [_reset(grads_sum, plan.body[i])]
+        for i in plan.clips:
+            self.out.replace[id(plan.body[i])] = self.clip_code(plan.asts[i], grads_sum, plan.body[i])[0]
+        self._general_step(plan.body[plan.step_at], grads_sum)
+        self.out.form = "gradients accumulated in a tuple between zero_grad() calls"
+        return call
+
+    def _general_step(self, node: Statement, grads_sum: str) -> None:
+        """``optimizer.step()`` (directly or inside the accumulation ``if``) → ``optimizer(grads_sum)``."""
+        opt = self.plan.opt
+        if isinstance(node, cst.If):
+            for s in node.body.body:  # type: ignore[union-attr]
+                sa = self.roles.ast_of(s)
+                if sa is None:
+                    continue
+                c = method_call(sa, "step")
+                if c is not None and ast.unparse(c.func.value) == opt:  # type: ignore[attr-defined]
+                    self.out.replace[id(s)] = [_step(opt, grads_sum)]
+                elif method_call(sa, "zero_grad") is not None:
+                    self.out.replace[id(s)] = [_reset(grads_sum, s)]
+                elif self.roles.clip(sa) is not None:
+                    self.out.replace[id(s)] = self.clip_code(sa, grads_sum, s)[0]
+            return
+        self.out.replace[id(node)] = [_step(opt, grads_sum)]
+
+    def clip_code(self, a: ast.stmt, grads: str, node: cst.CSTNode) -> tuple[list[Statement], list[str]]:
+        """clip_grad_norm_/clip_grad_value_ on the gradient tuple (torch's formula: max_norm/(total+1e-6))."""
+        full = self.roles.clip(a)
+        call = a.value  # type: ignore[attr-defined]
+        names = (
+            ["parameters", "clip_value", "foreach"]
+            if full in CLIP_VALUE
+            else ["parameters", "max_norm", "norm_type", "error_if_nonfinite", "foreach"]
+        )
+        got = {names[i]: ast.unparse(v) for i, v in enumerate(call.args)}
+        got.update({k.arg: ast.unparse(k.value) for k in call.keywords if k.arg})
+        orig = code(node).strip().splitlines()[-1]
+        g = cst.Name(grads)
+        if full in CLIP_VALUE:
+            stmt = gen.statement(CLIP_VALUE_T, self.refs, grads=g, v=expr(got["clip_value"]))
+            return [gen.with_comment(stmt, f"{MARK} {orig}")], []
+        p = expr(got.get("norm_type", "2.0"))
+        out: list[Statement] = []
+        outs: list[str] = []
+        if isinstance(a, ast.Assign):  # total = clip_grad_norm_(...): the norm before clipping
+            target = ast.unparse(a.targets[0])
+            out.append(gen.statement(CLIP_TOTAL, self.refs, total=expr(target), p=p, grads=g))
+            outs.append(target)
+        template = CLIP_NORM_TYPE if "norm_type" in got else CLIP_NORM
+        stmt = gen.statement(template, self.refs, grads=g, max_norm=expr(got["max_norm"]), p=p)
+        out.append(gen.with_comment(stmt, f"{MARK} {orig}"))
+        return out, outs
+
+
+def _assign(name: str, value: cst.BaseExpression) -> cst.SimpleStatementLine:
+    return cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(name))], value)])
+
+
+def _call_statement(func: str, arg: str) -> cst.SimpleStatementLine:
+    return cst.SimpleStatementLine([cst.Expr(gen.arguments(expr(func), [cst.Name(arg)]))])
+
+
+def _step(opt: str, grads_sum: str) -> Statement:
+    return gen.with_comment(_call_statement(opt, grads_sum), f"{MARK} {opt}.step()")
+
+
+def _reset(grads_sum: str, zero_grad: cst.CSTNode) -> Statement:
+    """``grads_sum = None  # torch2ms: optimizer.zero_grad()`` (the statement without its comments above)."""
+    text = code(zero_grad.with_changes(leading_lines=[])).strip()  # type: ignore[attr-defined]
+    return gen.with_comment(_assign(grads_sum, cst.Name("None")), f"{MARK} {text}")
+
+
+def _flush_blank_lines(stmts: list[Statement]) -> list[Statement]:
+    """Blank lines of written statements carry no indentation (no trailing spaces in nested blocks)."""
+    out = []
+    if stmts:  # one blank line before the written block
+        stmts[0] = gen.blank_lines(stmts[0], 1)
+    for st in stmts:
+        lines = [ln.with_changes(indent=False) if ln.comment is None else ln for ln in st.leading_lines]
+        out.append(st.with_changes(leading_lines=lines))
+    return out

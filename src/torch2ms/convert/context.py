@@ -1,0 +1,231 @@
+"""``RewriteContext``: what the rewrite stage knows while it walks one file, and what it can do.
+
+The main libcst pass (rewriter.py) keeps it up to date (class/function scopes, the current
+statement, isinstance guards); the KB call rules (calls.py) and the construct hooks (constructs/)
+read it and record through it. Construct modules only ever see this object, never the traversal.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+
+import libcst as cst
+
+from ..analysis.infer import Scope, expr_type
+from ..kb import KB
+from .changes import Change, not_converted_mark, review_mark
+from .cstutil import code, dotted
+from .cstutil import resolve as resolve_cst
+from .facts import ModuleFacts
+from .generated import GeneratedRefs
+from .index import StatementIndex, StatementInfo
+from .names import MindSporeNames
+from .plan import change_keys
+
+
+@functools.lru_cache(maxsize=8192)
+def _parse_expression(source: str) -> cst.BaseExpression:
+    """Parsed once per distinct text: libcst nodes are immutable, so one node may sit in many places."""
+    return cst.parse_expression(source)
+
+
+class RewriteContext:
+    def __init__(self, kb: KB, facts: ModuleFacts, index: StatementIndex, generated: GeneratedRefs) -> None:
+        self.kb = kb
+        self.facts = facts
+        self.imap = facts.imap
+        self.index = index
+        self.generated = generated
+        self.names = MindSporeNames(facts.taken)
+        self.changes: list[Change] = []
+        self.still_needed: set[str] = set()  # local torch import names that unconverted code still uses
+        self.markers: list[list[str]] = []  # per open statement: the comments to put above it
+        self.statements: list[StatementInfo | None] = []  # the statement being rewritten, innermost last
+        self.class_stack: list[str] = []
+        self.class_has_bases: list[bool] = []
+        self.func_stack: list[str] = []
+        self.narrowed: list[dict[str, list[str]]] = []  # isinstance(m, nn.BatchNorm2d) guards
+        self.scope_starts: list[int] = []  # len(changes) when each open class/def was entered
+        self.call_funcs: set[cst.CSTNode] = set()  # callees of the calls being visited
+        self.type_nodes: set[cst.CSTNode] = set()  # isinstance/issubclass class arguments
+        self.type_depth = 0  # > 0 inside base classes and annotations: names there are the classes themselves
+        self.in_bases = False
+        self.memo: dict[str, object] = {}  # what a construct computes once per file (e.g. its classes)
+        self._keys: dict[int, dict[str, list[int]]] = {}  # per statement: lines of its torch uses
+        self._seen: dict[tuple[int, str], int] = {}
+
+    # ---- recording ---------------------------------------------------------------------------
+
+    @property
+    def statement(self) -> StatementInfo | None:
+        return self.statements[-1] if self.statements else None
+
+    def record(self, api: str, action: str = "converted", note: str = "") -> None:
+        self.changes.append(Change(api, action, note, self._line(api)))
+        if action == "review" and self.markers:
+            self.markers[-1].append(review_mark(api, note))
+
+    def mark(self, api: str, note: str, root: str | None = None) -> None:
+        """Left for a person: reported, marked in the code above its statement, its import kept."""
+        self.changes.append(Change(api, "not-converted", note, self._line(api)))
+        if self.markers:
+            self.markers[-1].append(not_converted_mark(api, note))
+        if root:
+            self.still_needed.add(root)
+
+    def changes_in_scope(self) -> list[Change]:
+        """The changes recorded since the innermost open class or def was entered."""
+        return self.changes[self.scope_starts[-1] :] if self.scope_starts else self.changes
+
+    def _line(self, api: str) -> int:
+        """The original line of this change: within the current statement, the matching name (or
+        attribute) by order of appearance; else the statement's own line."""
+        info = self.statement
+        if info is None:
+            return 0
+        stmt = info.node
+        keys = self._keys.get(id(stmt))
+        if keys is None:
+            keys = self._keys[id(stmt)] = change_keys(stmt, self.imap, self.kb)
+        line = stmt.lineno
+        for key in (api, api.rsplit(".", 1)[-1]):
+            got = keys.get(key)
+            if got:
+                seen = self._seen.get((id(stmt), key), 0)
+                line = got[min(seen, len(got) - 1)]
+                self._seen[(id(stmt), key)] = seen + 1
+                break
+        return info.original_line(line)
+
+    # ---- names and code ------------------------------------------------------------------------
+
+    def resolve(self, node: cst.BaseExpression) -> str | None:
+        """Full torch name of a Name/Attribute chain rooted at a torch import (not at code a stage wrote)."""
+        if node in self.generated:
+            return None
+        return resolve_cst(self.imap, node)
+
+    def parse_ms(self, source: str) -> cst.BaseExpression:
+        """An expression written with full ``mindspore.``/``torch2ms.runtime.`` names, shortened."""
+        return _parse_expression(self.names.shorten(source))
+
+    @staticmethod
+    def split_args(call: cst.Call) -> tuple[list[str], list[tuple[str, str]]] | None:
+        """Positional and keyword argument sources; None when the call has ``*args``/``**kwargs``."""
+        args, kwargs = [], []
+        for a in call.args:
+            if a.star:
+                return None
+            if a.keyword is not None:
+                kwargs.append((a.keyword.value, code(a.value).strip()))
+            else:
+                args.append(code(a.value).strip())
+        return args, kwargs
+
+    @staticmethod
+    def root_of(node: cst.BaseExpression) -> str | None:
+        name = dotted(node)
+        return name.split(".", 1)[0] if name else None
+
+    # ---- where we are --------------------------------------------------------------------------
+
+    def is_call_func(self, node: cst.CSTNode) -> bool:
+        """Is ``node`` the callee of a call being visited (the call handles it whole)?"""
+        return node in self.call_funcs
+
+    def in_type_position(self, node: cst.CSTNode) -> bool:
+        """A class named as itself: a base, an annotation, an isinstance argument."""
+        return self.type_depth > 0 or node in self.type_nodes
+
+    @property
+    def in_module_class(self) -> bool:
+        return bool(self.class_stack) and self.class_stack[-1] in self.facts.module_classes
+
+    def scope(self) -> Scope:
+        cls = self.class_stack[-1] if self.class_stack else ""
+        fn = self.func_stack[-1] if self.func_stack else ""
+        return self.facts.scopes.get((cls, fn)) or Scope(dict(self.facts.module_classes))
+
+    def self_attrs(self) -> dict[str, str]:
+        return self.facts.self_attrs.get(self.class_stack[-1], {}) if self.class_stack else {}
+
+    def receiver_type(self, node: cst.BaseExpression) -> str | None:
+        if isinstance(node, cst.Name):
+            return self.scope().get(node.value)
+        tree = _to_ast(node)
+        if tree is None:
+            return None
+        return expr_type(tree, self.imap, self.scope(), self.self_attrs(), self.kb)
+
+    def isinstance_classes(self, test: cst.BaseExpression) -> dict[str, list[str]]:
+        """``isinstance(m, (nn.BatchNorm2d, nn.BatchNorm1d))`` → {"m": [the torch layer classes]}."""
+        if not (
+            isinstance(test, cst.Call)
+            and isinstance(test.func, cst.Name)
+            and test.func.value == "isinstance"
+            and len(test.args) == 2
+            and isinstance(test.args[0].value, cst.Name)
+        ):
+            return {}
+        cls = test.args[1].value
+        elts = [e.value for e in cls.elements] if isinstance(cls, (cst.Tuple, cst.List)) else [cls]
+        names = []
+        for e in elts:
+            entry = self.kb.get(self.resolve(e) or "")
+            if entry is not None and entry.kind == "class":
+                names.append(entry.torch)
+        return {test.args[0].value.value: names} if names else {}
+
+    def layer_classes(self, receiver: cst.BaseExpression) -> list[str]:
+        """The torch layer class(es) a receiver is known to hold (isinstance guard or self.<layer>)."""
+        if isinstance(receiver, cst.Name):
+            for frame in reversed(self.narrowed):
+                if receiver.value in frame:
+                    return frame[receiver.value]
+        if isinstance(receiver, cst.Name) and receiver.value == "self" and self.class_stack:
+            # self inside `class LayerNorm2d(nn.LayerNorm)`: the torch base's names apply.
+            return self.facts.torch_bases.get(self.class_stack[-1], [])
+        if (
+            isinstance(receiver, cst.Attribute)
+            and isinstance(receiver.value, cst.Name)
+            and receiver.value.value == "self"
+            and self.class_stack
+        ):
+            cls = self.facts.layer_attrs.get(self.class_stack[-1], {}).get(receiver.attr.value)
+            return [cls] if cls else []
+        return []
+
+    def used_as_module(self, receiver: cst.BaseExpression) -> bool:
+        """``self.model`` / ``model`` is also called with Module-only methods in this class/function."""
+        text = dotted(receiver)
+        if not text:
+            return False
+        cls = self.class_stack[-1] if self.class_stack else ""
+        key = (cls,) if text.startswith("self.") else (cls, self.func_stack[-1] if self.func_stack else "")
+        return text in self.facts.module_receivers().get(key, ())
+
+
+def _to_ast(node: cst.BaseExpression) -> ast.expr | None:
+    """The shape of an expression as ``ast``, as far as type inference looks at it (no re-parsing).
+
+    Names, attribute chains, calls (callee only), subscripts and binary operations; anything else
+    has no inferable type and gives None.
+    """
+    if isinstance(node, cst.Name):
+        return ast.Name(node.value, ast.Load())
+    if isinstance(node, cst.Attribute):
+        value = _to_ast(node.value)
+        return None if value is None else ast.Attribute(value, node.attr.value, ast.Load())
+    if isinstance(node, cst.Call):
+        func = _to_ast(node.func)
+        return None if func is None else ast.Call(func, [], [])
+    if isinstance(node, cst.Subscript):
+        value = _to_ast(node.value)
+        return None if value is None else ast.Subscript(value, ast.Constant(0), ast.Load())
+    if isinstance(node, cst.BinaryOperation):
+        left, right = _to_ast(node.left), _to_ast(node.right)
+        if left is None and right is None:
+            return None
+        return ast.BinOp(left or ast.Constant(0), ast.Add(), right or ast.Constant(0))
+    return None

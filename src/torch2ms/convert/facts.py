@@ -1,0 +1,233 @@
+"""What the cheap ``ast`` pass knows about one file, before any libcst work.
+
+Imports resolved to full torch names, the project's Module classes, lazily inferred types per
+function, layer attributes, torch base classes, the statement plan (plan.py), names a torch star
+import binds, torch names re-exported for other modules, and the data-pipeline facts
+(constructs/data_pipeline.py). Everything a stage may ask is a declared field.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from ..analysis.astwalk import nodes
+from ..analysis.imports import ImportMap
+from ..analysis.infer import (
+    MODULE,
+    Scope,
+    infer_function,
+    module_classes,
+    module_receivers,
+    self_attribute_types,
+)
+from ..kb import KB
+from .constructs.data_facts import DataFacts
+from .plan import Stmt, build_plan
+
+
+@dataclass
+class ModuleFacts:
+    """What the cheap ``ast`` pass knows about the file."""
+
+    imap: ImportMap
+    module_classes: dict[str, str]
+    self_attrs: dict[str, dict[str, str]]
+    scopes: dict[tuple[str, str], Scope]
+    taken: set[str]
+    # class name → self attribute → torch layer class (self.bn = nn.BatchNorm2d(...))
+    layer_attrs: dict[str, dict[str, str]] = field(default_factory=dict)
+    # class name → torch layer classes it subclasses directly
+    torch_bases: dict[str, list[str]] = field(default_factory=dict)
+    # statements in pre-order, flagged when they may need converting (see plan.py)
+    plan: list[Stmt] = field(default_factory=list)
+    # names bound through a torch star import
+    star_names: frozenset[str] = frozenset()
+    nested_torch_imports: bool = False  # a torch import inside a function or block
+    # torch names imported here but never read here: other modules import them from this one
+    reexports: set[str] = field(default_factory=set)
+    data: DataFacts | None = None  # the data pipeline (None: the file has none)
+    tree: ast.Module | None = field(default=None, repr=False)
+    _module_receivers: dict | None = field(default=None, repr=False)
+
+    def module_receivers(self) -> dict[tuple[str, ...], set[str]]:
+        """infer.module_receivers of the file, computed when first asked."""
+        if self._module_receivers is None:
+            self._module_receivers = module_receivers(self.tree) if self.tree is not None else {}
+        return self._module_receivers
+
+    def assume_module(self, cls: str, fn: str, name: str) -> None:
+        """``name`` holds a Module inside ``cls.fn`` (a training loop calls it as the model)."""
+        self.scopes.setdefault((cls, fn), Scope(dict(self.module_classes))).types.setdefault(name, MODULE)
+
+
+class _Lazy(dict):
+    """A dict whose values are computed on first access (``defer(key, thunk)``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._pending: dict = {}
+
+    def defer(self, key, thunk) -> None:
+        self._pending[key] = thunk
+        dict.pop(self, key, None)  # a later definition of the same name wins, as with plain assignment
+
+    def _force(self, key) -> None:
+        thunk = self._pending.pop(key, None)
+        if thunk is not None:
+            dict.__setitem__(self, key, thunk())
+
+    def get(self, key, default=None):
+        self._force(key)
+        return dict.get(self, key, default)
+
+    def __getitem__(self, key):
+        self._force(key)
+        return dict.__getitem__(self, key)
+
+    def __contains__(self, key) -> bool:
+        return key in self._pending or dict.__contains__(self, key)
+
+    def setdefault(self, key, default=None):
+        self._force(key)
+        return dict.setdefault(self, key, default)
+
+
+def module_facts(
+    tree: ast.Module,
+    kb: KB,
+    local_roots: frozenset[str] = frozenset(),
+    project_modules: frozenset[str] = frozenset(),
+    imap: ImportMap | None = None,
+) -> ModuleFacts:
+    imap = imap or ImportMap.from_tree(tree, local_roots)
+    star_names = _bind_star_names(tree, imap, kb)
+    mclasses = module_classes(tree, imap, project_modules)
+    # Computed when the converter first asks: most functions of a file have nothing to convert.
+    self_attrs: _Lazy = _Lazy()
+    scopes: _Lazy = _Lazy()
+    taken: set[str] = set()
+
+    layer_attrs: _Lazy = _Lazy()
+    torch_bases: dict[str, list[str]] = {}
+
+    # Document order, iteratively (a recursive closure would be a reference cycle holding the tree).
+    stack: list[tuple[ast.AST, ast.ClassDef | None]] = [(n, None) for n in reversed(tree.body)]
+    while stack:
+        node, cls = stack.pop()
+        if isinstance(node, ast.ClassDef):
+            self_attrs.defer(node.name, lambda node=node: self_attribute_types(node, imap, kb, mclasses))
+            layer_attrs.defer(node.name, lambda node=node: _self_layers(node, imap, kb))
+            bases = [kb.get(imap.resolve(b) or "") for b in node.bases]
+            torch_bases[node.name] = [b.torch for b in bases if b is not None and b.kind == "class"]
+            stack.extend((child, node) for child in reversed(node.body))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            in_mod = cls is not None and cls.name in mclasses
+
+            def scope(node=node, cls=cls, in_mod=in_mod) -> Scope:
+                attrs = self_attrs.get(cls.name, {}) if cls else {}
+                return infer_function(node, imap, attrs, kb, in_mod and node.name == "forward", mclasses, in_mod)
+
+            scopes.defer((cls.name if cls else "", node.name), scope)
+            stack.extend((child, cls) for child in reversed(node.body))
+        else:
+            inner = [
+                child
+                for field_name in ("body", "orelse", "finalbody", "handlers")
+                if isinstance(sub := getattr(node, field_name, None), list)
+                for child in sub
+            ]
+            stack.extend((child, cls) for child in reversed(inner))
+    for node in nodes(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            taken.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)):
+            taken.add(node.name)
+        elif isinstance(node, ast.arg):
+            taken.add(node.arg)
+    for local, full in imap.names.items():
+        if not imap.is_framework(full):
+            taken.add(local)
+    plan = build_plan(tree, imap, kb)
+    top = {id(n) for n in tree.body}
+    nested = any(id(x.node) not in top and _imports_framework(x.node, imap) for x in plan)
+    return ModuleFacts(
+        imap,
+        mclasses,
+        self_attrs,
+        scopes,
+        taken,
+        layer_attrs,
+        torch_bases,
+        plan,
+        star_names,
+        nested,
+        reexports=_reexports(tree, imap),
+        tree=tree,
+    )
+
+
+def _imports_framework(node: ast.stmt, imap: ImportMap) -> bool:
+    if isinstance(node, ast.Import):
+        return any(imap.is_framework(a.name) for a in node.names)
+    return isinstance(node, ast.ImportFrom) and not node.level and imap.is_framework(node.module)
+
+
+def _bind_star_names(tree: ast.Module, imap: ImportMap, kb: KB) -> frozenset[str]:
+    """``from torch.nn import *``: free names the KB knows in a star-imported torch module are bound to it."""
+    stars = [m for m in imap.stars if imap.is_framework(m)]
+    if not stars:
+        return frozenset()
+    stored = {n.id for n in nodes(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    stored |= {n.name for n in nodes(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    bound: set[str] = set()
+    for n in nodes(tree):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in imap.names and n.id not in stored:
+            for m in stars:
+                if kb.get(f"{m}.{n.id}") is not None:
+                    imap._bind(n.id, f"{m}.{n.id}", n.lineno)
+                    bound.add(n.id)
+                    break
+    return frozenset(bound)
+
+
+def _self_layers(cls: ast.ClassDef, imap: ImportMap, kb: KB) -> dict[str, str]:
+    """``self.bn = nn.BatchNorm2d(...)`` → {"bn": "torch.nn.BatchNorm2d"}."""
+    out: dict[str, str] = {}
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            entry = kb.get(imap.resolve(node.value.func) or "")
+            if entry is None or entry.kind != "class":
+                continue
+            for t in node.targets:
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                    out[t.attr] = entry.torch
+    return out
+
+
+# `from torch import nn` binds a namespace, never something another module re-imports from here.
+_TORCH_SUBMODULES = frozenset(
+    f"torch.{m}"
+    for m in (
+        "nn autograd optim utils cuda distributed jit fx linalg fft special hub onnx amp backends "
+        "multiprocessing sparse distributions testing profiler quantization ao accelerator"
+    ).split()
+) | frozenset({"torch.nn.functional", "torch.nn.init", "torch.utils.data", "torch.optim.lr_scheduler"})
+
+
+def _reexports(tree: ast.Module, imap: ImportMap) -> set[str]:
+    """Torch names a file imports but never reads itself (``from torch.hub import
+    load_state_dict_from_url`` in a utils module): other modules import them from here, so the
+    import stays (it has no MindSpore meaning to convert to)."""
+    candidates = {
+        a.asname or a.name
+        for node in nodes(tree)
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 and imap.is_framework(node.module)
+        for a in node.names
+        if a.name != "*" and f"{node.module}.{a.name}" not in _TORCH_SUBMODULES
+    }
+    if not candidates:
+        return set()
+    read = {n.id for n in nodes(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    read |= {n.value.id for n in nodes(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)}
+    return candidates - read

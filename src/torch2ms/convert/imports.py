@@ -1,0 +1,211 @@
+"""The imports stage: torch imports that converted code no longer reads go, MindSpore's come in.
+
+A torch import stays only while unconverted code still reads one of its names (or another module
+re-imports it from this one); its statement is then marked. The MindSpore imports the rewritten
+code needs (names.py) go where the first torch import was, else after the docstring and
+``__future__`` imports. Imports inside functions and blocks are settled per block.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+import libcst as cst
+
+from ..analysis.astwalk import nodes
+from ..analysis.imports import ImportMap
+from .changes import MARK
+from .context import RewriteContext
+from .cstutil import Statement
+from .names import ALIASES
+
+# The short MindSpore aliases the rewrite stage writes (nn, ops, ms, ...): a torch name still in use
+# must not be shadowed by one of them.
+ALIAS_ROOTS = frozenset(short.rstrip(".").split(".")[0] for _, short, _ in ALIASES)
+
+
+def settle_imports(module: cst.Module, ctx: RewriteContext) -> str:
+    """The converted module's code with its imports settled."""
+    facts = ctx.facts
+    torch_locals = {n for n, full in facts.imap.names.items() if facts.imap.is_framework(full)}
+    reexports = facts.reexports
+    keep = set(ctx.still_needed) | reexports
+    aliases = aliases_in_use(ctx)
+    for _ in range(3):
+        settled = _settle_imports(module, ctx, keep)
+        if facts.nested_torch_imports:
+            settled = settled.visit(_NestedImports(facts.imap, aliases, reexports))
+        code = settled.code
+        # A torch name the output still reads (not one of the MindSpore aliases) keeps its import.
+        used = _torch_names_used(code, torch_locals - aliases - keep)
+        if not used:
+            return code
+        keep |= used
+    return code
+
+
+def _framework_aliases(stmt: cst.CSTNode, imap) -> bool:
+    """Does this import statement bind a torch-family name?"""
+    if isinstance(stmt, cst.Import):
+        return any(imap.is_framework(_name(a.name)) for a in stmt.names)
+    if isinstance(stmt, cst.ImportFrom) and stmt.module is not None and not stmt.relative:
+        return imap.is_framework(_name(stmt.module))
+    return False
+
+
+def _name(node: cst.BaseExpression) -> str:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return f"{_name(node.value)}.{node.attr.value}"
+    return ""
+
+
+def _local(alias: cst.ImportAlias) -> str:
+    if alias.asname is not None:
+        return _name(alias.asname.name)
+    return _name(alias.name).split(".", 1)[0]
+
+
+def _mentioned(code: str, name: str) -> bool:
+    """``name`` appears as a word outside ``# ...`` comments (the converter's own notes name torch APIs).
+    A line with a quote before the ``#`` counts: the ``#`` may sit in a string. Right after a quote it is
+    string text (``TorchCompat("torch.nn.ReLU")``)."""
+    for m in re.finditer(rf"(?<![\w.'\"]){re.escape(name)}\b", code):
+        before = code[code.rfind("\n", 0, m.start()) + 1 : m.start()]
+        if "#" not in before or "'" in before or '"' in before:
+            return True
+    return False
+
+
+def _torch_names_used(code: str, candidates: set[str]) -> set[str]:
+    """Which of ``candidates`` the code reads as names (a regex rules most out before parsing)."""
+    present = {n for n in candidates if _mentioned(code, n)}
+    if not present:
+        return set()
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return present
+    return {n.id for n in nodes(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} & present
+
+
+def _settle_imports(module: cst.Module, ctx: RewriteContext, keep_locals: set[str]) -> cst.Module:
+    imap = ctx.imap
+    body = list(module.body)
+    insert_at: int | None = None
+    carried_lines: list[cst.EmptyLine] = []
+    new_body: list[Statement] = []
+    for stmt in body:
+        if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and _framework_aliases(stmt.body[0], imap):
+            imp = stmt.body[0]
+            assert isinstance(imp, (cst.Import, cst.ImportFrom))
+            # Kept only while a name it provides is still used unconverted (a star import: while a
+            # name it bound is).
+            names: cst.ImportStar | list[cst.ImportAlias] | None
+            if isinstance(imp.names, cst.ImportStar):
+                names = imp.names if ctx.facts.star_names & keep_locals else None
+            else:
+                aliases = [a for a in imp.names if _local(a) in keep_locals]
+                names = [*aliases[:-1], aliases[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)] if aliases else None
+            if insert_at is None:
+                insert_at = len(new_body)
+            if names is None:
+                carried_lines += list(stmt.leading_lines)
+                continue
+            note = f"{MARK} torch import kept: unconverted code still uses it"
+            lines = list(stmt.leading_lines)
+            # The first statement's comments live in the module header.
+            seen = [*lines, *(module.header if not new_body else [])]
+            if not any(line.comment and line.comment.value == note for line in seen):
+                lines.append(cst.EmptyLine(comment=cst.Comment(note)))
+            new_body.append(stmt.with_changes(body=[imp.with_changes(names=names)], leading_lines=lines))
+            continue
+        new_body.append(stmt)
+    existing = {module.code_for_node(s).strip() for s in new_body if isinstance(s, cst.SimpleStatementLine)}
+    imports = [cst.parse_statement(line + "\n") for line in ctx.names.import_lines() if line not in existing]
+    if insert_at is None:
+        insert_at = _after_header(new_body)
+    if imports:
+        imports[0] = imports[0].with_changes(leading_lines=carried_lines)
+    elif carried_lines and insert_at < len(new_body):
+        first = new_body[insert_at]
+        new_body[insert_at] = first.with_changes(leading_lines=[*carried_lines, *first.leading_lines])
+    new_body[insert_at:insert_at] = imports
+    return module.with_changes(body=new_body)
+
+
+def _after_header(body: list) -> int:
+    """Index after the module docstring and __future__ imports."""
+    i = 0
+    if (
+        body
+        and isinstance(body[0], cst.SimpleStatementLine)
+        and isinstance(body[0].body[0], cst.Expr)
+        and isinstance(body[0].body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    ):
+        i = 1
+    while (
+        i < len(body)
+        and isinstance(body[i], cst.SimpleStatementLine)
+        and isinstance(body[i].body[0], cst.ImportFrom)
+        and _name(body[i].body[0].module) == "__future__"
+    ):
+        i += 1
+    return i
+
+
+class _NestedImports(cst.CSTTransformer):
+    """Torch imports inside functions and blocks: drop the names the block's converted code no
+    longer reads (a read of a MindSpore alias such as ``nn`` is MindSpore's, never torch's)."""
+
+    def __init__(
+        self, imap: ImportMap, ms_aliases: set[str], reexports: set[str] | frozenset[str] = frozenset()
+    ) -> None:
+        super().__init__()
+        self.imap, self.ms_aliases, self.reexports = imap, ms_aliases, reexports
+
+    def visit_SimpleStatementLine(self, node) -> bool:
+        return False
+
+    def _is_torch_import(self, stmt) -> bool:
+        return (
+            isinstance(stmt, cst.SimpleStatementLine)
+            and len(stmt.body) == 1
+            and _framework_aliases(stmt.body[0], self.imap)
+            and isinstance(stmt.body[0], (cst.Import, cst.ImportFrom))
+            and not isinstance(stmt.body[0].names, cst.ImportStar)
+        )
+
+    def leave_IndentedBlock(self, original, updated):
+        if not any(self._is_torch_import(s) for s in updated.body):
+            return updated
+        block = cst.Module(body=[s for s in updated.body if not self._is_torch_import(s)]).code
+        try:
+            tree = ast.parse(block)
+            read = {n.id for n in nodes(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        except SyntaxError:
+            return updated
+        read = (read - self.ms_aliases) | self.reexports
+        body = []
+        for stmt in updated.body:
+            if not self._is_torch_import(stmt):
+                body.append(stmt)
+                continue
+            imp = stmt.body[0]
+            assert isinstance(imp, (cst.Import, cst.ImportFrom)) and not isinstance(imp.names, cst.ImportStar)
+            kept = [a for a in imp.names if _local(a) in read]
+            if kept:
+                kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+                body.append(stmt.with_changes(body=[imp.with_changes(names=kept)]))
+        return updated.with_changes(body=body or [cst.SimpleStatementLine([cst.Pass()])])
+
+
+def aliases_in_use(ctx: RewriteContext) -> set[str]:
+    """The short MindSpore aliases the rewritten code imports."""
+    out = set()
+    for _full, short, imp in ALIASES:
+        if imp in ctx.names.needed:
+            out.add(short.rstrip("."))
+    return out

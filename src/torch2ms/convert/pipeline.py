@@ -1,0 +1,209 @@
+"""Convert one module: an explicit list of stages over one ``FileState``.
+
+    parse        source → ast; a syntax error (or a file without torch) ends the work here
+    facts        imports resolved, Module classes, lazily inferred types, the statement plan (facts.py)
+    data         data-pipeline facts: loaders, dataset columns (constructs/data_facts.py)
+    libcst       the libcst tree, statements with nothing to convert hidden (quiet.py), matched to
+                 the plan (index.py)
+    distributed  DDP / process groups / spawn → MindSpore's (constructs/distributed.py)
+    checkpoints  torch.save / load_state_dict statements (constructs/checkpoints.py)
+    training     training loops → value_and_grad steps (constructs/training/)
+    refresh      after a construct stage restructured statements: facts of the code it wrote
+    rewrite      every torch use by the KB and the construct hooks (rewriter.py, calls.py, constructs/)
+    imports      torch imports that are no longer read go, MindSpore's come in (imports.py)
+    render       the text, hidden statements put back
+
+Every stage works on the trees in the state. A construct stage that fails is reported as a change
+and the file goes on without it; any other failing stage leaves the file as it was, with the reason.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from ..analysis.imports import ImportMap
+from ..kb import KB, load_kb
+from .changes import Change
+from .constructs import checkpoints, distributed, training
+from .constructs.data_facts import scan_data
+from .context import RewriteContext
+from .facts import module_facts
+from .imports import ALIAS_ROOTS, settle_imports
+from .index import StatementIndex
+from .quiet import hide_quiet_statements
+from .rewriter import Rewriter
+from .state import FileState
+
+
+@dataclass
+class ConvertedModule:
+    path: str
+    source: str
+    code: str
+    changes: list[Change] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def changed(self) -> bool:
+        return self.code != self.source
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    run: Callable[[FileState], None]
+    construct: bool = False  # a failure is reported and the file goes on without this stage
+
+
+def parse(state: FileState) -> None:
+    try:
+        state.tree = ast.parse(state.source, filename=state.path)
+    except SyntaxError as exc:
+        state.finish(error=f"syntax error at line {exc.lineno}: {exc.msg}; copied unchanged")
+        return
+    except ValueError as exc:  # e.g. NUL bytes
+        state.finish(error=f"cannot parse ({exc}); copied unchanged")
+        return
+    state.imap = imap = ImportMap.from_tree(state.tree, state.local_roots)
+    if not imap.uses_torch() and not any(imap.is_framework(m) for m in imap.stars):
+        state.finish()
+
+
+def facts(state: FileState) -> None:
+    assert state.tree is not None
+    state.facts = module_facts(state.tree, state.kb, state.local_roots, state.project_modules, state.imap)
+
+
+def data(state: FileState) -> None:
+    assert state.facts is not None and state.tree is not None
+    state.facts.data = scan_data(state.source, state.tree, state.facts.imap, state.kb, state.facts.plan)
+
+
+def parse_cst(state: FileState) -> None:
+    """The libcst tree. Restructuring stages (distributed, training) read whole functions, so their
+    files keep every statement; elsewhere statements with nothing to convert never reach libcst."""
+    assert state.facts is not None and state.tree is not None
+    restructuring = distributed.applies(state) or training.applies(state)
+    state.quiet = None if restructuring else hide_quiet_statements(state.source, state.tree, state.facts.plan)
+    if state.quiet is not None:
+        state.facts.plan = state.quiet.plan
+    state.module = cst.parse_module(state.quiet.source if state.quiet is not None else state.source)
+    state.index = StatementIndex.match(state.module, state.facts.plan)
+
+
+def refresh(state: FileState) -> None:
+    """A construct stage wrote statements: types, names and the plan come from the code as it now is
+    (original lines still come from the index)."""
+    if not state.restructured:
+        return
+    assert state.module is not None and state.index is not None
+    code = state.module.code
+    tree = ast.parse(code)
+    new = module_facts(tree, state.kb, state.local_roots, state.project_modules)
+    for cls, fn, name in state.assumed_modules:
+        new.assume_module(cls, fn, name)
+    try:
+        new.data = scan_data(code, tree, new.imap, state.kb, new.plan)
+    except Exception as exc:  # noqa: BLE001 - without pipeline facts the per-call KB rules still apply
+        _report_failure(state, "data pipeline facts", exc)
+    state.facts = new
+    state.index = state.index.rematch(state.module, new.plan)
+
+
+def rewrite(state: FileState) -> None:
+    """The KB pass. A MindSpore alias that would shadow a torch name unconverted code still reads
+    (``nn`` when a ``torch.nn`` layer has no mapping) is reserved, and the pass runs again."""
+    assert state.facts is not None and state.module is not None and state.index is not None
+    ctx, module = _rewrite_once(state)
+    clash = ctx.still_needed & ALIAS_ROOTS
+    if clash:
+        state.facts.taken |= clash
+        ctx, module = _rewrite_once(state)
+    state.module, state.context = module, ctx
+    state.changes = sorted([*ctx.changes, *state.changes], key=lambda c: c.line)
+
+
+def imports(state: FileState) -> None:
+    assert state.module is not None and state.context is not None
+    state.code = settle_imports(state.module, state.context)
+
+
+def _rewrite_once(state: FileState) -> tuple[RewriteContext, cst.Module]:
+    assert state.facts is not None and state.module is not None and state.index is not None
+    ctx = RewriteContext(state.kb, state.facts, state.index, state.generated)
+    return ctx, state.module.visit(Rewriter(ctx))
+
+
+def render(state: FileState) -> None:
+    assert state.code is not None
+    if state.quiet is not None:
+        state.code = state.quiet.restore(state.code)
+    state.finish(state.code)
+
+
+STAGES: tuple[Stage, ...] = (
+    Stage("parse", parse),
+    Stage("facts", facts),
+    Stage("data pipeline facts", data, construct=True),
+    Stage("libcst", parse_cst),
+    Stage("distributed", distributed.run, construct=True),
+    Stage("checkpoints", checkpoints.run, construct=True),
+    Stage("training", training.run, construct=True),
+    Stage("refresh", refresh),
+    Stage("rewrite", rewrite),
+    Stage("imports", imports),
+    Stage("render", render),
+)
+
+
+def convert_source(
+    source: str,
+    path: str = "<string>",
+    kb: KB | None = None,
+    local_roots: frozenset[str] = frozenset(),
+    project_modules: frozenset[str] = frozenset(),
+) -> ConvertedModule:
+    """Convert one module. A file that cannot be parsed comes back unchanged with the error.
+
+    ``local_roots``: the project's own top-level packages (their imports are not torch's).
+    ``project_modules``: names of the project's nn.Module subclasses defined in other files.
+    """
+    state = FileState(path, source, kb or load_kb(), local_roots, project_modules)
+    for stage in STAGES:
+        if state.done:
+            break
+        run_stage(stage, state)
+    if not state.done:  # a stage list without render: the source is the output
+        state.finish()
+    assert state.code is not None
+    return ConvertedModule(path, source, state.code, state.changes, state.error)
+
+
+def run_stage(stage: Stage, state: FileState) -> None:
+    if not stage.construct:
+        try:
+            stage.run(state)
+        except Exception as exc:  # noqa: BLE001 - any converter crash must leave the file intact
+            state.changes = []
+            state.finish(error=f"converter failed ({type(exc).__name__}: {exc}); copied unchanged")
+        return
+    saved = (state.module, len(state.changes), state.restructured, state.data_parallel, len(state.assumed_modules))
+    try:
+        stage.run(state)
+    except Exception as exc:  # noqa: BLE001 - the per-call rules still convert (or mark) every call
+        state.module, n, state.restructured, state.data_parallel, m = saved
+        del state.changes[n:], state.assumed_modules[m:]
+        _report_failure(state, stage.name, exc)
+
+
+def _report_failure(state: FileState, stage: str, exc: Exception) -> None:
+    state.record(
+        "torch2ms",
+        "not-converted",
+        f"the {stage} stage failed ({type(exc).__name__}: {exc}); its constructs are left to the per-call rules",
+        0,
+    )
