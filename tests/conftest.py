@@ -10,3 +10,8 @@ os.environ.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")
 os.environ.setdefault("MS_DEV_LAUNCH_BLOCKING", "1")
 # A compiled step returning several tensors is otherwise still dispatched on a runtime thread.
 os.environ.setdefault("MS_DEV_HOST_BLOCKING_RUN", "1")
+
+
+def pytest_addoption(parser):
+    # Golden conversions (tests/golden/<case>/expected.py): rewrite them from the converter's output.
+    parser.addoption("--update-golden", action="store_true", help="rewrite tests/golden/*/expected files")

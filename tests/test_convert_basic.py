@@ -84,3 +84,14 @@ def test_r8_device_moves_leave_no_self_assignments():
     code = convert_source(src, "loop.py").code
     assert "x, y = x, y" not in code and ".to(" not in code
     assert "a, b = y, x" in code  # a real assignment stays
+
+
+def test_r8_tensor_methods_already_in_mindspore_form_are_left_alone():
+    """A file converted once still imports torch when something stayed torch; converting it again must
+    not read ``x.argmax(axis=1, keepdims=False)`` (MindSpore keywords) as a torch call."""
+    src = "import torch\n\ndef f(model, x):\n    return model(x).argmax(axis=1, keepdims=False)\n"
+    res = convert_source(src)
+    assert "model(x).argmax(axis=1, keepdims=False)" in res.code
+    assert not [c for c in res.changes if c.api == "torch.Tensor.argmax"]
+    torch_form = convert_source("import torch\n\ndef f(x: torch.Tensor):\n    return x.argmax(dim=1)\n")
+    assert "x.argmax(axis=1, keepdims=False)" in torch_form.code

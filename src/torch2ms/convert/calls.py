@@ -157,6 +157,9 @@ def method_call(ctx: RewriteContext, original: cst.Call, updated: cst.Call) -> c
     if entry is None:
         return updated
     receiver = code(func_of(updated).value).strip()
+    split = ctx.split_args(updated)
+    if split is not None and _already_mindspore(entry, split[1]):
+        return updated  # ``x.argmax(axis=1)``: converted before; converting again changes nothing
     if entry.status == "no-equivalent":
         ctx.mark(entry.torch, entry.note or "no MindSpore equivalent")
         return updated
@@ -267,6 +270,14 @@ def reference(
 
 
 _DEVICE_STRINGS = ("'cuda", '"cuda', "'cpu", '"cpu', "'mps", '"mps', "'xla", '"xla')
+
+
+def _already_mindspore(entry: Entry, kwargs: list[tuple[str, str]]) -> bool:
+    """A keyword only MindSpore's side of the entry names (``axis=`` where torch says ``dim=``): the
+    call is MindSpore code already."""
+    torch_names = set(entry.sig_names())
+    ms_names = set(entry.ms_sig) | {rule.ms for rule in entry.args.values() if rule.ms}
+    return any(k in ms_names and k not in torch_names for k, _ in kwargs)
 
 
 def func_of(call: cst.Call) -> cst.Attribute:

@@ -542,7 +542,10 @@ class _CtxRewriter(cst.CSTTransformer):
         if attr in _CTX_SAVED:
             return cst.Name(self.saved)
         if attr == "needs_input_grad":
-            return cst.parse_expression("(" + ", ".join(["True"] * self.n) + ("," if self.n == 1 else "") + ")")
+            flags = [cst.Element(cst.Name("True"), comma=_COMMA) for _ in range(self.n)]
+            # (True,) for one input, (True, True) for two
+            flags[-1] = flags[-1].with_changes(comma=cst.Comma() if self.n == 1 else cst.MaybeSentinel.DEFAULT)
+            return cst.Tuple(flags)
         if attr in self.local:
             return cst.Name(self.local[attr])
         return updated

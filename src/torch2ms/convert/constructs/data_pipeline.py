@@ -18,6 +18,7 @@ import libcst as cst
 from ...kb import Entry
 from ...kb.rewrite import bind
 from ...kb.transforms import HANDLERS, Unsupported
+from .. import generated as gen
 from ..context import RewriteContext
 from ..cstutil import code
 from ..facts import ModuleFacts
@@ -25,6 +26,7 @@ from ..hooks import attribute, call, leave, reference, torch_call
 from .data_facts import DATASET_BASES, LOADER, TENSOR_DATASET, TV_DATASETS, DataFacts, call_arg
 
 _LOOP_WRAPPERS = frozenset({"enumerate", "tqdm", "zip"})
+INT_INDEX = "{idx} = int({idx})  # GeneratorDataset passes numpy.int64 indices\n"
 
 
 def has_data_pipeline(facts: ModuleFacts) -> bool:
@@ -204,7 +206,7 @@ def builtin_call(ctx: RewriteContext, original: cst.Call, updated: cst.Call):
         ctx.record(
             "torch.utils.data.DataLoader.__len__", "converted", "len(loader) → get_dataset_size(): batches per epoch"
         )
-        return cst.parse_expression(f"{arg.value}.get_dataset_size()")
+        return gen.expression("{loader}.get_dataset_size()", ctx.generated, loader=arg)
     if (
         isinstance(arg, cst.Attribute)
         and arg.attr.value == "dataset"
@@ -226,8 +228,8 @@ def builtin_call(ctx: RewriteContext, original: cst.Call, updated: cst.Call):
             f"len(loader.dataset) → the size of '{ds}' (check it is in scope)",
         )
         if kind == "ms_dataset":
-            return cst.parse_expression(f"{ds}.get_dataset_size()")
-        return cst.parse_expression(f"len({ds})")
+            return gen.expression("{data}.get_dataset_size()", ctx.generated, data=cst.Name(ds))
+        return gen.expression("len({data})", ctx.generated, data=cst.Name(ds))
     return None
 
 
@@ -286,7 +288,7 @@ def drop_dataset_base(ctx: RewriteContext, original: cst.ClassDef, updated: cst.
             and isinstance(stmt.body, cst.IndentedBlock)
         ):
             idx = stmt.params.params[1].name.value
-            line = cst.parse_statement(f"{idx} = int({idx})  # GeneratorDataset passes numpy.int64 indices\n")
+            line = gen.statement(INT_INDEX, ctx.generated, idx=cst.Name(idx))
             inner = list(stmt.body.body)
             at = 1 if inner and _is_docstring(inner[0]) else 0
             inner.insert(at, line)
@@ -329,5 +331,5 @@ def folder_classes(ctx: RewriteContext, original: cst.Attribute, updated: cst.At
         f"torchvision.datasets.ImageFolder.{attr}", "converted", "get_class_indexing(): classes by sorted folder name"
     )
     if attr == "class_to_idx":
-        return cst.parse_expression(f"{holder}.get_class_indexing()")
-    return cst.parse_expression(f"list({holder}.get_class_indexing())")
+        return gen.expression("{folder}.get_class_indexing()", ctx.generated, folder=cst.Name(holder))
+    return gen.expression("list({folder}.get_class_indexing())", ctx.generated, folder=cst.Name(holder))

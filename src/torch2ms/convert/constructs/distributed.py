@@ -300,7 +300,7 @@ class _Pass(TrackedTransformer):
             return updated.value  # ddp_model.module: the model itself once the wrapper is gone
         full = self.torch_name(original)
         if full and full.startswith("torch.distributed.ReduceOp.") and full.rsplit(".", 1)[-1] in REDUCE_OPS:
-            return cst.parse_expression(REDUCE_OPS[full.rsplit(".", 1)[-1]])
+            return cst.SimpleString(REDUCE_OPS[full.rsplit(".", 1)[-1]])
         return updated
 
     # ---- torchrun environment ------------------------------------------------------------------
