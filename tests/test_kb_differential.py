@@ -1,6 +1,10 @@
 """R2/R4: every KB entry that is not `no-equivalent` is proven by real PyTorch vs real MindSpore.
 
-The cases are data in the KB; this file only generates one test per case.
+The cases are data in the KB; this file generates one test per entry, which runs all of the
+entry's cases and names each failing one (``torch.Tensor.add_#1: ...``). Select by entry or
+namespace with ``-k`` (``-k "torch.nn.functional"``, ``-k "torch.Tensor.add_"``). The GRAPH_MODE
+runs (R27) of function and method cases are compiled in batches (torch2ms.proof.batch): a
+compile costs about the same for one case as for a hundred.
 """
 
 from pathlib import Path
@@ -12,9 +16,14 @@ from torch2ms.kb import load_kb
 pytestmark = pytest.mark.differential
 
 KB = load_kb()
-CASES = [
-    pytest.param(e, c, i, id=f"{e.torch}#{i}") for e in KB if e.status != "no-equivalent" for i, c in enumerate(e.cases)
-]
+ENTRIES = [e for e in KB if e.status != "no-equivalent" and e.cases]
+
+
+@pytest.fixture(scope="module")
+def graph_batches(frameworks):
+    from torch2ms.proof import GraphBatches
+
+    return GraphBatches(KB, ENTRIES)
 
 
 @pytest.fixture(scope="module")
@@ -29,11 +38,11 @@ def frameworks():
     return torch, ms
 
 
-@pytest.mark.parametrize("entry, case, index", CASES)
-def test_r2_differential(frameworks, entry, case, index):
-    from torch2ms.kb.verify import run_case
+@pytest.mark.parametrize("entry", ENTRIES, ids=[e.torch for e in ENTRIES])
+def test_r2_differential(graph_batches, entry):
+    from torch2ms.proof import run_entry
 
-    run_case(entry, case, index, KB)
+    run_entry(entry, KB, graph_batches)
 
 
 def test_r2_every_mapped_entry_has_a_case():

@@ -36,9 +36,9 @@ TENSOR_DATASET = "torch.utils.data.TensorDataset"
 DATASET_BASES = frozenset({"torch.utils.data.Dataset", "torch.utils.data.dataset.Dataset"})
 ITERABLE_BASES = frozenset({"torch.utils.data.IterableDataset"})
 TV_DATASETS = {
-    "torchvision.datasets.ImageFolder": "dp_image_folder",
-    "torchvision.datasets.MNIST": "dp_mnist",
-    "torchvision.datasets.CIFAR10": "dp_cifar10",
+    "torchvision.datasets.ImageFolder": "data_pipeline.image_folder",
+    "torchvision.datasets.MNIST": "data_pipeline.mnist",
+    "torchvision.datasets.CIFAR10": "data_pipeline.cifar10",
 }
 _LOOP_WRAPPERS = frozenset({"enumerate", "tqdm", "zip"})
 
@@ -286,7 +286,7 @@ def _loader(t: TorchToMindSpore, entry, original: cst.Call, updated: cst.Call):
         return _run(
             t,
             entry,
-            "dp_dataloader",
+            "data_pipeline.dataloader",
             bound,
             original,
             updated,
@@ -328,7 +328,7 @@ def _loader(t: TorchToMindSpore, entry, original: cst.Call, updated: cst.Call):
     ]
     if dropped and not note:
         note = f"dropped (no MindSpore form): {', '.join(dropped)}"
-    return _run(t, entry, "dp_dataloader", bound, original, updated, note)
+    return _run(t, entry, "data_pipeline.dataloader", bound, original, updated, note)
 
 
 def _tv_dataset(t: TorchToMindSpore, entry, original: cst.Call, updated: cst.Call):

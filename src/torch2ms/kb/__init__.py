@@ -6,13 +6,12 @@ tests) reads it from here.
 
 from __future__ import annotations
 
-import difflib
-import tomllib
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from .cache import cached
 from .schema import STATUSES, ArgRule, Case, Entry, KBError, entry_from_toml
 
 __all__ = [
@@ -39,6 +38,12 @@ _EXPANSIONS = (
     ("Optimizer.", "torch.optim.Optimizer."),
     ("optim.", "torch.optim."),
     ("init.", "torch.nn.init."),
+    ("distributions.", "torch.distributions."),
+    ("linalg.", "torch.linalg."),
+    ("fft.", "torch.fft."),
+    ("special.", "torch.special."),
+    ("transforms.", "torchvision.transforms."),
+    ("datasets.", "torchvision.datasets."),
 )
 
 
@@ -86,6 +91,8 @@ class KB:
 
     def suggest(self, name: str, n: int = 5) -> list[str]:
         """Close matches for a typo, best first."""
+        import difflib  # only for typos: not on the load path
+
         full = canonical_name(name)
         names = list(self._by_name)
         close = difflib.get_close_matches(full, names, n=3 * n, cutoff=0.6)
@@ -107,6 +114,8 @@ class KB:
 
 
 def _load_file(path: Path) -> list[Entry]:
+    import tomllib  # only when the on-disk cache misses
+
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
@@ -114,9 +123,17 @@ def _load_file(path: Path) -> list[Entry]:
     return [entry_from_toml(raw, path.name) for raw in data.get("api", [])]
 
 
+def _parse_files(files: list[Path]) -> list[Entry]:
+    return [entry for path in files for entry in _load_file(path)]
+
+
+def load_kb(data_dir: Path | None = None) -> KB:
+    """Every entry of ``data_dir/*.toml`` (default: the bundled ``DATA_DIR``, files in name order),
+    validated; cached per process and on disk (``kb/cache.py``)."""
+    return _load(Path(data_dir or DATA_DIR))
+
+
 @lru_cache(maxsize=4)
-def load_kb(data_dir: Path = DATA_DIR) -> KB:
-    entries: list[Entry] = []
-    for path in sorted(Path(data_dir).glob("*.toml")):
-        entries.extend(_load_file(path))
-    return KB(entries)
+def _load(data_dir: Path) -> KB:
+    files = sorted(data_dir.glob("*.toml"))
+    return KB(cached(files, lambda: _parse_files(files)))

@@ -11,6 +11,7 @@ from . import KB, canonical_name, load_kb
 from .transforms import HANDLERS, TRANSFORMS
 
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
+_NAMING = "<module in kb/handlers>.<function>"
 # The checkout's tests (absent in an installed copy, where proven_by cannot be checked).
 _REPO_TESTS = Path(__file__).resolve().parents[3] / "tests"
 
@@ -68,10 +69,10 @@ def check_kb(kb: KB | None = None, resolve_targets: bool = True, priority_file: 
             if sig and arg not in sig:
                 problems.append(f"{where}: argument rule for '{arg}', which is not in sig")
             if rule.transform and rule.transform not in TRANSFORMS:
-                problems.append(f"{where}: unknown transform '{rule.transform}'")
+                problems.append(f"{where}: unknown transform '{rule.transform}' (expected {_NAMING})")
         if e.template.startswith("@"):
             if e.template[1:] not in HANDLERS:
-                problems.append(f"{where}: unknown handler '{e.template}'")
+                problems.append(f"{where}: unknown handler '{e.template}' (expected @{_NAMING})")
         elif e.template:
             for ph in _PLACEHOLDER.findall(e.template):
                 if ph != "self" and ph not in sig:
