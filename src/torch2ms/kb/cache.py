@@ -10,6 +10,7 @@ turns the cache off. A cache that cannot be read or written is ignored: the KB i
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import pickle
@@ -49,12 +50,24 @@ def cached(files: list[Path], build: Callable[[], Any]) -> Any:
         return build()  # an unreadable data file: parsing reports it
     try:
         with path.open("rb") as fh:
-            return pickle.load(fh)
+            return _unpickle(fh.read())
     except (OSError, pickle.PickleError, EOFError, ValueError, AttributeError, ImportError, TypeError):
         pass  # not cached yet, or a file from another torch2ms version: parse
     value = build()
     _store(path, value)
     return value
+
+
+def _unpickle(data: bytes) -> Any:
+    # Thousands of small objects: without the cyclic collector running in between, loading takes
+    # about 30% less time (they hold no cycles to collect).
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return pickle.loads(data)
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _store(path: Path, value: Any) -> None:
