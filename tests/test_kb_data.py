@@ -107,3 +107,16 @@ def test_issue10_known_handler_and_transform_names_pass_kb_check():
         "case": [{"inputs": {"x": "randn(2)"}, "call": "torch.fake.op(x)"}],
     }
     assert check_kb(KB([entry_from_toml(raw, "t.toml")]), resolve_targets=False) == []
+
+
+def test_r4_cpu_is_listed_only_where_a_case_proves_it():
+    from torch2ms.kb import KB
+
+    base = {"torch": "torch.fake.op", "kind": "function", "ms": "mindspore.ops.abs", "backends": ["CPU", "GPU"]}
+    unproven = check_kb(KB([entry_from_toml({**base, "status": "no-equivalent"}, "t.toml")]), resolve_targets=False)
+    assert any("lists CPU without a case" in p for p in unproven)
+    case = [{"inputs": {"x": "randn(2)"}, "call": "torch.fake.op(x)"}]
+    proven = check_kb(
+        KB([entry_from_toml({**base, "status": "direct", "case": case}, "t.toml")]), resolve_targets=False
+    )
+    assert proven == []

@@ -79,6 +79,8 @@ def check_kb(kb: KB | None = None, resolve_targets: bool = True, priority_file: 
                     problems.append(f"{where}: template placeholder '{{{ph}}}' is not in sig")
         if e.status != "no-equivalent" and not e.cases and not e.proven_by:
             problems.append(f"{where}: mapped entry without a differential case")
+        if "CPU" in e.backends and not (e.status != "no-equivalent" and (e.cases or e.proven_by)):
+            problems.append(f"{where}: lists CPU without a case that proves it there (backends are as measured)")
         if e.proven_by and _REPO_TESTS.is_dir() and not (_REPO_TESTS.parent / e.proven_by).is_file():
             problems.append(f"{where}: proven_by {e.proven_by} does not exist")
         if have_ms and e.ms and e.status != "no-equivalent":
