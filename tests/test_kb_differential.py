@@ -4,7 +4,8 @@ The cases are data in the KB; this file generates one test per entry, which runs
 entry's cases and names each failing one (``torch.Tensor.add_#1: ...``). Select by entry or
 namespace with ``-k`` (``-k "torch.nn.functional"``, ``-k "torch.Tensor.add_"``). The GRAPH_MODE
 runs (R27) of function and method cases are compiled in batches (torch2ms.proof.batch): a
-compile costs about the same for one case as for a hundred.
+compile costs about the same for one case as for a hundred; with ``--dist loadgroup`` the
+entries of one batch run in one xdist worker, so each batch compiles once.
 """
 
 from pathlib import Path
@@ -12,18 +13,31 @@ from pathlib import Path
 import pytest
 
 from torch2ms.kb import load_kb
+from torch2ms.proof import GraphBatches, run_entry
 
 pytestmark = pytest.mark.differential
 
 KB = load_kb()
 ENTRIES = [e for e in KB if e.status != "no-equivalent" and e.cases]
+CHUNKS = GraphBatches(KB, ENTRIES)  # the batches of a full run (compiles nothing by itself)
+
+
+def _param(entry):
+    # Under `pytest -n N --dist loadgroup` one worker runs all entries of a chunk: it compiles once.
+    chunk = CHUNKS.chunk_of(entry)
+    marks = [] if chunk is None else [pytest.mark.xdist_group(f"kb-graph-{chunk}")]
+    return pytest.param(entry, id=entry.torch, marks=marks)
 
 
 @pytest.fixture(scope="module")
-def graph_batches(frameworks):
-    from torch2ms.proof import GraphBatches
+def graph_batches(request, frameworks):
+    """Batches over the selected entries only (a `-k` run compiles what it runs; a full run: CHUNKS)."""
+    selected = [item.callspec.params["entry"] for item in request.session.items if "entry" in _params(item)]
+    return GraphBatches(KB, selected)
 
-    return GraphBatches(KB, ENTRIES)
+
+def _params(item) -> dict:
+    return getattr(getattr(item, "callspec", None), "params", {})
 
 
 @pytest.fixture(scope="module")
@@ -38,10 +52,8 @@ def frameworks():
     return torch, ms
 
 
-@pytest.mark.parametrize("entry", ENTRIES, ids=[e.torch for e in ENTRIES])
+@pytest.mark.parametrize("entry", [_param(e) for e in ENTRIES])
 def test_r2_differential(graph_batches, entry):
-    from torch2ms.proof import run_entry
-
     run_entry(entry, KB, graph_batches)
 
 

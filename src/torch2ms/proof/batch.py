@@ -58,9 +58,15 @@ class GraphBatches:
         ]
         self._entries = {e.torch: e for e in entries}
         self._chunk_of = {key: n // chunk for n, key in enumerate(keys)}
+        self._entry_chunk = {name: n for (name, _), n in self._chunk_of.items()}
         self._chunks = [keys[n : n + chunk] for n in range(0, len(keys), chunk)]
         self._results: dict[tuple[str, int], _Result] = {}
         self.compiles = 0
+
+    def chunk_of(self, entry: Entry) -> int | None:
+        """The chunk the entry's graph cases compile in (None: none batched). Tests of one chunk
+        run in one process under ``pytest -n N --dist loadgroup``, so each chunk compiles once."""
+        return self._entry_chunk.get(entry.torch)
 
     def __call__(self, expr: str, inputs: dict[str, Any], entry: Entry, index: int) -> Any:
         key = (entry.torch, index)
