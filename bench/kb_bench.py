@@ -105,7 +105,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="t2m-kb-bench-") as tmp:
         env = child_env(Path(tmp))
         wall, cpu = _best_process([sys.executable, "-c", "pass"], env)
-        print(f"python start (reference): {wall:.0f} ms wall, {cpu:.0f} ms CPU")
+        load = os.getloadavg()[0]
+        print(
+            f"python start (reference): {wall:.0f} ms wall, {cpu:.0f} ms CPU (load average {load:.1f} on {os.cpu_count()} CPUs)"
+        )
         report("bundled KB", DATA_DIR, len(load_kb()), env)
         synthetic = Path(tmp) / "synthetic"
         synthetic.mkdir()

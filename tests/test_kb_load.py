@@ -34,12 +34,15 @@ def _fresh(d: Path):
 
 
 def test_issue14_cached_entries_equal_parsed_entries(data_dir, monkeypatch):
-    parsed = _fresh(data_dir).entries  # a miss: parses and writes the cache
+    parsed = list(_fresh(data_dir).entries)  # a miss: parses and writes the cache
     assert len(list((data_dir.parent / "cache").glob("kb-*.pickle"))) == 1
-    cached = _fresh(data_dir).entries
+    kb = _fresh(data_dir)
+    assert isinstance(kb.entries, kb_cache.PickledEntries)  # from the cache, unpickled on use
+    assert kb.get("Tensor.view") == next(e for e in parsed if e.torch == "torch.Tensor.view")
+    cached = list(kb.entries)
     assert cached == parsed and len(cached) > 100
     monkeypatch.setenv("TORCH2MS_NO_CACHE", "1")
-    assert _fresh(data_dir).entries == parsed
+    assert list(_fresh(data_dir).entries) == parsed
 
 
 def test_issue14_an_edited_data_file_is_parsed_again(data_dir):
@@ -53,14 +56,14 @@ def test_issue14_an_edited_data_file_is_parsed_again(data_dir):
 
 
 def test_issue14_a_corrupt_or_unwritable_cache_falls_back_to_parsing(data_dir, tmp_path, monkeypatch):
-    expected = _fresh(data_dir).entries
+    expected = list(_fresh(data_dir).entries)
     (cache_file,) = (data_dir.parent / "cache").glob("kb-*.pickle")
     cache_file.write_bytes(b"not a pickle")
-    assert _fresh(data_dir).entries == expected
+    assert list(_fresh(data_dir).entries) == expected
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     monkeypatch.setenv("TORCH2MS_CACHE_DIR", str(blocker / "cache"))  # cannot be created
-    assert _fresh(data_dir).entries == expected
+    assert list(_fresh(data_dir).entries) == expected
 
 
 def test_issue14_the_cache_key_covers_schema_and_every_file(data_dir):

@@ -6,6 +6,7 @@ TOML into typed, validated objects; nothing here knows any particular API.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -129,6 +130,15 @@ class Entry:
 
     def sig_defaults(self) -> dict[str, str]:
         return {p.split("=", 1)[0].lstrip("*"): p.split("=", 1)[1] for p in self.sig if "=" in p}
+
+
+def name_index(entries: Sequence[Entry]) -> dict[str, int]:
+    """Every torch name and alias → the position of its entry (the first one, if defined twice)."""
+    index: dict[str, int] = {}
+    for i, e in enumerate(entries):
+        for name in (e.torch, *e.aliases):
+            index.setdefault(name, i)
+    return index
 
 
 _SHORT_PREFIXES = (
