@@ -135,4 +135,5 @@ def test_r27_a_batched_graph_run_gives_the_numbers_of_a_run_on_its_own(framework
     for entry in entries:
         alone, batched = run_case(entry, entry.cases[0], 0, kb), run_case(entry, entry.cases[0], 0, kb, batches)
         assert alone.max_abs == batched.max_abs
+        assert alone.modes == batched.modes == ("pynative", "graph")
     assert batches.compiles == 1

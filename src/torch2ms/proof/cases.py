@@ -31,6 +31,7 @@ class CaseResult:
     torch_src: str
     ms_src: str
     max_abs: float
+    modes: tuple[str, ...] = ("pynative",)  # R27: the MindSpore modes the case ran and compared in
 
 
 @dataclass
@@ -77,7 +78,8 @@ def run_case(entry: Entry, case: Case, index: int, kb: KB, graph: GraphRunner = 
     elif wants_graph(entry, case, index):
         g_out = graph(ms_call, graph_inputs, entry, index)
         worst = max(worst, compare(to_numpy(t_out), to_numpy(g_out), case, "graph output"))
-    return CaseResult(torch_src, ms_src, worst)
+    graph_ran = bool(case.graph and entry.kind == "class") or wants_graph(entry, case, index)
+    return CaseResult(torch_src, ms_src, worst, ("pynative", "graph") if graph_ran else ("pynative",))
 
 
 def ms_inputs(raw_inputs: dict[str, Any]) -> dict[str, Any]:
