@@ -94,7 +94,7 @@ def nets(tmp_path_factory):
 def _copy_weights(tnet, mnet) -> None:
     """torch weights → the MindSpore cell through the KB renames (what `torch2ms weights` does)."""
     from torch2ms.kb import load_kb
-    from torch2ms.kb.verify import copy_torch_weights
+    from torch2ms.proof import copy_torch_weights
 
     copy_torch_weights(tnet, mnet, load_kb())
 

@@ -29,7 +29,7 @@ def test_r7_embedding_padding_row_gets_no_gradient_as_in_torch(mode):
     import torch2ms.runtime
     from torch2ms.kb import load_kb
     from torch2ms.kb.rewrite import rewrite_expression
-    from torch2ms.kb.verify import copy_torch_weights
+    from torch2ms.proof import copy_torch_weights
 
     kb = load_kb()
     ctor = rewrite_expression(kb, "torch.nn.Embedding(10, 4, padding_idx=2)", {})

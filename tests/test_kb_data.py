@@ -72,3 +72,51 @@ def test_r4_a_mapped_entry_needs_cases_or_an_existing_proving_test():
         KB([entry_from_toml({**base, "proven_by": "tests/test_autograd_function.py"}, "t.toml")]), resolve_targets=False
     )
     assert not any("torch.fake.Thing" in p for p in ok)
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        {"template": "@tensor_methods.no_such_handler"},
+        {"template": "@no_such_module.to"},
+        {"template": "@tm_to"},  # the old, unqualified name
+        {"sig": ["x", "dim=0"], "args": {"dim": {"transform": "common.no_such_transform"}}},
+        {"sig": ["x", "dim=0"], "args": {"dim": {"transform": "dim_tuple"}}},
+    ],
+)
+def test_issue10_kb_check_fails_on_an_unknown_handler_or_transform(rule):
+    from torch2ms.kb import KB
+
+    raw = {"torch": "torch.fake.op", "kind": "function", "status": "composite", "ms": "mindspore.ops.abs", **rule}
+    raw["case"] = [{"inputs": {"x": "randn(2)"}, "call": "torch.fake.op(x)"}]
+    problems = check_kb(KB([entry_from_toml(raw, "t.toml")]), resolve_targets=False)
+    assert any("unknown handler" in p or "unknown transform" in p for p in problems), problems
+
+
+def test_issue10_known_handler_and_transform_names_pass_kb_check():
+    from torch2ms.kb import KB
+
+    raw = {
+        "torch": "torch.fake.op",
+        "kind": "function",
+        "status": "composite",
+        "ms": "mindspore.ops.abs",
+        "sig": ["x", "dim=0"],
+        "args": {"dim": {"transform": "common.dim_tuple"}},
+        "template": "@torch_ops.indices_int64",
+        "case": [{"inputs": {"x": "randn(2)"}, "call": "torch.fake.op(x)"}],
+    }
+    assert check_kb(KB([entry_from_toml(raw, "t.toml")]), resolve_targets=False) == []
+
+
+def test_r4_cpu_is_listed_only_where_a_case_proves_it():
+    from torch2ms.kb import KB
+
+    base = {"torch": "torch.fake.op", "kind": "function", "ms": "mindspore.ops.abs", "backends": ["CPU", "GPU"]}
+    unproven = check_kb(KB([entry_from_toml({**base, "status": "no-equivalent"}, "t.toml")]), resolve_targets=False)
+    assert any("lists CPU without a case" in p for p in unproven)
+    case = [{"inputs": {"x": "randn(2)"}, "call": "torch.fake.op(x)"}]
+    proven = check_kb(
+        KB([entry_from_toml({**base, "status": "direct", "case": case}, "t.toml")]), resolve_targets=False
+    )
+    assert proven == []

@@ -1,6 +1,11 @@
 """R2/R4: every KB entry that is not `no-equivalent` is proven by real PyTorch vs real MindSpore.
 
-The cases are data in the KB; this file only generates one test per case.
+The cases are data in the KB; this file generates one test per entry, which runs all of the
+entry's cases and names each failing one (``torch.Tensor.add_#1: ...``). Select by entry or
+namespace with ``-k`` (``-k "torch.nn.functional"``, ``-k "torch.Tensor.add_"``). The GRAPH_MODE
+runs (R27) of function and method cases are compiled in batches (torch2ms.proof.batch): a
+compile costs about the same for one case as for a hundred; with ``--dist loadgroup`` the
+entries of one batch run in one xdist worker, so each batch compiles once.
 """
 
 from pathlib import Path
@@ -8,13 +13,31 @@ from pathlib import Path
 import pytest
 
 from torch2ms.kb import load_kb
+from torch2ms.proof import GraphBatches, run_entry
 
 pytestmark = pytest.mark.differential
 
 KB = load_kb()
-CASES = [
-    pytest.param(e, c, i, id=f"{e.torch}#{i}") for e in KB if e.status != "no-equivalent" for i, c in enumerate(e.cases)
-]
+ENTRIES = [e for e in KB if e.status != "no-equivalent" and e.cases]
+CHUNKS = GraphBatches(KB, ENTRIES)  # the batches of a full run (compiles nothing by itself)
+
+
+def _param(entry):
+    # Under `pytest -n N --dist loadgroup` one worker runs all entries of a chunk: it compiles once.
+    chunk = CHUNKS.chunk_of(entry)
+    marks = [] if chunk is None else [pytest.mark.xdist_group(f"kb-graph-{chunk}")]
+    return pytest.param(entry, id=entry.torch, marks=marks)
+
+
+@pytest.fixture(scope="module")
+def graph_batches(request, frameworks):
+    """Batches over the selected entries only (a `-k` run compiles what it runs; a full run: CHUNKS)."""
+    selected = [item.callspec.params["entry"] for item in request.session.items if "entry" in _params(item)]
+    return GraphBatches(KB, selected)
+
+
+def _params(item) -> dict:
+    return getattr(getattr(item, "callspec", None), "params", {})
 
 
 @pytest.fixture(scope="module")
@@ -29,11 +52,9 @@ def frameworks():
     return torch, ms
 
 
-@pytest.mark.parametrize("entry, case, index", CASES)
-def test_r2_differential(frameworks, entry, case, index):
-    from torch2ms.kb.verify import run_case
-
-    run_case(entry, case, index, KB)
+@pytest.mark.parametrize("entry", [_param(e) for e in ENTRIES])
+def test_r2_differential(graph_batches, entry):
+    run_entry(entry, KB, graph_batches)
 
 
 def test_r2_every_mapped_entry_has_a_case():

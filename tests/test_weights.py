@@ -435,7 +435,7 @@ def test_r21_reverse_ckpt_to_pth_loads_in_torch(tmp_path):
     torch.save(tm.state_dict(), tmp_path / "cnn.pth")
     assert main(["weights", str(tmp_path / "cnn.pth"), "-o", str(tmp_path / "cnn.ckpt")]) == 0
     # the way back: Conv1d's 4-D MindSpore weight needs the exact layer types (from the torch model)
-    from torch2ms.kb.verify import layer_types
+    from torch2ms.weights.layers import layer_types
 
     ckpt_to_torch(tmp_path / "cnn.ckpt", tmp_path / "back.pth", layer_types=layer_types(tm, load_kb()))
     back = torch.load(tmp_path / "back.pth", weights_only=True)

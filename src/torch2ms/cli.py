@@ -98,7 +98,7 @@ def cmd_kb_stats(args: argparse.Namespace) -> int:
         _write(json.dumps({ns: dict(c) for ns, c in stats.items()} | {"total": len(kb)}, indent=2) + "\n", None)
         return EXIT_OK
     t = Table(title=f"torch2ms knowledge base: {len(kb)} entries")
-    t.add_column("namespace")
+    t.add_column("namespace", no_wrap=True, min_width=max(map(len, stats), default=9))
     for s in STATUSES:
         t.add_column(s, justify="right")
     t.add_column("total", justify="right")

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ast
 
+from ..kb.source import dotted as dotted  # the one helper, kept importable from here
+
 _ATTR = "_torch2ms_nodes"
 
 
@@ -26,18 +28,6 @@ def nodes(tree: ast.AST) -> list[ast.AST]:
 def forget(tree: ast.AST) -> None:
     """Drop the cached walk of a tree that was edited in place (the next nodes() walks it again)."""
     tree.__dict__.pop(_ATTR, None)
-
-
-def dotted(node: ast.AST) -> str | None:
-    """``a.b.c`` for a Name/Attribute chain, else None."""
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 # Fields that never hold a node (names, numbers, flags): not looked at. ``Constant.value`` may be

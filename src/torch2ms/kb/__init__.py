@@ -6,14 +6,13 @@ tests) reads it from here.
 
 from __future__ import annotations
 
-import difflib
-import tomllib
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 
-from .schema import STATUSES, ArgRule, Case, Entry, KBError, entry_from_toml
+from .cache import load_entries
+from .schema import STATUSES, ArgRule, Case, Entry, KBError, entry_from_toml, name_index
 
 __all__ = [
     "ArgRule",
@@ -39,6 +38,12 @@ _EXPANSIONS = (
     ("Optimizer.", "torch.optim.Optimizer."),
     ("optim.", "torch.optim."),
     ("init.", "torch.nn.init."),
+    ("distributions.", "torch.distributions."),
+    ("linalg.", "torch.linalg."),
+    ("fft.", "torch.fft."),
+    ("special.", "torch.special."),
+    ("transforms.", "torchvision.transforms."),
+    ("datasets.", "torchvision.datasets."),
 )
 
 
@@ -53,47 +58,50 @@ def canonical_name(name: str) -> str:
     return name
 
 
-@dataclass
 class KB:
-    entries: list[Entry]
+    """The entries, found by full torch name, alias or short form."""
 
-    def __post_init__(self) -> None:
-        self._by_name: dict[str, Entry] = {}
-        for e in self.entries:
-            for name in (e.torch, *e.aliases):
-                self._by_name.setdefault(name, e)
+    def __init__(self, entries: Sequence[Entry], names: Mapping[str, int] | None = None) -> None:
+        self.entries = entries  # a list, or entries unpickled on first use (kb/cache.py)
+        self._index = dict(names) if names is not None else name_index(entries)
+        self._roles: dict[str, frozenset[str]] = {}
 
     def __len__(self) -> int:
         return len(self.entries)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Entry]:
         return iter(self.entries)
+
+    def _named(self, name: str) -> Entry | None:
+        i = self._index.get(name)
+        return None if i is None else self.entries[i]
 
     def get(self, name: str) -> Entry | None:
         """Exact lookup by full torch name, alias, or a short form."""
-        return self._by_name.get(name) or self._by_name.get(canonical_name(name))
+        return self._named(name) or self._named(canonical_name(name))
 
     def with_role(self, role: str) -> frozenset[str]:
         """Every torch name (aliases included) whose entry has this ``role``."""
-        cache = self.__dict__.setdefault("_roles", {})
-        if role not in cache:
-            cache[role] = frozenset(n for e in self.entries if e.role == role for n in (e.torch, *e.aliases))
-        return cache[role]
+        if role not in self._roles:
+            self._roles[role] = frozenset(n for e in self.entries if e.role == role for n in (e.torch, *e.aliases))
+        return self._roles[role]
 
     def method(self, attr: str, owner: str = "torch.Tensor") -> Entry | None:
         """The method entry for ``x.attr(...)`` where ``x`` is a ``owner`` (Tensor by default)."""
-        return self._by_name.get(f"{owner}.{attr}")
+        return self._named(f"{owner}.{attr}")
 
     def suggest(self, name: str, n: int = 5) -> list[str]:
         """Close matches for a typo, best first."""
+        import difflib  # only for typos: not on the load path
+
         full = canonical_name(name)
-        names = list(self._by_name)
+        names = list(self._index)
         close = difflib.get_close_matches(full, names, n=3 * n, cutoff=0.6)
         tail = full.rsplit(".", 1)[-1].lower()
         close += [c for c in names if c.rsplit(".", 1)[-1].lower() == tail]
         hits: list[str] = []
         for cand in close:
-            canon = self._by_name[cand].torch  # an alias suggests its entry
+            canon = self.entries[self._index[cand]].torch  # an alias suggests its entry
             if canon not in hits:
                 hits.append(canon)
         return hits[:n]
@@ -107,6 +115,8 @@ class KB:
 
 
 def _load_file(path: Path) -> list[Entry]:
+    import tomllib  # only when the on-disk cache misses
+
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
@@ -114,9 +124,17 @@ def _load_file(path: Path) -> list[Entry]:
     return [entry_from_toml(raw, path.name) for raw in data.get("api", [])]
 
 
+def _parse_files(files: list[Path]) -> list[Entry]:
+    return [entry for path in files for entry in _load_file(path)]
+
+
+def load_kb(data_dir: Path | None = None) -> KB:
+    """Every entry of ``data_dir/*.toml`` (default: the bundled ``DATA_DIR``, files in name order),
+    validated; cached per process and on disk (``kb/cache.py``)."""
+    return _load(Path(data_dir or DATA_DIR))
+
+
 @lru_cache(maxsize=4)
-def load_kb(data_dir: Path = DATA_DIR) -> KB:
-    entries: list[Entry] = []
-    for path in sorted(Path(data_dir).glob("*.toml")):
-        entries.extend(_load_file(path))
-    return KB(entries)
+def _load(data_dir: Path) -> KB:
+    files = sorted(data_dir.glob("*.toml"))
+    return KB(*load_entries(files, lambda: _parse_files(files)))

@@ -11,6 +11,7 @@ from . import KB, canonical_name, load_kb
 from .transforms import HANDLERS, TRANSFORMS
 
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
+_NAMING = "<module in kb/handlers>.<function>"
 # The checkout's tests (absent in an installed copy, where proven_by cannot be checked).
 _REPO_TESTS = Path(__file__).resolve().parents[3] / "tests"
 
@@ -68,16 +69,18 @@ def check_kb(kb: KB | None = None, resolve_targets: bool = True, priority_file: 
             if sig and arg not in sig:
                 problems.append(f"{where}: argument rule for '{arg}', which is not in sig")
             if rule.transform and rule.transform not in TRANSFORMS:
-                problems.append(f"{where}: unknown transform '{rule.transform}'")
+                problems.append(f"{where}: unknown transform '{rule.transform}' (expected {_NAMING})")
         if e.template.startswith("@"):
             if e.template[1:] not in HANDLERS:
-                problems.append(f"{where}: unknown handler '{e.template}'")
+                problems.append(f"{where}: unknown handler '{e.template}' (expected @{_NAMING})")
         elif e.template:
             for ph in _PLACEHOLDER.findall(e.template):
                 if ph != "self" and ph not in sig:
                     problems.append(f"{where}: template placeholder '{{{ph}}}' is not in sig")
         if e.status != "no-equivalent" and not e.cases and not e.proven_by:
             problems.append(f"{where}: mapped entry without a differential case")
+        if "CPU" in e.backends and not (e.status != "no-equivalent" and (e.cases or e.proven_by)):
+            problems.append(f"{where}: lists CPU without a case that proves it there (backends are as measured)")
         if e.proven_by and _REPO_TESTS.is_dir() and not (_REPO_TESTS.parent / e.proven_by).is_file():
             problems.append(f"{where}: proven_by {e.proven_by} does not exist")
         if have_ms and e.ms and e.status != "no-equivalent":

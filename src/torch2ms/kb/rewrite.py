@@ -9,13 +9,22 @@ from __future__ import annotations
 import ast
 import dataclasses
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..analysis.astwalk import dotted
-from .schema import Entry
+from .schema import ArgRule, Entry
+from .source import dotted, normalise, paren
 from .transforms import HANDLERS, TRANSFORMS, Unsupported
 
-_ATOMIC = (ast.Name, ast.Constant, ast.Attribute, ast.Call, ast.Subscript, ast.Tuple, ast.List, ast.Dict)
+__all__ = [
+    "CallRewrite",
+    "apply_rule",
+    "bind",
+    "keyword_args",
+    "render_by_rules",
+    "rewrite_call",
+    "rewrite_expression",
+]
 
 
 @dataclass
@@ -28,38 +37,6 @@ class CallRewrite:
     func: str | None = None
     args: list[str] | None = None
     kwargs: list[tuple[str, str]] | None = None
-
-
-def _wrapped(src: str) -> bool:
-    """Is the whole source already inside one pair of parentheses?"""
-    if not (src.startswith("(") and src.endswith(")")):
-        return False
-    depth = 0
-    for i, ch in enumerate(src):
-        depth += ch == "("
-        depth -= ch == ")"
-        if depth == 0 and i < len(src) - 1:
-            return False
-    return True
-
-
-def _paren(src: str) -> str:
-    if _wrapped(src.strip()):
-        return src
-    try:
-        node = ast.parse(src.strip(), mode="eval").body
-    except SyntaxError:
-        return f"({src})"
-    if isinstance(node, _ATOMIC) or (isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant)):
-        return src
-    return f"({src})"
-
-
-def _norm(src: str) -> str:
-    try:
-        return ast.unparse(ast.parse(src.strip(), mode="eval"))
-    except SyntaxError:
-        return src.strip()
 
 
 def bind(entry: Entry, args: list[str], kwargs: list[tuple[str, str]]) -> tuple[dict[str, str], list[str], list[str]]:
@@ -127,7 +104,7 @@ def rewrite_call(
                 continue
             rule = entry.args.get(name)
             src = bound.get(name)
-            emitted = _apply_rule(entry, rule, name, src, bound, defaults)
+            emitted = apply_rule(entry, rule, name, src, bound, defaults)
             is_star = entry.sig[idx].startswith("*") and not entry.sig[idx].startswith("**")
             was_positional = idx < len(args)
             if is_star and was_positional:
@@ -167,20 +144,23 @@ def _retarget(entry: Entry, bound: dict[str, str], defaults: dict[str, str]) -> 
     """The entry with its ``ms`` class replaced when a bound argument's rule names a ``target``."""
     for name, rule in entry.args.items():
         src = bound.get(name)
-        if rule.target and src is not None and _norm(src) != _norm(defaults.get(name, "None")):
+        if rule.target and src is not None and normalise(src) != normalise(defaults.get(name, "None")):
             return dataclasses.replace(entry, ms=rule.target)
     return entry
 
 
-def _apply_rule(entry, rule, name, src, bound, defaults) -> dict[str, str]:
+def apply_rule(
+    entry: Entry, rule: ArgRule | None, name: str, src: str | None, bound: dict[str, str], defaults: dict[str, str]
+) -> dict[str, str]:
+    """The MindSpore keywords one torch argument becomes under its rule (``{}``: dropped)."""
     if rule is None:
-        return {name: src}
+        return {} if src is None else {name: src}
     if rule.unsupported and src is not None:
         default = defaults.get(name)
         if "*" in rule.unsupported:
-            if default is None or _norm(src) != _norm(default):
+            if default is None or normalise(src) != normalise(default):
                 raise Unsupported(rule.note or f"{entry.short}({name}={src}) has no MindSpore form")
-        elif _norm(src) in {_norm(u) for u in rule.unsupported}:
+        elif normalise(src) in {normalise(u) for u in rule.unsupported}:
             raise Unsupported(rule.note or f"{entry.short}({name}={src}) has no MindSpore form")
     if rule.ms is None and rule.transform is None:
         return {}
@@ -191,9 +171,44 @@ def _apply_rule(entry, rule, name, src, bound, defaults) -> dict[str, str]:
     if rule.transform:
         fn = TRANSFORMS[rule.transform]
         return {k: v for k, v in fn(src_for_rule, bound, entry).items() if v is not None}
-    if src_for_rule is None:
+    if src_for_rule is None or rule.ms is None:
         return {}
     return {rule.ms: src_for_rule}
+
+
+def render_by_rules(entry: Entry, bound: dict[str, str]) -> str:
+    """The call rendered through the entry's own argument rules, as if it had no template.
+
+    Handlers start from this (renames, drops, ``unsupported`` checks done) and post-process the
+    MindSpore source, e.g. cast int32 indices to torch's int64.
+    """
+    plain = dataclasses.replace(entry, template="")
+    names = plain.sig_names()
+    args: list[str] = []
+    for n in names:
+        if n not in bound:
+            break
+        args.append(bound[n])
+    kwargs = [(k, v) for k, v in bound.items() if k not in names[: len(args)]]
+    res = rewrite_call(plain, args, kwargs)
+    if not res.ok:
+        raise Unsupported("; ".join(res.notes))
+    return res.source
+
+
+def keyword_args(entry: Entry, bound: dict[str, str], skip: tuple[str, ...] = ()) -> list[str]:
+    """``keyword=source`` for every bound (or ``always``) argument not in ``skip``, through its rule."""
+    defaults = entry.sig_defaults()
+    out: list[str] = []
+    for name in entry.sig_names():
+        if name in skip:
+            continue
+        rule = entry.args.get(name)
+        if name not in bound and not (rule and rule.always):
+            continue
+        for k, v in apply_rule(entry, rule, name, bound.get(name), bound, defaults).items():
+            out.append(f"{k}={v}")
+    return out
 
 
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
@@ -209,11 +224,11 @@ def _template(entry: Entry, bound: dict[str, str], defaults: dict[str, str], rec
         if key == "self":
             if receiver is None:
                 raise Unsupported(f"{entry.short} needs a receiver")
-            return _paren(receiver)
+            return paren(receiver)
         if key in bound:
-            return _paren(bound[key])
+            return paren(bound[key])
         if key in defaults:
-            return _paren(defaults[key])
+            return paren(defaults[key])
         raise Unsupported(f"{entry.short}: argument '{key}' is required")
 
     return _PLACEHOLDER.sub(sub, entry.template)
@@ -221,7 +236,7 @@ def _template(entry: Entry, bound: dict[str, str], defaults: dict[str, str], rec
 
 def _callee(entry: Entry, receiver: str | None) -> str | None:
     if entry.is_method and not entry.ms.startswith("mindspore."):
-        return f"{_paren(receiver or 'self')}.{_ms_attr(entry)}"
+        return f"{paren(receiver or 'self')}.{_ms_attr(entry)}"
     if entry.kind in ("attribute", "dtype"):
         return None
     return entry.ms
@@ -230,7 +245,7 @@ def _callee(entry: Entry, receiver: str | None) -> str | None:
 def _render(entry: Entry, parts: list[str], receiver: str | None) -> str:
     joined = ", ".join(parts)
     if entry.is_method and not entry.ms.startswith("mindspore."):
-        return f"{_paren(receiver or 'self')}.{_ms_attr(entry)}({joined})"
+        return f"{paren(receiver or 'self')}.{_ms_attr(entry)}({joined})"
     if entry.kind in ("attribute", "dtype"):
         return entry.ms
     return f"{entry.ms}({joined})"
@@ -240,11 +255,19 @@ def _render(entry: Entry, parts: list[str], receiver: str | None) -> str:
 
 
 class _ExprRewriter(ast.NodeTransformer):
-    def __init__(self, kb, receiver_types: dict[str, str]):
+    def __init__(self, kb, receiver_types: Mapping[str, str | tuple[str, ...]]):
         self.kb = kb
         self.receiver_types = receiver_types
         self.notes: list[str] = []
         self.failed = False
+
+    def _method(self, attr: str, owners: str | tuple[str, ...]) -> Entry | None:
+        """The method entry of the first owner (a class, then its bases) that has one."""
+        for owner in (owners,) if isinstance(owners, str) else owners:
+            entry = self.kb.method(attr, owner)
+            if entry is not None:
+                return entry
+        return None
 
     def visit_Call(self, node: ast.Call):
         self.generic_visit(node)
@@ -255,8 +278,7 @@ class _ExprRewriter(ast.NodeTransformer):
             entry = self.kb.get(name)
         elif isinstance(node.func, ast.Attribute):
             receiver = ast.unparse(node.func.value)
-            owner = self.receiver_types.get(receiver, "torch.Tensor")
-            entry = self.kb.method(node.func.attr, owner)
+            entry = self._method(node.func.attr, self.receiver_types.get(receiver, "torch.Tensor"))
         if entry is None:
             return node
         args = [ast.unparse(a) for a in node.args]
@@ -278,7 +300,7 @@ class _ExprRewriter(ast.NodeTransformer):
         self.generic_visit(node)
         receiver = ast.unparse(node.value)
         owner = self.receiver_types.get(receiver)
-        entry = self.kb.method(node.attr, owner) if owner else None
+        entry = self._method(node.attr, owner) if owner else None
         if entry is not None and entry.kind == "attribute":
             # ``x.T``, ``x.is_cuda``: only for receivers whose type is known.
             if entry.status == "no-equivalent":
@@ -289,14 +311,15 @@ class _ExprRewriter(ast.NodeTransformer):
                 res = rewrite_call(entry, [], [], receiver)
                 self.notes += res.notes
                 return ast.parse(res.source, mode="eval").body if res.ok else node
-            return ast.parse(f"{_paren(receiver)}.{_ms_attr(entry)}", mode="eval").body
+            return ast.parse(f"{paren(receiver)}.{_ms_attr(entry)}", mode="eval").body
         return node
 
 
-def rewrite_expression(kb, src: str, receiver_types: dict[str, str] | None = None) -> CallRewrite:
+def rewrite_expression(kb, src: str, receiver_types: Mapping[str, str | tuple[str, ...]] | None = None) -> CallRewrite:
     """Rewrite every torch call in Python source to MindSpore.
 
-    ``receiver_types`` names the owner of method receivers (``{"m": "torch.nn.Module"}``);
+    ``receiver_types`` names the owner of method receivers (``{"m": "torch.nn.Module"}``), or
+    owners to try in order (``("torch.distributions.Normal", "torch.distributions.Distribution")``);
     any other receiver is taken to be a Tensor.
     """
     tree = ast.parse(src.strip(), mode="exec")

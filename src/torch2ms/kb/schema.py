@@ -6,6 +6,7 @@ TOML into typed, validated objects; nothing here knows any particular API.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,6 +59,9 @@ class Case:
     rtol: float = 1e-5
     graph: bool | None = None  # None: auto (first case of a function/method entry)
     setup: str = ""
+    # The input an in-place call mutates, compared after the call (None: the receiver of an
+    # in-place Tensor method; "": none).
+    mutates: str | None = None
 
 
 @dataclass(frozen=True)
@@ -106,11 +110,35 @@ class Entry:
     def is_method(self) -> bool:
         return self.kind == "method" or self.torch.startswith("torch.Tensor.")
 
+    @property
+    def rebinds_receiver(self) -> bool:
+        """An in-place Tensor method converted out of place: a statement ``x.add_(y)`` becomes
+        ``x = x.add(y)``, since MindSpore's in-place methods do not mutate in PyNative (unless the
+        rewrite itself mutates, through ``set_data`` or ``assign``)."""
+        attr = self.torch.rsplit(".", 1)[-1]
+        return (
+            self.is_method
+            and attr.endswith("_")
+            and not attr.startswith("_")
+            and self.status == "composite"
+            and "set_data" not in self.template
+            and "assign" not in self.template
+        )
+
     def sig_names(self) -> list[str]:
         return [p.split("=", 1)[0].lstrip("*") for p in self.sig]
 
     def sig_defaults(self) -> dict[str, str]:
         return {p.split("=", 1)[0].lstrip("*"): p.split("=", 1)[1] for p in self.sig if "=" in p}
+
+
+def name_index(entries: Sequence[Entry]) -> dict[str, int]:
+    """Every torch name and alias → the position of its entry (the first one, if defined twice)."""
+    index: dict[str, int] = {}
+    for i, e in enumerate(entries):
+        for name in (e.torch, *e.aliases):
+            index.setdefault(name, i)
+    return index
 
 
 _SHORT_PREFIXES = (
@@ -121,21 +149,40 @@ _SHORT_PREFIXES = (
     ("torch.nn.", "nn."),
 )
 
-_NAMESPACES = (
-    ("torch.nn.functional.", "torch.nn.functional"),
-    ("torch.nn.init.", "torch.nn.init"),
-    ("torch.nn.utils.", "torch.nn.utils"),
-    ("torch.nn.Module.", "torch.nn.Module"),
-    ("torch.nn.", "torch.nn"),
-    ("torch.optim.lr_scheduler.", "torch.optim.lr_scheduler"),
-    ("torch.optim.", "torch.optim"),
-    ("torch.Tensor.", "torch.Tensor"),
-    ("torch.utils.data.", "torch.utils.data"),
-    ("torch.distributed.", "torch.distributed"),
-    ("torch.cuda.", "torch.cuda"),
-    ("torch.linalg.", "torch.linalg"),
-    ("torch.fft.", "torch.fft"),
-    ("torchvision.", "torchvision"),
+# Namespace of an entry (``kb stats`` rows), by the longest prefix listed; other ``torch.x.*``
+# names count under ``torch``, other ``torchvision.x.*`` under ``torchvision``.
+_NAMESPACES = tuple(
+    (f"{ns}.", ns)
+    for ns in sorted(
+        (
+            "torch.nn.functional",
+            "torch.nn.init",
+            "torch.nn.utils",
+            "torch.nn.Module",
+            "torch.nn",
+            "torch.optim.lr_scheduler",
+            "torch.optim",
+            "torch.Tensor",
+            "torch.utils.data",
+            "torch.distributed",
+            "torch.distributions",
+            "torch.cuda",
+            "torch.backends",
+            "torch.accelerator",
+            "torch.linalg",
+            "torch.fft",
+            "torch.special",
+            "torchvision.ops",
+            "torchvision.transforms",
+            "torchvision.datasets",
+            "torchvision.models",
+            "torchvision.utils",
+            "torchvision.io",
+            "torchvision",
+        ),
+        key=len,
+        reverse=True,
+    )
 )
 
 _ENTRY_KEYS = {
@@ -159,7 +206,7 @@ _ENTRY_KEYS = {
     "proven_by",
 }
 _ARG_KEYS = {"ms", "transform", "always", "unsupported", "note", "target"}
-_CASE_KEYS = {"call", "inputs", "init", "train", "check", "atol", "rtol", "graph", "setup"}
+_CASE_KEYS = {"call", "inputs", "init", "train", "check", "atol", "rtol", "graph", "setup", "mutates"}
 
 
 def _arg_rule(name: str, raw: Any, where: str) -> ArgRule:
@@ -203,6 +250,7 @@ def _case(raw: dict, where: str) -> Case:
         rtol=float(raw.get("rtol", 1e-5)),
         graph=None if "graph" not in raw else bool(raw["graph"]),
         setup=raw.get("setup", ""),
+        mutates=raw.get("mutates"),
     )
 
 

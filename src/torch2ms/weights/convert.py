@@ -24,6 +24,7 @@ import numpy as np
 
 from ..kb import KB, load_kb
 from .ckpt_io import ckpt_size, read_ckpt, save_with_mindspore, write_ckpt
+from .layers import layer_types
 from .rename import INVERSE_LAYOUTS, LAYOUTS, RESHAPE_ONLY_LAYOUTS, rename_key
 from .torch_format import CheckpointFormatError, TensorRef, load_any, save_torch_zip
 
@@ -211,8 +212,6 @@ def guess_layer_types(shapes: Mapping[str, tuple[int, ...]], kb: KB) -> dict[str
 
 def torch_layer_types(spec: str, kb: KB) -> dict[str, str]:
     """Exact layer types from a torch model factory (``module:Factory``); imports torch."""
-    from ..kb.verify import layer_types
-
     module = _call_factory(spec)
     return layer_types(module, kb)
 

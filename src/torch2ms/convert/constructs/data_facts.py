@@ -23,9 +23,9 @@ TENSOR_DATASET = "torch.utils.data.TensorDataset"
 DATASET_BASES = frozenset({"torch.utils.data.Dataset", "torch.utils.data.dataset.Dataset"})
 ITERABLE_BASES = frozenset({"torch.utils.data.IterableDataset"})
 TV_DATASETS = {
-    "torchvision.datasets.ImageFolder": "dp_image_folder",
-    "torchvision.datasets.MNIST": "dp_mnist",
-    "torchvision.datasets.CIFAR10": "dp_cifar10",
+    "torchvision.datasets.ImageFolder": "data_pipeline.image_folder",
+    "torchvision.datasets.MNIST": "data_pipeline.mnist",
+    "torchvision.datasets.CIFAR10": "data_pipeline.cifar10",
 }
 
 

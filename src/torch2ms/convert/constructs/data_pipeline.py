@@ -119,7 +119,7 @@ def _loader(ctx: RewriteContext, entry, original: cst.Call, updated: cst.Call):
         return _run(
             ctx,
             entry,
-            "dp_dataloader",
+            "data_pipeline.dataloader",
             bound,
             original,
             updated,
@@ -161,7 +161,7 @@ def _loader(ctx: RewriteContext, entry, original: cst.Call, updated: cst.Call):
     ]
     if dropped and not note:
         note = f"dropped (no MindSpore form): {', '.join(dropped)}"
-    return _run(ctx, entry, "dp_dataloader", bound, original, updated, note)
+    return _run(ctx, entry, "data_pipeline.dataloader", bound, original, updated, note)
 
 
 def _tv_dataset(ctx: RewriteContext, entry, original: cst.Call, updated: cst.Call):

@@ -15,18 +15,13 @@ from ..hooks import leave
 
 
 def _is_inplace_rewrite(ctx: RewriteContext, call: cst.Call) -> bool:
+    """``x.add_(y)``: a Tensor method the KB rewrites out of place (the proof harness checks the
+    rebinding with the same rule, Entry.rebinds_receiver)."""
     func = call.func
-    if not isinstance(func, cst.Attribute) or not func.attr.value.endswith("_") or func.attr.value.startswith("_"):
-        return False
-    if ctx.resolve(func) is not None:
+    if not isinstance(func, cst.Attribute) or ctx.resolve(func) is not None:
         return False  # torch.nn.init.normal_(w) is a function, not a Tensor method
     entry = ctx.kb.method(func.attr.value)
-    return (
-        entry is not None
-        and entry.status == "composite"
-        and "set_data" not in entry.template
-        and "assign" not in entry.template
-    )
+    return entry is not None and entry.rebinds_receiver
 
 
 @leave(cst.SimpleStatementLine)

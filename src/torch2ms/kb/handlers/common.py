@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..schema import Entry
-from ..transforms import NOT_LITERAL, Unsupported, handler, literal, transform
+from ..source import NOT_LITERAL, literal
+from ..transforms import Unsupported, handler, registry_name, transform
 
 
-def rule_key(entry: Entry, transform_name: str) -> str:
-    """The MindSpore keyword of the rule that uses this transform."""
-    rule = next(r for r in entry.args.values() if r.transform == transform_name)
+def rule_key(entry: Entry, fn: Callable[..., dict[str, str]]) -> str:
+    """The MindSpore keyword of the entry's argument rule that uses transform ``fn``."""
+    name = registry_name(fn)
+    rule = next(r for r in entry.args.values() if r.transform == name)
     return rule.ms or rule.torch
 
 
@@ -70,15 +74,15 @@ def one_minus(value: str | None, bound: dict[str, str], entry: Entry) -> dict[st
     if v is None:
         raise Unsupported("momentum=None (cumulative moving average) has no MindSpore form")
     if isinstance(v, (int, float)) and not isinstance(v, bool):
-        return {rule_key(entry, "one_minus"): repr(round(1.0 - v, 12))}
-    return {rule_key(entry, "one_minus"): f"1 - ({src})"}
+        return {rule_key(entry, one_minus): repr(round(1.0 - v, 12))}
+    return {rule_key(entry, one_minus): f"1 - ({src})"}
 
 
 @transform
 def to_tuple(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
     """An int-or-sequence shape argument MindSpore only takes as a tuple."""
     v = literal(value)
-    key = rule_key(entry, "to_tuple")
+    key = rule_key(entry, to_tuple)
     if isinstance(v, int):
         return {key: f"({v},)"}
     if isinstance(v, (list, tuple)):
@@ -89,14 +93,14 @@ def to_tuple(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str
 @transform
 def to_int32(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
     """Class-index labels: several MindSpore losses accept only int32."""
-    return {rule_key(entry, "to_int32"): f"{value}.astype(mindspore.int32)"}
+    return {rule_key(entry, to_int32): f"{value}.astype(mindspore.int32)"}
 
 
 @transform
 def dim_tuple(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
     """A dim given as a list becomes a tuple: MindSpore reductions reject lists in graph mode."""
     v = literal(value)
-    key = rule_key(entry, "dim_tuple")
+    key = rule_key(entry, dim_tuple)
     if isinstance(v, list):
         return {key: repr(tuple(v))}
     return {key: value}  # type: ignore[dict-item]

@@ -12,7 +12,8 @@ from __future__ import annotations
 import ast
 
 from ..schema import Entry
-from ..transforms import NOT_LITERAL, Unsupported, handler, literal
+from ..source import NOT_LITERAL, literal
+from ..transforms import Unsupported, handler
 
 INT32 = "mindspore.int32"
 DECODE = "mindspore.dataset.vision.Decode(to_pil=True)"
@@ -72,7 +73,7 @@ def _flag(src: str | None) -> str:
 
 
 @handler
-def dp_dataloader(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def dataloader(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``DataLoader(ds, batch_size, shuffle, ...)`` → ``GeneratorDataset(ds, column_names, shuffle).batch(bs, drop_remainder)``.
 
     GeneratorDataset shuffles by default (torch does not), so ``shuffle`` is always written; torch's
@@ -184,7 +185,7 @@ def _no_download(bound: dict[str, str], name: str) -> None:
 
 
 @handler
-def dp_image_folder(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def image_folder(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """ImageFolder(root, transform) → ImageFolderDataset(root, shuffle=False) + Decode(to_pil=True) first + int32 labels.
 
     ImageFolderDataset yields the encoded file bytes; decoding to PIL makes Resize/crops take
@@ -210,13 +211,13 @@ def _usage(bound: dict[str, str]) -> str:
 
 
 @handler
-def dp_mnist(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def mnist(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """MNIST(root, train) → MnistDataset(root + '/MNIST/raw', usage) + ToPIL first + int32 labels."""
     return _binary_dataset(bound, "MNIST", "MnistDataset", "/MNIST/raw")
 
 
 @handler
-def dp_cifar10(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def cifar10(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """CIFAR10(root, train) → Cifar10Dataset(root + '/cifar-10-batches-bin', usage) + ToPIL first + int32 labels."""
     return _binary_dataset(bound, "CIFAR10", "Cifar10Dataset", "/cifar-10-batches-bin")
 
@@ -235,7 +236,7 @@ def _binary_dataset(bound: dict[str, str], torch_name: str, ms_name: str, subdir
 
 
 @handler
-def dp_normalize(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def normalize(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """Normalize(mean, std) → vision.Normalize(mean, std, is_hwc=False): torchvision normalises CHW tensors."""
     if "mean" not in bound or "std" not in bound:
         raise Unsupported("Normalize() needs mean and std")
@@ -261,7 +262,7 @@ def _antialias(bound: dict[str, str]) -> None:
 
 
 @handler
-def dp_resize(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def resize(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """Resize(size, interpolation) → vision.Resize(size, interpolation) on the PIL image (same filter as torchvision)."""
     if bound.get("max_size") not in (None, "None"):
         raise Unsupported("Resize(max_size=...) has no vision.Resize form")
@@ -272,7 +273,7 @@ def dp_resize(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 
 
 @handler
-def dp_random_resized_crop(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def random_resized_crop(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """RandomResizedCrop(size, scale, ratio, interpolation) → vision.RandomResizedCrop (same arguments)."""
     _antialias(bound)
     parts = [bound["size"]]
@@ -295,7 +296,7 @@ def _border(src: str | None) -> str | None:
 
 
 @handler
-def dp_random_crop(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def random_crop(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """RandomCrop(size, padding, pad_if_needed, fill, padding_mode) → vision.RandomCrop (fill → fill_value)."""
     parts = [bound["size"]]
     for k, ms_k in (("padding", "padding"), ("pad_if_needed", "pad_if_needed"), ("fill", "fill_value")):
@@ -308,7 +309,7 @@ def dp_random_crop(bound: dict[str, str], receiver: str | None, entry: Entry) ->
 
 
 @handler
-def dp_pad(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def pad(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """Pad(padding, fill, padding_mode) → vision.Pad(padding, fill_value, padding_mode)."""
     parts = [bound["padding"]]
     if "fill" in bound:

@@ -7,7 +7,8 @@ import math
 import re
 
 from ..schema import Entry
-from ..transforms import NOT_LITERAL, Unsupported, handler, literal, transform
+from ..source import NOT_LITERAL, literal, paren
+from ..transforms import Unsupported, handler, registry_name, transform
 
 _INIT = "mindspore.common.initializer"
 # Non-linearities MindSpore's _calculate_gain knows (HeUniform/HeNormal raise ValueError on others).
@@ -35,13 +36,16 @@ def _arg(bound: dict[str, str], entry: Entry, name: str) -> str:
     return default
 
 
-def _wrap(src: str) -> str:
+def _parameter(src: str) -> str:
+    """The Parameter an init function acts on, ready for ``.set_data``.
+
+    ``init.xxx_(m.weight.data)``: MindSpore's Parameter.data is a plain Tensor without set_data,
+    so the initializer is applied to the Parameter itself.
+    """
     s = src.strip()
-    # `init.xxx_(m.weight.data)`: MindSpore's Parameter.data is a plain Tensor without set_data,
-    # so the initializer is applied to the Parameter itself.
     if s.endswith(".data") and s[:-5].replace(".", "").replace("_", "").isalnum():
         s = s[:-5]
-    return s if s.replace(".", "").replace("_", "").isalnum() else f"({s})"
+    return paren(s)
 
 
 # torch.nn.init function → the mindspore.common.initializer expression ({arg}: torch argument source).
@@ -61,7 +65,7 @@ _INIT_EXPR = {
 
 
 @handler
-def init_set_data(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def set_data_initializer(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """torch.nn.init.X_(t, ...) → t.set_data(initializer(<MindSpore initializer>, t.shape, t.dtype)).
 
     set_data returns the Parameter, as the torch function returns its tensor.
@@ -72,12 +76,12 @@ def init_set_data(bound: dict[str, str], receiver: str | None, entry: Entry) -> 
 
 
 def _set_data(tensor: str, init: str) -> str:
-    t = _wrap(tensor)
+    t = _parameter(tensor)
     return f"{t}.set_data({_INIT}.initializer({init}, {t}.shape, {t}.dtype))"
 
 
 @handler
-def init_kaiming(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def kaiming(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """kaiming_{uniform,normal}_ → HeUniform/HeNormal(negative_slope=a, mode, nonlinearity).
 
     The defaults happen to agree (a=0, 'fan_in', 'leaky_relu'); they are emitted anyway so the
@@ -105,16 +109,16 @@ def _fold(expr: str, a: str, b: str, op: str) -> str:
 
 
 @handler
-def init_uniform(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def uniform(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """uniform_(t, a, b) → Uniform(scale) draws U(-scale, scale): scale (b-a)/2, shifted by (a+b)/2."""
     a, b = _arg(bound, entry, "a"), _arg(bound, entry, "b")
-    t = _wrap(bound["tensor"])
+    t = _parameter(bound["tensor"])
     if ast.dump(ast.parse(a, mode="eval")) == ast.dump(ast.parse(f"-({b})", mode="eval")):
         # The usual symmetric bound uniform_(w, -k, k) is exactly Uniform(k).
         return f"{t}.set_data({_INIT}.initializer({_INIT}.Uniform({b}), {t}.shape, {t}.dtype))"
     scale = _fold(f"(({b}) - ({a})) / 2", a, b, "half")
     shift = _fold(f"(({a}) + ({b})) / 2", a, b, "mid")
-    t = _wrap(bound["tensor"])
+    t = _parameter(bound["tensor"])
     init = f"{_INIT}.initializer({_INIT}.Uniform({scale}), {t}.shape, {t}.dtype)"
     if literal(shift) == 0.0:
         return f"{t}.set_data({init})"
@@ -146,7 +150,7 @@ def _gain(nl: str, param) -> float:
 
 
 @handler
-def init_calculate_gain(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def calculate_gain(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """calculate_gain with literal arguments is a constant; MindSpore has no public equivalent."""
     nl = literal(bound.get("nonlinearity"))
     param = literal(bound.get("param", "None"))
@@ -159,7 +163,7 @@ def init_calculate_gain(bound: dict[str, str], receiver: str | None, entry: Entr
 
 
 @transform
-def cycliclr_cycle_momentum(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
+def cyclic_lr_cycle_momentum(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
     """torch CyclicLR cycles the optimizer momentum by default; MindSpore's CyclicLR never does.
 
     Only ``cycle_momentum=False`` converts (the momentum bounds are then unused and dropped).
@@ -183,16 +187,16 @@ def _float_src(value: str) -> str:
 
 
 @transform
-def optim_float(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
+def float_hyperparameter(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
     """An optimizer hyper-parameter MindSpore type-checks as float (ASGD t0/lambd, Adadelta rho): 2 → 2.0."""
     if value is None:
         return {}
-    names = [r.ms or r.torch for r in entry.args.values() if r.transform == "optim_float"]
+    names = [r.ms or r.torch for r in entry.args.values() if r.transform == registry_name(float_hyperparameter)]
     # A transform is called once per argument: find which one this value belongs to.
     # (Arguments with the same source get the same conversion, so emitting all matches is safe.)
     out = {name: _float_src(value) for name in names if bound.get(name) == value}
     if not out:
-        raise Unsupported(f"optim_float: cannot tell which argument {value} is")
+        raise Unsupported(f"float_hyperparameter: cannot tell which argument {value} is")
     return out
 
 
@@ -214,7 +218,7 @@ def trainable_params(value: str | None, bound: dict[str, str], entry: Entry) -> 
 
 
 @handler
-def io_adam(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def adam(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """torch Adam → experimental AdamW(weight_decay=0.0) when there is no weight decay.
 
     MindSpore's experimental Adam (a fused kernel) adds eps before the bias correction: with

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ..schema import Entry
-from ..transforms import NOT_LITERAL, Unsupported, handler, literal
+from ..source import NOT_LITERAL, literal
+from ..transforms import Unsupported, handler
 
 _MS_DTYPE_PREFIXES = ("mindspore.", "ms.")
 
@@ -17,7 +18,7 @@ def _is_dtype_src(src: str) -> bool:
 
 
 @handler
-def mr_module_to(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def module_to(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``m.to(device)`` → ``m`` (MindSpore places cells by set_device); ``m.to(dtype)`` → ``m.to(dtype)``.
 
     ``Cell.to`` exists in 2.10 but only knows MindSpore device names ('CPU', 'Ascend'), so torch
@@ -36,7 +37,7 @@ def mr_module_to(bound: dict[str, str], receiver: str | None, entry: Entry) -> s
 
 
 @handler
-def mr_requires_grad_(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def requires_grad_(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``m.requires_grad_(flag)`` → set ``requires_grad`` on every Parameter, return the cell."""
     self = receiver or "self"
     flag = bound.get("requires_grad", "True")
@@ -44,7 +45,7 @@ def mr_requires_grad_(bound: dict[str, str], receiver: str | None, entry: Entry)
 
 
 @handler
-def mr_grad_scaler(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def grad_scaler(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """GradScaler → DynamicLossScaler(scale_value, scale_factor, scale_window)."""
     backoff = literal(bound.get("backoff_factor", "0.5"))
     growth = bound.get("growth_factor", "2.0")
@@ -63,7 +64,7 @@ def mr_grad_scaler(bound: dict[str, str], receiver: str | None, entry: Entry) ->
 
 
 @handler
-def mr_checkpoint(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def checkpoint(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """torch.utils.checkpoint.checkpoint(fn, *args, use_reentrant=...) → mindspore.recompute(fn, *args)."""
     if bound.get("context_fn") not in (None, "None"):
         raise Unsupported("checkpoint(context_fn=...) has no mindspore.recompute form")
@@ -75,7 +76,7 @@ def mr_checkpoint(bound: dict[str, str], receiver: str | None, entry: Entry) -> 
 
 
 @handler
-def mr_identity_decorator(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def identity_decorator(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """TorchScript-only decorators (jit.unused / ignore / export): the function itself.
 
     ``@torch.jit.ignore(drop=True)`` (called without the function) becomes an identity decorator.
@@ -87,7 +88,7 @@ def mr_identity_decorator(bound: dict[str, str], receiver: str | None, entry: En
 
 
 @handler
-def mr_jit(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def jit(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """torch.jit.script / trace / torch.compile → mindspore.jit(fn); tracing inputs and backends dropped."""
     key = next(n for n in entry.sig_names() if n in ("obj", "func", "model"))
     fn = bound.get(key)
@@ -103,7 +104,7 @@ def mr_jit(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 
 
 @handler
-def mr_device(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def device(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """torch.device('cuda', 0) → 'cuda:0': MindSpore has no device objects, keep the string."""
     t = bound.get("type")
     if t is None:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from ..schema import Entry
-from ..transforms import NOT_LITERAL, Unsupported, handler, literal, transform
+from ..source import NOT_LITERAL, literal
+from ..transforms import Unsupported, handler, transform
 
 
 @transform
-def act_gelu_approximate(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
+def gelu_approximate(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
     """torch GELU ``approximate='none'|'tanh'`` → MindSpore ``approximate=False|True``.
 
     MindSpore's nn.GELU defaults to the tanh approximation; torch's default is the exact erf form,
@@ -24,7 +25,7 @@ def act_gelu_approximate(value: str | None, bound: dict[str, str], entry: Entry)
 
 
 @transform
-def act_softmax_dim(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
+def softmax_dim(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
     """Softmax/LogSoftmax/Softmin ``dim`` → ``axis``; an omitted dim is torch's legacy implicit dim."""
     if value is None or literal(value) is None:
         raise Unsupported(
@@ -35,7 +36,7 @@ def act_softmax_dim(value: str | None, bound: dict[str, str], entry: Entry) -> d
 
 
 @transform
-def act_alpha_one(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
+def alpha_one(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
     """nn.ELU on CPU only accepts alpha=1.0 ("In Elu, alpha must be 1.0f")."""
     v = literal(value) if value is not None else 1.0
     if isinstance(v, (int, float)) and not isinstance(v, bool) and float(v) == 1.0:
@@ -66,7 +67,7 @@ def _kw(bound: dict[str, str], entry: Entry, names: list[str]) -> list[str]:
 
 
 @handler
-def loss_cross_entropy(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def cross_entropy(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """nn.CrossEntropyLoss → WithLossCell(LogSoftmax(axis=1), NLLLoss(...)).
 
     MindSpore's nn.CrossEntropyLoss rejects int64 class labels (``the 'labels' should be Int32``) and
@@ -87,7 +88,7 @@ def loss_cross_entropy(bound: dict[str, str], receiver: str | None, entry: Entry
 
 
 @handler
-def loss_triplet_margin(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def triplet_margin(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """nn.TripletMarginLoss → nn.TripletMarginWithDistanceLoss (default distance = pairwise L2, eps 1e-6).
 
     MindSpore's own nn.TripletMarginLoss has no CPU kernel ("Unsupported op [TripletMarginLoss] on
@@ -112,7 +113,7 @@ def _bool_arg(bound: dict[str, str], name: str, default: bool) -> bool | str:
 
 
 @handler
-def utils_pad_sequence(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def pad_sequence(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """rnn.pad_sequence → pad every tensor's first dim to the longest with ops.pad, then ops.stack.
 
     MindSpore has no pad_sequence; ops.pad's padding tuple starts from the last dim, as in torch.
@@ -137,7 +138,7 @@ def utils_pad_sequence(bound: dict[str, str], receiver: str | None, entry: Entry
 
 
 @handler
-def utils_unpad_sequence(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def unpad_sequence(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """rnn.unpad_sequence → a list of slices of the padded batch, one per length."""
     bf = _bool_arg(bound, "batch_first", False)
     padded, lengths = bound["padded_sequences"], bound["lengths"]
@@ -148,7 +149,7 @@ def utils_unpad_sequence(bound: dict[str, str], receiver: str | None, entry: Ent
 
 
 @handler
-def utils_get_total_norm(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def get_total_norm(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """get_total_norm → the vector norm of the per-tensor vector norms (ops.vector_norm)."""
     if literal(bound.get("error_if_nonfinite", "False")) is not False:
         raise Unsupported("get_total_norm(error_if_nonfinite=True): check ops.isfinite(norm) yourself")

@@ -1,13 +1,14 @@
 """Transforms and handlers for ``torch.nn.functional`` (F.*) → ``mindspore.ops``.
 
 Every function here is referenced by name from ``kb/data/nn_functional.toml`` and is proven by
-that file's differential cases. Names carry an ``fnl_`` prefix (the registry is global).
+that file's differential cases, as ``nn_functional.<function>``.
 """
 
 from __future__ import annotations
 
 from ..schema import Entry
-from ..transforms import NOT_LITERAL, Unsupported, handler, literal, transform
+from ..source import NOT_LITERAL, literal, paren
+from ..transforms import Unsupported, handler, transform
 
 _OPS = "mindspore.ops"
 
@@ -17,14 +18,6 @@ def _get(bound: dict[str, str], entry: Entry, name: str) -> str | None:
     if name in bound:
         return bound[name]
     return entry.sig_defaults().get(name)
-
-
-def _p(src: str) -> str:
-    """Parenthesise a source fragment unless it is a plain name or literal."""
-    s = src.strip()
-    if s.replace("_", "").replace(".", "").isalnum():
-        return s
-    return f"({s})"
 
 
 def _is_none(src: str | None) -> bool:
@@ -57,20 +50,20 @@ def _ntuple(src: str | None, n: int, what: str) -> tuple:
 
 
 @transform
-def fnl_softmax_dim(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
+def softmax_dim(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
     """torch softmax-family ``dim`` → MindSpore ``axis``.
 
     An omitted dim makes torch pick a legacy implicit axis (0 for 0-, 1- and 3-D input, else 1),
     while MindSpore uses -1; the implicit choice is spelled out.
     """
     if value is None or literal(value) is None and value.strip() == "None":
-        x = _p(bound["input"])
+        x = paren(bound["input"])
         return {"axis": f"(0 if {x}.ndim in (0, 1, 3) else 1)"}
     return {"axis": value}
 
 
 @transform
-def fnl_fold_output_size(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
+def fold_output_size(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
     """F.fold output_size (int or pair) → the int32 Tensor MindSpore's fold requires."""
     v = literal(value)
     if isinstance(v, int):
@@ -84,7 +77,7 @@ def fnl_fold_output_size(value: str | None, bound: dict[str, str], entry: Entry)
 
 
 @handler
-def fnl_interpolate(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def interpolate(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """F.interpolate / F.upsample* → ops.interpolate, with scale_factor turned into a size.
 
     MindSpore 2.10 refuses scale_factor for 3-D/4-D nearest, linear and bilinear; the output size
@@ -121,13 +114,13 @@ def fnl_interpolate(bound: dict[str, str], receiver: str | None, entry: Entry) -
                 f"interpolate(scale_factor={sf}): a non-integer scale converts only with recompute_scale_factor=True "
                 "(torch otherwise samples with 1/scale; max error 0.86 on bilinear 7x7*1.5); pass size= instead"
             )
-        xs = _p(x)
+        xs = paren(x)
         if isinstance(v, (tuple, list)):
             size = "(" + ", ".join(f"int({xs}.shape[{i + 2}] * {f!r})" for i, f in enumerate(v)) + ",)"
         elif dims is not None:
-            size = "(" + ", ".join(f"int({xs}.shape[{i + 2}] * {_p(sf)})" for i in range(dims)) + ",)"
+            size = "(" + ", ".join(f"int({xs}.shape[{i + 2}] * {paren(sf)})" for i in range(dims)) + ",)"
         else:
-            size = f"tuple(int(_d * {_p(sf)}) for _d in {xs}.shape[2:])"
+            size = f"tuple(int(_d * {paren(sf)}) for _d in {xs}.shape[2:])"
     parts = [x, f"size={size}", f"mode={mode_src}"]
     if align is not None and not _is_none(align):
         parts.append(f"align_corners={align}")
@@ -135,12 +128,12 @@ def fnl_interpolate(bound: dict[str, str], receiver: str | None, entry: Entry) -
 
 
 @handler
-def fnl_one_hot(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def one_hot(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """F.one_hot(t, num_classes=-1) → ops.one_hot(t, depth); -1 means max(t) + 1, as in torch."""
     t = bound["tensor"]
     n = bound.get("num_classes")
     if n is None or literal(n) == -1:
-        n = f"int({_p(t)}.max()) + 1"
+        n = f"int({paren(t)}.max()) + 1"
     return f"{_OPS}.one_hot({t}, {n})"
 
 
@@ -154,7 +147,7 @@ def _norm_shape(ns: str) -> tuple[tuple[int, ...] | None, int | None]:
 
 
 @handler
-def fnl_layer_norm(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def layer_norm(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """F.layer_norm → the ops.LayerNorm primitive (ops.layer_norm's LayerNormExt has no CPU kernel).
 
     The primitive needs a positive begin axis and explicit gamma/beta.
@@ -163,14 +156,14 @@ def fnl_layer_norm(bound: dict[str, str], receiver: str | None, entry: Entry) ->
     w, b = bound.get("weight"), bound.get("bias")
     eps = _get(bound, entry, "eps")
     shape, k = _norm_shape(ns)
-    xs = _p(x)
+    xs = paren(x)
     if k is None:
         if _is_none(w):
             raise Unsupported(
                 "F.layer_norm with a non-literal normalized_shape and no weight: pass the shape as a literal"
             )
-        axis = f"{xs}.ndim - {_p(w)}.ndim"
-        shape_src = f"{_p(w)}.shape"
+        axis = f"{xs}.ndim - {paren(w)}.ndim"
+        shape_src = f"{paren(w)}.shape"
     else:
         axis = f"{xs}.ndim - {k}"
         shape_src = repr(shape)
@@ -182,7 +175,7 @@ def fnl_layer_norm(bound: dict[str, str], receiver: str | None, entry: Entry) ->
 
 
 @handler
-def fnl_rms_norm(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def rms_norm(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """F.rms_norm → x * rsqrt(mean(x², last dims) + eps) * weight (the RmsNorm kernel has no CPU kernel)."""
     x, ns = bound["input"], bound["normalized_shape"]
     w = bound.get("weight")
@@ -192,25 +185,25 @@ def fnl_rms_norm(bound: dict[str, str], receiver: str | None, entry: Entry) -> s
     _, k = _norm_shape(ns)
     if k is None:
         raise Unsupported("F.rms_norm: normalized_shape must be a literal to convert")
-    xs = _p(x)
+    xs = paren(x)
     axes = tuple(range(-k, 0))
     out = f"{xs} * {_OPS}.rsqrt(({xs} * {xs}).mean(axis={axes!r}, keep_dims=True) + {eps})"
     if not _is_none(w):
-        out = f"{out} * {_p(w)}"
+        out = f"{out} * {paren(w)}"
     return out
 
 
 @handler
-def fnl_sdpa(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def scaled_dot_product_attention(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """F.scaled_dot_product_attention → softmax(q·kᵀ·scale + mask)·v, spelled out with ops."""
     q, k, v = bound["query"], bound["key"], bound["value"]
     if literal(bound.get("enable_gqa", "False")) is not False:
         raise Unsupported("enable_gqa=True: repeat key/value heads by hand before the attention")
-    qs, ks = _p(q), _p(k)
+    qs, ks = paren(q), paren(k)
     scale = bound.get("scale")
     if _is_none(scale):
         scale = f"{qs}.shape[-1] ** -0.5"
-    s = f"{_OPS}.matmul({q}, {_OPS}.swapaxes({k}, -2, -1)) * {_p(scale)}"
+    s = f"{_OPS}.matmul({q}, {_OPS}.swapaxes({k}, -2, -1)) * {paren(scale)}"
     if literal(bound.get("is_causal", "False")) not in (False, 0):
         if literal(bound.get("is_causal")) is NOT_LITERAL:
             raise Unsupported("is_causal must be a literal True/False to convert")
@@ -220,7 +213,7 @@ def fnl_sdpa(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
         s = f"{_OPS}.masked_fill({s}, {causal}, float('-inf'))"
     m = bound.get("attn_mask")
     if not _is_none(m):
-        ms_ = _p(m)
+        ms_ = paren(m)
         s = (
             f"({_OPS}.masked_fill({s}, {_OPS}.logical_not({m}), float('-inf')) "
             f"if {ms_}.dtype == mindspore.bool_ else {s} + {ms_})"
@@ -233,7 +226,7 @@ def fnl_sdpa(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 
 
 @handler
-def fnl_embedding(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def embedding(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """F.embedding → ops.gather(weight, idx, 0): ops.embedding's kernel is not registered on CPU."""
     if not _is_none(bound.get("max_norm")):
         raise Unsupported("max_norm renormalises the weight in place; no MindSpore equivalent")
@@ -241,9 +234,9 @@ def fnl_embedding(bound: dict[str, str], receiver: str | None, entry: Entry) -> 
 
 
 @handler
-def fnl_triplet_margin_loss(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def triplet_margin_loss(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """F.triplet_margin_loss spelled out (the TripletMarginLoss kernel is not on CPU)."""
-    a, pos, neg = (_p(bound[n]) for n in ("anchor", "positive", "negative"))
+    a, pos, neg = (paren(bound[n]) for n in ("anchor", "positive", "negative"))
     margin, p, eps = (_get(bound, entry, n) for n in ("margin", "p", "eps"))
     swap = literal(_get(bound, entry, "swap"))
     if swap is NOT_LITERAL:
@@ -255,22 +248,22 @@ def fnl_triplet_margin_loss(bound: dict[str, str], receiver: str | None, entry: 
     d_an = dist(a, neg)
     if swap:
         d_an = f"{_OPS}.minimum({d_an}, {dist(pos, neg)})"
-    expr = f"{_OPS}.relu({dist(a, pos)} - {d_an} + {_p(margin)})"
+    expr = f"{_OPS}.relu({dist(a, pos)} - {d_an} + {paren(margin)})"
     return _reduce(expr, _get(bound, entry, "reduction"))
 
 
 @handler
-def fnl_soft_margin_loss(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def soft_margin_loss(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """F.soft_margin_loss = mean(log(1 + exp(-y·x))) (the SoftMarginLoss kernel is not on CPU)."""
-    x, y = _p(bound["input"]), _p(bound["target"])
+    x, y = paren(bound["input"]), paren(bound["target"])
     expr = f"{_OPS}.log1p({_OPS}.exp(-{y} * {x}))"
     return _reduce(expr, _get(bound, entry, "reduction"))
 
 
 @handler
-def fnl_poisson_nll_loss(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def poisson_nll_loss(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """F.poisson_nll_loss spelled out (MindSpore has no functional form)."""
-    x, t = _p(bound["input"]), _p(bound["target"])
+    x, t = paren(bound["input"]), paren(bound["target"])
     log_input = literal(_get(bound, entry, "log_input"))
     full = literal(_get(bound, entry, "full"))
     eps = _get(bound, entry, "eps")
@@ -290,18 +283,18 @@ def fnl_poisson_nll_loss(bound: dict[str, str], receiver: str | None, entry: Ent
 
 
 @handler
-def fnl_bilinear(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def bilinear(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """F.bilinear(x1, x2, W, b): y[n, o] = x1[n]·W[o]·x2[n] + b[o], for 2-D inputs."""
-    x1, x2, w = _p(bound["input1"]), _p(bound["input2"]), bound["weight"]
+    x1, x2, w = paren(bound["input1"]), paren(bound["input2"]), bound["weight"]
     out = f"({_OPS}.matmul({x1}[:, None, None, :], {w}).squeeze(-2) * {x2}[:, None, :]).sum(-1)"
     b = bound.get("bias")
     if not _is_none(b):
-        out = f"{out} + {_p(b)}"
+        out = f"{out} + {paren(b)}"
     return out
 
 
 @handler
-def fnl_local_response_norm(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def local_response_norm(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """F.local_response_norm(size odd) → ops.lrn(depth_radius=(size-1)//2, alpha=alpha/size)."""
     size = literal(bound["size"])
     if not isinstance(size, int) or size % 2 == 0:
@@ -311,19 +304,19 @@ def fnl_local_response_norm(bound: dict[str, str], receiver: str | None, entry: 
     alpha, beta, k = (_get(bound, entry, n) for n in ("alpha", "beta", "k"))
     return (
         f"{_OPS}.lrn({bound['input']}, depth_radius={(size - 1) // 2}, bias={k}, "
-        f"alpha={_p(alpha)} / {size}, beta={beta})"
+        f"alpha={paren(alpha)} / {size}, beta={beta})"
     )
 
 
 @handler
-def fnl_instance_norm(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def instance_norm(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """F.instance_norm (batch statistics) = group_norm with one group per channel."""
     if not _is_none(bound.get("running_mean")) or not _is_none(bound.get("running_var")):
         raise Unsupported("instance_norm with running stats: no MindSpore functional form; use nn.InstanceNorm2d")
     if literal(_get(bound, entry, "use_input_stats")) is not True:
         raise Unsupported("use_input_stats=False needs running stats; no MindSpore functional form")
     x = bound["input"]
-    parts = [x, f"{_p(x)}.shape[1]"]
+    parts = [x, f"{paren(x)}.shape[1]"]
     for n in ("weight", "bias"):
         if not _is_none(bound.get(n)):
             parts.append(f"{n}={bound[n]}")
@@ -332,7 +325,7 @@ def fnl_instance_norm(bound: dict[str, str], receiver: str | None, entry: Entry)
 
 
 @handler
-def fnl_rrelu(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def rrelu(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """F.rrelu: eval (torch default training=False) is leaky_relu with slope (lower+upper)/2."""
     lower, upper = _get(bound, entry, "lower"), _get(bound, entry, "upper")
     training = literal(_get(bound, entry, "training"))
@@ -344,7 +337,7 @@ def fnl_rrelu(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 
 
 @handler
-def fnl_alpha_dropout(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def alpha_dropout(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """F.alpha_dropout / feature_alpha_dropout: identity when not training (torch default)."""
     training = literal(_get(bound, entry, "training"))
     if training is not False:
@@ -353,7 +346,7 @@ def fnl_alpha_dropout(bound: dict[str, str], receiver: str | None, entry: Entry)
 
 
 @handler
-def fnl_max_pool1d(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def max_pool1d(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """F.max_pool1d → ops.max_pool2d on an (N, C, 1, L) view (MindSpore has no max_pool1d)."""
     if literal(bound.get("return_indices", "False")) is not False:
         raise Unsupported("max_pool1d(return_indices=True) does not convert")
@@ -365,13 +358,13 @@ def fnl_max_pool1d(bound: dict[str, str], receiver: str | None, entry: Entry) ->
     d = _ntuple(_get(bound, entry, "dilation"), 1, "dilation")[0]
     ceil = _get(bound, entry, "ceil_mode")
     return (
-        f"{_OPS}.max_pool2d({_p(x)}.expand_dims(-2), (1, {k}), (1, {s}), (0, {p}), (1, {d}), "
+        f"{_OPS}.max_pool2d({paren(x)}.expand_dims(-2), (1, {k}), (1, {s}), (0, {p}), (1, {d}), "
         f"ceil_mode={ceil}).squeeze(-2)"
     )
 
 
 @handler
-def fnl_conv_transpose(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def conv_transpose(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """F.conv_transpose1d/2d → the Conv2DTranspose primitive with an explicit output size.
 
     ops.conv_transpose2d's kernel is not registered on CPU in 2.10; 1-D runs as 2-D with height 1.
@@ -379,7 +372,7 @@ def fnl_conv_transpose(bound: dict[str, str], receiver: str | None, entry: Entry
     one_d = "1d" in entry.torch
     x, w = bound["input"], bound["weight"]
     if one_d:
-        x, w = f"{_p(x)}.expand_dims(2)", f"{_p(w)}.expand_dims(2)"
+        x, w = f"{paren(x)}.expand_dims(2)", f"{paren(w)}.expand_dims(2)"
         s = (1,) + _ntuple(_get(bound, entry, "stride"), 1, "stride")
         p = (0,) + _ntuple(_get(bound, entry, "padding"), 1, "padding")
         op = (0,) + _ntuple(_get(bound, entry, "output_padding"), 1, "output_padding")
@@ -392,7 +385,7 @@ def fnl_conv_transpose(bound: dict[str, str], receiver: str | None, entry: Entry
     g = literal(_get(bound, entry, "groups"))
     if not isinstance(g, int):
         raise Unsupported("groups must be a literal int to convert")
-    xs, ws = _p(x), _p(w)
+    xs, ws = paren(x), paren(w)
     out_c = f"{ws}.shape[1] * {g}" if g != 1 else f"{ws}.shape[1]"
     hw = [
         f"({xs}.shape[{i + 2}] - 1) * {s[i]} - {2 * p[i]} + {d[i]} * ({ws}.shape[{i + 2}] - 1) + {op[i] + 1}"
@@ -404,14 +397,14 @@ def fnl_conv_transpose(bound: dict[str, str], receiver: str | None, entry: Entry
     )
     b = bound.get("bias")
     if not _is_none(b):
-        out = f"{out} + {_p(b)}.reshape(1, -1, 1, 1)"
+        out = f"{out} + {paren(b)}.reshape(1, -1, 1, 1)"
     if one_d:
         out = f"({out}).squeeze(2)"
     return out
 
 
 @handler
-def fnl_batch_norm(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def batch_norm(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """F.batch_norm → ops.batch_norm, which needs weight and bias tensors (torch allows None)."""
     x, rm, rv = bound["input"], bound["running_mean"], bound["running_var"]
     if _is_none(rm) or _is_none(rv):
@@ -428,7 +421,7 @@ def fnl_batch_norm(bound: dict[str, str], receiver: str | None, entry: Entry) ->
 
 
 @transform
-def fnl_conv_padding(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
+def conv_padding(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
     """F.conv*d padding → ops.conv*d ``pad_mode`` + ``padding``.
 
     Unlike nn.Conv2d, ops.conv2d/conv3d take torch's per-dimension tuple unchanged; its pad_mode
@@ -449,7 +442,7 @@ def fnl_conv_padding(value: str | None, bound: dict[str, str], entry: Entry) -> 
 
 
 @transform
-def fnl_int_margin(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
+def int_margin(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
     """multi_margin_loss margin: MindSpore accepts only an int (torch: any float)."""
     v = literal(value)
     if isinstance(v, float) and v.is_integer():
@@ -460,7 +453,7 @@ def fnl_int_margin(value: str | None, bound: dict[str, str], entry: Entry) -> di
 
 
 @handler
-def fnl_conv_transpose3d(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def conv_transpose3d(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """F.conv_transpose3d → the Conv3DTranspose primitive (no functional CPU kernel otherwise)."""
     x, w = bound["input"], bound["weight"]
     s = _ntuple(_get(bound, entry, "stride"), 3, "stride")
@@ -470,7 +463,7 @@ def fnl_conv_transpose3d(bound: dict[str, str], receiver: str | None, entry: Ent
     g = literal(_get(bound, entry, "groups"))
     if g != 1:
         raise Unsupported("conv_transpose3d with groups != 1 does not convert (Conv3DTranspose on CPU takes group=1)")
-    ws = _p(w)
+    ws = paren(w)
     pad = tuple(v for v in p for _ in (0, 1))
     out = (
         f"{_OPS}.Conv3DTranspose({ws}.shape[0], {ws}.shape[1], {ws}.shape[2:], pad_mode='pad', pad={pad!r}, "
@@ -478,5 +471,5 @@ def fnl_conv_transpose3d(bound: dict[str, str], receiver: str | None, entry: Ent
     )
     b = bound.get("bias")
     if not _is_none(b):
-        out = f"{out} + {_p(b)}.reshape(1, -1, 1, 1, 1)"
+        out = f"{out} + {paren(b)}.reshape(1, -1, 1, 1, 1)"
     return out

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ..schema import Entry
-from ..transforms import NOT_LITERAL, Unsupported, handler, literal, transform
+from ..source import NOT_LITERAL, literal
+from ..transforms import Unsupported, handler, transform
 from .common import conv_padding, spatial_dims
 
 
@@ -19,7 +20,7 @@ def _kw(parts: list[tuple[str, str | None]]) -> str:
 
 
 @transform
-def nnl_convt_padding(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
+def conv_transpose_padding(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
     """ConvTranspose padding (+ output_padding for 2-D) → MindSpore pad_mode/padding.
 
     nn.Conv2dTranspose's own output_padding is numerically wrong on CPU (facts §0 rule 9), but an
@@ -53,7 +54,7 @@ def nnl_convt_padding(value: str | None, bound: dict[str, str], entry: Entry) ->
 
 
 @handler
-def nnl_local_response_norm(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def local_response_norm(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """LocalResponseNorm(size, alpha, beta, k) → nn.LRN(depth_radius=(size-1)/2, alpha=alpha/size)."""
     size = literal(bound.get("size"))
     if not isinstance(size, int) or size % 2 == 0:
@@ -70,7 +71,7 @@ def nnl_local_response_norm(bound: dict[str, str], receiver: str | None, entry: 
 
 
 @handler
-def nnl_instance_norm(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def instance_norm(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """InstanceNormNd → nn.GroupNorm(C, C): MindSpore's InstanceNorm kernel is not on CPU."""
     trs = bound.get("track_running_stats")
     if trs is not None and literal(trs) is not False:
@@ -84,7 +85,7 @@ def nnl_instance_norm(bound: dict[str, str], receiver: str | None, entry: Entry)
 
 
 @transform
-def nnl_upsample_scale(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
+def upsample_scale(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
     """Upsample scale_factor: MindSpore only takes it with recompute_scale_factor=True and as a float.
 
     That equals torch only when the scale is a whole number (or torch also recomputes).
@@ -106,13 +107,13 @@ def nnl_upsample_scale(value: str | None, bound: dict[str, str], entry: Entry) -
 
 
 @handler
-def nnl_upsampling_nearest2d(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def upsampling_nearest2d(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """UpsamplingNearest2d → nn.Upsample(mode='nearest')."""
     return _upsample_call(bound, entry, "'nearest'", None)
 
 
 @handler
-def nnl_upsampling_bilinear2d(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def upsampling_bilinear2d(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """UpsamplingBilinear2d → nn.Upsample(mode='bilinear', align_corners=True)."""
     return _upsample_call(bound, entry, "'bilinear'", "True")
 
@@ -120,13 +121,13 @@ def nnl_upsampling_bilinear2d(bound: dict[str, str], receiver: str | None, entry
 def _upsample_call(bound: dict[str, str], entry: Entry, mode: str, align: str | None) -> str:
     parts: list[tuple[str, str | None]] = [("size", bound.get("size"))]
     if bound.get("scale_factor") is not None and literal(bound["scale_factor"]) is not None:
-        parts += list(nnl_upsample_scale(bound["scale_factor"], bound, entry).items())
+        parts += list(upsample_scale(bound["scale_factor"], bound, entry).items())
     parts += [("mode", mode), ("align_corners", align)]
     return f"mindspore.nn.Upsample({_kw(parts)})"
 
 
 @transform
-def nnl_layernorm_shape(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
+def layernorm_shape(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
     """LayerNorm normalized_shape → a tuple; only the last dim normalises with MindSpore's default axes.
 
     MindSpore needs begin_norm_axis = begin_params_axis = rank − len(shape) as a *positive* axis
@@ -158,18 +159,18 @@ def _int1(value: str | None, key: str) -> dict[str, str]:
 
 
 @transform
-def nnl_int1_kernel_size(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
+def int1_kernel_size(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
     """kernel_size of a 1-D convolution → int."""
     return _int1(value, "kernel_size")
 
 
 @transform
-def nnl_int1_stride(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
+def int1_stride(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
     """stride of a 1-D convolution → int."""
     return _int1(value, "stride")
 
 
 @transform
-def nnl_int1_dilation(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
+def int1_dilation(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
     """dilation of a 1-D convolution → int."""
     return _int1(value, "dilation")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 
 from ..schema import Entry
-from ..transforms import NOT_LITERAL, Unsupported, handler, literal
+from ..source import NOT_LITERAL, literal, paren
+from ..transforms import Unsupported, handler
 
 _DTYPES = (
     "float16",
@@ -97,11 +98,9 @@ def _plain_call(bound: dict[str, str], receiver: str, entry: Entry, method: str)
     return f"{receiver}.{method}({', '.join(parts)})"
 
 
-def _p(receiver: str | None) -> str:
-    """The receiver source, parenthesised when it is not atomic (``(a + b).round()``)."""
-    from ..rewrite import _paren
-
-    return _paren(receiver or "self")
+def _receiver(receiver: str | None) -> str:
+    """The receiver source (``self`` when called unbound), parenthesised unless atomic: ``(a + b).round()``."""
+    return paren(receiver or "self")
 
 
 def _method_name(entry: Entry) -> str:
@@ -109,12 +108,12 @@ def _method_name(entry: Entry) -> str:
 
 
 @handler
-def tm_to(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def to(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``x.to(dtype)`` → ``x.to(dtype)``; ``x.to(device)`` → ``x``; ``x.to(other)`` → ``x.astype(other.dtype)``.
 
     MindSpore places tensors globally (``ms.set_device``), so device arguments are dropped.
     """
-    receiver = _p(receiver)
+    receiver = _receiver(receiver)
     dtype = bound.get("dtype")
     for key in ("arg0", "arg1"):
         src = bound.get(key)
@@ -137,9 +136,9 @@ def tm_to(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 
 
 @handler
-def tm_type(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def type_cast(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``x.type(torch.float16)`` → ``x.astype(mindspore.float16)``; ``x.type()`` → torch-style type string."""
-    receiver = _p(receiver)
+    receiver = _receiver(receiver)
     dtype = bound.get("dtype")
     if dtype is None:
         return (
@@ -167,9 +166,9 @@ def tm_type(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 
 
 @handler
-def tm_max_min(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def max_min(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``x.max()`` / ``x.max(dim, keepdim)`` keep the method; ``x.max(other)`` → ``ops.maximum``."""
-    receiver = _p(receiver)
+    receiver = _receiver(receiver)
     which = entry.torch.rsplit(".", 1)[-1]
     dim, other = bound.get("dim"), bound.get("other")
     if dim is not None and not isinstance(literal(dim), (int, tuple, list)):
@@ -185,24 +184,24 @@ def tm_max_min(bound: dict[str, str], receiver: str | None, entry: Entry) -> str
 
 
 @handler
-def tm_int64(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def int64(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """An index-returning method whose MindSpore result is int32: cast to torch's int64."""
-    receiver = _p(receiver)
+    receiver = _receiver(receiver)
     return f"{_plain_call(bound, receiver or 'self', entry, _method_name(entry))}.astype(mindspore.int64)"
 
 
 @handler
-def tm_idx_int64(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def indices_int64(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """A (values, indices) method whose MindSpore indices are int32: cast them to torch's int64."""
-    receiver = _p(receiver)
+    receiver = _receiver(receiver)
     call = _plain_call(bound, receiver or "self", entry, _method_name(entry))
     return f"(lambda _v, _i: (_v, _i.astype(mindspore.int64)))(*{call})"
 
 
 @handler
-def tm_std_var(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def std_var(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """torch std/var are unbiased by default (correction=1); MindSpore's default ddof is 0."""
-    receiver = _p(receiver)
+    receiver = _receiver(receiver)
     which = entry.torch.rsplit(".", 1)[-1]
     dim = bound.get("dim")
     unbiased = bound.get("unbiased")
@@ -234,23 +233,23 @@ def _ints(src: str) -> str:
 
 
 @handler
-def tm_flip(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def flip(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``x.flip(0)`` / ``x.flip(0, 1)`` / ``x.flip([0, 1])`` → ``x.flip((0, 1))`` (MS takes only a tuple)."""
-    receiver = _p(receiver)
+    receiver = _receiver(receiver)
     return f"{receiver}.flip({_ints(bound['dims'])})"
 
 
 @handler
-def tm_repeat(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def repeat(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``x.repeat(2, 1)`` → ``ops.tile(x, (2, 1))``: Tensor.repeat is not supported on CPU."""
-    receiver = _p(receiver)
+    receiver = _receiver(receiver)
     return f"mindspore.ops.tile({receiver}, {_ints(bound['sizes'])})"
 
 
 @handler
-def tm_new_filled(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def new_filled(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``x.new_zeros(2, 3)`` / ``((2, 3))`` / ``(size=...)`` with x's dtype unless ``dtype=`` is given."""
-    receiver = _p(receiver)
+    receiver = _receiver(receiver)
     which = entry.torch.rsplit(".", 1)[-1]
     size = _ints(bound["size"])
     dtype = _ms_dtype(bound["dtype"]) if bound.get("dtype") not in (None, "None") else f"{receiver}.dtype"
@@ -261,17 +260,17 @@ def tm_new_filled(bound: dict[str, str], receiver: str | None, entry: Entry) -> 
 
 
 @handler
-def tm_new_tensor(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def new_tensor(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``x.new_tensor(data)`` → ``Tensor(data, dtype=x.dtype)`` (torch keeps x's dtype)."""
-    receiver = _p(receiver)
+    receiver = _receiver(receiver)
     dtype = _ms_dtype(bound["dtype"]) if bound.get("dtype") not in (None, "None") else f"{receiver}.dtype"
     return f"mindspore.Tensor({bound['data']}, dtype={dtype})"
 
 
 @handler
-def tm_random_int(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def random_int(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``x.random_(to)`` / ``x.random_(from, to)`` → uniform integers cast to x's dtype (out of place)."""
-    receiver = _p(receiver)
+    receiver = _receiver(receiver)
     lo, hi = bound.get("from"), bound.get("to")
     if hi is None or literal(hi) is None:
         if lo is None:
@@ -281,9 +280,9 @@ def tm_random_int(bound: dict[str, str], receiver: str | None, entry: Entry) -> 
 
 
 @handler
-def tm_unflatten(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def unflatten(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``x.unflatten(dim, sizes)`` → a reshape that splits one dimension."""
-    receiver = _p(receiver)
+    receiver = _receiver(receiver)
     dim, sizes = bound["dim"], _ints(bound["sizes"])
     d = literal(dim)
     if isinstance(d, int) and d >= 0:
@@ -299,9 +298,9 @@ def tm_unflatten(bound: dict[str, str], receiver: str | None, entry: Entry) -> s
 
 
 @handler
-def tm_stride(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def stride(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """MindSpore's stride() returns a list; torch a tuple (or one int with ``dim``)."""
-    receiver = _p(receiver)
+    receiver = _receiver(receiver)
     dim = bound.get("dim")
     if dim is None or literal(dim) is None:
         return f"tuple({receiver}.stride())"
@@ -309,9 +308,9 @@ def tm_stride(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 
 
 @handler
-def tm_median(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def median(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``x.median()`` is one value (torch's lower median); ``x.median(dim)`` → (values, indices)."""
-    receiver = _p(receiver)
+    receiver = _receiver(receiver)
     dim = bound.get("dim")
     if dim is None:
         return f"{receiver}.flatten().median(0)[0]"
@@ -320,12 +319,12 @@ def tm_median(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 
 
 @handler
-def tm_kthvalue(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def kthvalue(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``x.kthvalue(k, dim)`` → the k-th entry of a stable ascending sort (values, int64 indices).
 
     No lambda: GRAPH_MODE cannot compile one built inside an expression.
     """
-    receiver = _p(receiver)
+    receiver = _receiver(receiver)
     k, dim = bound["k"], bound.get("dim", "-1")
     keep = literal(bound.get("keepdim", "False"))
     if keep is NOT_LITERAL:
@@ -337,39 +336,43 @@ def tm_kthvalue(bound: dict[str, str], receiver: str | None, entry: Entry) -> st
 
 
 @handler
-def tm_expand(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def expand(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``x.expand(3, -1)`` / ``x.expand((3, -1))`` → ``x.broadcast_to((3, -1))``."""
     sizes = bound.get("sizes", "")
     parts = [p for p in sizes.split(",") if p.strip()] if sizes else []
     if len(parts) == 1 and not isinstance(literal(sizes), int):
-        return f"{_p(receiver)}.broadcast_to({sizes})"  # already a tuple / torch.Size / name
-    return f"{_p(receiver)}.broadcast_to(({sizes},))" if len(parts) == 1 else f"{_p(receiver)}.broadcast_to(({sizes}))"
+        return f"{_receiver(receiver)}.broadcast_to({sizes})"  # already a tuple / torch.Size / name
+    return (
+        f"{_receiver(receiver)}.broadcast_to(({sizes},))"
+        if len(parts) == 1
+        else f"{_receiver(receiver)}.broadcast_to(({sizes}))"
+    )
 
 
 @handler
-def tm_argmax(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def argmax(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``x.argmax()`` over all elements; with dim, MindSpore's axis/keepdims."""
     dim = bound.get("dim")
     if dim is None or literal(dim) is None:
-        return f"{_p(receiver)}.flatten().argmax()"
+        return f"{_receiver(receiver)}.flatten().argmax()"
     keep = bound.get("keepdim", "False")
-    return f"{_p(receiver)}.argmax(axis={dim}, keepdims={keep})"
+    return f"{_receiver(receiver)}.argmax(axis={dim}, keepdims={keep})"
 
 
 @handler
-def tm_index_add(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def index_add(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``x.index_add(dim, index, source, alpha=a)`` → ops.index_add on a copy (it writes into its input) with int32 indices."""
     src = bound["source"] if "alpha" not in bound else f"({bound['source']}) * ({bound['alpha']})"
     return (
-        f"mindspore.ops.index_add({_p(receiver)}.copy(), {bound['index']}.astype(mindspore.int32), "
+        f"mindspore.ops.index_add({_receiver(receiver)}.copy(), {bound['index']}.astype(mindspore.int32), "
         f"{src}, {bound['dim']})"
     )
 
 
 @handler
-def tm_index_int32(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def index_int32(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """index_fill / index_add: MindSpore's kernels take only int32 indices."""
-    receiver = _p(receiver)
+    receiver = _receiver(receiver)
     method = _method_name(entry)
     b = dict(bound)
     b["index"] = f"{bound['index']}.astype(mindspore.int32)"
@@ -377,18 +380,18 @@ def tm_index_int32(bound: dict[str, str], receiver: str | None, entry: Entry) ->
 
 
 @handler
-def tm_positional(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def positional_args(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """Same method, every argument passed positionally (MindSpore's keyword names differ from torch's)."""
-    receiver = _p(receiver)
+    receiver = _receiver(receiver)
     return _plain_call(bound, receiver or "self", entry, _method_name(entry))
 
 
 @handler
-def tm_norm(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def norm(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``x.norm(p, dim, keepdim)``: torch's p='fro' means the 2-norm over ``dim`` (all elements when
     dim is None); a numeric p with dim=None is a vector norm of the flattened tensor (MindSpore
     would take a matrix norm of a 2-D tensor)."""
-    receiver = _p(receiver)
+    receiver = _receiver(receiver)
     p, dim, keep = bound.get("p"), bound.get("dim"), bound.get("keepdim")
     if p is not None and literal(p) in ("fro", None):
         p = None
@@ -406,18 +409,18 @@ def tm_norm(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 
 
 @handler
-def tm_roll(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def roll(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``x.roll(shifts, dims)`` as an index_select per dim (the Roll kernel is unregistered on CPU)."""
-    receiver = _p(receiver)
+    receiver = _receiver(receiver)
     shifts, dims = bound["shifts"], bound.get("dims")
     r = receiver or "self"
     if dims is None or literal(dims) is None:
-        return f"{tm_roll({'shifts': shifts, 'dims': '0'}, f'{r}.flatten()', entry)}.reshape({r}.shape)"
+        return f"{roll({'shifts': shifts, 'dims': '0'}, f'{r}.flatten()', entry)}.reshape({r}.shape)"
     s, d = literal(shifts), literal(dims)
     if isinstance(s, (tuple, list)) and isinstance(d, (tuple, list)) and len(s) == len(d):
         out = r
         for si, di in zip(s, d):
-            out = tm_roll({"shifts": repr(si), "dims": repr(di)}, out, entry)
+            out = roll({"shifts": repr(si), "dims": repr(di)}, out, entry)
         return out
     if isinstance(d, (tuple, list)) and len(d) == 1:
         d = d[0]
@@ -427,10 +430,10 @@ def tm_roll(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 
 
 @handler
-def tm_unique(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def unique(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``x.unique()`` → ``ops.unique`` then a sort (MindSpore's x.unique kernel is unregistered on CPU
     and ops.unique keeps first-appearance order)."""
-    receiver = _p(receiver)
+    receiver = _receiver(receiver)
     for key in ("return_inverse", "return_counts"):
         if not _is_false(bound.get(key)):
             raise Unsupported(
@@ -442,11 +445,11 @@ def tm_unique(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 
 
 @handler
-def tm_round(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def round_decimals(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``x.round(decimals=d)``: MindSpore's Round kernel only takes decimals=0 on CPU; scale instead."""
-    receiver = _p(receiver)
+    receiver = _receiver(receiver)
     d = bound.get("decimals")
     if d is None or literal(d) == 0:
         return f"{receiver}.round()"
-    d = _p(d)
+    d = paren(d)
     return f"({receiver} * 10.0 ** {d}).round() / 10.0 ** {d}"

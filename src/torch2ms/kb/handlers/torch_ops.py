@@ -1,6 +1,6 @@
 """Handlers for torch.* top-level functions (creation, pointwise math, reductions, comparison).
 
-Most handlers first render the call through the entry's own argument rules (``_inner``: renames,
+Most handlers first render the call through the entry's own argument rules (``render_by_rules``: renames,
 drops, ``unsupported`` checks, as if the entry had no template) and then post-process the
 MindSpore source, e.g. cast int32 indices to torch's int64.
 """
@@ -8,37 +8,13 @@ MindSpore source, e.g. cast int32 indices to torch's int64.
 from __future__ import annotations
 
 import ast
-from dataclasses import replace
 
+from ..rewrite import render_by_rules
 from ..schema import Entry
-from ..transforms import NOT_LITERAL, Unsupported, handler, literal
+from ..source import NOT_LITERAL, literal, paren
+from ..transforms import Unsupported, handler
 
 _DROPPED = ("device", "layout", "requires_grad", "pin_memory", "memory_format", "generator")
-
-
-def _p(src: str) -> str:
-    """Parenthesise a source fragment unless it is atomic."""
-    from ..rewrite import _paren
-
-    return _paren(src)
-
-
-def _inner(entry: Entry, bound: dict[str, str]) -> str:
-    """Render ``bound`` through the entry's argument rules, ignoring its template."""
-    from ..rewrite import rewrite_call
-
-    plain = replace(entry, template="")
-    names = plain.sig_names()
-    args: list[str] = []
-    for n in names:
-        if n not in bound:
-            break
-        args.append(bound[n])
-    kwargs = [(k, v) for k, v in bound.items() if k not in names[: len(args)]]
-    res = rewrite_call(plain, args, kwargs)
-    if not res.ok:
-        raise Unsupported("; ".join(res.notes))
-    return res.source
 
 
 def _reject_out(entry: Entry, bound: dict[str, str]) -> None:
@@ -55,23 +31,23 @@ def _is_true(src: str | None) -> bool:
 
 
 @handler
-def torch_ops_idx64(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def indices_int64(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """MindSpore returns int32 indices where torch returns int64: cast."""
-    return f"{_inner(entry, bound)}.astype(mindspore.int64)"
+    return f"{render_by_rules(entry, bound)}.astype(mindspore.int64)"
 
 
 @handler
-def torch_ops_pair_idx64(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def pair_indices_int64(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """(values, int32 indices) → (values, int64 indices), as torch returns."""
-    return f"(lambda v, i: (v, i.astype(mindspore.int64)))(*{_inner(entry, bound)})"
+    return f"(lambda v, i: (v, i.astype(mindspore.int64)))(*{render_by_rules(entry, bound)})"
 
 
 @handler
-def torch_ops_cast_dtype(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def cast_dtype(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """A ``dtype=`` the MindSpore function lacks becomes ``.astype(dtype)`` on the result."""
     b = dict(bound)
     dtype = b.pop("dtype", None)
-    src = _inner(entry, b)
+    src = render_by_rules(entry, b)
     if dtype is None or literal(dtype) is None:
         return src
     return f"{src}.astype({dtype})"
@@ -101,14 +77,14 @@ def _creation_tail(bound: dict[str, str], entry: Entry) -> list[str]:
 
 
 @handler
-def torch_ops_sized(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def sized(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``torch.zeros(2, 3, dtype=...)`` → ``ops.zeros((2, 3), dtype=...)`` (MS takes one shape)."""
     parts = [_size_src(bound.get("size"))] + _creation_tail(bound, entry)
     return f"{entry.ms}({', '.join(parts)})"
 
 
 @handler
-def torch_ops_full(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def full(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``ops.full`` returns int64 for any python fill value; torch infers float32/bool/int64."""
     tail = _creation_tail(bound, entry)
     fill = bound.get("fill_value")
@@ -125,14 +101,14 @@ def torch_ops_full(bound: dict[str, str], receiver: str | None, entry: Entry) ->
         else:
             tail = [
                 f"dtype=(mindspore.bool_ if isinstance({fill}, bool) else mindspore.int64 "
-                f"if isinstance({fill}, int) else {_p(fill)}.dtype if isinstance({fill}, mindspore.Tensor) "
+                f"if isinstance({fill}, int) else {paren(fill)}.dtype if isinstance({fill}, mindspore.Tensor) "
                 "else mindspore.float32)"
             ]
     return f"{entry.ms}({_size_src(bound.get('size'))}, {fill}, {', '.join(tail)})"
 
 
 @handler
-def torch_ops_logspace(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def logspace(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``ops.logspace`` needs float start/end and an int base; ``base ** linspace`` needs neither."""
     _creation_tail({k: v for k, v in bound.items() if k not in ("start", "end", "steps", "base")}, entry)
     base = bound.get("base", "10.0")
@@ -147,40 +123,40 @@ def torch_ops_logspace(bound: dict[str, str], receiver: str | None, entry: Entry
 
 
 @handler
-def torch_ops_alpha(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def add_alpha(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``torch.add(x, y, alpha=a)`` → ``ops.add(x, y * a)`` (MindSpore has no alpha)."""
     b = dict(bound)
     alpha = b.pop("alpha", None)
     if alpha is not None and literal(alpha) != 1:
-        b["other"] = f"{_p(b['other'])} * {_p(alpha)}"
-    return _inner(entry, b)
+        b["other"] = f"{paren(b['other'])} * {paren(alpha)}"
+    return render_by_rules(entry, b)
 
 
 @handler
-def torch_ops_round(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def round_decimals(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``decimals != 0`` is rejected by the CPU Round kernel: scale, round half-to-even, unscale."""
     b = dict(bound)
     dec = b.pop("decimals", None)
     if dec is None or literal(dec) == 0:
-        return _inner(entry, b)
+        return render_by_rules(entry, b)
     x = b["input"]
     _reject_out(entry, b)
-    return f"(mindspore.ops.round({_p(x)} * 10.0 ** {_p(dec)}) / 10.0 ** {_p(dec)})"
+    return f"(mindspore.ops.round({paren(x)} * 10.0 ** {paren(dec)}) / 10.0 ** {paren(dec)})"
 
 
 @handler
-def torch_ops_bitwise_not(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def bitwise_not(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``ops.invert`` rejects bool tensors; torch's bitwise_not on bool is logical not."""
     _reject_out(entry, bound)
-    x = _p(bound["input"])
+    x = paren(bound["input"])
     return f"(mindspore.ops.logical_not({x}) if {x}.dtype == mindspore.bool_ else mindspore.ops.invert({x}))"
 
 
 @handler
-def torch_ops_xlogy(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def xlogy(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """MindSpore's xlogy(0, 0) is nan; torch defines x*log(y) = 0 wherever x == 0 (y not nan)."""
     _reject_out(entry, bound)
-    x, y = _p(bound["input"]), _p(bound["other"])
+    x, y = paren(bound["input"]), paren(bound["other"])
     return f"mindspore.ops.where(({x} == 0) & ~mindspore.ops.isnan({y}), 0.0, mindspore.ops.xlogy({x}, {y}))"
 
 
@@ -195,7 +171,7 @@ def _is_int_literal(src: str | None) -> bool:
 
 
 @handler
-def torch_ops_maxmin(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def max_min(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """torch.max / torch.min: three overloads.
 
     ``max(x)`` → ``ops.max(x)[0]`` (MS returns (value, index)); ``max(x, dim, keepdim)`` →
@@ -240,7 +216,7 @@ def _ddof(bound: dict[str, str]) -> tuple[str | None, str]:
 
 
 @handler
-def torch_ops_stdvar(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def std_var(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """std / var / std_mean / var_mean: torch's default is unbiased (ddof=1), MindSpore's ddof=0."""
     _reject_out(entry, bound)
     dim, ddof = _ddof(bound)
@@ -255,7 +231,7 @@ def torch_ops_stdvar(bound: dict[str, str], receiver: str | None, entry: Entry) 
 
 
 @handler
-def torch_ops_norm(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def norm(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """torch.norm with a numeric p is always a *vector* norm (over all elements if dim is None).
 
     ops.norm on a 2-D input with ord=2 is the spectral matrix norm, so flatten first.
@@ -279,7 +255,7 @@ def torch_ops_norm(bound: dict[str, str], receiver: str | None, entry: Entry) ->
     if dim is None or dv is None:
         if _is_true(keep):
             raise Unsupported("torch.norm(dim=None, keepdim=True) is not supported")
-        return f"mindspore.ops.norm({_p(x)}.reshape(-1), {p})"
+        return f"mindspore.ops.norm({paren(x)}.reshape(-1), {p})"
     if isinstance(dv, (list, tuple)):
         if len(dv) == 1:
             return f"mindspore.ops.norm({x}, {p}, {dv[0]}{kd})"
@@ -290,18 +266,18 @@ def torch_ops_norm(bound: dict[str, str], receiver: str | None, entry: Entry) ->
 
 
 @handler
-def torch_ops_median(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def median(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """median(x) → the lower median over all elements; median(x, dim) → (values, int64 indices)."""
     _reject_out(entry, bound)
     x = bound["input"]
     if bound.get("dim") is None:
-        return f"{entry.ms}({_p(x)}.reshape(-1), 0)[0]"
+        return f"{entry.ms}({paren(x)}.reshape(-1), 0)[0]"
     kd = f", keepdims={bound['keepdim']}" if "keepdim" in bound else ""
     return f"{entry.ms}({x}, {bound['dim']}{kd})"
 
 
 @handler
-def torch_ops_aminmax(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def aminmax(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """torch dim=None reduces everything; ops.aminmax's axis defaults to 0."""
     _reject_out(entry, bound)
     x = bound["input"]
@@ -309,12 +285,12 @@ def torch_ops_aminmax(bound: dict[str, str], receiver: str | None, entry: Entry)
     if bound.get("dim") in (None, "None"):
         if _is_true(bound.get("keepdim")):
             raise Unsupported("torch.aminmax(dim=None, keepdim=True) is not supported")
-        return f"mindspore.ops.aminmax({_p(x)}.reshape(-1), axis=0)"
+        return f"mindspore.ops.aminmax({paren(x)}.reshape(-1), axis=0)"
     return f"mindspore.ops.aminmax({x}, axis={bound['dim']}{kd})"
 
 
 @handler
-def torch_ops_count_nonzero(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def count_nonzero(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """ops.count_nonzero returns int32 by default; torch int64."""
     x = bound["input"]
     dim = bound.get("dim")
@@ -327,22 +303,22 @@ def torch_ops_count_nonzero(bound: dict[str, str], receiver: str | None, entry: 
 
 
 @handler
-def torch_ops_bincount(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def bincount(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """ops.bincount returns float32 counts; torch int64 (without weights)."""
-    src = _inner(entry, bound)
+    src = render_by_rules(entry, bound)
     if bound.get("weights") in (None, "None"):
         return f"{src}.astype(mindspore.int64)"
     return src
 
 
 @handler
-def torch_ops_unique(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def unique(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """ops.unique does not sort and always returns (output, inverse): sort + unique_consecutive."""
     if bound.get("dim") not in (None, "None"):
         raise Unsupported("torch.unique(dim=...) is not supported")
     if literal(bound.get("sorted", "True")) is not True:
         pass  # torch sorts on CPU anyway
-    x = _p(bound["input"])
+    x = paren(bound["input"])
     inv = literal(bound.get("return_inverse", "False"))
     cnt = literal(bound.get("return_counts", "False"))
     if inv is NOT_LITERAL or cnt is NOT_LITERAL:
@@ -360,7 +336,7 @@ def torch_ops_unique(bound: dict[str, str], receiver: str | None, entry: Entry) 
 
 
 @handler
-def torch_ops_kthvalue(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def kthvalue(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """kthvalue(x, k, dim) = the k-th entry of an ascending sort along dim (MS kernel is missing)."""
     _reject_out(entry, bound)
     x, k = bound["input"], bound["k"]
@@ -368,18 +344,18 @@ def torch_ops_kthvalue(bound: dict[str, str], receiver: str | None, entry: Entry
     keep = _is_true(bound.get("keepdim"))
     if bound.get("keepdim") is not None and literal(bound["keepdim"]) is NOT_LITERAL:
         raise Unsupported("torch.kthvalue: keepdim must be a literal")
-    pick = f"mindspore.ops.narrow(t, {dim}, {_p(k)} - 1, 1)"
+    pick = f"mindspore.ops.narrow(t, {dim}, {paren(k)} - 1, 1)"
     if not keep:
         pick = f"{pick}.squeeze({dim})"
     return f"(lambda s: tuple({pick} for t in (s[0], s[1].astype(mindspore.int64))))(mindspore.ops.sort({x}, {dim}))"
 
 
 @handler
-def torch_ops_anyall(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def any_all(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """ops.any/ops.all with an axis are wrong on non-bool input in 2.10: cast to bool first."""
     b = dict(bound)
-    b["input"] = f"{_p(b['input'])}.astype(mindspore.bool_)"
-    return _inner(entry, b)
+    b["input"] = f"{paren(b['input'])}.astype(mindspore.bool_)"
+    return render_by_rules(entry, b)
 
 
 def _when(flag: str | None, plain: str, flagged: str) -> str:
@@ -393,16 +369,16 @@ def _when(flag: str | None, plain: str, flagged: str) -> str:
 
 
 @handler
-def torch_ops_out_int32(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def out_int32(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """searchsorted(out_int32=True) fails on the CPU kernel: compute int64, then cast."""
     b = dict(bound)
     o = b.pop("out_int32", None)
-    src = _inner(entry, b)
+    src = render_by_rules(entry, b)
     return _when(o, src, f"{src}.astype(mindspore.int32)")
 
 
 @handler
-def torch_ops_bucketize(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def bucketize(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """bucketize(x, b, right=r) == searchsorted(b, x, right=r)."""
     _reject_out(entry, bound)
     right = bound.get("right")
@@ -412,23 +388,23 @@ def torch_ops_bucketize(bound: dict[str, str], receiver: str | None, entry: Entr
 
 
 @handler
-def torch_ops_isin(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def isin(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """isin(x, t) → any(expand_dims(x, -1) == t.reshape(-1), -1) (no ops.isin in 2.10)."""
     x, t = bound["elements"], bound["test_elements"]
-    src = f"mindspore.ops.any(mindspore.ops.expand_dims({x}, -1) == {_p(t)}.reshape(-1), -1)"
+    src = f"mindspore.ops.any(mindspore.ops.expand_dims({x}, -1) == {paren(t)}.reshape(-1), -1)"
     inv = bound.get("invert")
     return _when(inv, src, f"mindspore.ops.logical_not({src})")
 
 
 @handler
-def torch_ops_diff(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def diff(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """ops.diff only accepts n=1: apply it n times (prepend/append only on the first)."""
     b = dict(bound)
     n = b.pop("n", None)
     nv = 1 if n is None else literal(n)
     if not isinstance(nv, int) or isinstance(nv, bool) or nv < 1:
         raise Unsupported(f"torch.diff(n={n}): n must be a positive int literal")
-    src = _inner(entry, b)
+    src = render_by_rules(entry, b)
     axis = b.get("dim", "-1")
     for _ in range(nv - 1):
         src = f"mindspore.ops.diff({src}, 1, {axis})"

@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import ast
 
+from ..rewrite import keyword_args
 from ..schema import Entry
-from ..transforms import NOT_LITERAL, Unsupported, handler, literal, transform
-
-
-def _p(src: str) -> str:
-    from ..rewrite import _paren
-
-    return _paren(src)
+from ..source import NOT_LITERAL, literal, paren
+from ..transforms import Unsupported, handler, transform
 
 
 def _split_args(src: str) -> list[str]:
@@ -20,25 +16,8 @@ def _split_args(src: str) -> list[str]:
     return [ast.unparse(a) for a in call.args]  # type: ignore[attr-defined]
 
 
-def _kwargs(entry: Entry, bound: dict[str, str], skip: tuple[str, ...] = ()) -> list[str]:
-    """Keyword arguments from the entry's argument rules, for names not in ``skip``."""
-    from ..rewrite import _apply_rule
-
-    defaults = entry.sig_defaults()
-    out: list[str] = []
-    for name in entry.sig_names():
-        if name in skip:
-            continue
-        rule = entry.args.get(name)
-        if name not in bound and not (rule and rule.always):
-            continue
-        for k, v in _apply_rule(entry, rule, name, bound.get(name), bound, defaults).items():
-            out.append(f"{k}={v}")
-    return out
-
-
 @handler
-def ts_star_call(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def star_call(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``ms(*args, **kw)`` for a signature with one ``*name`` parameter (rand(*size), meshgrid(*tensors)).
 
     The starred arguments pass positionally; a single list/tuple literal is unpacked when the
@@ -56,12 +35,12 @@ def ts_star_call(bound: dict[str, str], receiver: str | None, entry: Entry) -> s
             elif not isinstance(node, ast.Constant):
                 src = f"*{items[0]}"
         parts.append(src)
-    parts += _kwargs(entry, bound, skip=(star,))
+    parts += keyword_args(entry, bound, skip=(star,))
     return f"{entry.ms}({', '.join(parts)})"
 
 
 @handler
-def ts_matmul_chain(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def matmul_chain(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """chain_matmul(a, b, c) / linalg.multi_dot([a, b, c]) → nested mindspore.ops.matmul."""
     src = bound.get("matrices") or bound.get("tensors") or ""
     items = _split_args(src)
@@ -77,31 +56,31 @@ def ts_matmul_chain(bound: dict[str, str], receiver: str | None, entry: Entry) -
 
 
 @handler
-def ts_unflatten(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
-    x, d, sizes = _p(bound["input"]), bound["dim"], bound["sizes"]
+def unflatten(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    x, d, sizes = paren(bound["input"]), bound["dim"], bound["sizes"]
     return f"mindspore.ops.reshape({x}, {x}.shape[:{d}] + tuple({sizes}) + {x}.shape[{d}:][1:])"
 
 
 @handler
-def ts_select(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
-    x, d, i = _p(bound["input"]), bound["dim"], _p(bound["index"])
+def select(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    x, d, i = paren(bound["input"]), bound["dim"], paren(bound["index"])
     v = literal(bound["index"])
     start = i if isinstance(v, int) and v >= 0 else f"{i} % {x}.shape[{d}]"
     return f"mindspore.ops.squeeze(mindspore.ops.narrow({x}, {d}, {start}, 1), {d})"
 
 
 @handler
-def ts_masked_fill(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def masked_fill(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     x, mask, value = bound["input"], bound["mask"], bound["value"]
     v = literal(value)
     if isinstance(v, int) and not isinstance(v, bool):
         # MaskedFill on CPU rejects an int value for a float tensor; cast to the tensor's dtype.
-        value = f"mindspore.Tensor({v}, {_p(x)}.dtype)"
+        value = f"mindspore.Tensor({v}, {paren(x)}.dtype)"
     return f"mindspore.ops.masked_fill({x}, {mask}, {value})"
 
 
 @handler
-def ts_scatter(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def scatter(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """torch.scatter(input, dim, index, src|value, reduce=None)."""
     x, d, idx = bound["input"], bound["dim"], bound["index"]
     src = bound.get("src")
@@ -109,10 +88,10 @@ def ts_scatter(bound: dict[str, str], receiver: str | None, entry: Entry) -> str
     if src is not None and value is None and literal(src) is not NOT_LITERAL:
         value, src = src, None
     if value is not None:
-        upd = f"mindspore.ops.full({_p(idx)}.shape, {value}, dtype={_p(x)}.dtype)"
+        upd = f"mindspore.ops.full({paren(idx)}.shape, {value}, dtype={paren(x)}.dtype)"
     elif src is not None:
         # MindSpore needs src exactly index-shaped; torch reads only that corner of src.
-        upd = f"{_p(src)}[tuple(slice(0, n) for n in {_p(idx)}.shape)]"
+        upd = f"{paren(src)}[tuple(slice(0, n) for n in {paren(idx)}.shape)]"
     else:
         raise Unsupported("torch.scatter needs src or value")
     reduce = literal(bound.get("reduce", "None"))
@@ -124,7 +103,7 @@ def ts_scatter(bound: dict[str, str], receiver: str | None, entry: Entry) -> str
 
 
 @handler
-def ts_scatter_reduce(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def scatter_reduce(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     x, d, idx, src = bound["input"], bound["dim"], bound["index"], bound["src"]
     red = literal(bound.get("reduce"))
     if red != "sum":
@@ -139,18 +118,18 @@ def ts_scatter_reduce(bound: dict[str, str], receiver: str | None, entry: Entry)
 
 
 @handler
-def ts_index_add(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def index_add(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """ops.index_add writes into its input and wants int32 indices: copy first, cast."""
-    x, d, idx, src = _p(bound["input"]), bound["dim"], _p(bound["index"]), bound["source"]
+    x, d, idx, src = paren(bound["input"]), bound["dim"], paren(bound["index"]), bound["source"]
     alpha = bound.get("alpha")
     if alpha is not None and literal(alpha) != 1:
-        src = f"{_p(src)} * {_p(alpha)}"
+        src = f"{paren(src)} * {paren(alpha)}"
     return f"mindspore.ops.index_add({x}.copy(), {idx}.astype(mindspore.int32), {src}, {d})"
 
 
 @handler
-def ts_take_along_dim(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
-    x, idx = _p(bound["input"]), _p(bound["indices"])
+def take_along_dim(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    x, idx = paren(bound["input"]), paren(bound["indices"])
     d = bound.get("dim")
     if d is None or literal(d) is None:
         return f"mindspore.ops.gather_elements({x}.reshape(-1), 0, {idx}.reshape(-1))"
@@ -158,7 +137,7 @@ def ts_take_along_dim(bound: dict[str, str], receiver: str | None, entry: Entry)
 
 
 @handler
-def ts_where(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def where(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     c = bound["condition"]
     if "input" not in bound and "other" not in bound:
         return f"tuple(mindspore.ops.nonzero({c}).T)"
@@ -168,7 +147,7 @@ def ts_where(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 
 
 @handler
-def ts_nonzero(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def nonzero(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     if "out" in bound:
         raise Unsupported("out= is not supported; assign the result.")
     as_tuple = literal(bound.get("as_tuple", "False"))
@@ -180,32 +159,32 @@ def ts_nonzero(bound: dict[str, str], receiver: str | None, entry: Entry) -> str
 
 
 @handler
-def ts_diag(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def diag(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """torch.diag is two functions: 1-D → diagonal matrix, 2-D → its diagonal."""
-    x = _p(bound["input"])
+    x = paren(bound["input"])
     k = bound.get("diagonal", "0")
     return f"(mindspore.ops.diagflat({x}, {k}) if {x}.ndim == 1 else mindspore.ops.diagonal({x}, {k}))"
 
 
 @handler
-def ts_meshgrid(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
-    return ts_star_call(bound, receiver, entry)
+def meshgrid(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    return star_call(bound, receiver, entry)
 
 
 @handler
-def ts_linalg_svd(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def linalg_svd(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """linalg.svd → (U, S, Vh); mindspore.ops.svd returns (S, U, V)."""
     fm = bound.get("full_matrices", "True")
     return f"(lambda s, u, v: (u, s, v.mT))(*mindspore.ops.svd({bound['A']}, full_matrices={fm}))"
 
 
 @handler
-def ts_torch_svd(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def svd(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """torch.svd → (U, S, V); mindspore.ops.svd returns (S, U, V)."""
     if literal(bound.get("compute_uv", "True")) is not True:
         raise Unsupported("torch.svd(compute_uv=False) returns zero U/V; use mindspore.ops.svd(x, compute_uv=False)")
     some = literal(bound.get("some", "True"))
-    fm = "False" if some is True else ("True" if some is False else f"not {_p(bound['some'])}")
+    fm = "False" if some is True else ("True" if some is False else f"not {paren(bound['some'])}")
     return f"(lambda s, u, v: (u, s, v))(*mindspore.ops.svd({bound['input']}, full_matrices={fm}))"
 
 
@@ -215,11 +194,11 @@ def _uplo_lower(bound: dict[str, str]) -> str:
         return "True"
     if v == "U":
         return "False"
-    return f"{_p(bound['UPLO'])} == 'L'"
+    return f"{paren(bound['UPLO'])} == 'L'"
 
 
 @handler
-def ts_eigh(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def eigh(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """linalg.eigh / eigvalsh → the Eigh primitive (loaded with mindspore; mindspore.scipy is not)."""
     only = "compute_eigenvectors=False, " if entry.torch.endswith("eigvalsh") else ""
     return f"mindspore.ops.operations.linalg_ops.Eigh({only}lower={_uplo_lower(bound)})({bound['A']})"
@@ -231,12 +210,12 @@ _MS_SCIPY_LINALG = "__import__('mindspore' + '.scipy.linalg', fromlist=['linalg'
 
 
 @handler
-def ts_matrix_rank(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def matrix_rank(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     if any(k in bound for k in ("atol", "rtol", "tol", "hermitian")):
         raise Unsupported(
             "matrix_rank with atol/rtol/hermitian: compare mindspore.ops.svd(A, compute_uv=False) to your tolerance"
         )
-    a = _p(bound["A"])
+    a = paren(bound["A"])
     return (
         "(lambda s: (s > s.max(-1, keepdims=True) * max(" + a + ".shape[-2:]) * "
         "(1.1920928955078125e-07 if s.dtype == mindspore.float32 else 2.220446049250313e-16)).sum(-1))"
@@ -245,7 +224,7 @@ def ts_matrix_rank(bound: dict[str, str], receiver: str | None, entry: Entry) ->
 
 
 @handler
-def ts_randint(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def randint(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """torch.randint(high, size) or (low, high, size)."""
     b = dict(bound)
     if "size" not in b:
@@ -254,24 +233,24 @@ def ts_randint(bound: dict[str, str], receiver: str | None, entry: Entry) -> str
         else:
             raise Unsupported("torch.randint needs high and size")
     lo = b.get("low", "0")
-    rest = _kwargs(entry, b, skip=("low", "high", "size"))
+    rest = keyword_args(entry, b, skip=("low", "high", "size"))
     return f"mindspore.ops.randint({', '.join([lo, b['high'], b['size']] + rest)})"
 
 
 @handler
-def ts_randint_like(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def randint_like(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """torch.randint_like(input, high) or (input, low, high); keeps the input's dtype like torch."""
     b = dict(bound)
     if "high" not in b:
         b["high"], b["low"] = b["low"], "0"
-    x = _p(b["input"])
+    x = paren(b["input"])
     dtype = b.get("dtype")
     out = f"mindspore.ops.randint_like({b['input']}, {b.get('low', '0')}, {b['high']}, dtype=mindspore.int64)"
     return f"{out}.astype({dtype if dtype else x + '.dtype'})"
 
 
 @handler
-def ts_normal(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def normal(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """torch.normal(mean, std[, size]) → mindspore.ops.normal(shape, mean, stddev)."""
     mean, std = bound.get("mean", "0.0"), bound.get("std", "1.0")
     size = bound.get("size")
@@ -279,9 +258,9 @@ def ts_normal(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
         m, s = literal(mean), literal(std)
         if m is NOT_LITERAL:
             # ops.normal broadcasts shape with the mean and stddev shapes.
-            shape = f"{_p(mean)}.shape"
+            shape = f"{paren(mean)}.shape"
         elif s is NOT_LITERAL:
-            shape = f"{_p(std)}.shape"
+            shape = f"{paren(std)}.shape"
         else:
             raise Unsupported("torch.normal(float, float) needs size")
         size = shape
@@ -296,7 +275,7 @@ def ts_normal(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 
 
 @handler
-def ts_finfo(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def finfo(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     fn = entry.torch.rsplit(".", 1)[-1]
     t = bound.get("type")
     if t is None:
@@ -306,7 +285,7 @@ def ts_finfo(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 
 
 @handler
-def ts_bernoulli(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def bernoulli(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """torch.bernoulli(input) draws with probabilities ``input``; ops.bernoulli's p defaults to 0.5."""
     x = bound["input"]
     p = bound.get("p")
@@ -331,7 +310,7 @@ _LEGACY_DTYPES = {
 
 
 @transform
-def ts_tensor_data(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
+def tensor_data(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
     """torch.FloatTensor(data) → mindspore.Tensor(input_data=data, dtype=mindspore.float32).
 
     A transform, not a handler, so that ``torch.Tensor`` used as a value (annotations,
@@ -347,7 +326,7 @@ def ts_tensor_data(value: str | None, bound: dict[str, str], entry: Entry) -> di
 
 
 @handler
-def ts_atleast(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def atleast(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """torch.atleast_2d(x) / atleast_2d(x, y) → ops.atleast_2d(x) / ops.atleast_2d([x, y])."""
     items = _split_args(bound["tensors"])
     fn = entry.ms
@@ -357,7 +336,7 @@ def ts_atleast(bound: dict[str, str], receiver: str | None, entry: Entry) -> str
 
 
 @handler
-def ts_solve_triangular(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def solve_triangular(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     if literal(bound.get("left", "True")) is not True:
         raise Unsupported("solve_triangular(left=False) has no MindSpore form: transpose the system")
     if literal(bound.get("unitriangular", "False")) is not False:
@@ -367,35 +346,35 @@ def ts_solve_triangular(bound: dict[str, str], receiver: str | None, entry: Entr
     if "upper" not in bound:
         raise Unsupported("solve_triangular needs upper=")
     up = literal(bound["upper"])
-    lower = "False" if up is True else ("True" if up is False else f"not {_p(bound['upper'])}")
+    lower = "False" if up is True else ("True" if up is False else f"not {paren(bound['upper'])}")
     return f"mindspore.ops.MatrixTriangularSolve(lower={lower})({bound['A']}, {bound['B']})"
 
 
 @handler
-def ts_linalg_cond(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def linalg_cond(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     if literal(bound.get("p", "None")) not in (None, 2):
         raise Unsupported("linalg.cond: only the 2-norm (p=None or 2) maps, via the singular values")
     return f"(lambda s: s[..., 0] / s[..., -1])(mindspore.ops.svd({bound['A']}, compute_uv=False))"
 
 
 @handler
-def ts_linalg_lu(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def linalg_lu(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     if literal(bound.get("pivot", "True")) is not True:
         raise Unsupported("linalg.lu(pivot=False) has no MindSpore form")
     return f"(lambda p, l, u: (p.astype(l.dtype), l, u))(*{_MS_SCIPY_LINALG}.lu({bound['A']}))"
 
 
 @handler
-def ts_lu_factor(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def lu_factor(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     if literal(bound.get("pivot", "True")) is not True:
         raise Unsupported("linalg.lu_factor(pivot=False) has no MindSpore form")
     return f"(lambda lu, piv: (lu, piv + 1))(*{_MS_SCIPY_LINALG}.lu_factor({bound['A']}))"
 
 
 @handler
-def ts_put(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def put(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """torch.put(input, index, source, accumulate) → a scatter on the flattened tensor."""
-    x, idx, src = _p(bound["input"]), _p(bound["index"]), _p(bound["source"])
+    x, idx, src = paren(bound["input"]), paren(bound["index"]), paren(bound["source"])
     acc = literal(bound.get("accumulate", "False"))
     if acc not in (True, False):
         raise Unsupported("torch.put(accumulate=<expression>): write the two branches out")
@@ -407,7 +386,7 @@ def ts_put(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 
 
 @handler
-def ts_lu_solve(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+def lu_solve(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     if literal(bound.get("left", "True")) is not True or literal(bound.get("adjoint", "False")) is not False:
         raise Unsupported("linalg.lu_solve(left=False / adjoint=True) has no MindSpore form")
     return f"mindspore.ops.lu_solve({bound['B']}, {bound['LU']}, {bound['pivots']})"

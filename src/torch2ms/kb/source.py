@@ -1,0 +1,74 @@
+"""Helpers on Python source fragments, shared by the rewrite engine and its handlers.
+
+Rules and handlers work on source text (so the converter and the differential tests share them
+exactly); these are the few questions they ask of a fragment. Only the standard library: ``kb``
+sits at the bottom of torch2ms and imports nothing above it.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+__all__ = ["NOT_LITERAL", "dotted", "literal", "normalise", "paren"]
+
+# Fragments that never need parentheses around them before ``.attr``, ``[i]`` or an operator.
+_ATOMIC = (ast.Name, ast.Constant, ast.Attribute, ast.Call, ast.Subscript, ast.Tuple, ast.List, ast.Dict)
+
+NOT_LITERAL: Any = object()
+
+
+def dotted(node: ast.AST) -> str | None:
+    """``a.b.c`` for a Name/Attribute chain, else None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def literal(src: str | None) -> Any:
+    """The Python value of a literal argument source, or ``NOT_LITERAL``."""
+    if src is None:
+        return NOT_LITERAL
+    try:
+        return ast.literal_eval(src)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return NOT_LITERAL
+
+
+def _wrapped(src: str) -> bool:
+    """Is the whole source already inside one pair of parentheses?"""
+    if not (src.startswith("(") and src.endswith(")")):
+        return False
+    depth = 0
+    for i, ch in enumerate(src):
+        depth += ch == "("
+        depth -= ch == ")"
+        if depth == 0 and i < len(src) - 1:
+            return False
+    return True
+
+
+def paren(src: str) -> str:
+    """``src`` parenthesised unless it is atomic: safe before ``.attr``, ``[i]`` or an operator."""
+    if _wrapped(src.strip()):
+        return src
+    try:
+        node = ast.parse(src.strip(), mode="eval").body
+    except SyntaxError:
+        return f"({src})"
+    if isinstance(node, _ATOMIC) or (isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant)):
+        return src
+    return f"({src})"
+
+
+def normalise(src: str) -> str:
+    """One spelling per expression (``ast.unparse``), to compare argument values."""
+    try:
+        return ast.unparse(ast.parse(src.strip(), mode="eval"))
+    except SyntaxError:
+        return src.strip()
