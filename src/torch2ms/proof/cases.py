@@ -15,7 +15,7 @@ import numpy as np
 
 from ..kb import KB, Case, Entry
 from ..kb.rewrite import rewrite_expression
-from .compare import CaseFailure, compare, to_numpy
+from .compare import CaseFailure, CaseResult, compare, to_numpy
 from .graph import run_in_graph_mode, wants_graph
 from .inputs import case_seed, make_inputs
 from .weights import converted_state, copy_torch_weights
@@ -24,14 +24,6 @@ __all__ = ["CaseResult", "GraphRunner", "case_owners", "ms_inputs", "mutated_inp
 
 Owners = dict[str, str | tuple[str, ...]]
 GraphRunner = Callable[[str, dict[str, Any], Entry, int], Any]
-
-
-@dataclass
-class CaseResult:
-    torch_src: str
-    ms_src: str
-    max_abs: float
-    modes: tuple[str, ...] = ("pynative",)  # R27: the MindSpore modes the case ran and compared in
 
 
 @dataclass

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -108,3 +109,13 @@ def compare(t_val: Any, m_val: Any, case: Case, what: str = "output") -> float:
             continue
         worst = max(worst, _compare_arrays(np.asarray(t), np.asarray(m), case, label))
     return worst
+
+
+@dataclass
+class CaseResult:
+    """What one passing case compared: the two expressions, the worst difference, the modes it ran in."""
+
+    torch_src: str
+    ms_src: str
+    max_abs: float
+    modes: tuple[str, ...] = ("pynative",)  # R27: the MindSpore modes the case ran and compared in

@@ -26,8 +26,7 @@ import numpy as np
 
 from ..kb import KB, Case, Entry
 from ..kb.rewrite import rewrite_expression
-from .cases import CaseResult
-from .compare import CaseFailure, compare, to_numpy
+from .compare import CaseFailure, CaseResult, compare, to_numpy
 from .inputs import case_seed, make_inputs
 
 __all__ = ["run_optimizer_case"]
