@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ..progress import Progress
 from .collect import Side, collect, load_factory
 from .diagnose import (
     ERROR,
@@ -189,21 +190,30 @@ def compare_sides(t: Side, m: Side, *, atol: float = 1e-3, exact: bool = True) -
 
 
 def check_data(
-    torch_pipeline: Any, ms_pipeline: Any, *, batches: int = 2, atol: float = 1e-3, exact: bool = True
+    torch_pipeline: Any,
+    ms_pipeline: Any,
+    *,
+    batches: int = 2,
+    atol: float = 1e-3,
+    exact: bool = True,
+    progress: Progress | None = None,
+    import_timeout: float | None = None,
 ) -> DataReport:
     """Compare the first ``batches`` batches of a torch and a MindSpore pipeline.
 
     Each pipeline is an object (DataLoader, mindspore.dataset, any iterable of batches) or a
-    ``module:factory`` / ``path.py:factory`` string (factory takes no arguments). ``exact=False``
-    skips the paired max |Δ| test (pipelines with random augmentation).
-    Raises :class:`~torch2ms.data.collect.SpecError` for a spec that cannot be loaded.
+    ``module:factory`` / ``path.py:factory`` / ``path.py:expression`` string. ``exact=False`` skips the
+    paired max |Δ| test (pipelines with random augmentation). Raises
+    :class:`~torch2ms.data.collect.SpecError` for a spec that cannot be loaded or built.
     """
     if batches < 1:
         raise ValueError("batches must be >= 1")
-    t_obj = load_factory(torch_pipeline) if isinstance(torch_pipeline, str) else torch_pipeline
-    m_obj = load_factory(ms_pipeline) if isinstance(ms_pipeline, str) else ms_pipeline
-    report = compare_sides(
-        collect(t_obj, "torch", batches), collect(m_obj, "MindSpore", batches), atol=atol, exact=exact
-    )
+    progress = progress or Progress()
+    sides = []
+    for name, pipeline in (("torch", torch_pipeline), ("MindSpore", ms_pipeline)):
+        with progress.phase(f"{name}: build the pipeline"):
+            obj = load_factory(pipeline, import_timeout) if isinstance(pipeline, str) else pipeline
+        sides.append(collect(obj, name, batches, progress.steps(f"{name}: read batches")))
+    report = compare_sides(sides[0], sides[1], atol=atol, exact=exact)
     report.settings["batches_requested"] = batches
     return report

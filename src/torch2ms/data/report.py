@@ -60,6 +60,7 @@ class DataReport:
             "columns": s.columns,
             "pipeline": s.pipeline,
             "error": s.error,
+            "count_note": getattr(s, "count_note", None),
         }
 
     def to_dict(self) -> dict:
@@ -112,10 +113,17 @@ class DataReport:
         return "\n".join(lines) + "\n"
 
     def write(self, out_dir: str | Path) -> list[Path]:
+        """report.json, report.md and report.html (with its plots inline) into out_dir."""
+        from .report_html import render_html
+
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         paths = []
-        for name, text in (("report.json", self.to_json()), ("report.md", self.to_markdown())):
+        for name, text in (
+            ("report.json", self.to_json()),
+            ("report.md", self.to_markdown()),
+            ("report.html", render_html(self)),
+        ):
             p = out / name
             tmp = p.with_name(p.name + ".tmp")
             tmp.write_text(text, encoding="utf-8")
@@ -132,6 +140,9 @@ class DataReport:
         )
         bt, bm = self.torch.batches_per_epoch, self.ms.batches_per_epoch
         console.print(f"batches per epoch: torch {bt}, MindSpore {bm}" + ("" if bt == bm else "  [red]✗[/]"))
+        for side in (self.torch, self.ms):
+            if getattr(side, "count_note", None):
+                console.print(f"      {escape(side.name)}: {escape(side.count_note)}")
         t = Table(title="first batches per column (upper line torch, lower line MindSpore)")
         for h in (
             "column",
