@@ -48,12 +48,15 @@ def randomize_norms(model: Any, seed: int) -> None:
         for module in model.modules():
             if not isinstance(module, norm_types):
                 continue
-            if getattr(module, "weight", None) is not None:
-                module.weight.copy_(0.5 + torch.rand(module.weight.shape, generator=gen))
-                module.bias.copy_(0.1 * torch.randn(module.bias.shape, generator=gen))
-            if getattr(module, "running_mean", None) is not None:
-                module.running_mean.copy_(0.1 * torch.randn(module.running_mean.shape, generator=gen))
-                module.running_var.copy_(0.5 + torch.rand(module.running_var.shape, generator=gen))
+            weight, bias = getattr(module, "weight", None), getattr(module, "bias", None)
+            if isinstance(weight, torch.Tensor):
+                weight.copy_(0.5 + torch.rand(weight.shape, generator=gen))
+            if isinstance(bias, torch.Tensor):
+                bias.copy_(0.1 * torch.randn(bias.shape, generator=gen))
+            mean, var = getattr(module, "running_mean", None), getattr(module, "running_var", None)
+            if isinstance(mean, torch.Tensor) and isinstance(var, torch.Tensor):
+                mean.copy_(0.1 * torch.randn(mean.shape, generator=gen))
+                var.copy_(0.5 + torch.rand(var.shape, generator=gen))
 
 
 def load_weights(model: Any, path: str) -> dict[str, list[str]]:
@@ -101,7 +104,9 @@ def record_forward(model: Any, inputs: list[np.ndarray], with_noise: bool) -> di
     try:
         with torch.no_grad():
             model(*[torch.from_numpy(np.array(x)) for x in inputs])
-    except (Exception, SystemExit) as exc:  # noqa: BLE001 - reported, not raised: the report says what failed
+    except SystemExit as exc:
+        error = f"the model called sys.exit({exc.code})"
+    except Exception as exc:  # noqa: BLE001 - reported, not raised: the report says what failed
         error = f"{type(exc).__name__}: {exc}"
     finally:
         recorder.remove()

@@ -104,6 +104,8 @@ def _reorder(t: Side, m: Side, n: int, kinds: list[str], names: list[str], atol:
     lp = layout_permutation(t.batches[0][i].shape, m.batches[0][i].shape)
     mv = _stack([b.transpose(lp) for b in mb] if lp else mb)
     perm = sample_permutation(tv, mv, atol)
+    if perm is None:
+        return None
     f = diagnose_order(perm, names[i], t.config.get("shuffle"), m.config.get("shuffle"))
     if f is None:
         return None
@@ -182,8 +184,8 @@ def compare_sides(t: Side, m: Side, *, atol: float = 1e-3, exact: bool = True) -
     elif not (t.error or m.error):
         findings.append(Finding(ERROR, "error", f"no batches: torch gave {len(t.batches)}, MindSpore {len(m.batches)}"))
     findings = merge_hints(merge_same(findings), config_hints(t.config, m.config))
-    order = {ERROR: 0, WARN: 1, INFO: 2}
-    findings.sort(key=lambda f: order[f.level])
+    rank = {ERROR: 0, WARN: 1, INFO: 2}
+    findings.sort(key=lambda f: rank[f.level])
     return DataReport(
         torch=t, ms=m, columns=columns, findings=findings, settings={"batches": n, "atol": atol, "exact": exact}
     )

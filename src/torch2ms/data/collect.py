@@ -21,7 +21,7 @@ __all__ = ["SpecError", "collect", "load_factory", "Side"]
 
 # Counting batches per epoch means reading a whole epoch: an endless iterable gets a limit.
 COUNT_LIMIT = 100_000
-COUNT_SECONDS = 20.0
+COUNT_SECONDS = 10.0
 OnBatch = Callable[[int, int], None]  # (batches read, batches wanted)
 
 

@@ -60,7 +60,7 @@ class DataReport:
             "columns": s.columns,
             "pipeline": s.pipeline,
             "error": s.error,
-            "count_note": getattr(s, "count_note", None),
+            "count_note": s.count_note,
         }
 
     def to_dict(self) -> dict:
@@ -139,9 +139,10 @@ class DataReport:
             f"(first {self.settings.get('batches')} batches, atol {self.settings.get('atol')})"
         )
         bt, bm = self.torch.batches_per_epoch, self.ms.batches_per_epoch
-        console.print(f"batches per epoch: torch {bt}, MindSpore {bm}" + ("" if bt == bm else "  [red]✗[/]"))
+        mark = "" if bt == bm else "  [yellow]?[/]" if bt is None or bm is None else "  [red]✗[/]"
+        console.print(f"batches per epoch: torch {bt}, MindSpore {bm}{mark}")
         for side in (self.torch, self.ms):
-            if getattr(side, "count_note", None):
+            if side.count_note:
                 console.print(f"      {escape(side.name)}: {escape(side.count_note)}")
         t = Table(title="first batches per column (upper line torch, lower line MindSpore)")
         for h in (

@@ -35,7 +35,7 @@ def _stats_figure(report: DataReport) -> Any:
         axis.set_title(f"{column.name}: per-channel {what}")
         axis.set_xticks(channels)
         axis.grid(True, axis="y", alpha=0.25)
-        axis.legend(fontsize=8)
+        axis.legend(fontsize=8, loc="best")
     return fig
 
 
@@ -112,7 +112,7 @@ def _sides(report: DataReport) -> str:
     parts = []
     for side in (report.torch, report.ms):
         stages = " ⟶ ".join(f"<code>{e(s)}</code>" for s in side.pipeline) or "—"
-        note = f" ({e(side.count_note)})" if getattr(side, "count_note", None) else ""
+        note = f" ({e(side.count_note)})" if side.count_note else ""
         error = f"<br><span class='bad'>raised: {e(side.error)}</span>" if side.error else ""
         parts.append(
             f"<li><b>{e(side.name)}</b>: {side.batches_per_epoch} batches per epoch{note}; {stages}{error}</li>"
