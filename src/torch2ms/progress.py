@@ -45,31 +45,28 @@ class RichProgress(Progress):
     """rich's live progress display on the given console (stderr, so that reports stay clean)."""
 
     def __init__(self, console: Any) -> None:
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            SpinnerColumn,
-            TextColumn,
-            TimeElapsedColumn,
-        )
+        from rich.progress import BarColumn, SpinnerColumn, TextColumn, TimeElapsedColumn
         from rich.progress import Progress as RichBar
 
         self._bar = RichBar(
             SpinnerColumn(finished_text="[green]✓[/]"),
             TextColumn("{task.description}"),
             BarColumn(),
-            MofNCompleteColumn(),
+            TextColumn("{task.fields[steps]}"),
             TimeElapsedColumn(),
             console=console,
         )
         self._tasks: dict[str, Any] = {}
+        self._counted: dict[Any, bool] = {}
         self._bar.start()
 
     def update(self, phase: str, done: int, total: int | None = None) -> None:
         task = self._tasks.get(phase)
-        if task is None:
-            task = self._tasks[phase] = self._bar.add_task(phase, total=total)
-        self._bar.update(task, completed=done, total=total)
+        if task is None:  # a phase created without a total counts no steps (only its time is shown)
+            task = self._tasks[phase] = self._bar.add_task(phase, total=total, steps="")
+            self._counted[task] = total is not None
+        steps = f"{done}/{total}" if self._counted[task] and total is not None else ""
+        self._bar.update(task, completed=done, total=total, steps=steps)
         if total is not None and done >= total:
             self._bar.stop_task(task)
 

@@ -129,7 +129,7 @@ def _weight_problems(wrep: dict[str, Any]) -> list[str]:
 
 def _torch_side(torch_spec: str, opts: CompareOptions, given: dict[str, np.ndarray], progress: Progress):
     req = _request(torch_spec, opts, given)
-    with progress.phase("torch: build the model, hooked forward, float64 noise"):
+    with progress.phase("torch side: import, build and record the model"):
         tmeta, tarr = run_torch(req, given, opts.torch_python, progress.update)
     if tmeta["forward"]["error"]:
         raise CompareUsageError(f"the torch model fails on this input: {tmeta['forward']['error']}")

@@ -254,6 +254,7 @@ def train(
 
     grad_fn = ms.value_and_grad(forward, None, opt.parameters)
     losses = []
+    on_step(0, cfg["steps"])
     for step in range(cfg["steps"]):
         args = [ms.Tensor(np.array(x[step])) for x in xs]
         if has_target:

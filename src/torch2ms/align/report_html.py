@@ -15,7 +15,7 @@ from .rows import LayerRow
 _CSS = """body{font-family:system-ui,"Noto Sans CJK SC",sans-serif;margin:1.5em;color:#222}
 table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}
 td.l,th.l{text-align:left}tr.div{background:#fdd;font-weight:bold}tr.missing{background:#ffd}.ok{color:#080}
-.bad{color:#c00}code{background:#f4f4f4;padding:1px 3px}figure{margin:1em 0}svg{max-width:100%;height:auto}"""
+.bad{color:#c00}.warn{color:#a60}code{background:#f4f4f4;padding:1px 3px}figure{margin:1em 0}svg{max-width:100%;height:auto}"""
 _LEFT = {"layer", "torch", "MindSpore", "verdict"}
 
 
@@ -137,8 +137,9 @@ def _training_html(rep: CompareReport) -> str:
         return ""
     e = html.escape
     verdict = "<span class='ok'>agrees</span>" if tr.ok else "<span class='bad'>differs</span>"
+    marks = {"ok": ("ok", "✓"), "note": ("warn", "!"), "bad": ("bad", "✗")}
     items = "".join(
-        f"<li class='{'ok' if ok else 'bad'}'>{'✓' if ok else '✗'} {e(text)}</li>" for ok, text in training_lines(tr)
+        f"<li class='{marks[state][0]}'>{marks[state][1]} {e(text)}</li>" for state, text in training_lines(tr)
     )
     head = f"<h2>Training ({e(tr.optimizer)}, lr {tr.lr:g}, loss {e(tr.loss)}, {tr.steps} steps): {verdict}</h2>"
     figure_html = _figure_html(_loss_figure(rep), "loss curves of both sides and their relative difference")

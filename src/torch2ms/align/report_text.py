@@ -102,8 +102,9 @@ def _print_training(rep: CompareReport, console: Any) -> None:
         return
     verdict = "[green]agrees[/]" if tr.ok else "[red]differs[/]"
     console.print(f"training ({tr.optimizer}, lr {tr.lr:g}, loss {tr.loss}, {tr.steps} steps): {verdict}")
-    for ok, text in training_lines(tr):
-        console.print(f"  {'[green]✓[/]' if ok else '[red]✗[/]'} {escape(text)}")
+    marks = {"ok": "[green]✓[/]", "note": "[yellow]![/]", "bad": "[red]✗[/]"}
+    for state, text in training_lines(tr):
+        console.print(f"  {marks[state]} {escape(text)}")
 
 
 def print_report(rep: CompareReport, console: Any, max_rows: int = 25) -> None:

@@ -99,7 +99,8 @@ class TrainingResult:
     params: list[ParamDiff] = field(default_factory=list)
     error: str | None = None  # the MindSpore side could not train
     post_floor: float = 0.0  # after training a layer must be off by more than this (and its noise)
-    post_divergence: str | None = None  # the eval forward after training: the first layer beyond that
+    post_checked: bool = False  # an eval forward after training was compared layer by layer
+    post_divergence: str | None = None  # its first layer beyond the floor
 
     @property
     def max_loss_rel(self) -> float | None:
@@ -127,13 +128,29 @@ class TrainingResult:
         return self.post_divergence is None
 
     @property
+    def params_matter(self) -> bool:
+        """Parameters beyond tolerance count against the port unless the eval forward after training
+        agrees: then they differ only in directions the output does not depend on (an attention key bias,
+        a bias before BatchNorm: their gradients are rounding noise, which Adam scales to full steps)."""
+        return not self.params_ok and not (self.post_checked and self.post_layers_ok)
+
+    @property
     def ok(self) -> bool:
-        return self.error is None and self.losses_ok and self.params_ok and self.post_layers_ok
+        return self.error is None and self.losses_ok and self.post_layers_ok and not self.params_matter
 
     def to_dict(self) -> dict[str, Any]:
         from dataclasses import asdict
 
         data = asdict(self)
-        for key in ("max_loss_rel", "worst_param", "worst_param_rel", "losses_ok", "params_ok", "post_layers_ok", "ok"):
+        for key in (
+            "max_loss_rel",
+            "worst_param",
+            "worst_param_rel",
+            "losses_ok",
+            "params_ok",
+            "params_matter",
+            "post_layers_ok",
+            "ok",
+        ):
             data[key] = getattr(self, key)
         return data

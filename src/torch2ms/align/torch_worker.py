@@ -30,10 +30,10 @@ from .outputs import select_output
 from .torch_record import Recorder, first_embedding_size, noise_f64, simple_attrs, torch_base_class
 
 PROGRESS_PREFIX = "T2M-PROGRESS "
-OnProgress = Callable[[str, int, int], None]  # (phase, done, total)
+OnProgress = Callable[[str, int, int | None], None]  # (phase, done, total or None)
 
 
-def _no_progress(phase: str, done: int, total: int) -> None:
+def _no_progress(phase: str, done: int, total: int | None) -> None:
     return None
 
 
@@ -161,6 +161,7 @@ def train(model: Any, cfg: dict[str, Any], batches: dict[str, np.ndarray], on_pr
     loss_spec = LossSpec.parse(cfg.get("loss", "ce"))
     xs = numbered(batches, "train_x")
     losses = []
+    on_progress("torch: training steps", 0, cfg["steps"])
     for step in range(cfg["steps"]):
         opt.zero_grad()
         out = model(*[torch.from_numpy(np.array(x[step])) for x in xs])
@@ -169,7 +170,7 @@ def train(model: Any, cfg: dict[str, Any], batches: dict[str, np.ndarray], on_pr
         loss.backward()
         opt.step()
         losses.append(float(loss.detach()))
-        on_progress("torch training", step + 1, cfg["steps"])
+        on_progress("torch: training steps", step + 1, cfg["steps"])
     model.eval()
     return losses
 
@@ -267,12 +268,12 @@ def run_torch_side(
     forward = _forward_inputs(req, given, req["int_high"])
     arrays = _state_arrays(model, "param::") | {f"input::{k}": v for k, v in forward.items()}
     meta["timings"]["build"] = time.perf_counter() - start
-    on_progress("torch forward", 0, 1)
+    on_progress("torch: hooked forward and float64 noise", 0, None)
     fwd = record_forward(model, _sorted_inputs(forward), req.get("noise", True))
     arrays |= {f"fwd/{k}": v for k, v in fwd["arrays"].items()}
     meta["forward"] = {"events": fwd["events"], "error": fwd["error"]}
     meta["timings"] |= {"forward_hooked": fwd["t_forward"], "noise_f64": fwd["t_noise"]}
-    on_progress("torch forward", 1, 1)
+    on_progress("torch: hooked forward and float64 noise", 1, 1)
     if req["train"]["steps"] and fwd["error"] is None:
         start = time.perf_counter()
         meta |= _training(model, req, given, forward, arrays, on_progress)
@@ -280,7 +281,7 @@ def run_torch_side(
     return meta, arrays
 
 
-def _print_progress(phase: str, done: int, total: int) -> None:
+def _print_progress(phase: str, done: int, total: int | None) -> None:
     sys.stdout.write(PROGRESS_PREFIX + json.dumps([phase, done, total]) + "\n")
     sys.stdout.flush()
 

@@ -34,7 +34,7 @@ def _run_ms_training(net: Any, cfg: dict[str, Any], batches: dict[str, np.ndarra
     from . import ms_side
 
     try:
-        return ms_side.train(net, cfg, batches, progress.steps("MindSpore training")), None
+        return ms_side.train(net, cfg, batches, progress.steps("MindSpore: training steps")), None
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - a port that cannot train is a finding, not a crash
         return [], f"MindSpore training failed: {type(exc).__name__}: {str(exc).strip()[:300]}"
 
@@ -102,9 +102,10 @@ def compare_training(
     if not tmeta["post_train"]["error"] and ms_losses:
         with progress.phase("MindSpore: eval forward after training"):
             post = _post_training_analysis(base, tmeta, xs, trained)
+        result.post_checked = True
         if post.first is not None:
             result.post_divergence = f"{post.first.layer or '(model)'}: {post.first.detail}"
     first = post.first if post is not None else None
-    if first is None and not result.params_ok:
+    if first is None and result.params_matter:
         first = _parameter_divergence(result.params, result.steps)
     return result, post, first
