@@ -130,3 +130,19 @@ def test_r25_endless_generator_dataset_does_not_hang(pipes, monkeypatch):
     report = check_data("pipes.py:Finite", dataset, batches=2)
     assert report.ms.batches_per_epoch is None and "looks endless" in report.ms.count_note
     assert report.ok, report.to_markdown()
+
+
+def test_r25_progress_counts_the_batches_of_each_side(pipes):
+    import io
+
+    from rich.console import Console
+
+    from torch2ms.data import check_data
+    from torch2ms.progress import RichProgress
+
+    screen = io.StringIO()
+    with RichProgress(Console(file=screen, force_terminal=True, width=100)) as progress:
+        report = check_data("pipes.py:Finite", "pipes.py:Finite", batches=3, progress=progress)
+    assert report.ok
+    shown = screen.getvalue()
+    assert "torch: read batches" in shown and "MindSpore: read batches" in shown and "3/3" in shown

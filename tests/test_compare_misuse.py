@@ -184,3 +184,23 @@ def test_r30_help_documents_exit_codes(capsys, command):
     assert exc.value.code == 0
     text = capsys.readouterr().out
     assert "exit codes:" in text and "  0  " in text and "  1  " in text and "  2  usage or input error" in text
+
+
+@pytest.mark.differential
+def test_r30_json_stdout_holds_only_the_report_when_the_model_prints(tmp_path, capsys, monkeypatch):
+    import json
+
+    pytest.importorskip("mindspore")
+    chatty = "import torch.nn as nn\n\n\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+    chatty += "        self.fc = nn.Linear(6, 4)\n\n    def forward(self, x):\n        print('shape', x.shape)\n"
+    chatty += "        return self.fc(x)\n"
+    port = "import mindspore.nn as nn\n\n\nclass Net(nn.Cell):\n    def __init__(self):\n        super().__init__()\n"
+    port += "        self.fc = nn.Dense(6, 4)\n\n    def construct(self, x):\n        print('shape', x.shape)\n"
+    port += "        return self.fc(x)\n"
+    (tmp_path / "t.py").write_text(chatty, encoding="utf-8")
+    (tmp_path / "m.py").write_text(port, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    code = main(["compare", "--torch", "t.py:Net", "--ms", "m.py:Net", "--input-shape", "2,6", "--no-graph", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0 and json.loads(out)["status"] == "match"  # the model's prints went to stderr
+    assert "shape" in err
