@@ -30,7 +30,8 @@ from .torch_runner import run_torch
 __all__ = ["CompareOptions", "CompareUsageError", "TrainOptions", "compare_models"]
 
 
-def _request(torch_spec: str, opts: CompareOptions, given: dict[str, np.ndarray]) -> dict[str, Any]:
+def _request(torch_spec: str, opts: CompareOptions) -> dict[str, Any]:
+    """The JSON the torch side receives (it draws seeded inputs itself: it knows the Embedding sizes)."""
     draw = None
     if opts.inputs is None:
         draw = {"shapes": [list(map(int, s)) for s in opts.input_shapes], "dtypes": list(opts.input_dtypes)}
@@ -128,7 +129,7 @@ def _weight_problems(wrep: dict[str, Any]) -> list[str]:
 
 
 def _torch_side(torch_spec: str, opts: CompareOptions, given: dict[str, np.ndarray], progress: Progress):
-    req = _request(torch_spec, opts, given)
+    req = _request(torch_spec, opts)
     with progress.phase("torch side: import, build and record the model"):
         tmeta, tarr = run_torch(req, given, opts.torch_python, progress.update)
     if tmeta["forward"]["error"]:

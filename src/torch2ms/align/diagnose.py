@@ -124,9 +124,6 @@ def pitfall_hints(torch_class: str | None, t: Mapping[str, Any], cell: Any) -> l
     return []
 
 
-setting_hints = pitfall_hints  # the name older callers use
-
-
 def _as_tuple(value: Any) -> tuple:
     return tuple(value) if isinstance(value, (list, tuple)) else (value,)
 

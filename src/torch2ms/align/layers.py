@@ -97,10 +97,15 @@ class Finding:
 def input_diff(ctx: Context, i: int, j: int) -> Diff | None:
     """torch call i's tensor inputs vs MindSpore call j's; None when they cannot be paired."""
     refs, gots = ctx.torch.input_arrays(i), ctx.ms.input_arrays(j)
-    pairs = [(r, g) for r, g in zip(refs, gots) if r is not None]
-    if not pairs or len(refs) != len(gots) or any(g is None for _, g in pairs):
+    if len(refs) != len(gots):
         return None
-    return metrics.diff_all([r for r, _ in pairs], [g for _, g in pairs])  # type: ignore[misc]
+    pairs = [(r, g) for r, g in zip(refs, gots) if r is not None]
+    if not pairs:
+        return None
+    ref_arrays, got_arrays = [r for r, _ in pairs], [g for _, g in pairs if g is not None]
+    if len(got_arrays) != len(ref_arrays):  # a tensor on the torch side, something else on MindSpore's
+        return None
+    return metrics.diff_all(ref_arrays, got_arrays)
 
 
 def _needs_replay(ctx: Context, out: Diff | None, local_threshold: float) -> bool:
@@ -174,7 +179,7 @@ def culprit(ctx: Context, i: int, threshold: float) -> tuple[str, str]:
     for ancestor in _ancestors(name):
         k = _enclosing_call(ctx.torch.events, i, ancestor)
         j = ctx.pairs.get(k) if k is not None else None
-        if j is None or not _input_differs(input_diff(ctx, k, j), threshold):  # type: ignore[arg-type]
+        if k is None or j is None or not _input_differs(input_diff(ctx, k, j), threshold):
             return ancestor, child
         child = ancestor
     return "", child

@@ -62,7 +62,7 @@ class CompareReport:
             if data:
                 paths[name] = out / f"{name}.png"
                 _write_atomic(paths[name], data)
-        _write_atomic(paths["html"], render_html(self, pngs).encode("utf-8"))
+        _write_atomic(paths["html"], render_html(self).encode("utf-8"))
         return paths
 
 

@@ -166,8 +166,8 @@ def _figure_html(fig: Any, caption: str) -> str:
     return f"<figure role='img' aria-label='{html.escape(caption)}'>{svg_markup(fig)}</figure>"
 
 
-def render_html(rep: CompareReport, pngs: dict[str, bytes | None] | None = None) -> str:
-    """The whole page; ``pngs`` is accepted for older callers and not used (plots are inline SVG)."""
+def render_html(rep: CompareReport) -> str:
+    """The whole page; the plots are inline SVG (the PNG files are written beside it for other uses)."""
     e = html.escape
     title = f"torch2ms compare: {rep.status.upper()}"
     process = "; torch ran in its own process" if rep.two_process else ""

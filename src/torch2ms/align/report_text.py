@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from rich.markup import escape
 from rich.table import Table
 
+from .metrics import OUTPUT_TOL
 from .report import CompareReport, fmt, sorted_rows, training_lines
 from .rows import LayerRow
 
-COLUMNS = (
+COLUMNS: tuple[tuple[str, Literal["left", "right"]], ...] = (
     ("#", "right"),
     ("layer", "left"),
     ("torch", "left"),
@@ -50,7 +51,7 @@ def layer_table(rows: list[LayerRow], title: str, max_rows: int) -> Table:
     table = Table(title=title, show_lines=False)
     for name, justify in COLUMNS:
         # Names are the point of the table: wrap them, never cut them with "…".
-        table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
+        table.add_column(name, justify=justify, overflow="fold")
     shown = sorted_rows(rows)[:max_rows]
     for row in shown:
         style = {"DIVERGES": "bold red", "missing": "yellow"}.get(row.verdict)
@@ -80,7 +81,7 @@ def _print_outputs(rep: CompareReport, console: Any) -> None:
             mark = "[green]ok[/]" if check.ok else "[red]differs[/]"
             console.print(
                 f"final output {mode}: {mark} max abs {fmt(check.max_abs)}, err/scale {fmt(check.rel)} "
-                f"(tolerance 1e-04)"
+                f"(tolerance {OUTPUT_TOL:g})"
             )
 
 

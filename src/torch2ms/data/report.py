@@ -156,7 +156,8 @@ class DataReport:
             "max |Δ|",
             "labels equal",
         ):
-            t.add_column(h, no_wrap=h not in ("channel mean", "channel std"))
+            # numbers stay on one line; names and vectors wrap rather than end in "…"
+            t.add_column(h, no_wrap=h not in ("column", "channel mean", "channel std"), overflow="fold")
         for c in self.columns:
             t.add_row(
                 escape(c.name),
