@@ -65,7 +65,7 @@ def main() -> None:
 
         import mindspore as ms
 
-        from torch2ms.align import compare_models
+        from torch2ms.align import CompareOptions, compare_models
         from torch2ms.align.ms_side import build_net
 
         ms_spec = f"{root}/torchvision/models/resnet.py:resnet50"
@@ -80,14 +80,8 @@ def main() -> None:
         mp = {"first": ts[0], "warm": min(ts[1:])}
         del net
         t = time.perf_counter()
-        rep = compare_models(
-            "torchvision.models:resnet50",
-            ms_spec,
-            inputs={"x": x},
-            torch_python=sys.executable,
-            threads=threads,
-            out_dir=Path(tmp) / "out",
-        )
+        opts = CompareOptions(inputs={"x": x}, torch_python=sys.executable, threads=threads, out_dir=Path(tmp) / "out")
+        rep = compare_models("torchvision.models:resnet50", ms_spec, opts)
         wall = time.perf_counter() - t
     tm = rep.timings
     core = tm["torch_forward_hooked"] + tm["torch_noise_f64"] + tm["ms_forward_hooked"] + tm["ms_replay_and_metrics"]

@@ -234,7 +234,9 @@ def test_r25_cli_exit_codes_and_reports(factories, tmp_path, capsys):
         )
         == 1
     )
-    assert json.loads(capsys.readouterr().out)["findings"][0]["pitfall"] == "shuffle"
+    # A random shuffle can, by chance, keep the first labels in order: then pixels differ first, and the
+    # shuffle is still named (from the pipelines' settings).
+    assert "shuffle" in [f["pitfall"] for f in json.loads(capsys.readouterr().out)["findings"]]
 
 
 @pytest.mark.parametrize("spec", ["no_colon", "{f}:missing_factory", "/nonexistent/pipes.py:f"])

@@ -66,31 +66,31 @@ def _variant(d, code: str, name: str, *reps) -> str:
 
 
 def test_r24_output_shape_mismatch_between_sides(port):
-    from torch2ms.align import compare_models
+    from torch2ms.align import CompareOptions, compare_models
 
     d, code = port
     spec = _variant(d, code, "wide_head", ("nn.Dense(8, 10)", "nn.Dense(8, 12)"))
-    rep = compare_models(f"{d}/t.py:Net", spec, input_shape=(2, 3, 8, 8), graph=False)
+    rep = compare_models(f"{d}/t.py:Net", spec, CompareOptions(input_shapes=[(2, 3, 8, 8)], graph=False))
     assert rep.status == "divergence"
     fd = rep.first_divergence
-    assert fd["layer"] == "fc" and fd["kind"] == "shape"
+    assert fd.layer == "fc" and fd.kind == "shape"
     assert any("fc.weight" in p for p in rep.problems)  # the weight that could not load is named
     assert "fc.weight" in rep.weights["unloaded"] or rep.weights["shape_mismatch"]
-    assert rep.output["pynative"]["error"].startswith("output shape torch [2, 10] vs MindSpore [2, 12]")
+    assert rep.output["pynative"].error.startswith("output shape torch [2, 10] vs MindSpore [2, 12]")
 
 
 def test_r24_missing_layer_is_reported(port):
-    from torch2ms.align import compare_models
+    from torch2ms.align import CompareOptions, compare_models
 
     d, code = port
     spec = _variant(d, code, "no_act", ("x = self.act(self.ln(x))", "x = self.ln(x)"))
-    rep = compare_models(f"{d}/t.py:Net", spec, input_shape=(2, 3, 8, 8), graph=False)
+    rep = compare_models(f"{d}/t.py:Net", spec, CompareOptions(input_shapes=[(2, 3, 8, 8)], graph=False))
     assert rep.status == "divergence"
     assert rep.missing_layers == ["act"]
     fd = rep.first_divergence
-    assert fd["kind"] == "input" and fd["layer"] == ""  # the model's own forward, right before fc
-    assert "act" in fd["hint"] and "no MindSpore counterpart" in fd["hint"]
-    assert [r["verdict"] for r in rep.layers if r["name"] == "act"] == ["missing"]
+    assert fd.kind == "input" and fd.layer == ""  # the model's own forward, right before fc
+    assert "act" in fd.hint and "no MindSpore counterpart" in fd.hint
+    assert [r.verdict for r in rep.layers if r.name == "act"] == ["missing"]
 
 
 def _zero_row_input() -> np.ndarray:
@@ -100,21 +100,23 @@ def _zero_row_input() -> np.ndarray:
 
 
 def test_r24_nan_output_is_named_not_raised(port, tmp_path):
-    from torch2ms.align import compare_models
+    from torch2ms.align import CompareOptions, compare_models
 
     d, code = port
     # F.normalize ported by hand without its eps: a zero row becomes 0/0 = NaN in MindSpore only.
     clamp = "x / ops.clamp(ops.norm(x, 2.0, 1, keepdim=True), min=1e-12)"
     spec = _variant(d, code, "no_eps", (clamp, "x / ops.norm(x, 2.0, 1, keepdim=True)")).replace(":Net", ":Head")
-    rep = compare_models(f"{d}/t.py:Head", spec, inputs={"x": _zero_row_input()}, graph=False, out_dir=tmp_path)
+    rep = compare_models(
+        f"{d}/t.py:Head", spec, CompareOptions(inputs={"x": _zero_row_input()}, graph=False, out_dir=tmp_path)
+    )
     fd = rep.first_divergence
-    assert rep.status == "divergence" and fd["layer"] == "norm" and fd["kind"] == "non-finite", fd
-    assert "NaN/Inf" in fd["detail"]
+    assert rep.status == "divergence" and fd.layer == "norm" and fd.kind == "non-finite", fd
+    assert "NaN/Inf" in fd.detail
     assert (tmp_path / "report.html").exists() and (tmp_path / "report.json").exists()
 
 
 def test_r24_layer_that_raises_is_named(port):
-    from torch2ms.align import compare_models
+    from torch2ms.align import CompareOptions, compare_models
 
     d, code = port
     # LayerNorm epsilon=0 in the port: MindSpore refuses a zero-variance row ("Var + Epsilon is zero").
@@ -122,22 +124,22 @@ def test_r24_layer_that_raises_is_named(port):
     x = _zero_row_input()
     x[1] = 0.5
     spec = _variant(d, code, "eps0", eps0, eps0).replace(":Net", ":Head")
-    rep = compare_models(f"{d}/t.py:Head", spec, inputs={"x": x}, graph=False)
+    rep = compare_models(f"{d}/t.py:Head", spec, CompareOptions(inputs={"x": x}, graph=False))
     fd = rep.first_divergence
-    assert rep.status == "divergence" and fd["layer"] == "ln" and fd["kind"] == "error", fd
+    assert rep.status == "divergence" and fd.layer == "ln" and fd.kind == "error", fd
     assert any("raised" in p for p in rep.problems)
 
 
 def test_r24_mindspore_forward_that_raises_is_reported(port):
-    from torch2ms.align import compare_models
+    from torch2ms.align import CompareOptions, compare_models
 
     d, code = port
     # a torch-ism left in the port: MindSpore's Tensor.size is an int, so x.size(0) raises
     spec = _variant(d, code, "size_call", ("x = x.mean(dim=(2, 3))", "x = x.view(x.size(0), 8, -1).mean(-1)"))
-    rep = compare_models(f"{d}/t.py:Net", spec, input_shape=(2, 3, 8, 8), graph=False)
+    rep = compare_models(f"{d}/t.py:Net", spec, CompareOptions(input_shapes=[(2, 3, 8, 8)], graph=False))
     fd = rep.first_divergence
-    assert rep.status == "divergence" and fd["kind"] == "error"
-    assert "after conv and before ln" in fd["detail"]
+    assert rep.status == "divergence" and fd.kind == "error"
+    assert "after conv and before ln" in fd.detail
     assert any("raised" in p for p in rep.problems)
 
 

@@ -113,41 +113,39 @@ def _write_bug(d, code: str, name: str, reps) -> str:
 
 
 def test_r23_r24_r27_correct_port_has_no_divergence(port):
-    from torch2ms.align import compare_models
+    from torch2ms.align import CompareOptions, compare_models
 
     d, _ = port
-    rep = compare_models(
-        f"{d}/net_torch.py:Net", f"{d}/net_ms.py:Net", input_shape=(4, 3, 16, 16), seed=0, replay_all=True
-    )
+    opts = CompareOptions(input_shapes=[(4, 3, 16, 16)], seed=0, replay_all=True)
+    rep = compare_models(f"{d}/net_torch.py:Net", f"{d}/net_ms.py:Net", opts)
     assert rep.status == "match", rep.first_divergence
     assert rep.first_divergence is None
     assert rep.alignment == "name" and not rep.missing_layers and not rep.weights["unloaded"]
-    assert rep.output["pynative"]["ok"] and rep.output["graph"]["ok"]  # R27: both modes checked
-    assert all(r["verdict"] == "ok" for r in rep.layers)
-    leaves = [r for r in rep.layers if r["leaf"]]
-    assert leaves and all(r.get("local_rel") is not None for r in leaves)
-    assert all(r["cosine"] > 0.999999 for r in rep.layers)
+    assert rep.output["pynative"].ok and rep.output["graph"].ok  # R27: both modes checked
+    assert all(r.verdict == "ok" for r in rep.layers)
+    leaves = [r for r in rep.layers if r.leaf]
+    assert leaves and all(r.local_rel is not None for r in leaves)
+    assert all(r.cosine > 0.999999 for r in rep.layers)
 
 
 @pytest.mark.parametrize("bug", list(BUGS))
 def test_r24_injected_bug_is_named_as_first_divergence(port, bug):
-    from torch2ms.align import compare_models
+    from torch2ms.align import CompareOptions, TrainOptions, compare_models
 
     d, code = port
     reps, layer, kind, hint, steps = BUGS[bug]
     spec = _write_bug(d, code, bug, reps)
     for seed in (0, 1):  # every time, not by luck of one input
-        rep = compare_models(
-            f"{d}/net_torch.py:Net", spec, input_shape=(4, 3, 16, 16), seed=seed, train_steps=steps, graph=False
-        )
+        opts = CompareOptions(input_shapes=[(4, 3, 16, 16)], seed=seed, train=TrainOptions(steps=steps), graph=False)
+        rep = compare_models(f"{d}/net_torch.py:Net", spec, opts)
         fd = rep.first_divergence
         assert rep.status == "divergence" and fd is not None, bug
-        assert fd["layer"] == layer, (bug, fd)
-        assert fd["kind"] == kind, (bug, fd)
-        assert hint in fd["hint"], (bug, fd["hint"])
-        assert fd["phase"] == ("after training" if steps else "forward")
-        before = [r for r in rep.layers if r["index"] < (fd["index"] if fd["phase"] == "forward" else 0)]
-        assert all(r["verdict"] == "ok" for r in before)
+        assert fd.layer == layer, (bug, fd)
+        assert fd.kind == kind, (bug, fd)
+        assert hint in fd.hint, (bug, fd.hint)
+        assert fd.phase == ("after training" if steps else "forward")
+        before = [r for r in rep.layers if r.index < (fd.index if fd.phase == "forward" else 0)]
+        assert all(r.verdict == "ok" for r in before)
 
 
 def test_r30_cli_writes_json_html_and_plot(port, tmp_path):
@@ -163,7 +161,7 @@ def test_r30_cli_writes_json_html_and_plot(port, tmp_path):
     data = json.loads((out / "report.json").read_text())
     assert data["first_divergence"]["layer"] == "act"
     html = (out / "report.html").read_text()
-    assert "data:image/png;base64," in html and "First divergence" in html and "act" in html
+    assert "<svg" in html and "First divergence" in html and "act" in html  # plots inline, text kept
     png = (out / "layer_errors.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     assert (
@@ -188,7 +186,7 @@ def test_r23_weights_file_is_loaded_on_both_sides(port, tmp_path):
 
     import torch
 
-    from torch2ms.align import compare_models
+    from torch2ms.align import CompareOptions, compare_models
 
     d, _ = port
     spec = importlib.util.spec_from_file_location("_w_net_torch", d / "net_torch.py")
@@ -200,12 +198,7 @@ def test_r23_weights_file_is_loaded_on_both_sides(port, tmp_path):
         net.bn1.running_mean.uniform_(-0.5, 0.5)
         net.bn1.running_var.uniform_(0.5, 2.0)
     torch.save({"state_dict": net.state_dict()}, tmp_path / "w.pth")
-    rep = compare_models(
-        f"{d}/net_torch.py:Net",
-        f"{d}/net_ms.py:Net",
-        weights=str(tmp_path / "w.pth"),
-        input_shape=(2, 3, 16, 16),
-        graph=False,
-    )
+    opts = CompareOptions(weights=str(tmp_path / "w.pth"), input_shapes=[(2, 3, 16, 16)], graph=False)
+    rep = compare_models(f"{d}/net_torch.py:Net", f"{d}/net_ms.py:Net", opts)
     assert rep.status == "match", rep.first_divergence
     assert rep.weights["torch_load"] == {"missing": [], "unexpected": []} and not rep.weights["unloaded"]

@@ -43,7 +43,7 @@ def cnn(tmp_path_factory):
 
 @pytest.mark.parametrize("optimizer,lr", [("sgd", 0.05), ("adam", 1e-3), ("adamw", 1e-3)])
 def test_r26_loss_curves_agree_over_50_steps(cnn, optimizer, lr, tmp_path):
-    from torch2ms.align import compare_models
+    from torch2ms.align import CompareOptions, TrainOptions, compare_models
 
     t, m = cnn
     # Two fixed batches, cycled: a learnable task (fresh random labels every step teach nothing).
@@ -51,24 +51,15 @@ def test_r26_loss_curves_agree_over_50_steps(cnn, optimizer, lr, tmp_path):
     bx = rng.standard_normal((2, 8, 3, 16, 16)).astype(np.float32)
     by = rng.integers(0, 10, (2, 8))
     data = {"x": bx[0], "train_x": bx[np.arange(50) % 2], "train_y": by[np.arange(50) % 2]}
-    rep = compare_models(
-        t,
-        m,
-        inputs=data,
-        seed=0,
-        train_steps=50,
-        optimizer=optimizer,
-        lr=lr,
-        momentum=0.9,
-        weight_decay=1e-2 if optimizer == "adamw" else 0.0,
-        graph=False,
-        out_dir=tmp_path,
+    train = TrainOptions(
+        steps=50, optimizer=optimizer, lr=lr, momentum=0.9, weight_decay=1e-2 if optimizer == "adamw" else 0.0
     )
+    rep = compare_models(t, m, CompareOptions(inputs=data, seed=0, train=train, graph=False, out_dir=tmp_path))
     tr = rep.training
-    assert len(tr["torch_losses"]) == len(tr["ms_losses"]) == 50
-    assert tr["torch_losses"][-1] < tr["torch_losses"][0]  # it actually trained
-    assert tr["max_loss_rel"] <= 1e-4, tr["loss_rel"]
-    assert tr["worst_param_rel"] <= 1e-4, tr["params"][:3]
-    assert tr["ok"] and rep.status == "match", (rep.first_divergence, rep.problems)
+    assert len(tr.torch_losses) == len(tr.ms_losses) == 50
+    assert tr.torch_losses[-1] < tr.torch_losses[0]  # it actually trained
+    assert tr.max_loss_rel <= 1e-4, tr.loss_rel
+    assert tr.worst_param_rel <= 1e-4, tr.params[:3]
+    assert tr.ok and rep.status == "match", (rep.first_divergence, rep.problems)
     assert (tmp_path / "loss.png").read_bytes()[:4] == b"\x89PNG"
     assert "loss curves" in (tmp_path / "report.html").read_text()

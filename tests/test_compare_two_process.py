@@ -41,14 +41,15 @@ MS_PROCESS = textwrap.dedent("""
                 raise ImportError(f"{name} is blocked in the MindSpore process")
 
     sys.meta_path.insert(0, _BlockTorch())
-    from torch2ms.align import compare_models
+    from torch2ms.align import CompareOptions, TrainOptions, compare_models
 
-    rep = compare_models(sys.argv[1], sys.argv[2], input_shape=(2, 3, 8, 8), torch_python=sys.argv[3],
-                         train_steps=2, out_dir=sys.argv[4])
+    opts = CompareOptions(input_shapes=[(2, 3, 8, 8)], torch_python=sys.argv[3], train=TrainOptions(steps=2),
+                          out_dir=sys.argv[4])
+    rep = compare_models(sys.argv[1], sys.argv[2], opts)
     fd = rep.first_divergence
-    print(json.dumps({"status": rep.status, "layer": fd and fd["layer"], "two_process": rep.two_process,
+    print(json.dumps({"status": rep.status, "layer": fd and fd.layer, "two_process": rep.two_process,
                       "torch_loaded": any(m.split(".")[0] == "torch" for m in sys.modules),
-                      "graph_ok": rep.output["graph"]["ok"], "losses": rep.training["max_loss_rel"]}))
+                      "graph_ok": rep.output["graph"].ok, "losses": rep.training.max_loss_rel}))
 """)
 
 

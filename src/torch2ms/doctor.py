@@ -52,15 +52,30 @@ def diagnose(versions: dict[str, str | None] | None = None, probe_device: bool =
     rep.versions = {"python": platform.python_version()} | (
         versions if versions is not None else {p: _version(p) for p in PACKAGES}
     )
-    v = rep.versions
+    rep.findings += _version_findings(rep.versions)
+    if probe_device and rep.versions.get("mindspore"):
+        try:
+            import mindspore
+
+            rep.device_target = mindspore.get_context("device_target")
+        except Exception as exc:  # noqa: BLE001 - any import failure is a finding for the user
+            rep.findings.append(Finding("error", f"import mindspore failed: {exc}", "reinstall mindspore with numpy<2"))
+    if rep.versions.get("mindspore") and rep.device_target in (None, "CPU"):
+        rep.findings += _cpu_findings()
+    if not rep.findings or all(f.level == "ok" for f in rep.findings):
+        rep.findings.append(Finding("ok", "no known-bad combination found"))
+    return rep
+
+
+def _version_findings(v: dict[str, str | None]) -> list[Finding]:
+    """Python, MindSpore, torch, numpy and torch2ms's own packages: missing, unproven or known-bad."""
+    out = []
     py = v["python"] or ""
     if not py.startswith("3.11"):
-        rep.findings.append(
-            Finding("warn", f"Python {py}: torch2ms is tested on Python 3.11", "use a Python 3.11 environment")
-        )
+        out.append(Finding("warn", f"Python {py}: torch2ms is tested on Python 3.11", "use a Python 3.11 environment"))
     ms, torch, np_ = v.get("mindspore"), v.get("torch"), v.get("numpy")
     if ms is None:
-        rep.findings.append(
+        out.append(
             Finding(
                 "warn",
                 "mindspore is not installed: convert/scan/lookup work, compare and weight checks against a net do not",
@@ -68,7 +83,7 @@ def diagnose(versions: dict[str, str | None] | None = None, probe_device: bool =
             )
         )
     elif ms != PINNED["mindspore"]:
-        rep.findings.append(
+        out.append(
             Finding(
                 "warn",
                 f"mindspore {ms}: the knowledge base was proven on {PINNED['mindspore']}",
@@ -76,7 +91,7 @@ def diagnose(versions: dict[str, str | None] | None = None, probe_device: bool =
             )
         )
     if ms and np_ and _major(np_) >= 2:
-        rep.findings.append(
+        out.append(
             Finding(
                 "error",
                 f"numpy {np_} with mindspore: mindspore.dataset.GeneratorDataset fails on python/numpy-scalar items "
@@ -85,7 +100,7 @@ def diagnose(versions: dict[str, str | None] | None = None, probe_device: bool =
             )
         )
     if torch is None:
-        rep.findings.append(
+        out.append(
             Finding(
                 "warn",
                 "torch is not installed: fine for the MindSpore side; compare needs --torch-python PY",
@@ -93,7 +108,7 @@ def diagnose(versions: dict[str, str | None] | None = None, probe_device: bool =
             )
         )
     if torch and v.get("torchvision") is None:
-        rep.findings.append(
+        out.append(
             Finding(
                 "warn",
                 "torchvision is not installed: data-pipeline checks of torchvision transforms are unavailable",
@@ -101,25 +116,24 @@ def diagnose(versions: dict[str, str | None] | None = None, probe_device: bool =
             )
         )
     if torch and ms:
-        rep.findings.append(
+        out.append(
             Finding(
                 "ok",
-                "torch and mindspore share this environment: fine for compare; the articles "
-                "recommend separate environments for production, which compare supports with --torch-python",
+                "torch and mindspore share this environment: fine for compare; to keep them apart (often wanted "
+                "in production), install them in two environments and give compare --torch-python",
             )
         )
     for pkg in ("libcst", "rich"):
         if v.get(pkg) is None:
-            rep.findings.append(Finding("error", f"{pkg} is missing: torch2ms itself needs it", f"pip install {pkg}"))
-    if probe_device and ms:
-        try:
-            import mindspore
+            out.append(Finding("error", f"{pkg} is missing: torch2ms itself needs it", f"pip install {pkg}"))
+    return out
 
-            rep.device_target = mindspore.get_context("device_target")
-        except Exception as exc:  # noqa: BLE001 - any import failure is a finding for the user
-            rep.findings.append(Finding("error", f"import mindspore failed: {exc}", "reinstall mindspore with numpy<2"))
-    if ms and rep.device_target in (None, "CPU") and _has_avx512() and not os.environ.get("ONEDNN_MAX_CPU_ISA"):
-        rep.findings.append(
+
+def _cpu_findings() -> list[Finding]:
+    """MindSpore's own speed switches on a CPU target, when they are not set."""
+    out = []
+    if _has_avx512() and not os.environ.get("ONEDNN_MAX_CPU_ISA"):
+        out.append(
             Finding(
                 "warn",
                 "this CPU has AVX-512: MindSpore 2.10's bundled oneDNN then picks a naive convolution "
@@ -127,21 +141,18 @@ def diagnose(versions: dict[str, str | None] | None = None, probe_device: bool =
                 "export ONEDNN_MAX_CPU_ISA=AVX2 before starting MindSpore",
             )
         )
-    if ms and rep.device_target in (None, "CPU"):
-        unset = [k for k in CPU_DISPATCH_ENV if os.environ.get(k) != "1"]
-        if unset:
-            rep.findings.append(
-                Finding(
-                    "warn",
-                    "PyNative dispatches ops and compiled steps across threads: on a CPU target that "
-                    "costs ~3 ms per eager op and makes a compiled training step that returns several tensors "
-                    "1.7x slower (measured 21.6 vs 12.7 ms per step on 2 cores)",
-                    " ".join(f"export {k}=1" for k in unset) + " (single-threaded dispatch; CPU only)",
-                )
+    unset = [k for k in CPU_DISPATCH_ENV if os.environ.get(k) != "1"]
+    if unset:
+        out.append(
+            Finding(
+                "warn",
+                "PyNative dispatches ops and compiled steps across threads: on a CPU target that "
+                "costs ~3 ms per eager op and makes a compiled training step that returns several tensors "
+                "1.7x slower (measured 21.6 vs 12.7 ms per step on 2 cores)",
+                " ".join(f"export {k}=1" for k in unset) + " (single-threaded dispatch; CPU only)",
             )
-    if not rep.findings or all(f.level == "ok" for f in rep.findings):
-        rep.findings.append(Finding("ok", "no known-bad combination found"))
-    return rep
+        )
+    return out
 
 
 def _has_avx512(cpuinfo: str = "/proc/cpuinfo") -> bool:

@@ -201,12 +201,24 @@ def export_mindir(
 
 
 def add_export_parser(sub) -> None:
-    ex = sub.add_parser(
-        "export",
-        help="write the converted model with its weights as MindIR (mindspore.export) "
-        "and check the file gives the network's output",
+    from .cli_support import add_subcommand, add_verbose, exit_codes_epilog
+
+    epilog = exit_codes_epilog(
+        "the MindIR was written and, loaded back, reproduces the network's output",
+        "parameters missing from the checkpoint, mindspore.export failed, or the MindIR does not reproduce the output",
     )
-    ex.add_argument("--net", required=True, help="PATH_OR_MODULE:FACTORY building the converted MindSpore network")
+    help_text = (
+        "write the converted model with its weights as MindIR (mindspore.export) and check the file gives "
+        "the network's output"
+    )
+    ex = add_subcommand(sub, "export", help_text, epilog)
+    add_verbose(ex)
+    ex.add_argument(
+        "--net",
+        required=True,
+        help="PATH_OR_MODULE:FACTORY building the converted MindSpore network (a name, or an expression such "
+        "as model.py:'UNet(n_classes=2)')",
+    )
     ex.add_argument(
         "--ckpt", required=True, help="MindSpore checkpoint (.ckpt / .safetensors), e.g. from `torch2ms weights`"
     )
@@ -230,6 +242,13 @@ def add_export_parser(sub) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from .cli_support import quiet_frameworks, run_guarded
+
+    quiet_frameworks(args.verbose)
+    return run_guarded(lambda: _export(args), "export", args.verbose)
+
+
+def _export(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     err, out = Console(stderr=True), Console()

@@ -1,71 +1,204 @@
-"""Resolve ``PATH_OR_MODULE:FACTORY`` specs (``model.py:Net``, ``pkg.models:resnet18``).
+"""Resolve ``PATH_OR_MODULE:TARGET`` specs and build what they name, with errors a user can act on.
 
-Standard library only: ``align/torch_worker.py`` also runs as a plain script under another
-interpreter (``compare --torch-python``) that may not have torch2ms's dependencies.
+``TARGET`` is a name (``Net``, ``models.resnet18``), called with no arguments when it is a class or a
+function, or a Python expression evaluated in the module (``UNet(n_channels=3, n_classes=2)``).
+
+Every failure of the user's code (a syntax error, a missing package, an exception or ``sys.exit`` at
+import or while building) becomes a one-line :class:`SpecError` naming the file and line. A file that
+runs code at import (a training script without an ``if __name__ == "__main__":`` guard) is imported
+first in a child process with a time limit, so that it cannot hang the tool.
+
+Standard library only: ``align/torch_worker.py`` also runs under another interpreter
+(``compare --torch-python``) that may not have torch2ms's dependencies.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
+import re
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
+from .import_probe import import_hang_reason, located, package_root
 
-def load_object(spec: str, tag: str = "side") -> Any:
-    """The object a ``PATH_OR_MODULE:NAME`` spec names (not called)."""
-    return load_factory(spec, tag, need_callable=False)
+_MODULE_SPEC = re.compile(r"^([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*):(.+)$", re.S)
+_DOTTED_NAME = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*$")
+EXAMPLE = "model.py:Net, model.py:UNet(n_channels=3, n_classes=2) or pkg.models:resnet18"
 
 
 class SpecError(ValueError):
-    """A PATH_OR_MODULE:FACTORY spec that cannot be resolved (usage error)."""
+    """A PATH_OR_MODULE:TARGET spec that cannot be resolved or built (a usage error: exit 2)."""
 
 
-def _package_root(path: Path) -> tuple[Path, str]:
-    """For a file inside packages (dirs with __init__.py): (dir to put on sys.path, dotted name)."""
-    parts = [path.stem]
-    d = path.parent
-    while (d / "__init__.py").exists():
-        parts.insert(0, d.name)
-        d = d.parent
-    return d, ".".join(parts)
+@dataclass(frozen=True)
+class Spec:
+    text: str
+    module: str  # a path ending in .py, or a dotted module name
+    target: str  # a dotted name or an expression
+
+    @property
+    def is_path(self) -> bool:
+        return self.module.endswith(".py")
+
+    @property
+    def is_name(self) -> bool:
+        return bool(_DOTTED_NAME.match(self.target))
+
+
+def parse_spec(text: str) -> Spec:
+    """Split ``model.py:UNet(n_classes=2)`` at the first ``.py:`` (an expression may hold colons)."""
+    cut = text.find(".py:")
+    if cut >= 0:
+        module, target = text[: cut + 3], text[cut + 4 :]
+    elif match := _MODULE_SPEC.match(text):
+        module, target = match.group(1), match.group(2)
+    else:
+        raise SpecError(f"{text!r}: expected PATH_OR_MODULE:FACTORY, e.g. {EXAMPLE}")
+    target = target.strip()
+    if not target:
+        raise SpecError(f"{text!r}: nothing after the colon; name the factory, e.g. {EXAMPLE}")
+    if not _DOTTED_NAME.match(target):
+        try:
+            compile(target, "<spec>", "eval")
+        except SyntaxError as exc:
+            raise SpecError(f"{text!r}: {target!r} is neither a name nor a Python expression ({exc.msg})") from None
+    return Spec(text, module, target)
+
+
+def _exec_file(path: Path, tag: str) -> ModuleType:
+    root, dotted = package_root(path)
+    if "." in dotted:  # inside a package: import it as such so that relative imports work
+        sys.path.insert(0, str(root))
+        return importlib.import_module(dotted)
+    sys.path.insert(0, str(path.parent))  # sibling imports of a standalone file
+    name = f"_t2m_{tag}_{path.stem}"
+    module_spec = importlib.util.spec_from_file_location(name, path)
+    if module_spec is None or module_spec.loader is None:
+        raise SpecError(f"{path}: cannot be loaded as a Python module")
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module
+    try:
+        module_spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module
+
+
+def import_module(spec: Spec, tag: str = "side", import_timeout: float | None = None) -> ModuleType:
+    """The module a spec names; every failure of the user's code is a one-line SpecError."""
+    path = Path(spec.module)
+    if spec.is_path:
+        if not path.is_file():
+            raise SpecError(f"{spec.module}: no such file (in {spec.text!r})")
+        path = path.resolve()
+    hang = import_hang_reason(spec.module, path if spec.is_path else None, import_timeout)
+    if hang:
+        raise SpecError(hang)
+    try:
+        return _exec_file(path, tag) if spec.is_path else importlib.import_module(spec.module)
+    except SpecError:
+        raise
+    except SyntaxError as exc:
+        where = f"{exc.filename}:{exc.lineno}" if exc.filename else spec.module
+        raise SpecError(f"{where}: syntax error ({exc.msg}); fix the file and run again") from None
+    except ImportError as exc:
+        raise SpecError(
+            f"{located(exc, spec.module)}: importing {spec.module} failed: {exc}; install the missing "
+            "package in this environment, or run this side in another one (--torch-python)"
+        ) from None
+    except SystemExit as exc:
+        raise SpecError(
+            f"{located(exc, spec.module)}: importing {spec.module} called sys.exit({exc.code}): the file runs "
+            "a script when imported; put that code under `if __name__ == '__main__':`"
+        ) from None
+    except Exception as exc:  # noqa: BLE001 - the user's code failed at import: say where, no traceback
+        raise SpecError(f"{located(exc, spec.module)}: importing {spec.module} raised {_one_line(exc)}") from None
+
+
+def _one_line(exc: BaseException) -> str:
+    text = next((ln.strip() for ln in str(exc).splitlines() if ln.strip().strip("-")), "")
+    return f"{type(exc).__name__}: {text[:300]}" if text else type(exc).__name__
+
+
+def _resolve_name(module: ModuleType, spec: Spec) -> Any:
+    obj: Any = module
+    for part in spec.target.split("."):
+        if not hasattr(obj, part):
+            raise SpecError(f"{spec.text}: {spec.module} has no attribute {spec.target!r}")
+        obj = getattr(obj, part)
+    return obj
+
+
+def _evaluator(module: ModuleType, spec: Spec) -> Callable[[], Any]:
+    code = compile(spec.target, f"<{spec.text}>", "eval")
+    return lambda: eval(code, vars(module))  # the user's own expression, in their module
+
+
+def load_object(spec: str, tag: str = "side", import_timeout: float | None = None) -> Any:
+    """What a spec names, not called: a name's object, or for an expression a no-argument callable."""
+    parsed = parse_spec(spec)
+    module = import_module(parsed, tag, import_timeout)
+    return _resolve_name(module, parsed) if parsed.is_name else _evaluator(module, parsed)
 
 
 def load_factory(spec: str, tag: str = "side", need_callable: bool = True) -> Callable[[], Any]:
-    """Resolve ``PATH_OR_MODULE:FACTORY`` to a no-argument callable (class or function)."""
-    mod_part, sep, attr = spec.rpartition(":")
-    if not sep or not mod_part or not attr:
-        raise SpecError(f"{spec!r}: expected PATH_OR_MODULE:FACTORY (e.g. model.py:Net or pkg.models:resnet18)")
-    path = Path(mod_part)
+    """A no-argument callable for the spec (kept for callers that build the object themselves)."""
+    obj = load_object(spec, tag)
+    if need_callable and not callable(obj):
+        raise SpecError(f"{spec}: {parse_spec(spec).target} is not callable")
+    return obj
+
+
+def _is_factory(obj: Any) -> bool:
+    return inspect.isclass(obj) or inspect.isroutine(obj) or isinstance(obj, partial)
+
+
+def _check_no_arguments_needed(obj: Any, spec: Spec) -> None:
     try:
-        if mod_part.endswith(".py") or path.exists():
-            if not path.is_file():
-                raise SpecError(f"{mod_part}: no such file")
-            path = path.resolve()
-            root, dotted = _package_root(path)
-            if "." in dotted:  # inside a package: import it as such so relative imports work
-                sys.path.insert(0, str(root))
-                module = importlib.import_module(dotted)
-            else:
-                sys.path.insert(0, str(path.parent))  # sibling imports of a standalone file
-                name = f"_t2m_{tag}_{path.stem}"
-                s = importlib.util.spec_from_file_location(name, path)
-                module = importlib.util.module_from_spec(s)
-                sys.modules[name] = module
-                s.loader.exec_module(module)
-        else:
-            module = importlib.import_module(mod_part)
+        inspect.signature(obj).bind()
+    except TypeError as exc:
+        raise SpecError(
+            f"{spec.text}: {spec.target}() needs arguments ({exc}); write them in the spec, "
+            f"e.g. '{spec.module}:{spec.target}(...)' with the values your training script uses"
+        ) from None
+    except ValueError:  # no signature (a builtin): just call it
+        pass
+
+
+def run_user_code(
+    action: Callable[[], Any], where: str, what: str, passthrough: tuple[type[BaseException], ...] = ()
+) -> Any:
+    """Call the user's code; an exception or sys.exit becomes a one-line SpecError naming file:line
+    (``passthrough``: exception types the caller reports itself)."""
+    try:
+        return action()
     except SpecError:
         raise
-    except ImportError as exc:
-        raise SpecError(f"{spec}: cannot import {mod_part}: {exc}") from exc
-    obj = module
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise SpecError(f"{spec}: {mod_part} has no attribute {attr!r}")
-        obj = getattr(obj, part)
-    if need_callable and not callable(obj):
-        raise SpecError(f"{spec}: {attr} is not callable")
-    return obj
+    except SystemExit as exc:
+        raise SpecError(f"{located(exc, where)}: {what} called sys.exit({exc.code})") from None
+    except Exception as exc:  # the user's code failed: say where, no traceback
+        if isinstance(exc, passthrough):
+            raise
+        raise SpecError(f"{located(exc, where)}: {what} failed: {_one_line(exc)}") from None
+
+
+def build(spec: str, tag: str = "side", import_timeout: float | None = None) -> Any:
+    """The object a spec describes: a class or function name is called, an expression evaluated,
+    anything else (a model or DataLoader instance) returned as is. Raises SpecError."""
+    parsed = parse_spec(spec)
+    module = import_module(parsed, tag, import_timeout)
+    if not parsed.is_name:
+        return run_user_code(_evaluator(module, parsed), parsed.module, f"evaluating {parsed.target}")
+    obj = _resolve_name(module, parsed)
+    if not _is_factory(obj):
+        return obj
+    _check_no_arguments_needed(obj, parsed)
+    return run_user_code(obj, parsed.module, f"{parsed.target}()")

@@ -1,8 +1,9 @@
 """Layer-by-layer proof of a port: ``torch2ms compare`` (R23, R24, R26, R27, R28, R30).
 
 Public API (imported lazily; importing this package pulls in neither torch nor MindSpore):
-  * :func:`compare_models` → :class:`CompareReport` (``.status``, ``.first_divergence``, ``.write(dir)``)
-  * :class:`CompareUsageError` — bad specs/inputs/files (the CLI exits 2)
+  * :func:`compare_models` (two specs, :class:`CompareOptions`) → :class:`CompareReport` (``.status``,
+    ``.first_divergence``, ``.layers``, ``.training``, ``.write(dir)``)
+  * :class:`CompareUsageError` — bad specs/options/inputs/files (the CLI exits 2)
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ import importlib
 
 _EXPORTS = {
     "compare_models": "api",
-    "CompareUsageError": "api",
-    "make_inputs": "api",
+    "CompareOptions": "options",
+    "TrainOptions": "options",
+    "CompareUsageError": "options",
     "CompareReport": "report",
     "print_report": "report",
 }

@@ -10,34 +10,87 @@ import argparse
 import json
 import sys
 
-EXIT_USAGE = 2
+from ..cli_support import (
+    EXIT_USAGE,
+    add_subcommand,
+    add_verbose,
+    exit_codes_epilog,
+    print_error,
+    quiet_frameworks,
+    run_guarded,
+    stdout_to_stderr,
+)
+
+SPEC_HELP = (
+    "PATH_OR_MODULE:FACTORY — a class or function called with no arguments (model.py:Net), or an expression "
+    "evaluated in the module (model.py:'UNet(n_channels=3, n_classes=2)')"
+)
 
 
 def _shape(text: str) -> list[int]:
     try:
         return [int(s) for s in text.replace("x", ",").split(",") if s.strip()]
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated integers, e.g. 2,3,32,32") from exc
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated integers, e.g. 2,3,32,32") from None
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value}: give 0 (no training) or a positive number of steps")
+    return value
+
+
+def _add_training_arguments(c: argparse.ArgumentParser) -> None:
+    t = c.add_argument_group("training (R26)")
+    t.add_argument("--train-steps", type=_non_negative, default=0, help="also train both sides N steps and compare")
+    t.add_argument("--optimizer", choices=["sgd", "adam", "adamw"], default="sgd")
+    t.add_argument("--lr", type=float, default=0.01)
+    t.add_argument("--momentum", type=float, default=0.9, help="SGD momentum")
+    t.add_argument("--weight-decay", type=float, default=0.0)
+    t.add_argument(
+        "--loss",
+        default="ce",
+        help="ce (classes on axis 1: classification, segmentation), ce:AXIS (e.g. ce:-1 for (batch, time, vocab) "
+        "outputs), mse, l1, or model (the model returns the loss; give its targets as another input)",
+    )
+    t.add_argument(
+        "--output-index",
+        help="which element of a tuple output (an index) or dict output (a key) the loss reads, "
+        "e.g. 1 for a model returning (logits, loss) with --loss model",
+    )
 
 
 def add_compare_parser(sub) -> None:
-    c = sub.add_parser(
-        "compare",
-        help="compare a torch model and its MindSpore port layer by layer; name the "
-        "first layer that diverges (and optionally train both)",
+    help_text = "compare a torch model and its MindSpore port layer by layer; name the first layer that diverges"
+    epilog = exit_codes_epilog(
+        "the port matches: every layer, the final output (PyNative and GRAPH_MODE) and training within tolerance",
+        "a divergence: the report names the first layer that is wrong and what differs",
     )
-    c.add_argument("--torch", required=True, metavar="PATH_OR_MODULE:FACTORY", help="the torch model (no-arg factory)")
-    c.add_argument("--ms", required=True, metavar="PATH_OR_MODULE:FACTORY", help="the MindSpore port (no-arg factory)")
+    c = add_subcommand(sub, "compare", help_text, epilog)
+    c.add_argument("--torch", required=True, metavar="SPEC", help=f"the torch model: {SPEC_HELP}")
+    c.add_argument("--ms", required=True, metavar="SPEC", help=f"the MindSpore port: {SPEC_HELP}")
     c.add_argument("--weights", help="torch checkpoint loaded into the torch model (default: its seeded random init)")
-    c.add_argument("--inputs", help=".npz with x (or x0, x1...) and optionally train_x/train_y")
-    c.add_argument("--input-shape", type=_shape, help="seeded random input, e.g. 2,3,32,32")
-    c.add_argument("--input-dtype", default="float32")
+    c.add_argument("--inputs", help=".npz with x (or x0, x1...) and optionally train_x (train_x0...) and train_y")
+    c.add_argument(
+        "--input-shape",
+        type=_shape,
+        action="append",
+        dest="input_shapes",
+        help="seeded random input, e.g. 2,3,32,32; repeat for each forward argument",
+    )
+    c.add_argument(
+        "--input-dtype",
+        action="append",
+        dest="input_dtypes",
+        help="float32 (default), int64, ...; one for all inputs or one per --input-shape. Integer inputs are "
+        "drawn below the size of the model's first Embedding",
+    )
     c.add_argument("--seed", type=int, default=0)
-    c.add_argument("--train-steps", type=int, default=0, help="also train both sides N steps and compare (R26)")
-    c.add_argument("--optimizer", choices=["sgd", "adam", "adamw"], default="sgd")
-    c.add_argument("--lr", type=float, default=0.01)
-    c.add_argument("--momentum", type=float, default=0.9, help="SGD momentum")
-    c.add_argument("--weight-decay", type=float, default=0.0)
+    _add_training_arguments(c)
     c.add_argument("--out", help="directory for report.json, report.html and the plots")
     c.add_argument("--torch-python", help="python of another environment with torch: the torch side runs there")
     c.add_argument("--no-graph", action="store_true", help="skip the GRAPH_MODE check of the final output")
@@ -46,42 +99,67 @@ def add_compare_parser(sub) -> None:
         action="store_true",
         help="run every MindSpore layer on torch's input (default: only layers above the noise threshold)",
     )
+    c.add_argument(
+        "--import-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="a model file that runs code at import is first imported in a child process with this limit "
+        "(default 60; 0 turns the check off)",
+    )
     c.add_argument("--json", action="store_true", help="print report.json to stdout instead of the table")
+    add_verbose(c)
     c.set_defaults(func=cmd_compare)
 
 
+def options_from(args: argparse.Namespace):
+    from .options import CompareOptions, TrainOptions
+    from .outputs import parse_output_index
+
+    train = TrainOptions(
+        steps=args.train_steps,
+        optimizer=args.optimizer,
+        lr=args.lr,
+        momentum=args.momentum,
+        weight_decay=args.weight_decay,
+        loss=args.loss,
+        output_index=parse_output_index(args.output_index),
+    )
+    return CompareOptions(
+        weights=args.weights,
+        inputs=args.inputs,
+        input_shapes=args.input_shapes or (),
+        input_dtypes=args.input_dtypes or ("float32",),
+        seed=args.seed,
+        train=train,
+        out_dir=args.out,
+        torch_python=args.torch_python,
+        graph=not args.no_graph,
+        replay_all=args.replay_all,
+        import_timeout=args.import_timeout,
+    )
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
+    quiet_frameworks(args.verbose)
+    return run_guarded(lambda: _compare(args), "compare", args.verbose)
+
+
+def _compare(args: argparse.Namespace) -> int:
     from rich.console import Console
 
+    from ..progress import for_console
     from .api import CompareUsageError, compare_models
-    from .report import print_report
+    from .report_text import print_report
 
     try:
-        rep = compare_models(
-            args.torch,
-            args.ms,
-            weights=args.weights,
-            inputs=args.inputs,
-            input_shape=args.input_shape,
-            input_dtype=args.input_dtype,
-            seed=args.seed,
-            train_steps=args.train_steps,
-            optimizer=args.optimizer,
-            lr=args.lr,
-            momentum=args.momentum,
-            weight_decay=args.weight_decay,
-            out_dir=args.out,
-            torch_python=args.torch_python,
-            graph=not args.no_graph,
-            replay_all=args.replay_all,
-        )
+        with for_console(Console(stderr=True)) as progress, stdout_to_stderr(args.json):
+            rep = compare_models(args.torch, args.ms, options_from(args), progress)
     except CompareUsageError as exc:
-        from rich.markup import escape
-
-        Console(stderr=True).print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
+        print_error(str(exc))
         return EXIT_USAGE
     if args.json:
-        sys.stdout.write(json.dumps(rep.to_dict(), indent=1, default=str) + "\n")
+        sys.stdout.write(json.dumps(rep.to_dict(), indent=1, default=str, ensure_ascii=False) + "\n")
     else:
         console = Console() if sys.stdout.isatty() else Console(width=180)
         print_report(rep, console)

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ..progress import Progress
 from .collect import Side, collect, load_factory
 from .diagnose import (
     ERROR,
@@ -60,28 +61,34 @@ def _compare_labels(
 
 
 def _compare_values(
-    name: str, t: list[np.ndarray], m: list[np.ndarray], paired: bool, atol: float, exact: bool, col: ColumnReport
+    name: str,
+    torch_batches: list[np.ndarray],
+    ms_batches: list[np.ndarray],
+    paired: bool,
+    atol: float,
+    exact: bool,
+    col: ColumnReport,
 ) -> list[Finding]:
-    perm = layout_permutation(t[0].shape, m[0].shape)
+    perm = layout_permutation(torch_batches[0].shape, ms_batches[0].shape)
     if perm is not None:  # compare values in the torch layout; the layout finding is already made
-        m = [b.transpose(perm) for b in m]
-    tv, mv = _stack(t), _stack(m)
-    t_axis, m_axis = _channel_axis(tv), _channel_axis(mv)
-    if t_axis is None or m_axis is None or tv.shape[1] != mv.shape[1]:
+        ms_batches = [b.transpose(perm) for b in ms_batches]
+    torch_values, ms_values = _stack(torch_batches), _stack(ms_batches)
+    t_axis, m_axis = _channel_axis(torch_values), _channel_axis(ms_values)
+    if t_axis is None or m_axis is None or torch_values.shape[1] != ms_values.shape[1]:
         t_axis = m_axis = None
-    t_mean, t_std = channel_stats(tv, t_axis)
-    m_mean, m_std = channel_stats(mv, m_axis)
+    t_mean, t_std = channel_stats(torch_values, t_axis)
+    m_mean, m_std = channel_stats(ms_values, m_axis)
     col.torch_mean, col.torch_std = t_mean.tolist(), t_std.tolist()
     col.ms_mean, col.ms_std = m_mean.tolist(), m_std.tolist()
     col.d_mean = float(np.abs(m_mean - t_mean).max())
     col.d_std = float(np.abs(m_std - t_std).max())
     stats = diagnose_affine(t_mean, t_std, m_mean, m_std, atol, name)
-    pairs = [(a, b) for a, b in zip(t, m) if a.shape == b.shape] if paired else []
+    pairs = [(a, b) for a, b in zip(torch_batches, ms_batches) if a.shape == b.shape] if paired else []
     if pairs:
-        tp, mp = _stack([a for a, _ in pairs]), _stack([b for _, b in pairs])
-        col.max_abs = float(np.abs(tp.astype(np.float64) - mp).max())
+        torch_paired, ms_paired = _stack([a for a, _ in pairs]), _stack([b for _, b in pairs])
+        col.max_abs = float(np.abs(torch_paired.astype(np.float64) - ms_paired).max())
         col.paired_batches = len(pairs)
-        pix = diagnose_pixels(tp, mp, atol, name) if exact else None
+        pix = diagnose_pixels(torch_paired, ms_paired, atol, name) if exact else None
         if pix is not None:  # pairs name the cause better than statistics do
             pix.evidence += [e for e in (stats.evidence if stats else []) if e not in pix.evidence]
             return [pix]
@@ -98,17 +105,19 @@ def _reorder(t: Side, m: Side, n: int, kinds: list[str], names: list[str], atol:
     i = next((i for i, k in enumerate(kinds) if k != "label"), None)
     if i is None:
         return None
-    tv = _stack([b[i] for b in t.batches[:n]])
-    mb = [b[i] for b in m.batches[:n]]
-    lp = layout_permutation(t.batches[0][i].shape, m.batches[0][i].shape)
-    mv = _stack([b.transpose(lp) for b in mb] if lp else mb)
-    perm = sample_permutation(tv, mv, atol)
+    torch_values = _stack([b[i] for b in t.batches[:n]])
+    ms_column = [b[i] for b in m.batches[:n]]
+    layout = layout_permutation(t.batches[0][i].shape, m.batches[0][i].shape)
+    ms_values = _stack([b.transpose(layout) for b in ms_column] if layout else ms_column)
+    perm = sample_permutation(torch_values, ms_values, atol)
+    if perm is None:
+        return None
     f = diagnose_order(perm, names[i], t.config.get("shuffle"), m.config.get("shuffle"))
     if f is None:
         return None
-    inv = np.argsort(perm)  # position in torch order → MindSpore sample
+    to_torch_order = np.argsort(perm)  # position in torch order → MindSpore sample
     sizes = np.cumsum([len(b[0]) for b in m.batches[:n]])[:-1]
-    cols = [np.split(_stack([b[c] for b in m.batches[:n]])[inv], sizes) for c in range(len(kinds))]
+    cols = [np.split(_stack([b[c] for b in m.batches[:n]])[to_torch_order], sizes) for c in range(len(kinds))]
     m.batches[:n] = [tuple(col[j] for col in cols) for j in range(n)]
     return f
 
@@ -181,29 +190,38 @@ def compare_sides(t: Side, m: Side, *, atol: float = 1e-3, exact: bool = True) -
     elif not (t.error or m.error):
         findings.append(Finding(ERROR, "error", f"no batches: torch gave {len(t.batches)}, MindSpore {len(m.batches)}"))
     findings = merge_hints(merge_same(findings), config_hints(t.config, m.config))
-    order = {ERROR: 0, WARN: 1, INFO: 2}
-    findings.sort(key=lambda f: order[f.level])
+    rank = {ERROR: 0, WARN: 1, INFO: 2}
+    findings.sort(key=lambda f: rank[f.level])
     return DataReport(
         torch=t, ms=m, columns=columns, findings=findings, settings={"batches": n, "atol": atol, "exact": exact}
     )
 
 
 def check_data(
-    torch_pipeline: Any, ms_pipeline: Any, *, batches: int = 2, atol: float = 1e-3, exact: bool = True
+    torch_pipeline: Any,
+    ms_pipeline: Any,
+    *,
+    batches: int = 2,
+    atol: float = 1e-3,
+    exact: bool = True,
+    progress: Progress | None = None,
+    import_timeout: float | None = None,
 ) -> DataReport:
     """Compare the first ``batches`` batches of a torch and a MindSpore pipeline.
 
     Each pipeline is an object (DataLoader, mindspore.dataset, any iterable of batches) or a
-    ``module:factory`` / ``path.py:factory`` string (factory takes no arguments). ``exact=False``
-    skips the paired max |Δ| test (pipelines with random augmentation).
-    Raises :class:`~torch2ms.data.collect.SpecError` for a spec that cannot be loaded.
+    ``module:factory`` / ``path.py:factory`` / ``path.py:expression`` string. ``exact=False`` skips the
+    paired max |Δ| test (pipelines with random augmentation). Raises
+    :class:`~torch2ms.data.collect.SpecError` for a spec that cannot be loaded or built.
     """
     if batches < 1:
         raise ValueError("batches must be >= 1")
-    t_obj = load_factory(torch_pipeline) if isinstance(torch_pipeline, str) else torch_pipeline
-    m_obj = load_factory(ms_pipeline) if isinstance(ms_pipeline, str) else ms_pipeline
-    report = compare_sides(
-        collect(t_obj, "torch", batches), collect(m_obj, "MindSpore", batches), atol=atol, exact=exact
-    )
+    progress = progress or Progress()
+    sides = []
+    for name, pipeline in (("torch", torch_pipeline), ("MindSpore", ms_pipeline)):
+        with progress.phase(f"{name}: build the pipeline"):
+            obj = load_factory(pipeline, import_timeout) if isinstance(pipeline, str) else pipeline
+        sides.append(collect(obj, name, batches, progress.steps(f"{name}: read batches")))
+    report = compare_sides(sides[0], sides[1], atol=atol, exact=exact)
     report.settings["batches_requested"] = batches
     return report

@@ -7,15 +7,22 @@ methods, so each side can run in its own environment (R28).
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
 import numpy as np
 
-from ..factory import SpecError, load_object
+from ..factory import SpecError, build
 
 __all__ = ["SpecError", "collect", "load_factory", "Side"]
+
+# Counting batches per epoch means reading a whole epoch: an endless iterable gets a limit.
+COUNT_LIMIT = 100_000
+COUNT_SECONDS = 10.0
+OnBatch = Callable[[int, int], None]  # (batches read, batches wanted)
 
 
 @dataclass
@@ -27,12 +34,13 @@ class Side:
     pipeline: list[str] = field(default_factory=list)  # human-readable stages
     config: dict[str, Any] = field(default_factory=dict)  # shuffle, drop, batch_size, ops (for hints)
     error: str | None = None
+    count_note: str | None = None  # why batches_per_epoch is unknown
 
 
-def load_factory(spec: str) -> Any:
-    """``module:factory`` or ``path.py:factory`` → what the factory returns (a non-callable is returned as is)."""
-    obj = load_object(spec, "data")
-    return obj() if callable(obj) else obj
+def load_factory(spec: str, import_timeout: float | None = None) -> Any:
+    """``module:factory``, ``path.py:factory`` or ``path.py:expression`` → the pipeline it builds
+    (a non-callable is returned as is). Raises SpecError with one line naming file and line."""
+    return build(spec, "data", import_timeout)
 
 
 def _to_numpy(x: Any) -> np.ndarray:
@@ -55,7 +63,16 @@ def is_ms_dataset(obj: Any) -> bool:
     return hasattr(obj, "create_tuple_iterator") and hasattr(obj, "get_dataset_size")
 
 
-def _iterate(obj: Any, k: int) -> Any:
+def _ms_size_unknown(dataset: Any) -> bool:
+    """A GeneratorDataset over a source without len(): get_dataset_size() would read it all (forever,
+    for an endless generator)."""
+    node = dataset
+    while getattr(node, "children", None):
+        node = node.children[0]
+    return getattr(node, "source_len", None) == -1
+
+
+def _iterate(obj: Any, k: int) -> Iterator[Any]:
     if is_ms_dataset(obj):
         it = obj.create_tuple_iterator(output_numpy=True, num_epochs=1)
         try:
@@ -67,23 +84,42 @@ def _iterate(obj: Any, k: int) -> Any:
         yield from islice(iter(obj), k)
 
 
-def _batch_count(obj: Any) -> int | None:
+def _count_by_reading(obj: Any) -> tuple[int | None, str | None]:
+    """Batches in one pass, read up to COUNT_LIMIT batches or COUNT_SECONDS seconds."""
+    deadline = time.monotonic() + COUNT_SECONDS
+    count = 0
+    for _ in _iterate(obj, COUNT_LIMIT + 1):
+        count += 1
+        if count > COUNT_LIMIT or time.monotonic() > deadline:
+            return None, f"stopped counting after {count} batches: the pipeline looks endless"
+    return count, None
+
+
+def _batch_count(obj: Any) -> tuple[int | None, str | None]:
     if is_ms_dataset(obj):
-        return int(obj.get_dataset_size())
+        return (None, None) if _ms_size_unknown(obj) else (int(obj.get_dataset_size()), None)
     try:
-        return len(obj)
+        return len(obj), None
     except TypeError:
-        return None
+        return None, None
 
 
-def collect(obj: Any, name: str, k: int) -> Side:
+def _count_after_reading(obj: Any) -> tuple[int | None, str | None]:
+    """For pipelines without a size: one counted pass — never over a one-shot iterator (a generator),
+    whose batches are already spent."""
+    if not is_ms_dataset(obj) and iter(obj) is obj:
+        return None, "a one-shot iterator (e.g. a generator): batches per epoch cannot be counted"
+    return _count_by_reading(obj)
+
+
+def collect(obj: Any, name: str, k: int, on_batch: OnBatch | None = None) -> Side:
     """First ``k`` batches of ``obj`` as numpy tuples, batches per epoch and a description of the pipeline."""
     side = Side(name)
     side.pipeline, side.config = (describe_ms if is_ms_dataset(obj) else describe_torch)(obj)
     if is_ms_dataset(obj):
         side.columns = list(obj.get_col_names())
     try:
-        side.batches_per_epoch = _batch_count(obj)  # before iterating: still known if the pipeline fails
+        side.batches_per_epoch, side.count_note = _batch_count(obj)  # known even if the pipeline then fails
     except Exception:  # noqa: BLE001 - some sources only fail once read; the iteration reports it
         pass
     try:
@@ -92,9 +128,11 @@ def collect(obj: Any, name: str, k: int) -> Side:
             if cols and not side.columns:
                 side.columns = cols
             side.batches.append(arrays)
-        if side.batches_per_epoch is None:  # a plain iterable: count a full pass
-            side.batches_per_epoch = sum(1 for _ in obj)
-    except Exception as exc:  # noqa: BLE001 - any pipeline failure is reported, then diagnosed
+            if on_batch is not None:
+                on_batch(len(side.batches), k)
+        if side.batches_per_epoch is None:
+            side.batches_per_epoch, side.count_note = _count_after_reading(obj)
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - any pipeline failure is reported, then diagnosed
         side.error = f"{type(exc).__name__}: {exc}"
     if side.batches and not side.columns:
         side.columns = [f"column{i}" for i in range(len(side.batches[0]))]

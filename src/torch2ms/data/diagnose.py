@@ -45,7 +45,7 @@ class Finding:
         }
 
 
-def _fmt(v: Sequence[float]) -> str:
+def _fmt(v: Sequence[float] | np.ndarray) -> str:
     return "[" + ", ".join(f"{x:.4g}" for x in v) + "]"
 
 
@@ -153,6 +153,15 @@ def name_affine(
             "normalize",
             f"{head}: MindSpore values are not normalised: torch used "
             f"Normalize(mean≈{_fmt(b)}, std≈{_fmt(a)}), MindSpore did not",
+            column,
+            ev,
+        )
+    if np.all(a > 1) and np.all(b <= 0) and np.any(b < 0):  # before the next case: its window includes b < 0
+        return Finding(
+            ERROR,
+            "normalize",
+            f"{head}: MindSpore normalises and torch does not (or MindSpore "
+            f"normalises twice): mean≈{_fmt(-b / a)}, std≈{_fmt(1 / a)}",
             column,
             ev,
         )
@@ -313,7 +322,10 @@ def sample_permutation(t: np.ndarray, m: np.ndarray, atol: float = 1e-3, budget:
 
 
 def diagnose_order(
-    perm: np.ndarray, column: str | None = None, shuffle_torch: bool | None = None, shuffle_ms: bool | None = None
+    perm: np.ndarray | None,
+    column: str | None = None,
+    shuffle_torch: bool | None = None,
+    shuffle_ms: bool | None = None,
 ) -> Finding | None:
     """The same samples in another order: one side shuffles."""
     if perm is None or np.array_equal(perm, np.arange(len(perm))):

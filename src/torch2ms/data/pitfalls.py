@@ -1,4 +1,4 @@
-"""Known torchvision → mindspore.dataset pitfalls (seed 001 §3, §5.3; facts §6), keyed for findings.
+"""Known torchvision → mindspore.dataset pitfalls, keyed for findings.
 
 Each entry: a short title and the fix. Findings point at a key so the report can say *why* the
 numbers differ, not only *that* they differ.
@@ -9,27 +9,27 @@ from __future__ import annotations
 PITFALLS: dict[str, tuple[str, str]] = {
     "decode": (
         "Decode missing",
-        "ImageFolderDataset yields encoded bytes: put vision.Decode(to_pil=True) first in map (seed §3.1).",
+        "ImageFolderDataset yields encoded bytes: put vision.Decode(to_pil=True) first in map.",
     ),
     "decode_pil": (
         "OpenCV decode/resize instead of PIL",
         "vision.Decode() gives a numpy image and Resize then takes the OpenCV path (no antialias, max |Δ| ≈ 0.96 "
-        "after Normalize); vision.Decode(to_pil=True) makes Resize use PIL, matching torchvision to 3.6e-7 (facts §6).",
+        "after Normalize); vision.Decode(to_pil=True) makes Resize use PIL, matching torchvision to 3.6e-7.",
     ),
     "interpolation": (
         "interpolation differs",
         "torchvision BICUBIC ↔ vision.Inter.PILCUBIC (Inter.BICUBIC is OpenCV's, max |Δ| 1.22); keep a PIL image "
-        "(Decode(to_pil=True)) so Resize uses PIL; NEAREST also differs between the two libraries (facts §6).",
+        "(Decode(to_pil=True)) so Resize uses PIL; NEAREST also differs between the two libraries.",
     ),
     "center_crop": (
         "CenterCrop offset rounding",
         "on a numpy image MindSpore floors the crop offset, torchvision rounds it half to even: 1 px shift where "
-        "(size − crop) % 4 == 3 (facts §6 says 'odd'; 111−64 is one such case). Decode(to_pil=True) crops with "
+        "(size − crop) % 4 == 3 (111 − 64 is one such case). Decode(to_pil=True) crops with "
         "PIL like torchvision, or crop with explicit offsets (vision.Crop).",
     ),
     "layout": (
         "HWC vs CHW layout",
-        "torch ToTensor gives CHW; on MindSpore add vision.ToTensor() or vision.HWC2CHW() (seed §3.2: no error, "
+        "torch ToTensor gives CHW; on MindSpore add vision.ToTensor() or vision.HWC2CHW() (there is no error: "
         "accuracy silently collapses).",
     ),
     "to_tensor": (
@@ -43,17 +43,17 @@ PITFALLS: dict[str, tuple[str, str]] = {
     ),
     "normalize_hwc": (
         "Normalize is_hwc on CHW data",
-        "vision.Normalize defaults to is_hwc=True; after ToTensor (CHW) pass is_hwc=False (facts §6).",
+        "vision.Normalize defaults to is_hwc=True; after ToTensor (CHW) pass is_hwc=False.",
     ),
     "drop_last": (
         "drop_last vs drop_remainder",
         "batches per epoch differ: make DataLoader(drop_last=...) and dataset.batch(drop_remainder=...) equal; "
-        "drop_remainder defaults to False, like drop_last (facts §6; seed §3.3 says otherwise).",
+        "drop_remainder defaults to False, like drop_last.",
     ),
     "shuffle": (
         "shuffle default",
         "ImageFolderDataset/GeneratorDataset shuffle=None means shuffle; DataLoader shuffle defaults to False: "
-        "pass shuffle=False (or True) explicitly on both sides (facts §6).",
+        "pass shuffle=False (or True) explicitly on both sides.",
     ),
     "batch_size": ("batch size differs", "use the same batch size in DataLoader and dataset.batch."),
     "resize_size": (
@@ -63,8 +63,8 @@ PITFALLS: dict[str, tuple[str, str]] = {
     "dtype": ("dtype differs", "cast with transforms.TypeCast in map, or fix the source's numpy dtype."),
     "label_dtype": (
         "labels int64 vs int32",
-        "MindSpore losses want int32 labels: map(transforms.TypeCast(mindspore.int32), input_columns='label') "
-        "(seed §5.1). Labels are compared by value.",
+        "MindSpore losses want int32 labels: map(transforms.TypeCast(mindspore.int32), input_columns='label'). "
+        "Labels are compared by value.",
     ),
     "class_index": (
         "class index mapping differs",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -60,6 +59,7 @@ class DataReport:
             "columns": s.columns,
             "pipeline": s.pipeline,
             "error": s.error,
+            "count_note": s.count_note,
         }
 
     def to_dict(self) -> dict:
@@ -111,18 +111,6 @@ class DataReport:
             lines += [f"  - {e}" for e in f.evidence]
         return "\n".join(lines) + "\n"
 
-    def write(self, out_dir: str | Path) -> list[Path]:
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        paths = []
-        for name, text in (("report.json", self.to_json()), ("report.md", self.to_markdown())):
-            p = out / name
-            tmp = p.with_name(p.name + ".tmp")
-            tmp.write_text(text, encoding="utf-8")
-            tmp.replace(p)  # atomic: a reader never sees half a report
-            paths.append(p)
-        return paths
-
     def render(self, console: Console | None = None) -> None:
         console = console or Console()
         style = "green" if self.ok else "red"
@@ -131,7 +119,11 @@ class DataReport:
             f"(first {self.settings.get('batches')} batches, atol {self.settings.get('atol')})"
         )
         bt, bm = self.torch.batches_per_epoch, self.ms.batches_per_epoch
-        console.print(f"batches per epoch: torch {bt}, MindSpore {bm}" + ("" if bt == bm else "  [red]✗[/]"))
+        mark = "" if bt == bm else "  [yellow]?[/]" if bt is None or bm is None else "  [red]✗[/]"
+        console.print(f"batches per epoch: torch {bt}, MindSpore {bm}{mark}")
+        for side in (self.torch, self.ms):
+            if side.count_note:
+                console.print(f"      {escape(side.name)}: {escape(side.count_note)}")
         t = Table(title="first batches per column (upper line torch, lower line MindSpore)")
         for h in (
             "column",
@@ -144,7 +136,8 @@ class DataReport:
             "max |Δ|",
             "labels equal",
         ):
-            t.add_column(h, no_wrap=h not in ("channel mean", "channel std"))
+            # numbers stay on one line; names and vectors wrap rather than end in "…"
+            t.add_column(h, no_wrap=h not in ("column", "channel mean", "channel std"), overflow="fold")
         for c in self.columns:
             t.add_row(
                 escape(c.name),

@@ -107,8 +107,7 @@ def analyse_step(roles: Roles, bstmt: cst.SimpleStatementLine, stack: list[cst.C
     if not path or not isinstance(path[-1], LOOPS):
         raise NotConvertible("loss.backward() is not directly inside a for/while loop")
     loops = [n for n in path if isinstance(n, LOOPS)]
-    loop = path[-1]
-    body = block(loop.body) if isinstance(loop.body, cst.IndentedBlock) else []
+    body = block(path[-1].body) if isinstance(path[-1].body, cst.IndentedBlock) else []
     if not body:
         raise NotConvertible("one-line loop body")
     body, amp = inline_autocast(roles, body)  # R13: `with autocast(...)` blocks join the loop body
@@ -137,7 +136,55 @@ def analyse_step(roles: Roles, bstmt: cst.SimpleStatementLine, stack: list[cst.C
         raise NotConvertible(
             "GradScaler with gradient accumulation or extra statements before scaler.step(): port by hand"
         )
-    # the forward slice: statements before backward that compute the loss
+    fwd = _forward(roles, body, stmts, ib, loss, zero_at, loops, opt, scope_node)
+    return StepPlan(
+        body,
+        stmts,
+        ib,
+        loss,
+        opt,
+        step_at,
+        step_in_if,
+        zero_at,
+        clips,
+        fused,
+        fwd.forward,
+        fwd.after,
+        fwd.params,
+        fwd.aux,
+        fwd.outer,
+        scope_node,
+        fwd.scope_ast,
+        _scope_names(stack, scope_at),
+        scaler,
+        scaler_calls,
+        amp,
+    )
+
+
+@dataclass
+class _Forward:
+    forward: list[int]
+    after: list[int]
+    params: list[str]
+    aux: list[str]
+    outer: cst.CSTNode
+    scope_ast: ast.AST
+
+
+def _forward(
+    roles: Roles,
+    body: list[Statement],
+    stmts: list[ast.stmt],
+    ib: int,
+    loss: ast.expr,
+    zero_at: list[int],
+    loops: Sequence[cst.CSTNode],
+    opt: str,
+    scope_node: cst.CSTNode | None,
+) -> _Forward:
+    """The forward slice (statements before backward the loss depends on), where the setup goes,
+    forward_fn's parameters and the names it returns next to the loss."""
     slice_idx = _slice(stmts, ib, loss, set(zero_at), [roles.index.line_of(s) for s in body])
     outer = _insertion_loop(roles, loops, opt, [stmts[i] for i in slice_idx])
     outer_ast = roles.ast_of(outer)
@@ -159,29 +206,7 @@ def analyse_step(roles: Roles, bstmt: cst.SimpleStatementLine, stack: list[cst.C
     # statements between the first forward statement and backward that are not part of the
     # forward (metrics on its outputs, logging) run after the step call, in their order
     after = [i for i in range(forward[0] + 1, ib) if i not in slice_idx and i not in zero_at]
-    return StepPlan(
-        body,
-        stmts,
-        ib,
-        loss,
-        opt,
-        step_at,
-        step_in_if,
-        zero_at,
-        clips,
-        fused,
-        forward,
-        after,
-        _params(stmts, forward, local),
-        aux,
-        outer,
-        scope_node,
-        scope_ast,
-        _scope_names(stack, scope_at),
-        scaler,
-        scaler_calls,
-        amp,
-    )
+    return _Forward(forward, after, _params(stmts, forward, local), aux, outer, scope_ast)
 
 
 def _scope_names(stack: list[cst.CSTNode], scope_at: int) -> tuple[str, str]:

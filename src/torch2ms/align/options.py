@@ -1,0 +1,148 @@
+"""What ``compare`` is asked to do: :class:`CompareOptions`, :class:`TrainOptions` and their checks.
+
+Every check runs before anything is imported or built, so a bad option costs nothing and answers
+with one line (:class:`CompareUsageError`, exit 2).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+LOSSES = ("ce", "mse", "l1", "model")
+OPTIMIZERS = ("sgd", "adam", "adamw")
+# compare keeps every layer's output of a forward: an input this big is a typo, not a test.
+MAX_INPUT_ELEMENTS = 1 << 24
+INPUT_DTYPES = ("float32", "float64", "float16", "int32", "int64", "bool")
+
+
+class CompareUsageError(ValueError):
+    """Bad specs, options, inputs or files: the CLI prints one line and exits 2."""
+
+
+@dataclass(frozen=True)
+class LossSpec:
+    """``ce`` (class axis 1), ``ce:AXIS`` (e.g. ``ce:-1`` for (batch, time, vocab)), ``mse``, ``l1``, or
+    ``model`` (the model returns the loss itself)."""
+
+    kind: str = "ce"
+    axis: int | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> LossSpec:
+        kind, _, axis = text.strip().lower().partition(":")
+        if kind not in LOSSES:
+            raise CompareUsageError(f"--loss {text!r}: choose one of ce, ce:AXIS, mse, l1, model")
+        if axis and kind != "ce":
+            raise CompareUsageError(f"--loss {text!r}: only ce takes an axis (ce:AXIS)")
+        try:
+            return cls(kind, int(axis) if axis else None)
+        except ValueError:
+            raise CompareUsageError(f"--loss {text!r}: the axis must be an integer, e.g. ce:-1") from None
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.axis}" if self.axis is not None else self.kind
+
+
+@dataclass
+class TrainOptions:
+    steps: int = 0
+    optimizer: str = "sgd"
+    lr: float = 0.01
+    momentum: float = 0.9
+    weight_decay: float = 0.0
+    loss: str = "ce"
+    # Which element of a tuple/list (index) or dict (key) output the loss reads; None: the only tensor,
+    # or the first element.
+    output_index: int | str | None = None
+
+    def validate(self) -> None:
+        if self.steps < 0:
+            raise CompareUsageError(f"--train-steps {self.steps}: give 0 (no training) or a positive number")
+        if self.optimizer.lower() not in OPTIMIZERS:
+            raise CompareUsageError(f"--optimizer {self.optimizer!r}: choose sgd, adam or adamw")
+        for name, value in (("--lr", self.lr), ("--momentum", self.momentum), ("--weight-decay", self.weight_decay)):
+            if not math.isfinite(value) or value < 0:
+                raise CompareUsageError(f"{name} {value}: must be a finite number ≥ 0")
+        LossSpec.parse(self.loss)
+
+    def request(self) -> dict[str, Any]:
+        """The JSON the torch side receives."""
+        return {
+            "steps": self.steps,
+            "optimizer": self.optimizer.lower(),
+            "lr": self.lr,
+            "momentum": self.momentum,
+            "weight_decay": self.weight_decay,
+            "loss": str(LossSpec.parse(self.loss)),
+            "output_index": self.output_index,
+        }
+
+
+@dataclass
+class CompareOptions:
+    """Everything ``compare_models`` takes besides the two specs."""
+
+    weights: str | None = None
+    inputs: str | Path | Mapping[str, Any] | None = None  # .npz path or arrays: x (or x0, x1, ...), train_*
+    input_shapes: Sequence[Sequence[int]] = ()  # seeded random inputs, one shape per forward argument
+    input_dtypes: Sequence[str] = ("float32",)  # one for all inputs, or one per input
+    seed: int = 0
+    train: TrainOptions = field(default_factory=TrainOptions)
+    out_dir: str | Path | None = None
+    torch_python: str | None = None
+    graph: bool = True
+    randomize_norms: bool = True
+    threads: int | None = None
+    replay_all: bool = False
+    import_timeout: float | None = None  # None: the default (60 s); ≤ 0: no check
+
+    def validate(self) -> None:
+        """Raise CompareUsageError for anything wrong that can be seen without running a model."""
+        self.train.validate()
+        if self.weights is not None and not Path(self.weights).is_file():
+            raise CompareUsageError(f"--weights {self.weights}: no such file")
+        if self.inputs is None and not self.input_shapes:
+            raise CompareUsageError("give --inputs X.npz or --input-shape (e.g. 2,3,32,32)")
+        if self.inputs is None:
+            check_input_shapes(self.input_shapes, self.input_dtypes)
+        if self.out_dir is not None:
+            check_out_dir(Path(self.out_dir))
+        if self.torch_python is not None and not Path(self.torch_python).is_file():
+            raise CompareUsageError(f"--torch-python {self.torch_python}: no such interpreter")
+
+
+def check_input_shapes(shapes: Sequence[Sequence[int]], dtypes: Sequence[str]) -> None:
+    if len(dtypes) not in (1, len(shapes)):
+        raise CompareUsageError(
+            f"{len(dtypes)} --input-dtype values for {len(shapes)} --input-shape values: give one, or one per input"
+        )
+    for dtype in dtypes:
+        if dtype not in INPUT_DTYPES:
+            raise CompareUsageError(f"--input-dtype {dtype!r}: choose one of {', '.join(INPUT_DTYPES)}")
+    for shape in shapes:
+        text = ",".join(map(str, shape))
+        if not shape or any(int(s) <= 0 for s in shape):
+            raise CompareUsageError(f"--input-shape {text}: every dimension must be a positive integer")
+        if math.prod(int(s) for s in shape) > MAX_INPUT_ELEMENTS:
+            raise CompareUsageError(
+                f"--input-shape {text}: {math.prod(int(s) for s in shape):,} elements; compare keeps every "
+                f"layer's output, keep an input under {MAX_INPUT_ELEMENTS:,} elements (a batch of 1 or 2 is enough)"
+            )
+
+
+def check_out_dir(out: Path) -> None:
+    """--out must be a directory we can write (or create): never a file."""
+    if out.exists() and not out.is_dir():
+        raise CompareUsageError(f"--out {out}: is a file; give a directory for report.json and report.html")
+    parent = out
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise CompareUsageError(f"--out {out}: {parent} is a file, so the directory cannot be created")
+    if not os.access(parent, os.W_OK):
+        raise CompareUsageError(f"--out {out}: {parent} is not writable")

@@ -1,0 +1,62 @@
+"""Framework-neutral walks over a model's output (a tensor, tuple/list, dict or namedtuple).
+
+Standard library only: both the torch side (in any interpreter) and the MindSpore side use them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .options import CompareUsageError
+
+
+def flatten_tensors(obj: Any, is_tensor: Callable[[Any], bool]) -> list[Any]:
+    """Tensors in an output, depth first, in order."""
+    if is_tensor(obj):
+        return [obj]
+    if isinstance(obj, dict):
+        return [t for k in obj for t in flatten_tensors(obj[k], is_tensor)]
+    if isinstance(obj, (tuple, list)):
+        return [t for v in obj for t in flatten_tensors(v, is_tensor)]
+    return []
+
+
+def parse_output_index(text: str | None) -> int | str | None:
+    """``--output-index 1`` → 1 (a tuple position); ``--output-index logits`` → "logits" (a dict key)."""
+    if text is None:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
+def select_output(out: Any, index: int | str | None, is_tensor: Callable[[Any], bool]) -> Any:
+    """The tensor the loss reads: the output itself, ``out[index]`` of a tuple/list, or ``out[key]`` of a dict."""
+    if is_tensor(out) and index in (None, 0):
+        return out
+    if isinstance(out, dict):
+        keys = list(out)
+        if index is None:
+            tensors = [k for k in keys if is_tensor(out[k])]
+            if len(tensors) == 1:
+                return out[tensors[0]]
+            raise CompareUsageError(
+                f"the model returns a dict with keys {keys}: name the tensor the loss reads with --output-index KEY"
+            )
+        if index not in out:
+            raise CompareUsageError(f"--output-index {index!r}: the model's output dict has keys {keys}")
+        chosen = out[index]
+    elif isinstance(out, (tuple, list)):
+        position = 0 if index is None else index
+        if not isinstance(position, int) or not -len(out) <= position < len(out):
+            raise CompareUsageError(
+                f"--output-index {index!r}: the model returns a {type(out).__name__} of {len(out)} elements"
+            )
+        chosen = out[position]
+    else:
+        raise CompareUsageError(f"--output-index {index!r}: the model returns a single {type(out).__name__}")
+    if not is_tensor(chosen):
+        raise CompareUsageError(f"--output-index {index!r}: that element is a {type(chosen).__name__}, not a tensor")
+    return chosen

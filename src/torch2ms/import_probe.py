@@ -1,0 +1,206 @@
+"""Does importing the user's file finish? A training script without an ``if __name__ == "__main__":`` guard
+trains as soon as it is imported, and the tool would sit silent for as long as the training takes.
+
+Cheap first: the file (and the local files it imports) is read with ``ast`` for module-level code that
+does work (loops, ``with`` blocks, calls such as ``train()`` or ``parser.parse_args()``). Only such a
+file is imported once in a child process with a time limit; a child that does not finish in time is
+killed with everything it started, and the caller gets a message saying what to do.
+
+Standard library only (see ``factory.py``).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import signal
+import subprocess
+import sys
+import sysconfig
+import traceback
+from pathlib import Path
+
+DEFAULT_IMPORT_TIMEOUT = 60.0
+MAX_FILES = 30  # local files followed through imports
+
+_BENIGN_CALL = re.compile(
+    r"(^|\.)(print|filterwarnings|simplefilter|basicConfig|getLogger|manual_seed|seed|set_printoptions|"
+    r"insert|append|extend|update|setdefault|set_context|set_device|set_seed|register\w*|warn|namedtuple|"
+    r"TypeVar|dataclass|use|setLevel|addHandler)$"
+)
+_WORK_CALL = re.compile(r"(^|\.)(parse_args|fit|train\w*|main|run\w*|download\w*|evaluate|test)$", re.I)
+_PROBED: set[str] = set()
+
+_CHILD = """
+import importlib, importlib.util, sys
+kind, target, root = sys.argv[1:4]
+sys.argv = [target]
+if root:
+    sys.path.insert(0, root)
+if kind == "module":
+    importlib.import_module(target)
+else:
+    spec = importlib.util.spec_from_file_location("_t2m_import_probe", target)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["_t2m_import_probe"] = module
+    spec.loader.exec_module(module)
+"""
+
+
+def package_root(path: Path) -> tuple[Path, str]:
+    """For a file inside packages (dirs with __init__.py): (dir to put on sys.path, dotted name)."""
+    parts = [path.stem]
+    folder = path.parent
+    while (folder / "__init__.py").exists():
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    return folder, ".".join(parts)
+
+
+def _is_main_guard(test: ast.expr) -> bool:
+    return "__name__" in ast.unparse(test) and "__main__" in ast.unparse(test)
+
+
+def _work_done_by(stmt: ast.stmt) -> str | None:
+    """What a module-level statement runs at import, or None for definitions and cheap set-up."""
+    if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
+        return "a loop"
+    if isinstance(stmt, (ast.With, ast.AsyncWith)):
+        return "a with block"
+    value = stmt.value if isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign)) else None
+    if isinstance(value, ast.Call):
+        callee = ast.unparse(value.func)
+        pattern_hit = _WORK_CALL.search(callee) if not isinstance(stmt, ast.Expr) else not _BENIGN_CALL.search(callee)
+        if pattern_hit:
+            return f"a call to {callee}()"
+    if isinstance(stmt, ast.If) and not _is_main_guard(stmt.test):
+        return _first_work(stmt.body + stmt.orelse)
+    if isinstance(stmt, ast.Try):
+        handlers = [s for h in stmt.handlers for s in h.body]
+        return _first_work(stmt.body + handlers + stmt.orelse + stmt.finalbody)
+    return None
+
+
+def _first_work(body: list[ast.stmt]) -> str | None:
+    for stmt in body:
+        what = _work_done_by(stmt)
+        if what:
+            return what if " line " in what else f"{what} on line {stmt.lineno}"
+    return None
+
+
+def _local_imports(tree: ast.Module, folder: Path) -> list[Path]:
+    names = []
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Import):
+            names += [a.name for a in stmt.names]
+        elif isinstance(stmt, ast.ImportFrom) and stmt.module:
+            names.append(stmt.module)
+    found = []
+    for name in names:
+        base = folder.joinpath(*name.split("."))
+        for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+            if candidate.is_file():
+                found.append(candidate)
+    return found
+
+
+def code_run_at_import(path: Path) -> str | None:
+    """``file: a loop on line 40`` for the first module-level work in the file or the local files it
+    imports (what a training script without a ``__main__`` guard has), else None."""
+    todo, seen = [path], set[Path]()
+    while todo and len(seen) < MAX_FILES:
+        file = todo.pop(0)
+        if file in seen:
+            continue
+        seen.add(file)
+        try:
+            tree = ast.parse(file.read_bytes())
+        except (OSError, SyntaxError, ValueError):
+            continue  # the real import reports it
+        what = _first_work(tree.body)
+        if what:
+            return f"{file.name}: {what}"
+        todo += _local_imports(tree, file.parent)
+    return None
+
+
+def _find_module_file(dotted: str) -> Path | None:
+    """The file of a dotted module on sys.path, without importing anything; installed packages are skipped."""
+    installed = {sysconfig.get_paths()[k] for k in ("purelib", "platlib", "stdlib")}
+    for entry in sys.path:
+        folder = Path(entry or ".")
+        if str(folder) in installed:
+            continue
+        base = folder.joinpath(*dotted.split("."))
+        for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+            if candidate.is_file():
+                return candidate
+    return None
+
+
+def _finishes_in_child(module: str, path: Path | None, timeout: float) -> bool:
+    if path is not None:
+        root, dotted = package_root(path)
+        args = ["module", dotted, str(root)] if "." in dotted else ["file", str(path), str(path.parent)]
+    else:
+        args = ["module", module, os.getcwd()]
+    env = dict(os.environ, GLOG_v=os.environ.get("GLOG_v", "3"))
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _CHILD, *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        start_new_session=True,  # its own process group: DataLoader workers it starts die with it
+    )
+    try:
+        proc.wait(timeout=timeout)
+        return True
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        return False
+
+
+def import_hang_reason(module: str, path: Path | None, timeout: float | None) -> str | None:
+    """None when importing ``module`` (or the file ``path``) is known to finish; else what to tell the user.
+
+    ``timeout``: seconds the child import may take (None: the default; 0 or less: no check).
+    """
+    limit = DEFAULT_IMPORT_TIMEOUT if timeout is None else timeout
+    file = path if path is not None else _find_module_file(module)
+    if limit <= 0 or file is None:
+        return None
+    work = code_run_at_import(file)
+    key = str(file)
+    if work is None or key in _PROBED:
+        return None
+    if _finishes_in_child(module, path, limit):
+        _PROBED.add(key)
+        return None
+    return (
+        f"{file}: importing it did not finish within {limit:g} s: it runs code at import ({work}), probably "
+        "training without an `if __name__ == '__main__':` guard; put the script part under that guard or move "
+        "the model into its own file (if the import is only slow, pass --import-timeout SECONDS)"
+    )
+
+
+def located(exc: BaseException, fallback: str) -> str:
+    """``file:line`` of the innermost frame of the user's own code in the exception's traceback."""
+    installed = tuple(sysconfig.get_paths()[k] for k in ("purelib", "platlib", "stdlib"))
+    here = str(Path(__file__).resolve().parent)
+    frames = [
+        f
+        for f in traceback.extract_tb(exc.__traceback__)
+        if not f.filename.startswith(installed) and not f.filename.startswith(here) and not f.filename.startswith("<")
+    ]
+    if not frames:
+        return fallback
+    name = frames[-1].filename
+    try:
+        name = os.path.relpath(name) if not os.path.relpath(name).startswith("..") else name
+    except ValueError:
+        pass
+    return f"{name}:{frames[-1].lineno}"

@@ -1,0 +1,150 @@
+"""R30 (issue 13): the HTML reports of compare and check-data, opened in headless Chromium as a person
+opens them: the page loads without console errors, needs nothing outside itself, and its plots are there
+with axis labels and units (inline SVG keeps them as text, so the DOM shows them).
+
+Debian's ``chromium`` package (with ``fonts-noto-cjk``) is installed by ``.ci/run``; outside CI a
+machine without it skips these tests.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+# Where the screenshots go for a person to look at (kept after the run).
+SHOTS = Path(os.environ.get("T2M_SCREENSHOTS", "/tmp/torch2ms-report-screenshots"))
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if CHROMIUM is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is missing in CI: .ci/run installs it (apt-get install -y chromium fonts-noto-cjk)")
+        pytest.skip("chromium is not installed here (apt-get install -y chromium fonts-noto-cjk); CI runs this test")
+    return CHROMIUM
+
+
+def _chromium(browser: str, page: Path, profile: Path, *args: str) -> subprocess.CompletedProcess:
+    command = [browser, *FLAGS, f"--user-data-dir={profile}", *args, page.resolve().as_uri()]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+
+def open_page(browser: str, page: Path, tmp: Path, shot: Path) -> tuple[str, list[str]]:
+    """(the DOM after load, the page's console messages); a screenshot is saved to ``shot``."""
+    dom = _chromium(browser, page, tmp / "profile", "--enable-logging=stderr", "--v=0", "--dump-dom")
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    console = [line for line in dom.stderr.splitlines() if ":CONSOLE" in line]
+    shot.parent.mkdir(parents=True, exist_ok=True)
+    screenshot = _chromium(browser, page, tmp / "profile", f"--screenshot={shot}", "--window-size=1280,2600")
+    assert screenshot.returncode == 0 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", screenshot.stderr[-2000:]
+    return dom.stdout, console
+
+
+def _assert_self_contained(dom: str) -> None:
+    external = re.findall(r"""(?:src|href)\s*=\s*["']?(?!data:|#)([^"'\s>]+)""", dom)
+    assert not external, f"the page loads files from outside itself: {external[:5]}"
+
+
+def _svg_texts(dom: str) -> str:
+    return " ".join(re.findall(r"<text[^>]*>([^<]*)</text>", dom))
+
+
+def test_r30_console_check_catches_a_broken_page(browser, tmp_path):
+    page = tmp_path / "broken.html"
+    page.write_text("<!doctype html><body><script>notDefined();</script></body>", encoding="utf-8")
+    _, console = open_page(browser, page, tmp_path, tmp_path / "broken.png")
+    assert any("notDefined" in line for line in console)  # the check below would see a real error
+
+
+TORCH = textwrap.dedent("""
+    import torch.nn as nn
+
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 4, 3, padding=1)
+            self.bn = nn.BatchNorm2d(4)
+            self.act = nn.GELU()
+            self.pool = nn.AdaptiveAvgPool2d(1)
+            self.fc = nn.Linear(4, 3)
+
+        def forward(self, x):
+            return self.fc(self.pool(self.act(self.bn(self.conv(x)))).flatten(1))
+""")
+
+
+@pytest.mark.differential
+def test_r30_compare_report_renders_with_plots(browser, tmp_path):
+    pytest.importorskip("torch")
+    pytest.importorskip("mindspore")
+    from torch2ms.align import CompareOptions, TrainOptions, compare_models
+    from torch2ms.convert import convert_source
+
+    (tmp_path / "t.py").write_text(TORCH, encoding="utf-8")
+    port = convert_source(TORCH).code.replace("approximate=False", "approximate=True")  # a bug to point at
+    (tmp_path / "m.py").write_text(port, encoding="utf-8")
+    opts = CompareOptions(input_shapes=[(2, 3, 8, 8)], train=TrainOptions(steps=4), graph=False, out_dir=tmp_path / "r")
+    rep = compare_models(f"{tmp_path}/t.py:Net", f"{tmp_path}/m.py:Net", opts)
+    assert rep.status == "divergence" and rep.first_divergence.layer == "act"
+    dom, console = open_page(browser, tmp_path / "r" / "report.html", tmp_path, SHOTS / "compare.png")
+    assert console == [], console
+    _assert_self_contained(dom)
+    assert dom.count("<svg") == 2  # per-layer error and the loss curves
+    labels = _svg_texts(dom)
+    for text in (
+        "layer call (execution order",
+        "error / output scale (max |Δ| ÷ max |torch|, unitless)",
+        "training step",
+        "loss (ce, unitless)",
+        "|loss torch − loss MindSpore| ÷ |loss torch|",
+        "first divergence: act",
+    ):
+        assert text in labels, text
+    assert "First divergence (forward): act" in dom and "GELU approximation differs" in dom
+
+
+def test_r30_check_data_report_renders_with_plots(browser, tmp_path):
+    from torch2ms.data import Side, compare_sides
+
+    rng = np.random.default_rng(0)
+    images = rng.random((6, 3, 8, 8)).astype(np.float32)
+    labels = np.array([0, 0, 1, 1, 2, 2])
+    torch_side = Side("torch", batches=[(images[:3], labels[:3]), (images[3:], labels[3:])], batches_per_epoch=2)
+    mean = np.array([0.4, 0.5, 0.6], np.float32)[None, :, None, None]
+    ms_batches = [((images[:3] - mean) / 0.25, labels[:3].astype(np.int32)), ((images[3:] - mean) / 0.25, labels[3:])]
+    ms_side = Side("MindSpore", batches=ms_batches, columns=["image", "label"], batches_per_epoch=2)
+    report = compare_sides(torch_side, ms_side)
+    assert not report.ok
+    report.write(tmp_path / "r")
+    dom, console = open_page(browser, tmp_path / "r" / "report.html", tmp_path, SHOTS / "check_data.png")
+    assert console == [], console
+    _assert_self_contained(dom)
+    assert dom.count("<svg") == 2  # per-channel statistics and the value distribution
+    labels_text = _svg_texts(dom)
+    for text in (
+        "channel (axis 1 of the batch)",
+        "per-channel mean (pipeline output units)",
+        "per-channel std (pipeline output units)",
+        "image value (pipeline output units)",
+        "density (share of elements per unit of value)",
+    ):
+        assert text in labels_text, text
+    assert "pipelines differ" in dom and report.findings[0].title in dom
