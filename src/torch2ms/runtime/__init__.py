@@ -14,7 +14,7 @@ _LITERALS = (int, float, str, bool, type(None))
 
 @lru_cache(maxsize=1)
 def _kb():
-    from .kb import load_kb
+    from ..kb import load_kb
 
     return load_kb()
 
@@ -52,7 +52,7 @@ class TorchCompat:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         import mindspore
 
-        from .kb.rewrite import rewrite_call
+        from ..kb.rewrite import rewrite_call
 
         ns: dict[str, Any] = {}
         res = rewrite_call(
@@ -187,7 +187,7 @@ def compat_base(torch_name: str) -> type:
     """
     import mindspore
 
-    from .kb.rewrite import rewrite_call
+    from ..kb.rewrite import rewrite_call
 
     entry = _kb().get(torch_name)
     if entry is None or not entry.ms.startswith("mindspore."):
