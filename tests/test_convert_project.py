@@ -122,11 +122,14 @@ def test_input_tree_never_written_and_out_inside_src_refused(project: Path, tmp_
     with pytest.raises(ConvertError):
         convert_tree(project / "pkg", project)  # OUT contains SRC
     (project / "pkg" / "existing").rmdir()
+    with pytest.raises(ConvertError, match="inside the input"):
+        convert_tree(project, project / "converted", jobs=1)  # a later run would convert the copy
     assert tree_digest(project) == before
-    # A fresh folder inside SRC is safe: excluded from the walk, and a rerun may replace it.
-    convert_tree(project, project / "converted", jobs=1)
-    convert_tree(project, project / "converted", jobs=1)
+    # With --force: excluded from the walk, and a rerun replaces it (an earlier output is never converted).
+    convert_tree(project, project / "converted", jobs=1, force=True)
+    report = convert_tree(project, project / "converted", jobs=1, force=True)
     assert not (project / "converted" / "converted").exists()
+    assert ("converted", "the output folder") in report.skipped
     assert {k: v for k, v in tree_digest(project).items() if not k.startswith("converted")} == before
 
 
