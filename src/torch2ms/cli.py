@@ -109,14 +109,14 @@ def cmd_convert(args: argparse.Namespace) -> int:
         f"— conversion rate {100 * s['conversion_rate']:.1f}%"
     )
     for f in report.failed:
-        out.print(f"[red]failed[/] {escape(f.path)}: {escape(f.error or '')}")
+        out.print(f"[red]failed[/] {escape(f.path)}: {escape(f.error or '')}", soft_wrap=True)
     for path, why in report.not_read:
-        out.print(f"[yellow]not read[/] {escape(path)}: {escape(why)}")
+        out.print(f"[yellow]not read[/] {escape(path)}: {escape(why)}", soft_wrap=True)
     if report.skipped:
         shown = ", ".join(f"{p}/ ({why})" for p, why in report.skipped[:5])
         more = f" and {len(report.skipped) - 5} more" if len(report.skipped) > 5 else ""
-        out.print(f"[dim]skipped {len(report.skipped)} folders: {escape(shown)}{more}[/]")
-    out.print(f"report: {escape(str(Path(report.out) / 'torch2ms-report.md'))}")
+        out.print(f"[dim]skipped {len(report.skipped)} folders: {escape(shown)}{more}[/]", soft_wrap=True)
+    out.print(f"report: {escape(str(Path(report.out) / 'torch2ms-report.md'))}", soft_wrap=True)
     return EXIT_FOUND if report.failed or report.not_read else EXIT_OK
 
 

@@ -15,10 +15,25 @@ EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2
 
 
 def add_weights_parser(sub) -> None:
+    import argparse as _argparse
+
+    from ..cli import exit_codes
+
+    about = (
+        "convert a torch checkpoint (.pth/.pt/.bin/.safetensors) to a MindSpore .ckpt, "
+        "or a .ckpt back to .pth — without torch"
+    )
     w = sub.add_parser(
         "weights",
-        help="convert a torch checkpoint (.pth/.pt/.bin/.safetensors) to a MindSpore .ckpt, "
-        "or a .ckpt back to .pth — without torch",
+        help=about,
+        description=about,
+        epilog=exit_codes(
+            "written (with --net: every parameter loads; with --force: written and readable by MindSpore)",
+            "not written: some parameters would not load (the table says which); or the written file did not load back",
+            "usage or file error: no such file, a malformed or malicious checkpoint (refused, nothing run), "
+            "an output that is the input or a file that is not a checkpoint",
+        ),
+        formatter_class=_argparse.RawDescriptionHelpFormatter,
     )
     w.add_argument("input", help="torch checkpoint, or a .ckpt to go back to torch")
     w.add_argument("-o", "--output", required=True, help="OUT.ckpt (or OUT.pth / OUT.safetensors from a .ckpt)")
