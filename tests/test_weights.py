@@ -569,3 +569,50 @@ def test_r21_failed_write_leaves_no_file(tmp_path):
             [("a", np.zeros(3, np.float32), "float32"), ("b", np.zeros(2, np.uint8), "qint8")], tmp_path / "x.ckpt"
         )
     assert not list(tmp_path.iterdir())
+
+
+MS_MASK_NET = """
+from mindspore import nn, ops
+
+
+class Net(nn.Cell):
+    def __init__(self, scale=1.0):
+        super().__init__()
+        self.fc = nn.Dense(4, 4)
+        self.register_buffer("mask", ops.tril(ops.ones((4, 4))) * scale)
+
+
+def build():
+    return Net()
+
+
+def build_other():
+    return Net(2.0)
+"""
+
+
+def test_r22_buffers_the_net_builds_are_not_blocking(tmp_path, capsys):
+    """Issue 13: a causal mask registered as a buffer is in the torch checkpoint and rebuilt by the
+    MindSpore net: reported as built by the network (values compared), not as a blocking 'unexpected'."""
+
+    class Masked(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+            self.register_buffer("mask", torch.tril(torch.ones(4, 4)))
+
+    torch.save(Masked().state_dict(), tmp_path / "m.pth")
+    (tmp_path / "ms_masked.py").write_text(MS_MASK_NET)
+    out = tmp_path / "m.ckpt"
+    rc = main(["weights", str(tmp_path / "m.pth"), "-o", str(out), "--net", f"{tmp_path / 'ms_masked.py'}:build"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert rc == 0, text
+    assert "wrote 2 of the checkpoint's 3 tensors" in text and "1 built by the network itself (mask)" in text
+    assert "same values" in text and "unexpected" not in text and "every network parameter loaded" in text
+    rc = main(
+        ["weights", str(tmp_path / "m.pth"), "-o", str(out), "--net", f"{tmp_path / 'ms_masked.py'}:build_other"]
+        + ["--json"]
+    )
+    d = json.loads(capsys.readouterr().out)
+    assert rc == 0 and d["ok"] and d["report"]["unexpected"] == []
+    assert d["report"]["net_buffers"][0]["name"] == "mask" and "other values" in d["report"]["net_buffers"][0]["note"]
