@@ -240,6 +240,16 @@ def test_r20_one_file_never_kills_the_run(tmp_path: Path, monkeypatch):
         assert "nn.Dense(4, 2" in (tmp_path / "out" / f"ok{i}.py").read_text()
 
 
+def test_r20_nesting_over_the_limit_copied_and_reported(tmp_path: Path):
+    """Valid Python 600 levels deep: not handed to libcst (minutes of parsing, a stack overflow near 3000)."""
+    src = tmp_path / "p"
+    src.mkdir()
+    (src / "deep.py").write_text(_deep(600))
+    report = convert_tree(src, tmp_path / "out", jobs=1)
+    assert f"over the {project_pool.MAX_NESTING}" in (report.failed[0].error or "")
+    assert (tmp_path / "out" / "deep.py").read_text() == _deep(600)
+
+
 def test_r1_scan_deep_nesting_reported(tmp_path: Path):
     (tmp_path / "deep.py").write_text(_deep(3000))
     (tmp_path / "ok.py").write_text(GOOD)

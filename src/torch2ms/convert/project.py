@@ -45,6 +45,7 @@ class FileResult:
     error: str | None = None
     changed: bool = False
     note: str | None = None  # e.g. re-encoded as UTF-8
+    seconds: float = 0.0  # conversion time (kept out of the report, which is byte-reproducible)
 
     def counts(self) -> Counter:
         return Counter(c["action"] for c in self.changes)
@@ -237,6 +238,7 @@ def _write_result(tmp: Path, base: Path, job: Job, outcome: Outcome) -> FileResu
     target = tmp / job.rel
     target.parent.mkdir(parents=True, exist_ok=True)
     result = FileResult(display(job.rel), outcome.changes, outcome.error, outcome.code is not None)
+    result.seconds = outcome.seconds
     if outcome.code is None:
         try:
             shutil.copyfile(job.path, target)  # byte-identical, whatever its encoding

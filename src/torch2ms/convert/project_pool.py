@@ -9,8 +9,10 @@ parent, so the knowledge base loaded once is shared, and so are a test's monkeyp
 
 from __future__ import annotations
 
+import ast
 import multiprocessing
 import os
+import time
 from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -25,6 +27,9 @@ FILE_TIMEOUT_PER_KB_S = 0.25
 # Address space a worker may add to what it had when forked: MemoryError (that file fails) beyond it.
 WORKER_MEMORY_BYTES = 2 << 30
 TASKS_PER_WORKER = 200  # a fresh worker now and then: memory a converter leaks does not pile up
+# Deeper expressions are not converted: the converter's recursion gives up near 800 levels anyway, and
+# libcst's parser needs seconds to minutes from ~1500 levels and overflows its stack near 3000.
+MAX_NESTING = 500
 
 
 @dataclass(frozen=True)
@@ -46,16 +51,33 @@ class Outcome:
     encoding: str = "utf-8"  # the input's encoding
     changes: list[dict] = field(default_factory=list)
     error: str | None = None
+    seconds: float = 0.0  # conversion time in the worker (not in the report: the report is reproducible)
 
 
 def convert_job(job: Job) -> Outcome:
     """Read and convert one file; every failure becomes the outcome's error (runs in a worker)."""
+    start = time.perf_counter()
+    outcome = _convert(job)
+    outcome.seconds = time.perf_counter() - start
+    return outcome
+
+
+def _convert(job: Job) -> Outcome:
     from ..analysis.sourcefiles import BadInput, read_python
     from .module import convert_source
 
     try:
         src = read_python(job.path)
+        depth = nesting_depth(src.text)
+        if depth > MAX_NESTING:
+            return Outcome(
+                error=f"nested {depth} levels deep, over the {MAX_NESTING} torch2ms converts; copied unchanged"
+            )
         mod = convert_source(src.text, job.rel, local_roots=job.local_roots, project_modules=job.project_modules)
+        if mod.changed and mod.error is None and depth >= 0:
+            invalid = _syntax_error(mod.code)
+            if invalid:  # a converter defect: never hand the user a file that does not parse
+                return Outcome(error=f"the converter produced invalid Python ({invalid}); copied unchanged")
     except BadInput as exc:
         return Outcome(error=str(exc).removesuffix("; skipped") + "; copied unchanged")
     except RecursionError:
@@ -68,6 +90,31 @@ def convert_job(job: Job) -> Outcome:
         return Outcome(error=f"converter failed ({type(exc).__name__}: {exc}); copied unchanged")
     changes = [{"api": c.api, "action": c.action, "note": c.note, "line": c.line} for c in mod.changes]
     return Outcome(mod.code if mod.changed else None, src.encoding, changes, mod.error)
+
+
+def nesting_depth(text: str) -> int:
+    """How deep the module's syntax tree goes (-1 when it does not parse: the converter reports that)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return -1
+    deepest = 0
+    stack: list[tuple[ast.AST, int]] = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest
+
+
+def _syntax_error(code: str) -> str | None:
+    try:
+        ast.parse(code)
+    except SyntaxError as exc:
+        return f"SyntaxError at line {exc.lineno}: {exc.msg}"
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
 
 
 def _limit_memory() -> None:
