@@ -25,6 +25,7 @@ import random
 import re
 import sys
 import tempfile
+import time
 import tokenize
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -323,6 +324,34 @@ def run_campaign(cases: list[Case], jobs: int = 2, workdir: Path | None = None) 
             again = (out2 / c.name).read_bytes() if c.name in again_ok and not res.error else None
             camp.failures += check_case(c, (out / c.name).read_bytes(), res.error, again, res.seconds)
     return camp
+
+
+def check_tree(name: str, root: Path, work: Path) -> dict:
+    """A real tree converted twice: files that fail, that change again, that stop parsing, that lose text."""
+    from torch2ms.convert import convert_tree
+
+    out, out2 = work / "once" / root.name, work / "twice" / root.name  # same folder name: same local packages
+    start = time.perf_counter()
+    first = convert_tree(root, out)
+    second = convert_tree(out, out2)
+    failed_first = {f.path for f in first.failed}
+    failed_second = {f.path for f in second.failed}
+    res: dict = {"files": len(first.files), "failed": len(failed_first), "seconds": time.perf_counter() - start}
+    res["not_idempotent"], res["invalid"], res["text_lost"] = [], [], []
+    for f in first.files:
+        if f.path in failed_first:
+            continue
+        src_text = _decode((root / f.path).read_bytes())
+        data = (out / f.path).read_bytes()
+        out_text = _decode(data)
+        if _valid(src_text) and not _valid(out_text):
+            res["invalid"].append(f.path)
+        lost = text_tokens(src_text or "") - text_tokens(out_text or "")
+        if lost:
+            res["text_lost"].append((f.path, sum(lost.values()), next(iter(lost))))
+        if f.path not in failed_second and (out2 / f.path).read_bytes() != data:
+            res["not_idempotent"].append((f.path, _first_difference(data, (out2 / f.path).read_bytes())))
+    return res
 
 
 def summary(camp: Campaign, cases: dict[str, Case] | None = None) -> str:

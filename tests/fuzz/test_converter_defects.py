@@ -89,6 +89,11 @@ NOT_IDEMPOTENT = {
     "softmax_when_torch_import_kept": "import torch\nimport torch.nn as nn\n\n\ndef f(x):\n    return x.softmax(dim=-1)\n\n\n"
     "w = nn.utils.weight_norm(nn.Linear(2, 2))\n",
     "std_when_torch_import_kept": "import torch\n\n\ndef f(x):\n    return x.std()\n\n\ntorch.backends.cudnn.benchmark = True\n",
+    # ... topk's (values, int64 indices) wrapper is applied again around itself; norm(2) flattens again
+    "topk_when_torch_import_kept": "import torch\n\n\ndef f(x):\n    v, i = x.topk(3, dim=1)\n    return v, i\n\n\n"
+    "torch.backends.cudnn.benchmark = True\n",
+    "norm_when_torch_import_kept": "import torch\n\n\ndef f(p):\n    return p.grad.data.norm(2)\n\n\n"
+    "torch.backends.cudnn.benchmark = True\n",
     # the training-loop mark is added again, below the marks of the first pass
     "training_loop_mark_added_again": "import torch.optim as optim\n\n\nclass Sequence:\n"
     "    optimizer = optim.LBFGS(seq.parameters(), lr=0.8)\n    for i in range(steps):\n        loss.backward()\n",
