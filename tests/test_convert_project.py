@@ -137,7 +137,7 @@ def test_atomic_output_on_failure(project: Path, tmp_path: Path, monkeypatch):
     from torch2ms.convert import project as proj
 
     out = tmp_path / "out"
-    monkeypatch.setattr(proj, "to_markdown", lambda report: 1 / 0)
+    monkeypatch.setattr(proj, "to_markdown", lambda *args: 1 / 0)
     with pytest.raises(ZeroDivisionError):
         convert_tree(project, out, jobs=1)
     assert not out.exists()
@@ -145,7 +145,7 @@ def test_atomic_output_on_failure(project: Path, tmp_path: Path, monkeypatch):
     monkeypatch.undo()
     convert_tree(project, out, jobs=1)
     first = tree_digest(out)
-    monkeypatch.setattr(proj, "to_markdown", lambda report: 1 / 0)
+    monkeypatch.setattr(proj, "to_markdown", lambda *args: 1 / 0)
     with pytest.raises(ZeroDivisionError):
         convert_tree(project, out, jobs=1)
     assert tree_digest(out) == first  # an earlier output survives a failed rerun

@@ -12,14 +12,17 @@ converted text holds characters that encoding lacks is it written as UTF-8, its 
 from __future__ import annotations
 
 import ast
+import io
 import json
 import os
 import re
 import shutil
+import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from ..analysis.infer import project_module_classes
 from ..analysis.sourcefiles import BadInput, TreeListing, display, read_python, skip_reason, walk_tree
@@ -38,17 +41,57 @@ __all__ = ["REPORT_JSON", "REPORT_MD", "ConvertError", "ConvertReport", "FileRes
 PARALLEL_MIN_FILES = 8
 
 
+class _Spill:
+    """Each file's change list, kept in an unnamed temporary file until the report is written, so the
+    driver's memory does not grow with the tree (10,000 files hold ~100 MB of change records)."""
+
+    def __init__(self) -> None:
+        self.fh = tempfile.TemporaryFile("w+b")
+
+    def put(self, changes: list[dict]) -> tuple[int, int]:
+        data = json.dumps(changes, ensure_ascii=False).encode("utf-8")
+        offset = self.fh.seek(0, os.SEEK_END)
+        self.fh.write(data)
+        return offset, len(data)
+
+    def get(self, offset: int, size: int) -> list[dict]:
+        self.fh.seek(offset)
+        return json.loads(self.fh.read(size))
+
+
 @dataclass
 class FileResult:
     path: str
-    changes: list[dict] = field(default_factory=list)
     error: str | None = None
     changed: bool = False
     note: str | None = None  # e.g. re-encoded as UTF-8
     seconds: float = 0.0  # conversion time (kept out of the report, which is byte-reproducible)
+    action_counts: Counter = field(default_factory=Counter)
+    held: list[dict] | None = None  # the changes, until spilled
+    spilled: tuple[_Spill, int, int] | None = None
+
+    @property
+    def changes(self) -> list[dict]:
+        if self.spilled is not None:
+            spill, offset, size = self.spilled
+            return spill.get(offset, size)
+        return self.held or []
 
     def counts(self) -> Counter:
-        return Counter(c["action"] for c in self.changes)
+        return self.action_counts
+
+    def spill(self, spill: _Spill) -> None:
+        self.spilled, self.held = (spill, *spill.put(self.held or [])), None
+
+    def entry(self) -> dict:
+        return {
+            "path": self.path,
+            "changed": self.changed,
+            "error": self.error,
+            "note": self.note,
+            "counts": dict(self.action_counts),
+            "changes": self.changes,
+        }
 
 
 @dataclass
@@ -76,37 +119,50 @@ class ConvertReport:
         total = done + t.get("not-converted", 0)
         return done / total if total else 1.0
 
-    def to_dict(self) -> dict:
+    def summary(self) -> dict:
         t = self.totals()
         return {
-            "src": self.src,
-            "out": self.out,
-            "summary": {
-                "python_files": len(self.files),
-                "files_changed": sum(f.changed for f in self.files),
-                "files_failed": len(self.failed),
-                "other_files_copied": self.copied,
-                "entries_not_read": len(self.not_read),
-                "folders_skipped": len(self.skipped),
-                "converted": t.get("converted", 0),
-                "review": t.get("review", 0),
-                "not_converted": t.get("not-converted", 0),
-                "conversion_rate": round(self.rate(), 4),
-            },
-            "files": [
-                {
-                    "path": f.path,
-                    "changed": f.changed,
-                    "error": f.error,
-                    "note": f.note,
-                    "counts": dict(f.counts()),
-                    "changes": f.changes,
-                }
-                for f in self.files
-            ],
+            "python_files": len(self.files),
+            "files_changed": sum(f.changed for f in self.files),
+            "files_failed": len(self.failed),
+            "other_files_copied": self.copied,
+            "entries_not_read": len(self.not_read),
+            "folders_skipped": len(self.skipped),
+            "converted": t.get("converted", 0),
+            "review": t.get("review", 0),
+            "not_converted": t.get("not-converted", 0),
+            "conversion_rate": round(self.rate(), 4),
+        }
+
+    def tail(self) -> dict:
+        return {
             "not_read": [{"path": p, "why": why} for p, why in self.not_read],
             "skipped_folders": [{"path": p, "why": why} for p, why in self.skipped],
         }
+
+    def to_dict(self) -> dict:
+        """The whole report in memory (write_json streams it instead)."""
+        return {
+            "src": self.src,
+            "out": self.out,
+            "summary": self.summary(),
+            "files": [f.entry() for f in self.files],
+            **self.tail(),
+        }
+
+    def write_json(self, fh: IO[str]) -> None:
+        """The JSON report, one file entry in memory at a time (same text as ``json.dumps(to_dict(), indent=2)``)."""
+        head = json.dumps({"src": self.src, "out": self.out, "summary": self.summary()}, indent=2, ensure_ascii=False)
+        fh.write(head[: head.rindex("}")].rstrip() + ',\n  "files": [')
+        for i, f in enumerate(self.files):
+            fh.write(
+                ("," if i else "")
+                + "\n    "
+                + json.dumps(f.entry(), indent=2, ensure_ascii=False).replace("\n", "\n    ")
+            )
+        fh.write("\n  ]" if self.files else "]")
+        tail = json.dumps(self.tail(), indent=2, ensure_ascii=False)
+        fh.write("," + tail[tail.index("{") + 1 :] + "\n")
 
 
 def _slim(tree: ast.Module) -> ast.Module:
@@ -177,16 +233,19 @@ def convert_tree(
     roots = local_packages(src_p)
     modules = _project_modules(listing.python, roots)
     tmp = fresh_temp_dir(out_p)
+    spill = _Spill()
     try:
         for job, outcome in _run(listing.python, base, roots, modules, jobs, progress):
-            report.files.append(_write_result(tmp, base, job, outcome))
+            result = _write_result(tmp, base, job, outcome)
+            result.spill(spill)
+            report.files.append(result)
         for p in listing.other:
             _copy_other(p, base, tmp, report)
         report.files.sort(key=lambda f: f.path)
-        (tmp / REPORT_JSON).write_text(
-            json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-        )
-        (tmp / REPORT_MD).write_text(to_markdown(report), encoding="utf-8")
+        with open(tmp / REPORT_JSON, "w", encoding="utf-8") as fh:
+            report.write_json(fh)
+        with open(tmp / REPORT_MD, "w", encoding="utf-8") as fh:
+            to_markdown(report, fh)
         swap_into_place(tmp, out_p)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -237,8 +296,9 @@ def encode_like_input(code: str, encoding: str) -> tuple[bytes, str | None]:
 def _write_result(tmp: Path, base: Path, job: Job, outcome: Outcome) -> FileResult:
     target = tmp / job.rel
     target.parent.mkdir(parents=True, exist_ok=True)
-    result = FileResult(display(job.rel), outcome.changes, outcome.error, outcome.code is not None)
-    result.seconds = outcome.seconds
+    result = FileResult(display(job.rel), outcome.error, outcome.code is not None, seconds=outcome.seconds)
+    result.held = outcome.changes
+    result.action_counts = Counter(c["action"] for c in outcome.changes)
     if outcome.code is None:
         try:
             shutil.copyfile(job.path, target)  # byte-identical, whatever its encoding
@@ -273,38 +333,41 @@ def _with_progress(it, total: int, enabled: bool):
             yield item
 
 
-def to_markdown(report: ConvertReport) -> str:
-    d = report.to_dict()
-    s = d["summary"]
-    out = [
-        f"# torch2ms convert: {report.src} → {report.out}",
-        "",
+def to_markdown(report: ConvertReport, fh: IO[str] | None = None) -> str:
+    """The Markdown report, written to ``fh`` one file at a time (returned as text when ``fh`` is None)."""
+    if fh is None:
+        buf = io.StringIO()
+        to_markdown(report, buf)
+        return buf.getvalue()
+    s = report.summary()
+    fh.write(
+        f"# torch2ms convert: {report.src} → {report.out}\n\n"
         f"{s['python_files']} Python files ({s['files_changed']} changed, {s['files_failed']} failed), "
-        f"{s['other_files_copied']} other files copied unchanged.",
-        "",
+        f"{s['other_files_copied']} other files copied unchanged.\n\n"
         f"Converted: {s['converted']}, needs review: {s['review']}, not converted: {s['not_converted']} "
-        f"(conversion rate {100 * s['conversion_rate']:.1f}%).",
-        "",
-        "| file | converted | review | not converted | error |",
-        "|---|---:|---:|---:|---|",
-    ]
-    for f in d["files"]:
-        c = f["counts"]
-        out.append(
-            f"| {f['path']} | {c.get('converted', 0)} | {c.get('review', 0)} | {c.get('not-converted', 0)} | {f['error'] or ''} |"
+        f"(conversion rate {100 * s['conversion_rate']:.1f}%).\n\n"
+        "| file | converted | review | not converted | error |\n|---|---:|---:|---:|---|\n"
+    )
+    for f in report.files:
+        c = f.counts()
+        fh.write(
+            f"| {f.path} | {c.get('converted', 0)} | {c.get('review', 0)} | {c.get('not-converted', 0)} | {f.error or ''} |\n"
         )
-    todo = [(f["path"], ch) for f in d["files"] for ch in f["changes"] if ch["action"] != "converted"]
-    if todo:
-        out += ["", "## Needs a person", "", "| where | API | action | why |", "|---|---|---|---|"]
-        for path, ch in todo:
-            out.append(f"| {path}:{ch['line']} | `{ch['api']}` | {ch['action']} | {ch['note']} |")
+    header = "\n## Needs a person\n\n| where | API | action | why |\n|---|---|---|---|\n"
+    for f in report.files:
+        if f.counts().get("review") or f.counts().get("not-converted"):
+            for ch in f.changes:
+                if ch["action"] != "converted":
+                    fh.write(header + f"| {f.path}:{ch['line']} | `{ch['api']}` | {ch['action']} | {ch['note']} |\n")
+                    header = ""
     if report.not_read:
-        out += ["", "## Not read (left out of the output)", ""]
-        out += [f"- `{p}`: {why}" for p, why in report.not_read]
+        fh.write("\n## Not read (left out of the output)\n\n")
+        fh.writelines(f"- `{p}`: {why}\n" for p, why in report.not_read)
     if report.skipped:
-        out += ["", "## Folders skipped", ""]
-        out += [f"- `{p}/`: {why}" for p, why in report.skipped]
-    notes = [(f["path"], f["note"]) for f in d["files"] if f["note"]]
+        fh.write("\n## Folders skipped\n\n")
+        fh.writelines(f"- `{p}/`: {why}\n" for p, why in report.skipped)
+    notes = [(f.path, f.note) for f in report.files if f.note]
     if notes:
-        out += ["", "## Notes", ""] + [f"- `{p}`: {n}" for p, n in notes]
-    return "\n".join(out) + "\n"
+        fh.write("\n## Notes\n\n")
+        fh.writelines(f"- `{p}`: {n}\n" for p, n in notes)
+    return ""
