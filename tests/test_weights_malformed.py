@@ -99,6 +99,12 @@ def _zip(path: Path, pkl: bytes, data: bytes = b"\x00" * 96, compress: bool = Fa
     return path
 
 
+def _legacy(tensor_pkl: bytes, data: bytes = b"\x00" * 96) -> bytes:
+    """A legacy (torch < 1.6 format) checkpoint: magic, protocol, sys info, the object, the storage keys, the data."""
+    head = b"".join(pickle.dumps(o, protocol=2) for o in (0x1950A86A20F9469CFC6C, 1001, {"little_endian": True}))
+    return head + tensor_pkl + pickle.dumps(["0"], protocol=2) + struct.pack("<q", len(data) // 4) + data
+
+
 @pytest.fixture
 def good(tmp_path: Path) -> Path:
     path = tmp_path / "good.pth"
@@ -120,6 +126,36 @@ def test_r21_truncated_archives_refused(good: Path, tmp_path: Path, capsys, cut)
     bad = tmp_path / "cut.pth"
     bad.write_bytes(data[:n])
     _assert_refused(bad, capsys)
+
+
+def test_r21_legacy_format_generated_reads_and_truncations_refused(tmp_path: Path, capsys):
+    data = _legacy(_tensor_pickle((4, 6), (6, 1)), np.arange(24, dtype=np.float32).tobytes())
+    (tmp_path / "legacy.pt").write_bytes(data)
+    rc, text = _run(["weights", str(tmp_path / "legacy.pt"), "-o", str(tmp_path / "legacy.ckpt")], capsys)
+    assert rc == 0, text
+    np.testing.assert_array_equal(read_ckpt(tmp_path / "legacy.ckpt")["w"][0], np.arange(24).reshape(4, 6))
+    (tmp_path / "legacy.ckpt").unlink()
+    for cut in (1, 20, 60, len(data) - 97, len(data) - 40, len(data) - 1):
+        bad = tmp_path / "cut.pt"
+        bad.write_bytes(data[:cut])
+        _assert_refused(bad, capsys)
+
+
+@pytest.mark.parametrize(
+    "pkl",
+    [
+        b"\x80\x02garbage",
+        b"\x80\x02}q\x00",
+        b"\x80\x02]" + b"(" * 1000 + b".",
+        b"\x80\x05\x95" + b"\xff" * 8,
+        b"not a pickle",
+    ],
+    ids=["garbage", "no-stop", "marks", "frame-overflow", "text"],
+)
+def test_r21_bad_pickles_refused(tmp_path: Path, capsys, pkl):
+    _assert_refused(_zip(tmp_path / "badpkl.pth", pkl), capsys)
+    (tmp_path / "badpkl.pt").write_bytes(pkl if pkl.startswith(b"\x80") else b"\x80\x02" + pkl)
+    _assert_refused(tmp_path / "badpkl.pt", capsys)
 
 
 def test_r21_bit_flips_never_crash(good: Path, tmp_path: Path, capsys):
