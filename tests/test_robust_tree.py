@@ -330,3 +330,15 @@ def test_r30_internal_error_is_one_line_exit_2(tmp_path: Path, monkeypatch, caps
     assert cli.main(["scan", str(tmp_path)]) == cli.EXIT_USAGE
     err = capsys.readouterr().err
     assert "internal error (ZeroDivisionError" in err and "Traceback" not in err
+
+
+def test_r30_file_error_is_one_line_exit_2(tmp_path: Path, monkeypatch, capsys):
+    from torch2ms.analysis import scan
+
+    def refuse(path):
+        raise PermissionError(13, "Permission denied", "/some/file.py")
+
+    monkeypatch.setattr(scan, "scan_path", refuse)
+    assert cli.main(["scan", str(tmp_path)]) == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "/some/file.py: Permission denied" in err and "internal error" not in err

@@ -319,6 +319,9 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `torch2ms scan . | head`: the reader left; nothing to say
         sys.stderr.close()
         return EXIT_OK
+    except OSError as exc:  # a file the user named cannot be read or written
+        _say_error(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
+        return EXIT_USAGE
     except Exception as exc:
         if os.environ.get("TORCH2MS_DEBUG"):
             raise

@@ -376,8 +376,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", help="write every failing case into this folder")
     args = ap.parse_args(argv)
     cases = make_cases(args.seed, args.cases)
+    start = time.perf_counter()
     camp = run_campaign(cases, args.jobs)
+    import resource
+
     print(summary(camp))
+    slowest = max(camp.seconds.items(), key=lambda kv: kv[1], default=("-", 0.0))
+    print(
+        f"converted twice in {time.perf_counter() - start:.0f} s; slowest file {slowest[0]} {slowest[1]:.1f} s; "
+        f"peak RSS main {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10} MB, "
+        f"largest worker {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss >> 10} MB"
+    )
     if args.keep:
         keep = Path(args.keep)
         keep.mkdir(parents=True, exist_ok=True)
