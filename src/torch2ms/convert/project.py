@@ -17,6 +17,7 @@ import json
 import os
 import re
 import shutil
+import sys
 import tempfile
 from collections import Counter
 from collections.abc import Iterator
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from ..analysis.infer import project_module_classes
+from ..analysis.imports import ImportMap
 from ..analysis.sourcefiles import BadInput, TreeListing, display, read_python, skip_reason, walk_tree
 from .project_paths import (
     REPORT_JSON,
@@ -165,25 +166,42 @@ class ConvertReport:
         fh.write("," + tail[tail.index("{") + 1 :] + "\n")
 
 
-def _slim(tree: ast.Module) -> ast.Module:
-    """Imports and class headers only: all that finding the project's nn.Module subclasses needs."""
-    keep: list[ast.stmt] = []
+def _class_bases(tree: ast.Module, roots: frozenset[str]) -> list[tuple[str, tuple[str, ...], bool]]:
+    """Each class of a module: (name, the last names of its bases, does it subclass a torch.nn class).
+
+    The rule of ``analysis.infer.project_module_classes``, resolved file by file so that only these
+    tuples stay in memory, not every file's syntax tree (the driver's peak would grow with the tree)."""
+    imap = ImportMap.from_tree(tree, roots)
+    out = []
     for n in ast.walk(tree):
-        if isinstance(n, (ast.Import, ast.ImportFrom)):
-            keep.append(n)
-        elif isinstance(n, ast.ClassDef):
-            keep.append(ast.ClassDef(n.name, n.bases, n.keywords, [ast.Pass()], []))
-    return ast.Module(keep, [])
+        if isinstance(n, ast.ClassDef):
+            tails, torch_base = [], False
+            for base in n.bases:
+                full = imap.resolve(base) or ""
+                torch_base |= full.startswith("torch.nn.") and imap.is_framework(full)
+                name = base.id if isinstance(base, ast.Name) else base.attr if isinstance(base, ast.Attribute) else ""
+                tails.append(sys.intern(full.rsplit(".", 1)[-1] if full else name))
+            out.append((sys.intern(n.name), tuple(tails), torch_base))
+    return out
 
 
 def _project_modules(py_files: list[Path], roots: frozenset[str]) -> frozenset[str]:
-    trees = []
+    """Class names that subclass nn.Module anywhere in the project, following bases across files by name."""
+    classes: list[tuple[str, tuple[str, ...], bool]] = []
     for p in py_files:
         try:
-            trees.append(_slim(ast.parse(read_python(p).text)))
+            classes += _class_bases(ast.parse(read_python(p).text), roots)
         except (BadInput, SyntaxError, ValueError, RecursionError, MemoryError):
             continue  # reported when the file itself is converted
-    return project_module_classes(trees, roots)
+    found: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, tails, torch_base in classes:
+            if name not in found and (torch_base or any(t in found for t in tails)):
+                found.add(name)
+                changed = True
+    return frozenset(found)
 
 
 def local_packages(src: Path) -> frozenset[str]:
