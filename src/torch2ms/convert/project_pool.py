@@ -117,6 +117,14 @@ def _syntax_error(code: str) -> str | None:
     return None
 
 
+def _init_worker() -> None:
+    """A worker's crash is reported as that file's error: no stack dump of its own (pytest's faulthandler)."""
+    import faulthandler
+
+    faulthandler.disable()
+    _limit_memory()
+
+
 def _limit_memory() -> None:
     """Cap the worker's address space (Linux): past the cap allocations fail with MemoryError."""
     try:
@@ -153,7 +161,7 @@ def run_jobs(jobs: Iterable[Job], workers: int) -> Iterator[tuple[Job, Outcome]]
 
     ctx = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
     pool = ProcessPool(
-        max_workers=workers, max_tasks=TASKS_PER_WORKER, initializer=_limit_memory, context=ctx or multiprocessing
+        max_workers=workers, max_tasks=TASKS_PER_WORKER, initializer=_init_worker, context=ctx or multiprocessing
     )
     it = iter(jobs)
     pending: deque = deque()
