@@ -342,3 +342,18 @@ def test_r30_file_error_is_one_line_exit_2(tmp_path: Path, monkeypatch, capsys):
     assert cli.main(["scan", str(tmp_path)]) == cli.EXIT_USAGE
     err = capsys.readouterr().err
     assert "/some/file.py: Permission denied" in err and "internal error" not in err
+
+
+def test_r20_huge_file_reported_and_copied(tmp_path: Path):
+    src = tmp_path / "p"
+    src.mkdir()
+    (src / "ok.py").write_text(GOOD)
+    huge = src / "generated.py"
+    with open(huge, "wb") as fh:  # a sparse 6 MB file: over the 5 MB limit for source files
+        fh.write(b"x = 1\n")
+        fh.truncate(6 << 20)
+    assert "over the 5 MB limit" in {f.path: f.error for f in scan_path(src).files}["generated.py"]
+    report = convert_tree(src, tmp_path / "out", jobs=1)
+    assert "over the 5 MB limit" in {f.path: f.error for f in report.failed}["generated.py"]
+    assert (tmp_path / "out" / "generated.py").stat().st_size == 6 << 20
+    assert "nn.Dense" in (tmp_path / "out" / "ok.py").read_text()
