@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-stamp
 # pytest-xdist workers: CI has 2 cores.
 WORKERS ?= 2
 
-.PHONY: venv demo test test-fast lint mypy-baseline bench clean
+.PHONY: venv demo test test-fast lint mypy-baseline bench fuzz clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -39,6 +39,13 @@ mypy-baseline: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/run.py
+
+# The convert fuzzer's long run (make test runs 240 cases with a fixed seed): FUZZ_CASES files from
+# FUZZ_SEED, failures grouped by property and cause, failing cases kept in build/fuzz/.
+FUZZ_CASES ?= 3000
+FUZZ_SEED ?= 1
+fuzz: $(STAMP)
+	$(PY) tests/fuzz/fuzz_convert.py --cases $(FUZZ_CASES) --seed $(FUZZ_SEED) -j $(WORKERS) --keep build/fuzz
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info

@@ -14,6 +14,7 @@ BENCHES = [
     "kb_bench.py",
     "scan_bench.py",
     "convert_bench.py",
+    "tree_bench.py",
     "weights_bench.py",
     "compare_bench.py",
     "train_step_bench.py",

@@ -11,13 +11,8 @@ import ast
 import functools
 from pathlib import Path
 
-import pytest
-
 SRC = Path(__file__).resolve().parents[1] / "src"
-# Being split while this test lands (issue 10): the differential harness still lives in kb/ and imports
-# upwards; align/api.py, doctor.py, weights/torch_format.py and the harness have long functions. The
-# marks are strict: the day the work lands they fail, and come off.
-IN_PROGRESS = pytest.mark.xfail(strict=True, reason="kb/ harness move and long-function splits in progress")
+
 MAX_FUNCTION_LINES = 80
 # Packages in dependency order: each may import only those before it (and itself). torch2ms.runtime
 # is imported by converted code, so it sits beside the KB, below everything that converts.
@@ -155,7 +150,6 @@ def test_packages_import_only_the_layers_below() -> None:
     assert wrong == []
 
 
-@IN_PROGRESS
 def test_no_function_over_80_lines_in_src() -> None:
     long = []
     for path in sorted((SRC / "torch2ms").rglob("*.py")):

@@ -122,11 +122,14 @@ def test_input_tree_never_written_and_out_inside_src_refused(project: Path, tmp_
     with pytest.raises(ConvertError):
         convert_tree(project / "pkg", project)  # OUT contains SRC
     (project / "pkg" / "existing").rmdir()
+    with pytest.raises(ConvertError, match="inside the input"):
+        convert_tree(project, project / "converted", jobs=1)  # a later run would convert the copy
     assert tree_digest(project) == before
-    # A fresh folder inside SRC is safe: excluded from the walk, and a rerun may replace it.
-    convert_tree(project, project / "converted", jobs=1)
-    convert_tree(project, project / "converted", jobs=1)
+    # With --force: excluded from the walk, and a rerun replaces it (an earlier output is never converted).
+    convert_tree(project, project / "converted", jobs=1, force=True)
+    report = convert_tree(project, project / "converted", jobs=1, force=True)
     assert not (project / "converted" / "converted").exists()
+    assert ("converted", "the output folder") in report.skipped
     assert {k: v for k, v in tree_digest(project).items() if not k.startswith("converted")} == before
 
 
@@ -134,7 +137,7 @@ def test_atomic_output_on_failure(project: Path, tmp_path: Path, monkeypatch):
     from torch2ms.convert import project as proj
 
     out = tmp_path / "out"
-    monkeypatch.setattr(proj, "to_markdown", lambda report: 1 / 0)
+    monkeypatch.setattr(proj, "to_markdown", lambda *args: 1 / 0)
     with pytest.raises(ZeroDivisionError):
         convert_tree(project, out, jobs=1)
     assert not out.exists()
@@ -142,7 +145,7 @@ def test_atomic_output_on_failure(project: Path, tmp_path: Path, monkeypatch):
     monkeypatch.undo()
     convert_tree(project, out, jobs=1)
     first = tree_digest(out)
-    monkeypatch.setattr(proj, "to_markdown", lambda report: 1 / 0)
+    monkeypatch.setattr(proj, "to_markdown", lambda *args: 1 / 0)
     with pytest.raises(ZeroDivisionError):
         convert_tree(project, out, jobs=1)
     assert tree_digest(out) == first  # an earlier output survives a failed rerun

@@ -14,16 +14,21 @@ from collections.abc import Callable, Iterator
 EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2
 
 
+RUN_USAGE = (
+    "usage or input error: a bad option, spec or file, a model/pipeline that cannot be\n"
+    "     imported or built, or a run that could not complete (one line on stderr says which\n"
+    "     and what to do)"
+)
+
+
+def exit_codes(ok: str, found: str, usage: str = "usage error: bad arguments, a path that cannot be used") -> str:
+    """The ``exit codes`` section every subcommand's --help ends with."""
+    return f"exit codes:\n  0  {ok}\n  1  {found}\n  2  {usage}"
+
+
 def exit_codes_epilog(ok: str, found: str) -> str:
-    """The ``exit codes`` section of a subcommand's --help."""
-    return (
-        "exit codes:\n"
-        f"  0  {ok}\n"
-        f"  1  {found}\n"
-        "  2  usage or input error: a bad option, spec or file, a model/pipeline that cannot be\n"
-        "     imported or built, or a run that could not complete (one line on stderr says which\n"
-        "     and what to do)"
-    )
+    """The ``exit codes`` section of a command that imports and runs user code (compare, check-data, export)."""
+    return exit_codes(ok, found, RUN_USAGE)
 
 
 def add_subcommand(sub: argparse._SubParsersAction, name: str, help_text: str, epilog: str) -> argparse.ArgumentParser:

@@ -6,9 +6,7 @@ Static only: reads source with ``ast``; needs neither torch nor MindSpore.
 from __future__ import annotations
 
 import ast
-import io
 import os
-import tokenize
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -30,20 +28,9 @@ from .infer import (
     self_attribute_types,
 )
 from .risks import Risk, forward_risks
+from .sourcefiles import MAX_FILE_BYTES, SKIP_DIRS, BadInput, Problem, TreeListing, display, read_python, walk_tree
 
-MAX_FILE_BYTES = 5 * 1024 * 1024
-SKIP_DIRS = {
-    ".git",
-    ".hg",
-    ".svn",
-    "__pycache__",
-    ".venv",
-    "venv",
-    "node_modules",
-    ".tox",
-    ".mypy_cache",
-    ".pytest_cache",
-}
+__all__ = ["MAX_FILE_BYTES", "SKIP_DIRS", "BadInput", "read_source", "iter_python_files", "scan_path", "scan_source"]
 
 # Effort classes (R1): what converting a use takes.
 AUTO, REVIEW, MANUAL = "automatic", "review", "manual"
@@ -84,6 +71,7 @@ class FileReport:
 class ScanReport:
     root: str
     files: list[FileReport] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # folders not walked: (path, why)
 
     @property
     def uses(self) -> list[tuple[str, ApiUse]]:
@@ -134,6 +122,7 @@ class ScanReport:
                 "effort": dict(self.effort()),
                 "risks": len(self.risks),
             },
+            "skipped_folders": [{"path": p, "why": why} for p, why in self.skipped],
             "inventory": list(inv.values()),
             "risks": [{"path": p, **asdict(r)} for p, r in self.risks],
             "files": [
@@ -150,82 +139,23 @@ class ScanReport:
         }
 
 
-# ---- reading files robustly -----------------------------------------------------------------
-
-
-class BadInput(Exception):
-    pass
+# ---- reading files robustly: see sourcefiles.py ------------------------------------------------
 
 
 def read_source(path: Path) -> str:
     """Decode a Python file as Python would (BOM, PEP 263 cookie), or raise BadInput with why."""
-    try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise BadInput(f"cannot stat: {exc.strerror or exc}") from exc
-    if size > MAX_FILE_BYTES:
-        raise BadInput(
-            f"file is {size / 1e6:.1f} MB, over the {MAX_FILE_BYTES // 1024 // 1024} MB limit for source files; skipped"
-        )
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise BadInput(f"cannot read: {exc.strerror or exc}") from exc
-    if b"\x00" in data[:8192]:
-        raise BadInput("binary file (contains NUL bytes); skipped")
-    try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    except SyntaxError as exc:
-        raise BadInput(f"bad encoding declaration: {exc}") from exc
-    try:
-        return data.decode(encoding)
-    except (UnicodeDecodeError, LookupError) as exc:
-        pos = getattr(exc, "start", "?")
-        raise BadInput(
-            f"cannot decode as {encoding} (byte {pos}); add a '# -*- coding: ... -*-' line or re-save as UTF-8"
-        ) from exc
+    return read_python(path).text
 
 
 def iter_python_files(root: Path) -> tuple[list[Path], list[FileReport]]:
     """Python files under root (following directory links once), plus reports for bad paths."""
-    if root.is_file() or root.suffix == ".py":
-        return [root], []
-    files: list[Path] = []
-    problems: list[FileReport] = []
-    seen: set[str] = set()
+    listing = walk_tree(root)
+    return listing.python, [FileReport(str(p.path), error=p.reason) for p in _python_problems(listing)]
 
-    def walk(d: Path) -> None:
-        try:
-            real = os.path.realpath(d)
-        except OSError as exc:
-            problems.append(FileReport(str(d), error=f"cannot resolve: {exc}"))
-            return
-        if real in seen:
-            problems.append(FileReport(str(d), error="symlink loop (directory already visited); skipped"))
-            return
-        seen.add(real)
-        try:
-            entries = sorted(os.scandir(d), key=lambda e: e.name)
-        except OSError as exc:
-            problems.append(FileReport(str(d), error=f"cannot list directory: {exc.strerror or exc}"))
-            return
-        for e in entries:
-            p = Path(e.path)
-            try:
-                if e.is_dir(follow_symlinks=True):
-                    if e.name in SKIP_DIRS or (p / "pyvenv.cfg").exists():
-                        continue
-                    walk(p)
-                elif e.name.endswith(".py"):
-                    if e.is_symlink() and not p.exists():
-                        problems.append(FileReport(str(p), error="broken or looping symlink; skipped"))
-                    else:
-                        files.append(p)
-            except OSError as exc:
-                problems.append(FileReport(str(p), error=f"{exc.strerror or exc} (symlink loop?); skipped"))
 
-    walk(root)
-    return files, problems
+def _python_problems(listing: TreeListing) -> list[Problem]:
+    """What could not be read among Python files and folders (a broken link named data.csv is not scan's business)."""
+    return [p for p in listing.problems if p.folder or p.path.name.endswith(".py")]
 
 
 # ---- one file ---------------------------------------------------------------------------------
@@ -331,7 +261,7 @@ def scan_source(source: str, path: str, kb: KB | None = None) -> FileReport:
         )
         return report
     except (ValueError, RecursionError, MemoryError) as exc:
-        report.error = f"cannot parse: {exc}"
+        report.error = f"cannot parse ({type(exc).__name__}: {exc}); skipped"
         return report
     imap = ImportMap.from_tree(tree)
     if not imap.uses_torch():
@@ -349,13 +279,26 @@ def collect(tree: ast.Module, imap: ImportMap, kb: KB) -> tuple[list[ApiUse], li
     return sorted(col.uses, key=lambda u: (u.line, u.col)), sorted(col.risks, key=lambda r: (r.line, r.col))
 
 
-def scan_file(path: Path, kb: KB | None = None, display: str | None = None) -> FileReport:
-    name = display or str(path)
+def scan_file(path: Path, kb: KB | None = None, display_name: str | None = None) -> FileReport:
+    """One file's report; whatever goes wrong (unreadable, too deep to parse) is that file's error."""
+    name = display_name or display(path)
     try:
-        source = read_source(path)
+        return scan_source(read_source(path), name, kb)
     except BadInput as exc:
         return FileReport(name, error=str(exc))
-    return scan_source(source, name, kb)
+    except RecursionError:
+        return FileReport(name, error="nested too deeply to analyse (RecursionError); skipped")
+    except MemoryError:
+        return FileReport(name, error="too large to analyse (MemoryError); skipped")
+    except Exception as exc:  # noqa: BLE001 - one file never ends the scan of a tree
+        return FileReport(name, error=f"scan failed ({type(exc).__name__}: {exc}); skipped")
+
+
+def _relative(path: Path, base: Path) -> str:
+    try:
+        return display(path.relative_to(base))
+    except ValueError:
+        return display(path)
 
 
 def scan_path(path: str | os.PathLike, kb: KB | None = None) -> ScanReport:
@@ -363,21 +306,14 @@ def scan_path(path: str | os.PathLike, kb: KB | None = None) -> ScanReport:
     kb = kb or load_kb()
     root = Path(path)
     if not root.exists() and not root.is_symlink():
-        raise FileNotFoundError(f"{root}: no such file or directory")
-    files, problems = iter_python_files(root)
+        raise FileNotFoundError(f"{display(root)}: no such file or directory")
+    listing = walk_tree(root)
     base = root if root.is_dir() else root.parent
-    report = ScanReport(str(root))
-    for f in files:
-        try:
-            rel = str(f.relative_to(base))
-        except ValueError:
-            rel = str(f)
-        report.files.append(scan_file(f, kb, rel))
-    for p in problems:
-        try:
-            p.path = str(Path(p.path).relative_to(base))
-        except ValueError:
-            pass
-        report.files.append(p)
+    report = ScanReport(display(root))
+    for f in listing.python:
+        report.files.append(scan_file(f, kb, _relative(f, base)))
+    for p in _python_problems(listing):
+        report.files.append(FileReport(_relative(p.path, base), error=p.reason))
+    report.skipped = [(_relative(p.path, base), p.reason) for p in listing.skipped]
     report.files.sort(key=lambda f: f.path)
     return report

@@ -1,44 +1,98 @@
 """Convert a file or a project tree into an output directory, atomically and reproducibly.
 
-``.py`` files are converted (in parallel on all cores for trees); every other file is copied
-byte-identical. The input tree is never written to.
+``.py`` files are converted in worker processes (:mod:`.project_pool`: one file never kills the run);
+every other file is copied byte-identical; what cannot be read (broken symlinks, FIFOs, devices,
+unreadable files) is reported and left out; environments and VCS folders are skipped and listed. The
+input tree is never written to, and an output folder torch2ms did not write is never replaced without
+``force`` (:mod:`.project_paths`). Results are written as they arrive, so memory does not grow with the
+tree. A converted file keeps its input's encoding (BOM and coding cookie included); only when the
+converted text holds characters that encoding lacks is it written as UTF-8, its cookie saying so.
 """
 
 from __future__ import annotations
 
 import ast
+import io
 import json
-import multiprocessing
 import os
+import re
 import shutil
+import sys
 import tempfile
 from collections import Counter
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
-from ..analysis.infer import project_module_classes
-from ..analysis.scan import SKIP_DIRS, BadInput, read_source
-from .pipeline import ConvertedModule, convert_source
+from ..analysis.imports import ImportMap
+from ..analysis.sourcefiles import BadInput, TreeListing, display, read_python, skip_reason, walk_tree
+from .project_paths import (
+    REPORT_JSON,
+    REPORT_MD,
+    ConvertError,
+    check_output,
+    earlier_output,
+    fresh_temp_dir,
+    swap_into_place,
+)
+from .project_pool import Job, Outcome, run_jobs
 
-REPORT_JSON = "torch2ms-report.json"
-REPORT_MD = "torch2ms-report.md"
+__all__ = ["REPORT_JSON", "REPORT_MD", "ConvertError", "ConvertReport", "FileResult", "convert_tree", "to_markdown"]
 PARALLEL_MIN_FILES = 8
 
 
-class ConvertError(Exception):
-    """A usage problem: bad paths, an output that would overwrite the input."""
+class _Spill:
+    """Each file's change list, kept in an unnamed temporary file until the report is written, so the
+    driver's memory does not grow with the tree (10,000 files hold ~100 MB of change records)."""
+
+    def __init__(self) -> None:
+        self.fh = tempfile.TemporaryFile("w+b")
+
+    def put(self, changes: list[dict]) -> tuple[int, int]:
+        data = json.dumps(changes, ensure_ascii=False).encode("utf-8")
+        offset = self.fh.seek(0, os.SEEK_END)
+        self.fh.write(data)
+        return offset, len(data)
+
+    def get(self, offset: int, size: int) -> list[dict]:
+        self.fh.seek(offset)
+        return json.loads(self.fh.read(size))
 
 
 @dataclass
 class FileResult:
     path: str
-    changes: list[dict] = field(default_factory=list)
     error: str | None = None
     changed: bool = False
+    note: str | None = None  # e.g. re-encoded as UTF-8
+    seconds: float = 0.0  # conversion time (kept out of the report, which is byte-reproducible)
+    action_counts: Counter = field(default_factory=Counter)
+    held: list[dict] | None = None  # the changes, until spilled
+    spilled: tuple[_Spill, int, int] | None = None
+
+    @property
+    def changes(self) -> list[dict]:
+        if self.spilled is not None:
+            spill, offset, size = self.spilled
+            return spill.get(offset, size)
+        return self.held or []
 
     def counts(self) -> Counter:
-        return Counter(c["action"] for c in self.changes)
+        return self.action_counts
+
+    def spill(self, spill: _Spill) -> None:
+        self.spilled, self.held = (spill, *spill.put(self.held or [])), None
+
+    def entry(self) -> dict:
+        return {
+            "path": self.path,
+            "changed": self.changed,
+            "error": self.error,
+            "note": self.note,
+            "counts": dict(self.action_counts),
+            "changes": self.changes,
+        }
 
 
 @dataclass
@@ -47,6 +101,8 @@ class ConvertReport:
     out: str
     files: list[FileResult] = field(default_factory=list)
     copied: int = 0
+    not_read: list[tuple[str, str]] = field(default_factory=list)  # (path, why): left out of OUT
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # folders not walked: (path, why)
 
     @property
     def failed(self) -> list[FileResult]:
@@ -64,184 +120,222 @@ class ConvertReport:
         total = done + t.get("not-converted", 0)
         return done / total if total else 1.0
 
-    def to_dict(self) -> dict:
+    def summary(self) -> dict:
         t = self.totals()
+        return {
+            "python_files": len(self.files),
+            "files_changed": sum(f.changed for f in self.files),
+            "files_failed": len(self.failed),
+            "other_files_copied": self.copied,
+            "entries_not_read": len(self.not_read),
+            "folders_skipped": len(self.skipped),
+            "converted": t.get("converted", 0),
+            "review": t.get("review", 0),
+            "not_converted": t.get("not-converted", 0),
+            "conversion_rate": round(self.rate(), 4),
+        }
+
+    def tail(self) -> dict:
+        return {
+            "not_read": [{"path": p, "why": why} for p, why in self.not_read],
+            "skipped_folders": [{"path": p, "why": why} for p, why in self.skipped],
+        }
+
+    def to_dict(self) -> dict:
+        """The whole report in memory (write_json streams it instead)."""
         return {
             "src": self.src,
             "out": self.out,
-            "summary": {
-                "python_files": len(self.files),
-                "files_changed": sum(f.changed for f in self.files),
-                "files_failed": len(self.failed),
-                "other_files_copied": self.copied,
-                "converted": t.get("converted", 0),
-                "review": t.get("review", 0),
-                "not_converted": t.get("not-converted", 0),
-                "conversion_rate": round(self.rate(), 4),
-            },
-            "files": [
-                {
-                    "path": f.path,
-                    "changed": f.changed,
-                    "error": f.error,
-                    "counts": dict(f.counts()),
-                    "changes": f.changes,
-                }
-                for f in self.files
-            ],
+            "summary": self.summary(),
+            "files": [f.entry() for f in self.files],
+            **self.tail(),
         }
 
+    def write_json(self, fh: IO[str]) -> None:
+        """The JSON report, one file entry in memory at a time (same text as ``json.dumps(to_dict(), indent=2)``)."""
+        head = json.dumps({"src": self.src, "out": self.out, "summary": self.summary()}, indent=2, ensure_ascii=False)
+        fh.write(head[: head.rindex("}")].rstrip() + ',\n  "files": [')
+        for i, f in enumerate(self.files):
+            fh.write(
+                ("," if i else "")
+                + "\n    "
+                + json.dumps(f.entry(), indent=2, ensure_ascii=False).replace("\n", "\n    ")
+            )
+        fh.write("\n  ]" if self.files else "]")
+        tail = json.dumps(self.tail(), indent=2, ensure_ascii=False)
+        fh.write("," + tail[tail.index("{") + 1 :] + "\n")
 
-def _convert_one(
-    args: tuple[str, str, frozenset[str], frozenset[str]],
-) -> tuple[str, ConvertedModule | None, str | None]:
-    abs_path, rel, local_roots, project_modules = args
-    try:
-        source = read_source(Path(abs_path))
-    except BadInput as exc:
-        return rel, None, str(exc)
-    return rel, convert_source(source, rel, local_roots=local_roots, project_modules=project_modules), None
+
+def _class_bases(tree: ast.Module, roots: frozenset[str]) -> list[tuple[str, tuple[str, ...], bool]]:
+    """Each class of a module: (name, the last names of its bases, does it subclass a torch.nn class).
+
+    The rule of ``analysis.infer.project_module_classes``, resolved file by file so that only these
+    tuples stay in memory, not every file's syntax tree (the driver's peak would grow with the tree)."""
+    imap = ImportMap.from_tree(tree, roots)
+    out = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.ClassDef):
+            tails, torch_base = [], False
+            for base in n.bases:
+                full = imap.resolve(base) or ""
+                torch_base |= full.startswith("torch.nn.") and imap.is_framework(full)
+                name = base.id if isinstance(base, ast.Name) else base.attr if isinstance(base, ast.Attribute) else ""
+                tails.append(sys.intern(full.rsplit(".", 1)[-1] if full else name))
+            out.append((sys.intern(n.name), tuple(tails), torch_base))
+    return out
 
 
 def _project_modules(py_files: list[Path], roots: frozenset[str]) -> frozenset[str]:
-    trees = []
+    """Class names that subclass nn.Module anywhere in the project, following bases across files by name."""
+    classes: list[tuple[str, tuple[str, ...], bool]] = []
     for p in py_files:
         try:
-            trees.append(ast.parse(read_source(p)))
-        except (BadInput, SyntaxError, ValueError):
+            classes += _class_bases(ast.parse(read_python(p).text), roots)
+        except (BadInput, SyntaxError, ValueError, RecursionError, MemoryError):
             continue  # reported when the file itself is converted
-    return project_module_classes(trees, roots)
+    found: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, tails, torch_base in classes:
+            if name not in found and (torch_base or any(t in found for t in tails)):
+                found.add(name)
+                changed = True
+    return frozenset(found)
 
 
 def local_packages(src: Path) -> frozenset[str]:
     """The project's own importable top-level names: SRC itself if it is a package, its packages and modules."""
-    if src.is_file():
+    if not src.is_dir():
         return frozenset({src.stem})
-    names = {p.name for p in src.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
-    names |= {p.stem for p in src.glob("*.py")}
+    names: set[str] = set()
+    try:
+        for p in src.iterdir():
+            if p.name.endswith(".py"):
+                names.add(p.name[:-3])
+            elif p.is_dir() and (p / "__init__.py").exists():
+                names.add(p.name)
+    except OSError:
+        pass
     if (src / "__init__.py").exists():
         names.add(src.name)
     return frozenset(names)
 
 
-def _walk(src: Path, exclude: Path | None) -> tuple[list[Path], list[Path]]:
-    py, other = [], []
-    for dirpath, dirnames, filenames in os.walk(src):
-        d = Path(dirpath)
-        dirnames[:] = sorted(
-            n
-            for n in dirnames
-            if n not in SKIP_DIRS
-            and not (d / n / "pyvenv.cfg").exists()
-            and (exclude is None or (d / n).resolve() != exclude)
-        )
-        for name in sorted(filenames):
-            p = d / name
-            (py if name.endswith(".py") else other).append(p)
-    return py, other
+def _listing(src: Path, exclude: Path | None) -> tuple[TreeListing, Path]:
+    if not src.is_dir():
+        return walk_tree(src), src.parent
 
+    def skip(path: Path, name: str) -> str | None:
+        if exclude is not None and path.resolve() == exclude:
+            return "the output folder"
+        return skip_reason(path, name) or earlier_output(path, name)
 
-def _check_paths(src: Path, out: Path) -> Path | None:
-    """Refuse outputs that could touch the input; return a path to exclude from the walk."""
-    if not src.exists():
-        raise ConvertError(f"{src}: no such file or directory")
-    s, o = src.resolve(), out.resolve()
-    if s == o:
-        raise ConvertError(f"output {out} is the input itself; choose another -o")
-    if src.is_dir() and s in o.parents:
-        # Inside the input: only safe for a fresh directory or an earlier torch2ms output.
-        if o.exists() and not (o / REPORT_JSON).exists():
-            raise ConvertError(
-                f"output {out} is inside the input tree and is not an earlier torch2ms output; choose another -o"
-            )
-        return o
-    if src.is_dir() and o in s.parents:
-        raise ConvertError(f"output {out} contains the input tree; it would be replaced; choose another -o")
-    return None
+    return walk_tree(src, skip), src
 
 
 def convert_tree(
-    src: str | os.PathLike, out: str | os.PathLike, jobs: int | None = None, progress: bool = False
+    src: str | os.PathLike,
+    out: str | os.PathLike,
+    jobs: int | None = None,
+    progress: bool = False,
+    force: bool = False,
 ) -> ConvertReport:
     """Convert SRC (file or directory) into OUT. OUT appears whole or not at all."""
     src_p, out_p = Path(src), Path(out)
-    exclude = _check_paths(src_p, out_p)
-    single = src_p.is_file()
-    if single:
-        py_files, other = ([src_p], []) if src_p.suffix == ".py" else ([], [src_p])
-        base = src_p.parent
-    else:
-        py_files, other = _walk(src_p, exclude)
-        base = src_p
-    report = ConvertReport(str(src_p), str(out_p))
+    exclude = check_output(src_p, out_p, force)
+    listing, base = _listing(src_p, exclude)
+    report = ConvertReport(display(src_p), display(out_p))
+    report.not_read = [(_rel(p.path, base), p.reason) for p in listing.problems]
+    report.skipped = [(_rel(p.path, base), p.reason) for p in listing.skipped]
     roots = local_packages(src_p)
-    modules = _project_modules(py_files, roots)
-    work = [(str(p), str(p.relative_to(base)), roots, modules) for p in py_files]
-    results = _run(work, jobs, progress)
-
-    out_p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_p.name}.tmp-", dir=out_p.parent))
+    modules = _project_modules(listing.python, roots)
+    tmp = fresh_temp_dir(out_p)
+    spill = _Spill()
     try:
-        for rel, mod, err in results:
-            target = tmp / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            if mod is None:
-                shutil.copyfile(base / rel, target)
-                report.files.append(FileResult(rel, error=err))
-                continue
-            if mod.changed:
-                target.write_text(mod.code, encoding="utf-8", newline="")
-            else:
-                shutil.copyfile(base / rel, target)  # byte-identical, whatever its encoding
-            report.files.append(
-                FileResult(
-                    rel,
-                    [{"api": c.api, "action": c.action, "note": c.note, "line": c.line} for c in mod.changes],
-                    mod.error,
-                    mod.changed,
-                )
-            )
-        for p in other:
-            rel = p.relative_to(base)
-            (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(p, tmp / rel)
-            report.copied += 1
-        (tmp / REPORT_JSON).write_text(
-            json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-        )
-        (tmp / REPORT_MD).write_text(to_markdown(report), encoding="utf-8")
-        _swap_into_place(tmp, out_p)
+        for job, outcome in _run(listing.python, base, roots, modules, jobs, progress):
+            result = _write_result(tmp, base, job, outcome)
+            result.spill(spill)
+            report.files.append(result)
+        for p in listing.other:
+            _copy_other(p, base, tmp, report)
+        report.files.sort(key=lambda f: f.path)
+        with open(tmp / REPORT_JSON, "w", encoding="utf-8") as fh:
+            report.write_json(fh)
+        with open(tmp / REPORT_MD, "w", encoding="utf-8") as fh:
+            to_markdown(report, fh)
+        swap_into_place(tmp, out_p)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return report
 
 
-def _swap_into_place(tmp: Path, out: Path) -> None:
-    if out.exists():
-        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
-        old.rmdir()
-        out.rename(old)
-        tmp.rename(out)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        tmp.rename(out)
+def _rel(path: Path, base: Path) -> str:
+    try:
+        return display(path.relative_to(base))
+    except ValueError:
+        return display(path)
 
 
-def _run(work: list[tuple[str, str]], jobs: int | None, progress: bool):
-    jobs = jobs or os.cpu_count() or 1
-    if len(work) < PARALLEL_MIN_FILES or jobs == 1:
-        it = map(_convert_one, work)
-        return list(_with_progress(it, len(work), progress))
-    # Load the KB (and the transforms it registers) once here: forked workers inherit it instead
-    # of each spending ~1 s loading it again.
+def _run(
+    files: list[Path], base: Path, roots, modules, jobs: int | None, progress: bool
+) -> Iterator[tuple[Job, Outcome]]:
     from ..kb import load_kb
 
-    load_kb()
-    ctx = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-        chunk = max(1, len(work) // (jobs * 4))
-        return list(_with_progress(pool.map(_convert_one, work, chunksize=chunk), len(work), progress))
+    load_kb()  # once here: forked workers inherit it instead of each loading it again
+    workers = 1 if len(files) < PARALLEL_MIN_FILES else max(1, jobs or os.cpu_count() or 1)
+    work = (Job(str(p), str(p.relative_to(base)), roots, modules, _size(p)) for p in files)
+    return _with_progress(run_jobs(work, workers), len(files), progress)
+
+
+def _size(p: Path) -> int:
+    try:
+        return p.stat().st_size
+    except OSError:
+        return 0
+
+
+_COOKIE = re.compile(r"^([ \t\f]*#.*?coding[:=][ \t]*)([-\w.]+)", re.MULTILINE)
+
+
+def encode_like_input(code: str, encoding: str) -> tuple[bytes, str | None]:
+    """The converted text in the input's encoding; UTF-8 (cookie rewritten to say so) when it cannot hold the text."""
+    try:
+        return code.encode(encoding), None
+    except UnicodeEncodeError:
+        head, sep, rest = code.partition("\n")
+        head2, sep2, rest2 = rest.partition("\n")
+        first_two = _COOKIE.sub(lambda m: m.group(1) + "utf-8", head + sep + head2 + sep2, count=1)
+        note = f"written as UTF-8: the converted text has characters {encoding} cannot hold (its coding line now says utf-8)"
+        return (first_two + rest2).encode("utf-8"), note
+
+
+def _write_result(tmp: Path, base: Path, job: Job, outcome: Outcome) -> FileResult:
+    target = tmp / job.rel
+    target.parent.mkdir(parents=True, exist_ok=True)
+    result = FileResult(display(job.rel), outcome.error, outcome.code is not None, seconds=outcome.seconds)
+    result.held = outcome.changes
+    result.action_counts = Counter(c["action"] for c in outcome.changes)
+    if outcome.code is None:
+        try:
+            shutil.copyfile(job.path, target)  # byte-identical, whatever its encoding
+        except OSError as exc:
+            result.error = f"{outcome.error or 'not converted'}; not copied either ({exc.strerror or exc})"
+    else:
+        data, result.note = encode_like_input(outcome.code, outcome.encoding)
+        target.write_bytes(data)
+    return result
+
+
+def _copy_other(p: Path, base: Path, tmp: Path, report: ConvertReport) -> None:
+    rel = p.relative_to(base)
+    try:
+        (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(p, tmp / rel)
+        report.copied += 1
+    except OSError as exc:
+        report.not_read.append((display(rel), f"not copied: {exc.strerror or exc}"))
 
 
 def _with_progress(it, total: int, enabled: bool):
@@ -257,29 +351,41 @@ def _with_progress(it, total: int, enabled: bool):
             yield item
 
 
-def to_markdown(report: ConvertReport) -> str:
-    d = report.to_dict()
-    s = d["summary"]
-    out = [
-        f"# torch2ms convert: {report.src} → {report.out}",
-        "",
+def to_markdown(report: ConvertReport, fh: IO[str] | None = None) -> str:
+    """The Markdown report, written to ``fh`` one file at a time (returned as text when ``fh`` is None)."""
+    if fh is None:
+        buf = io.StringIO()
+        to_markdown(report, buf)
+        return buf.getvalue()
+    s = report.summary()
+    fh.write(
+        f"# torch2ms convert: {report.src} → {report.out}\n\n"
         f"{s['python_files']} Python files ({s['files_changed']} changed, {s['files_failed']} failed), "
-        f"{s['other_files_copied']} other files copied unchanged.",
-        "",
+        f"{s['other_files_copied']} other files copied unchanged.\n\n"
         f"Converted: {s['converted']}, needs review: {s['review']}, not converted: {s['not_converted']} "
-        f"(conversion rate {100 * s['conversion_rate']:.1f}%).",
-        "",
-        "| file | converted | review | not converted | error |",
-        "|---|---:|---:|---:|---|",
-    ]
-    for f in d["files"]:
-        c = f["counts"]
-        out.append(
-            f"| {f['path']} | {c.get('converted', 0)} | {c.get('review', 0)} | {c.get('not-converted', 0)} | {f['error'] or ''} |"
+        f"(conversion rate {100 * s['conversion_rate']:.1f}%).\n\n"
+        "| file | converted | review | not converted | error |\n|---|---:|---:|---:|---|\n"
+    )
+    for f in report.files:
+        c = f.counts()
+        fh.write(
+            f"| {f.path} | {c.get('converted', 0)} | {c.get('review', 0)} | {c.get('not-converted', 0)} | {f.error or ''} |\n"
         )
-    todo = [(f["path"], ch) for f in d["files"] for ch in f["changes"] if ch["action"] != "converted"]
-    if todo:
-        out += ["", "## Needs a person", "", "| where | API | action | why |", "|---|---|---|---|"]
-        for path, ch in todo:
-            out.append(f"| {path}:{ch['line']} | `{ch['api']}` | {ch['action']} | {ch['note']} |")
-    return "\n".join(out) + "\n"
+    header = "\n## Needs a person\n\n| where | API | action | why |\n|---|---|---|---|\n"
+    for f in report.files:
+        if f.counts().get("review") or f.counts().get("not-converted"):
+            for ch in f.changes:
+                if ch["action"] != "converted":
+                    fh.write(header + f"| {f.path}:{ch['line']} | `{ch['api']}` | {ch['action']} | {ch['note']} |\n")
+                    header = ""
+    if report.not_read:
+        fh.write("\n## Not read (left out of the output)\n\n")
+        fh.writelines(f"- `{p}`: {why}\n" for p, why in report.not_read)
+    if report.skipped:
+        fh.write("\n## Folders skipped\n\n")
+        fh.writelines(f"- `{p}/`: {why}\n" for p, why in report.skipped)
+    notes = [(f.path, f.note) for f in report.files if f.note]
+    if notes:
+        fh.write("\n## Notes\n\n")
+        fh.writelines(f"- `{p}`: {n}\n" for p, n in notes)
+    return ""

@@ -86,6 +86,8 @@ def render_terminal(report: ScanReport, console: Console | None = None) -> None:
     )
     for f in report.errors:
         console.print(f"[red]not scanned[/] {escape(f.path)}: {escape(f.error or '')}")
+    for path, why in report.skipped:
+        console.print(f"[dim]skipped folder[/] {escape(path)}: {escape(why)}")
 
 
 def to_json(report: ScanReport) -> str:
@@ -138,4 +140,7 @@ def to_markdown(report: ScanReport) -> str:
     if report.errors:
         out += ["", "## Not scanned", ""]
         out += [f"- `{f.path}`: {f.error}" for f in report.errors]
+    if report.skipped:
+        out += ["", "## Folders skipped", ""]
+        out += [f"- `{path}`: {why}" for path, why in report.skipped]
     return "\n".join(out) + "\n"

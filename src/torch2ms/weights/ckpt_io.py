@@ -16,9 +16,11 @@ that both writers give byte-identical files and that ``mindspore.load_checkpoint
 
 from __future__ import annotations
 
+import errno
 import math
 import mmap
 import os
+import shutil
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -240,34 +242,85 @@ def _preallocate(fd: int, size: int) -> bool:
     return bool(_FALLOCATE) and size > 0 and _FALLOCATE(fd, 0, 0, size) == 0
 
 
+class _Output:
+    """The file being written, invisible until :meth:`commit`.
+
+    Linux: an unnamed ``O_TMPFILE`` inode in OUT's folder, linked in by name only when complete, so a
+    run killed at any point (even SIGKILL, with gigabytes preallocated) leaves nothing behind. Elsewhere:
+    ``OUT.tmp``, removed on failure; one left by a kill is replaced by the next run."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.tmp = path.with_name(path.name + ".tmp")
+        self.anonymous = False
+        flag = getattr(os, "O_TMPFILE", 0)
+        if flag:
+            try:
+                self.fd = os.open(path.parent, flag | os.O_WRONLY, 0o666)
+                self.anonymous = True
+                return
+            except OSError:  # a file system without O_TMPFILE
+                pass
+        self.fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+
+    def commit(self) -> None:
+        if not self.anonymous:
+            self.tmp.replace(self.path)
+            return
+        self.tmp.unlink(missing_ok=True)  # a leftover of an older run without O_TMPFILE
+        folder = os.open(self.path.parent, os.O_RDONLY)
+        try:  # with a dir fd os.link calls linkat(AT_SYMLINK_FOLLOW), which names the unnamed inode
+            os.link(f"/proc/self/fd/{self.fd}", self.tmp.name, dst_dir_fd=folder, follow_symlinks=True)
+        finally:
+            os.close(folder)
+        self.tmp.replace(self.path)
+
+    def discard(self) -> None:
+        if not self.anonymous:
+            self.tmp.unlink(missing_ok=True)
+
+
+def _check_space(folder: Path, size: int) -> None:
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return
+    if size > free:
+        raise OSError(errno.ENOSPC, f"the .ckpt needs {size} bytes and {folder} has {free} free")
+
+
 def write_ckpt(items: Iterable[tuple], path: str | Path, size_hint: int | None = None) -> int:
     """Stream ``(name, array or shape, dtype_name[, file_range])`` items into a .ckpt; returns the bytes written.
 
     ``dtype_name`` is the logical dtype ("bfloat16" for uint16 bit arrays; else the array's own).
     ``file_range`` = ``(source path, byte offset, byte count)`` says the array's C-order bytes lie
     at that place of a file: they are then copied file → file (see :class:`_Writer`) without
-    ever being turned into arrays. ``size_hint``: the file's size (:func:`ckpt_size`), to
-    preallocate it. Written to ``path.tmp`` then renamed, so a reader never sees half a file
-    (the .tmp is removed on failure).
+    ever being turned into arrays. ``size_hint``: the file's size (:func:`ckpt_size`), to check the
+    free space and preallocate it. A reader never sees half a file, and a failed or killed run leaves
+    none (see :class:`_Output`).
     """
     path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+    if size_hint:
+        _check_space(path.parent, size_hint)
+    out = _Output(path)
     try:
         try:
-            reserved = bool(size_hint) and _preallocate(fd, size_hint)
-            writer = _Writer(fd)
+            reserved = bool(size_hint) and _preallocate(out.fd, size_hint)
+            writer = _Writer(out.fd)
             for item in items:
                 _add_one(writer, item)
             writer.flush()
             if reserved and size_hint > writer.total:  # a wrong hint; shrinking waits on the journal
-                os.ftruncate(fd, writer.total)
+                os.ftruncate(out.fd, writer.total)
+            if out.anonymous:
+                out.commit()  # linked while the descriptor is still open
         finally:
-            os.close(fd)
+            os.close(out.fd)
+        if not out.anonymous:
+            out.commit()
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        out.discard()
         raise
-    tmp.replace(path)
     return writer.total
 
 
@@ -292,9 +345,15 @@ def _add_one(writer: _Writer, item: tuple) -> None:
             writer.add_bytes(part.reshape(-1).view(np.uint8))
 
 
-def _read_varint(buf: memoryview, pos: int) -> tuple[int, int]:
+class CkptFormatError(ValueError):
+    """The file is not a MindSpore checkpoint this reader understands (truncated, corrupt, not a .ckpt)."""
+
+
+def _read_varint(buf: memoryview, pos: int, end: int) -> tuple[int, int]:
     shift = result = 0
     while True:
+        if pos >= end or shift > 63:
+            raise CkptFormatError(f"truncated or corrupt varint at byte {pos}")
         b = buf[pos]
         pos += 1
         result |= (b & 0x7F) << shift
@@ -303,66 +362,94 @@ def _read_varint(buf: memoryview, pos: int) -> tuple[int, int]:
         shift += 7
 
 
-def read_ckpt(path: str | Path) -> dict[str, tuple[np.ndarray, str]]:
-    """A .ckpt → ``{name: (array, dtype_name)}`` (bfloat16 as uint16 bits), without MindSpore.
+def _read_len(buf: memoryview, pos: int, end: int) -> tuple[int, int]:
+    n, pos = _read_varint(buf, pos, end)
+    if n > end - pos:
+        raise CkptFormatError(f"a field of {n} bytes at byte {pos} runs past its message's end ({end})")
+    return n, pos
 
-    Arrays are views of a memory map of the file when a parameter is stored in one slice.
-    """
-    import mmap
 
-    with open(path, "rb") as fh:
-        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-    buf = memoryview(mm)
+def _read_tensor(buf: memoryview, q: int, qend: int) -> tuple[list[int], str, memoryview]:
+    """One TensorProto: (dims, tensor_type, content)."""
+    dims: list[int] = []
+    ttype, content = "", memoryview(b"")
+    while q < qend:
+        k2, q = _read_varint(buf, q, qend)
+        f2, wt2 = k2 >> 3, k2 & 7
+        if wt2 == 0:
+            d, q = _read_varint(buf, q, qend)
+            dims.append(d - (1 << 64) if d >= 1 << 63 else d)
+            continue
+        if wt2 != 2:
+            raise CkptFormatError(f"unexpected wire type {wt2} at byte {q}")
+        n2, q = _read_len(buf, q, qend)
+        if f2 == 1:  # packed dims
+            r = q
+            while r < q + n2:
+                d, r = _read_varint(buf, r, q + n2)
+                dims.append(d)
+        elif f2 == 2:
+            ttype = buf[q : q + n2].tobytes().decode("utf-8", "replace")
+        elif f2 == 3:
+            content = buf[q : q + n2]
+        q += n2
+    return dims, ttype, content
+
+
+def _read_values(buf: memoryview, path) -> dict[str, list]:
     out: dict[str, list] = {}
     pos, end = 0, len(buf)
     while pos < end:
-        key, pos = _read_varint(buf, pos)
+        key, pos = _read_varint(buf, pos, end)
         if key >> 3 != 1 or key & 7 != 2:
             if buf[pos - 1 : pos + 6].tobytes().startswith(b"crc_num"):
                 break
-            raise ValueError(f"{path}: not a MindSpore checkpoint (field {key >> 3} at byte {pos})")
-        ln, pos = _read_varint(buf, pos)
+            raise CkptFormatError(f"{path}: not a MindSpore checkpoint (field {key >> 3} at byte {pos})")
+        ln, pos = _read_len(buf, pos, end)
         vend = pos + ln
-        tag, dims, ttype, content = "", [], "", memoryview(b"")
+        tag, ttype, content = "", "", memoryview(b"")
+        dims: list[int] = []
         p = pos
         while p < vend:
-            k, p = _read_varint(buf, p)
+            k, p = _read_varint(buf, p, vend)
             f, wt = k >> 3, k & 7
             if wt != 2:
-                raise ValueError(f"{path}: unexpected wire type {wt}")
-            n, p = _read_varint(buf, p)
+                raise CkptFormatError(f"{path}: unexpected wire type {wt} at byte {p}")
+            n, p = _read_len(buf, p, vend)
             if f == 1:
-                tag = buf[p : p + n].tobytes().decode("utf-8")
+                tag = buf[p : p + n].tobytes().decode("utf-8", "replace")
             elif f == 2:
-                q, qend = p, p + n
-                while q < qend:
-                    k2, q = _read_varint(buf, q)
-                    f2, wt2 = k2 >> 3, k2 & 7
-                    if wt2 == 0:
-                        d, q = _read_varint(buf, q)
-                        dims.append(d - (1 << 64) if d >= 1 << 63 else d)
-                        continue
-                    n2, q = _read_varint(buf, q)
-                    if f2 == 1:  # packed dims
-                        r = q
-                        while r < q + n2:
-                            d, r = _read_varint(buf, r)
-                            dims.append(d)
-                    elif f2 == 2:
-                        ttype = buf[q : q + n2].tobytes().decode()
-                    elif f2 == 3:
-                        content = buf[q : q + n2]
-                    q += n2
+                dims, ttype, content = _read_tensor(buf, p, p + n)
             # field 3 (maptensor) is not supported here and skipped
             p += n
         pos = vend
         out.setdefault(tag, [dims, ttype, []])[2].append(content)
+    return out
+
+
+def read_ckpt(path: str | Path) -> dict[str, tuple[np.ndarray, str]]:
+    """A .ckpt → ``{name: (array, dtype_name)}`` (bfloat16 as uint16 bits), without MindSpore.
+
+    Arrays are views of a memory map of the file when a parameter is stored in one slice. Every
+    length and shape is checked against the file before anything is allocated: a truncated or corrupt
+    file raises :class:`CkptFormatError`.
+    """
+    with open(path, "rb") as fh:
+        if os.fstat(fh.fileno()).st_size == 0:
+            raise CkptFormatError(f"{path}: empty file")
+        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    values = _read_values(memoryview(mm), path)
+    if not values:
+        raise CkptFormatError(f"{path}: holds no parameters")
     result: dict[str, tuple[np.ndarray, str]] = {}
-    for name, (dims, ttype, parts) in out.items():
+    for name, (dims, ttype, parts) in values.items():
         dtype = _NP_OF_MS.get(ttype)
         if dtype is None:
-            raise ValueError(f"{path}: {name} has unsupported tensor type {ttype}")
-        np_dtype = np.uint16 if dtype == "bfloat16" else np.dtype(dtype)
+            raise CkptFormatError(f"{path}: {name} has unsupported tensor type {ttype!r:.40}")
+        np_dtype = np.dtype(np.uint16 if dtype == "bfloat16" else dtype)
+        nbytes = sum(len(p) for p in parts)
+        if any(d < 0 for d in dims) or math.prod(dims) * np_dtype.itemsize != nbytes:
+            raise CkptFormatError(f"{path}: {name} declares shape {dims!r:.80} of {ttype} but holds {nbytes} bytes")
         if len(parts) == 1:
             arr = np.frombuffer(parts[0], dtype=np_dtype)
         else:

@@ -15,10 +15,25 @@ EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2
 
 
 def add_weights_parser(sub) -> None:
+    import argparse as _argparse
+
+    from ..cli_support import exit_codes
+
+    about = (
+        "convert a torch checkpoint (.pth/.pt/.bin/.safetensors) to a MindSpore .ckpt, "
+        "or a .ckpt back to .pth — without torch"
+    )
     w = sub.add_parser(
         "weights",
-        help="convert a torch checkpoint (.pth/.pt/.bin/.safetensors) to a MindSpore .ckpt, "
-        "or a .ckpt back to .pth — without torch",
+        help=about,
+        description=about,
+        epilog=exit_codes(
+            "written (with --net: every parameter loads; with --force: written and readable by MindSpore)",
+            "not written: some parameters would not load (the table says which); or the written file did not load back",
+            "usage or file error: no such file, a malformed or malicious checkpoint (refused, nothing run), "
+            "an output that is the input or a file that is not a checkpoint",
+        ),
+        formatter_class=_argparse.RawDescriptionHelpFormatter,
     )
     w.add_argument("input", help="torch checkpoint, or a .ckpt to go back to torch")
     w.add_argument("-o", "--output", required=True, help="OUT.ckpt (or OUT.pth / OUT.safetensors from a .ckpt)")
@@ -35,7 +50,12 @@ def add_weights_parser(sub) -> None:
         default="stream",
         help="stream: one tensor in memory at a time (default); mindspore: mindspore.save_checkpoint",
     )
-    w.add_argument("--force", action="store_true", help="write the .ckpt even if some parameters would not load")
+    w.add_argument(
+        "--force",
+        action="store_true",
+        help="write the .ckpt even if some parameters would not load (exit 0 if MindSpore loads what was "
+        "written); replace an existing -o that is not a checkpoint",
+    )
     w.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
     w.set_defaults(func=cmd_weights)
 
@@ -57,7 +77,86 @@ def _table(report, console) -> None:
             f"net {tuple(ms_shape)} vs checkpoint {tuple(t_shape)}",
             torch_key,
         )
-    console.print(t)
+    if t.row_count:
+        console.print(t)
+
+
+def _buffers(report, console) -> None:
+    from rich.markup import escape
+
+    for name, shape, note in report.net_buffers:
+        console.print(f"[dim]not loaded, not needed[/] {escape(name)} {tuple(shape)}: {escape(note)}", soft_wrap=True)
+
+
+def _left_out(res) -> str:
+    """One line saying where every checkpoint tensor that was not written went."""
+    parts = []
+    if res.dropped:
+        parts.append(f"{len(res.dropped)} dropped by the layer rules ({', '.join(res.dropped[:3])})")
+    rep = res.report
+    if rep is not None:
+        for items, what in (
+            (rep.unexpected, "not in the network"),
+            (rep.mismatched, "shape mismatch"),
+            (rep.net_buffers, "built by the network itself"),
+        ):
+            if items:
+                names = [i[1] if what == "shape mismatch" else i[0] for i in items]
+                parts.append(f"{len(items)} {what} ({', '.join(names[:3])})")
+    return "; left out " + ", ".join(parts) if parts else ""
+
+
+def _summary(args: argparse.Namespace, res, out) -> None:
+    from rich.markup import escape
+
+    where = f" (state dict at '{res.info['found_at']}')" if res.info.get("found_at") else ""
+    strip = f", stripped prefix '{res.info['stripped_prefix']}'" if res.info.get("stripped_prefix") else ""
+    rep = res.report
+    if not res.written:
+        out.print(
+            f"[red]not written[/]: {len(rep.missing)} missing, {len(rep.unexpected)} unexpected, "
+            f"{len(rep.mismatched)} shape mismatches (--force writes the rest anyway)"
+        )
+        return
+    out.print(
+        escape(
+            f"torch2ms weights {args.input} → {args.output}: wrote {res.params} of the checkpoint's {res.tensors} "
+            f"tensors, {res.bytes} bytes{where}{strip}{_left_out(res)}"
+        ),
+        soft_wrap=True,
+    )
+    if res.verified is None:
+        return
+    if not res.verified:
+        out.print(
+            f"[red]MindSpore did not load the written file as planned[/]: {escape(', '.join(res.not_loaded[:5]))}"
+        )
+    elif res.not_loaded:
+        out.print(
+            f"[yellow]loaded into the network; {len(res.not_loaded)} network parameters keep their initial "
+            f"values[/] (not in the checkpoint: {escape(', '.join(res.not_loaded[:5]))})",
+            soft_wrap=True,
+        )
+    else:
+        out.print("[green]every network parameter loaded[/]")
+
+
+def _json(res) -> str:
+    d = {
+        "written": res.written,
+        "ok": res.ok,
+        "output": res.output,
+        "tensors": res.tensors,
+        "params": res.params,
+        "bytes": res.bytes,
+        "dropped": res.dropped,
+        "found_at": res.info.get("found_at"),
+        "stripped_prefix": res.info.get("stripped_prefix"),
+        "verified": res.verified,
+        "not_loaded": res.not_loaded,
+        "report": res.report.to_dict() if res.report else None,
+    }
+    return json.dumps(d, indent=2) + "\n"
 
 
 def cmd_weights(args: argparse.Namespace) -> int:
@@ -65,63 +164,45 @@ def cmd_weights(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
-    from .convert import WeightsError, ckpt_to_torch, convert_checkpoint, describe_error, torch_layer_types
-    from .torch_format import CheckpointFormatError, UnsafePickleError
+    from .ckpt_io import CkptFormatError
+    from .convert import WeightsError, check_output_path, ckpt_to_torch, convert_checkpoint, torch_layer_types
+    from .torch_format import CheckpointFormatError, UnsafePickleError, sniff_format
 
     err = Console(stderr=True)
     out = Console()
     try:
+        check_output_path(args.input, args.output, force=args.force)
         types = torch_layer_types(args.torch_net, _kb()) if args.torch_net else None
         if Path(args.input).suffix == ".ckpt":
+            kind = sniff_format(args.input) if Path(args.input).is_file() else "unknown"
+            if kind != "unknown":
+                raise WeightsError(
+                    f"{args.input} holds a torch checkpoint ({kind}), not a MindSpore .ckpt: "
+                    "to convert it to MindSpore, rename it .pth"
+                )
             mapping = ckpt_to_torch(args.input, args.output, layer_types=types)
             if args.json:
                 sys.stdout.write(json.dumps({"written": True, "output": args.output, "params": len(mapping)}) + "\n")
             else:
-                out.print(f"[bold]torch2ms weights[/] {args.input} → {args.output}: {len(mapping)} tensors")
+                out.print(f"[bold]torch2ms weights[/] {_esc(args.input)} → {_esc(args.output)}: {len(mapping)} tensors")
             return EXIT_OK
         res = convert_checkpoint(
             args.input, args.output, net=args.net, layer_types=types, key=args.key, writer=args.writer, force=args.force
         )
     except UnsafePickleError as exc:
-        err.print("[red]refused:[/] " + _esc(str(exc)))
+        err.print("[red]refused:[/] " + _esc(str(exc)), soft_wrap=True)
         return EXIT_USAGE
-    except (WeightsError, CheckpointFormatError, OSError) as exc:
-        err.print("[red]error:[/] " + _esc(describe_error(exc)))
+    except (WeightsError, CheckpointFormatError, CkptFormatError, OSError) as exc:
+        msg = str(exc) if not isinstance(exc, OSError) else f"{exc.strerror or exc}: {exc.filename or args.input}"
+        err.print("[red]error:[/] " + _esc(msg), soft_wrap=True)
         return EXIT_USAGE
     if args.json:
-        d = {
-            "written": res.written,
-            "output": res.output,
-            "params": res.params,
-            "bytes": res.bytes,
-            "dropped": res.dropped,
-            "found_at": res.info.get("found_at"),
-            "stripped_prefix": res.info.get("stripped_prefix"),
-            "verified": res.verified,
-            "report": res.report.to_dict() if res.report else None,
-        }
-        sys.stdout.write(json.dumps(d, indent=2) + "\n")
+        sys.stdout.write(_json(res))
     else:
-        if res.report is not None and not res.report.ok:
+        if res.report is not None:
             _table(res.report, out)
-        where = f" (state dict at '{res.info['found_at']}')" if res.info.get("found_at") else ""
-        strip = f", stripped prefix '{res.info['stripped_prefix']}'" if res.info.get("stripped_prefix") else ""
-        if res.written:
-            out.print(
-                f"[bold]torch2ms weights[/] {args.input} → {args.output}: {res.params} parameters, "
-                f"{res.bytes} bytes{where}{strip}; dropped {len(res.dropped)} ({', '.join(res.dropped[:5])})"
-            )
-            if res.verified is not None:
-                out.print(
-                    "[green]every network parameter loaded[/]"
-                    if res.verified
-                    else "[red]load_param_into_net left parameters unloaded[/]"
-                )
-        else:
-            out.print(
-                f"[red]not written[/]: {len(res.report.missing)} missing, {len(res.report.unexpected)} "
-                f"unexpected, {len(res.report.mismatched)} shape mismatches (--force writes anyway)"
-            )
+            _buffers(res.report, out)
+        _summary(args, res, out)
     return EXIT_OK if res.ok else EXIT_FOUND
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ..analysis.sourcefiles import display, regular_file_error
 from ..kb import KB, load_kb
 from .ckpt_io import ckpt_size, read_ckpt, save_with_mindspore, write_ckpt
 from .layers import layer_types
@@ -79,15 +80,29 @@ def _is_state_dict(obj: Any) -> bool:
     )
 
 
+MAX_TREE_NODES = 1_000_000  # containers and tensors visited in a checkpoint's object tree
+
+
 def _flatten(obj: Any, prefix: str, out: dict[str, TensorRef]) -> None:
-    if isinstance(obj, TensorRef):
-        out[prefix] = obj
-    elif isinstance(obj, Mapping):
-        for k, v in obj.items():
-            _flatten(v, f"{prefix}.{k}" if prefix else str(k), out)
+    """Every tensor under ``obj`` by dotted path. A pickle can make a container hold itself, or share
+    one dict under many keys at every level (2^64 paths in a few hundred bytes): each container is
+    entered once per path only if it is not already on that path, and the walk stops at a budget."""
+    stack: list[tuple[Any, str, frozenset[int]]] = [(obj, prefix, frozenset())]
+    visited = 0
+    while stack:
+        node, path, above = stack.pop()
+        visited += 1
+        if visited > MAX_TREE_NODES:
+            raise WeightsError(f"the checkpoint's object tree has over {MAX_TREE_NODES} entries (corrupt or hostile)")
+        if isinstance(node, TensorRef):
+            out[path] = node
+        elif isinstance(node, Mapping) and id(node) not in above:
+            inner = above | {id(node)}
+            for k, v in reversed(list(node.items())):
+                stack.append((v, f"{path}.{k}" if path else str(k), inner))
 
 
-def extract_state_dict(obj: Any, key: str | None = None) -> tuple[dict[str, TensorRef], str]:
+def extract_state_dict(obj: Any, key: str | None = None, _depth: int = 0) -> tuple[dict[str, TensorRef], str]:
     """The state dict inside a loaded checkpoint, and the path it was found at ("" = top level).
 
     ``key`` (dotted, e.g. ``"checkpoint.model"``) picks it explicitly. Otherwise: the top level if
@@ -108,10 +123,10 @@ def extract_state_dict(obj: Any, key: str | None = None) -> tuple[dict[str, Tens
         return found, key
     if _is_state_dict(obj):
         return dict(obj), ""
-    if isinstance(obj, Mapping):
+    if isinstance(obj, Mapping) and _depth < 8:  # a container holding itself under "model" ends here
         for k in NESTED_KEYS:
-            if k in obj and isinstance(obj[k], Mapping):
-                inner, path = extract_state_dict(obj[k])
+            if k in obj and isinstance(obj[k], Mapping) and obj[k] is not obj:
+                inner, path = extract_state_dict(obj[k], _depth=_depth + 1)
                 if inner:
                     return inner, f"{k}.{path}" if path else k
     found = {}
@@ -139,12 +154,41 @@ def strip_wrapper_prefix(state: Mapping[str, Any]) -> tuple[dict[str, Any], str]
 def read_state_dict(path: str | Path, key: str | None = None) -> tuple[dict[str, TensorRef], dict[str, str]]:
     """Read a checkpoint file (no torch) → (state dict of lazy tensors, info)."""
     path = Path(path)
-    if not path.exists():
-        raise WeightsError(f"{path}: no such file")
+    why = regular_file_error(path)  # a FIFO or a device is never opened
+    if why:
+        raise WeightsError(f"{display(path)}: {why.removesuffix('; skipped')}")
     obj = load_any(path)
     state, where = extract_state_dict(obj, key)
     state, stripped = strip_wrapper_prefix(state)
     return state, {"found_at": where, "stripped_prefix": stripped}
+
+
+def check_output_path(src: str | Path, out: str | Path, force: bool = False) -> None:
+    """Never destroy user data: OUT is not the input, not a folder or a special file, and an existing
+    file is replaced only if it is a checkpoint already (or with ``force``)."""
+    src_p, out_p = Path(src), Path(out)
+    if out_p.exists() or out_p.is_symlink():
+        try:
+            same = src_p.exists() and out_p.samefile(src_p)
+        except OSError:
+            same = False
+        if same:
+            raise WeightsError(f"output {display(out_p)} is the input checkpoint; choose another -o")
+        why = regular_file_error(out_p)
+        if why:
+            raise WeightsError(f"output {display(out_p)}: {why.removesuffix('; skipped')}; choose another -o")
+        if not force and not _looks_like_checkpoint(out_p):
+            raise WeightsError(
+                f"output {display(out_p)} exists and is not a checkpoint; pass --force to replace it, or choose another -o"
+            )
+
+
+def _looks_like_checkpoint(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        head = fh.read(16)
+    # a MindSpore .ckpt opens with field 1 (a length-delimited Value): byte 0x0a; torch: a zip or a pickle;
+    # safetensors: an 8-byte header length then "{"
+    return not head or head[:1] in (b"\x0a", b"\x80") or head[:4] == b"PK\x03\x04" or head[8:9] == b"{"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -237,6 +281,9 @@ class LoadReport:
     mismatched: list[tuple[str, str, tuple[int, ...], tuple[int, ...]]] = field(
         default_factory=list
     )  # ms, torch, ms shape, torch shape
+    # checkpoint entries the network builds itself (a buffer such as a causal mask): not loaded, not a
+    # problem. (torch key, shape, note: same values as the network's, or how they differ)
+    net_buffers: list[tuple[str, tuple[int, ...], str]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -244,6 +291,7 @@ class LoadReport:
 
     def to_dict(self) -> dict:
         return {
+            "net_buffers": [{"name": n, "shape": list(s), "note": note} for n, s, note in self.net_buffers],
             "missing": [{"name": n, "shape": list(s), "likely": m} for n, s, m in self.missing],
             "unexpected": [{"name": n, "shape": list(s), "likely": m} for n, s, m in self.unexpected],
             "shape_mismatch": [
@@ -394,7 +442,12 @@ def _import_spec(spec: str) -> Any:
 
 def _call_factory(spec: str) -> Any:
     factory = _import_spec(spec)
-    return factory() if callable(factory) else factory
+    if not callable(factory):
+        return factory
+    try:
+        return factory()
+    except Exception as exc:
+        raise WeightsError(f"{spec}: calling the factory raised {type(exc).__name__}: {str(exc)[:200]}") from exc
 
 
 def load_net(spec: str) -> Any:
@@ -411,6 +464,36 @@ def net_param_shapes(net: Any) -> dict[str, tuple[int, ...]]:
     return {name: tuple(p.shape) for name, p in net.parameters_and_names()}
 
 
+def _net_buffer_values(net: Any) -> dict[str, np.ndarray]:
+    """The network's buffers (``register_buffer``; not Parameters, not in a .ckpt) by dotted name."""
+    named = getattr(net, "named_buffers", None)
+    if named is None:
+        return {}
+    return {name: np.asarray(t.asnumpy()) for name, t in named()}
+
+
+def classify_net_buffers(report: LoadReport, net: Any, state: Mapping[str, TensorRef]) -> None:
+    """Move checkpoint entries the network builds itself out of ``unexpected`` (issue 13: a causal
+    mask from ``register_buffer(torch.tril(...))`` is rebuilt by the net, not loaded from the file)."""
+    buffers = _net_buffer_values(net)
+    keep = []
+    for key, shape, likely in report.unexpected:
+        mine = buffers.get(key)
+        if mine is None or tuple(mine.shape) != tuple(shape):
+            keep.append((key, shape, likely))
+            continue
+        theirs = state[key].numpy()
+        numeric = state[key].dtype != "bfloat16" and theirs.dtype.kind in "biuf" and mine.dtype.kind in "biuf"
+        same = numeric and np.array_equal(theirs.astype(np.float64), mine.astype(np.float64))
+        note = (
+            "the network builds it itself: same values"
+            if same
+            else ("the network builds it itself, with other values than the checkpoint's (the network's are used)")
+        )
+        report.net_buffers.append((key, tuple(shape), note))
+    report.unexpected = keep
+
+
 # ---------------------------------------------------------------------------------------------
 # The conversion
 
@@ -425,11 +508,15 @@ class ConversionResult:
     report: LoadReport | None = None
     info: dict[str, str] = field(default_factory=dict)
     layer_types: dict[str, str] = field(default_factory=dict)
-    verified: bool | None = None  # loaded back into the net with load_param_into_net
+    verified: bool | None = None  # loaded back into the net: every entry loaded, nothing unreported left out
+    not_loaded: list[str] = field(default_factory=list)  # net parameters that kept their initial values
+    tensors: int = 0  # in the checkpoint's state dict: params + dropped + left out (report)
+    forced: bool = False  # written although some parameters would not load (--force)
 
     @property
     def ok(self) -> bool:
-        return self.written and (self.report is None or self.report.ok) and self.verified is not False
+        """Written and usable: with ``force`` the reported gaps were accepted; without, there were none."""
+        return self.written and (self.report is None or self.report.ok or self.forced) and self.verified is not False
 
 
 def _materialize(plan: list[Assignment], state: Mapping[str, TensorRef], copy_ranges: bool = True) -> Iterator[tuple]:
@@ -472,6 +559,7 @@ def convert_checkpoint(
     ``"mindspore"`` (``mindspore.save_checkpoint`` from a dict of numpy arrays).
     """
     kb = kb or load_kb()
+    check_output_path(src, out, force=True)  # the CLI checks the rest, with the user's --force
     state, info = read_state_dict(src, key)
     shapes = {k: v.shape for k, v in state.items()}
     report = None
@@ -479,6 +567,7 @@ def convert_checkpoint(
         net = load_net(net)
     if net is not None:
         plan, dropped, report = match_to_shapes(shapes, net_param_shapes(net), kb, layer_types)
+        classify_net_buffers(report, net, state)
         types = dict(layer_types) if layer_types is not None else guess_layer_types(shapes, kb)
     else:
         types = dict(layer_types) if layer_types is not None else guess_layer_types(shapes, kb)
@@ -489,6 +578,7 @@ def convert_checkpoint(
                 raise WeightsError(f"{a.torch_key} and {seen[a.ms_name]} both map to {a.ms_name}")
             seen[a.ms_name] = a.torch_key
     result = ConversionResult(False, str(out), dropped=dropped, report=report, info=info, layer_types=types)
+    result.tensors = len(state)
     if report is not None and not report.ok and not force:
         return result
     if writer == "stream":
@@ -500,12 +590,24 @@ def convert_checkpoint(
     else:
         raise WeightsError(f"unknown writer {writer!r} (stream | mindspore)")
     result.written, result.params = True, len(plan)
+    result.forced = force
     if net is not None and verify:
-        import mindspore as ms
-
-        not_loaded, _ = ms.load_param_into_net(net, ms.load_checkpoint(str(out)))
-        result.verified = not not_loaded
+        result.verified, result.not_loaded = _load_back(net, out, report)
     return result
+
+
+def _load_back(net: Any, out: str | Path, report: LoadReport | None) -> tuple[bool, list[str]]:
+    """Load the written file into the net: every entry must load, and only parameters reported missing
+    (or mismatched, hence not written) may stay unloaded."""
+    import mindspore as ms
+
+    try:
+        not_loaded, ckpt_not_loaded = ms.load_param_into_net(net, ms.load_checkpoint(str(out)))
+    except (RuntimeError, ValueError, TypeError) as exc:
+        return False, [f"{type(exc).__name__}: {str(exc)[:200]}"]
+    expected = {n for n, _, _ in report.missing} | {m[0] for m in report.mismatched} if report else set()
+    unexpected_left = [n for n in not_loaded if n not in expected] + list(ckpt_not_loaded)
+    return not unexpected_left, list(not_loaded)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -562,6 +664,7 @@ def ckpt_to_torch(
     Returns ``{torch key: ms name}``.
     """
     kb = kb or load_kb()
+    check_output_path(src, out, force=True)
     arrays = read_ckpt(src)
     types = (
         dict(layer_types)

@@ -153,6 +153,7 @@ class TensorRef:
     def __post_init__(self) -> None:
         if not self.dtype:
             self.dtype = self.storage.dtype
+        check_layout(self)
 
     @property
     def nbytes(self) -> int:
@@ -199,6 +200,40 @@ class TensorRef:
         return f"TensorRef({self.dtype}, shape={self.shape})"
 
 
+# A tensor may span more bytes than its storage only through zero strides (an expanded view); beyond
+# this many bytes more than the file holds, a declared shape is taken for a corrupt or hostile one.
+MAX_EXPANSION_BYTES = 256 << 20
+MAX_RANK = 64
+
+
+def check_layout(t: TensorRef) -> None:
+    """Refuse a tensor whose shape, strides or offset reach outside its storage, before anything is read."""
+    shape, stride = t.shape, t.stride
+    if t.dtype not in _ITEMSIZE:
+        raise CheckpointFormatError(f"unsupported tensor dtype {t.dtype!r}")
+    if len(shape) > MAX_RANK or len(stride) != len(shape):
+        raise CheckpointFormatError(f"tensor of shape {shape!r:.80} has strides {stride!r:.80} (rank mismatch)")
+    if any(d < 0 for d in shape) or any(s < 0 for s in stride) or t.offset < 0 or t.storage.numel < 0:
+        raise CheckpointFormatError(
+            f"tensor with a negative size, stride or offset (shape {shape!r:.80}, stride {stride!r:.80}, "
+            f"offset {t.offset}, storage of {t.storage.numel} elements)"
+        )
+    if 0 in shape:
+        return
+    item = _ITEMSIZE[t.dtype]
+    last = t.offset * t.storage.itemsize + (1 + sum((d - 1) * s for d, s in zip(shape, stride))) * item
+    if last > t.storage.numel * t.storage.itemsize:
+        raise CheckpointFormatError(
+            f"tensor of shape {shape!r:.80} (stride {stride!r:.80}, offset {t.offset}) reaches byte {last} "
+            f"of a {t.storage.numel * t.storage.itemsize}-byte storage"
+        )
+    if math.prod(shape) * item > t.storage.numel * t.storage.itemsize + MAX_EXPANSION_BYTES:
+        raise CheckpointFormatError(
+            f"tensor of shape {shape!r:.80} would be {math.prod(shape) * item} bytes, expanded from a "
+            f"{t.storage.numel * t.storage.itemsize}-byte storage; refusing a likely corrupt shape"
+        )
+
+
 def _rebuild_tensor(storage: Storage, storage_offset: int, size, stride) -> TensorRef:
     if not isinstance(storage, Storage):
         raise CheckpointFormatError(f"tensor rebuilt from {type(storage).__name__}, expected a storage")
@@ -219,6 +254,7 @@ def _rebuild_tensor_v3(
     t = _rebuild_tensor(storage, storage_offset, size, stride)
     if isinstance(dtype, DType) and dtype.name in NP_DTYPES:
         t.dtype = dtype.name
+        check_layout(t)
     return t
 
 
@@ -340,6 +376,22 @@ def _zip_data_start(mm: mmap.mmap, name: str, header_offset: int, size: int) -> 
     return data
 
 
+# torch stores every entry uncompressed. A compressed entry is inflated in memory, so its declared size
+# must be plausible: deflate rarely beats 10:1 on tensor data, and zip bombs reach 1000:1.
+MAX_INFLATE_RATIO = 50
+MAX_INFLATED_BYTES = 1 << 30
+
+
+def _inflate(zf: zipfile.ZipFile, name: str) -> bytes:
+    info = zf.getinfo(name)
+    if info.file_size > max(MAX_INFLATE_RATIO * info.compress_size, 1 << 20) or info.file_size > MAX_INFLATED_BYTES:
+        raise CheckpointFormatError(
+            f"zip entry {name} declares {info.file_size} bytes compressed into {info.compress_size}: "
+            "refusing a likely zip bomb (torch never compresses a checkpoint; re-save it with torch.save)"
+        )
+    return zf.read(name)  # zipfile stops at the declared size and checks the CRC
+
+
 def _load_zip(path: Path, mm: mmap.mmap) -> Any:
     index = _zip_index(mm)
     zf = None
@@ -354,7 +406,7 @@ def _load_zip(path: Path, mm: mmap.mmap) -> Any:
             lo = _zip_data_start(mm, name, offset, size)
             return memoryview(mm)[lo : lo + size]
         zf = zf or zipfile.ZipFile(path)
-        return memoryview(zf.read(name))  # compressed (rare): read this entry only
+        return memoryview(_inflate(zf, name))  # compressed (rare): read this entry only
 
     pkl = next((n for n in index if n.endswith("data.pkl") and n.count("/") <= 1), None)
     if pkl is None:
@@ -373,6 +425,7 @@ def _load_zip(path: Path, mm: mmap.mmap) -> Any:
         if not (isinstance(pid, tuple) and pid and pid[0] == "storage"):
             raise UnsafePickleError(f"unsupported persistent id {pid!r:.80}")
         _, stype, key, _location, numel = pid[:5]
+        numel = int(numel)
         st = storages.get(key)
         if st is None:
             dtype = (
@@ -382,7 +435,9 @@ def _load_zip(path: Path, mm: mmap.mmap) -> Any:
             entry = index.get(name)
             if entry is None:
                 raise CheckpointFormatError(f"{path}: storage data/{key} missing")
-            if entry[1] < int(numel) * _ITEMSIZE[dtype]:
+            if numel < 0:
+                raise CheckpointFormatError(f"{path}: storage data/{key} declares {numel} elements")
+            if entry[1] < numel * _ITEMSIZE[dtype]:
                 raise CheckpointFormatError(
                     f"{path}: storage data/{key} holds {entry[1]} bytes, short of {numel} {dtype} elements"
                 )
@@ -398,37 +453,95 @@ def _load_zip(path: Path, mm: mmap.mmap) -> Any:
     return RestrictedUnpickler(io.BytesIO(data), persistent_load).load()
 
 
+class _MMFile(io.RawIOBase):
+    """A file object over an mmap (io.BytesIO(mm) would copy the whole file)."""
+
+    def __init__(self, mm: mmap.mmap) -> None:
+        self.mm, self.pos = mm, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        n = min(len(b), len(self.mm) - self.pos)
+        b[:n] = self.mm[self.pos : self.pos + n]
+        self.pos += n
+        return n
+
+    def read(self, n: int | None = -1) -> bytes:
+        end = len(self.mm) if n is None or n < 0 else min(len(self.mm), self.pos + n)
+        out = self.mm[self.pos : end]
+        self.pos = end
+        return out
+
+    def readline(self, limit: int | None = -1) -> bytes:
+        end = self.mm.find(b"\n", self.pos)
+        end = len(self.mm) if end < 0 else end + 1
+        if limit is not None and limit >= 0:
+            end = min(end, self.pos + limit)
+        out = self.mm[self.pos : end]
+        self.pos = end
+        return out
+
+
+class _LegacyStorages:
+    """The storages a legacy pickle refers to (persistent ids), and the views into them."""
+
+    def __init__(self, little: bool) -> None:
+        self.little = little
+        self.storages: dict[str, Storage] = {}
+        self.views: dict[str, tuple[str, int, int]] = {}
+
+    def persistent_load(self, pid: Any) -> Any:
+        if not (isinstance(pid, tuple) and pid and pid[0] == "storage"):
+            raise UnsafePickleError(f"unsupported persistent id {pid!r:.80}")
+        _, stype, root_key, _location, numel = pid[:5]
+        view_metadata = pid[5] if len(pid) > 5 else None
+        root_key = str(root_key)
+        if root_key not in self.storages:
+            dtype = stype.dtype if isinstance(stype, StorageType) else "uint8"
+            self.storages[root_key] = Storage(dtype, root_key, int(numel), None, "little" if self.little else "big")
+        if view_metadata is None:
+            return self.storages[root_key]
+        view_key, offset, view_size = view_metadata
+        root = self.storages[root_key]
+        if not 0 <= int(offset) <= int(offset) + int(view_size) <= root.numel:
+            raise CheckpointFormatError(f"storage view {view_key} reaches outside storage {root_key}")
+        self.views[str(view_key)] = (root_key, int(offset), int(view_size))
+        view = Storage(root.dtype, str(view_key), int(view_size), None, root.byteorder)
+        return self.storages.setdefault(str(view_key), view)
+
+    def read_data(self, path: Path, mm: mmap.mmap, pos: int, keys: list[Any]) -> None:
+        """Each listed storage's bytes follow the pickles: its element count, then the data."""
+        for key in map(str, keys):
+            if pos + 8 > len(mm):
+                raise CheckpointFormatError(f"{path}: truncated before storage {key}")
+            (numel,) = struct.unpack_from("<q" if self.little else ">q", mm, pos)
+            st = self.storages.get(key)
+            if st is None:
+                raise CheckpointFormatError(f"{path}: storage {key} listed but never used")
+            lo = pos + 8
+            hi = lo + numel * st.itemsize
+            if numel < st.numel or hi > len(mm):
+                raise CheckpointFormatError(
+                    f"{path}: storage {key} holds {numel} elements where {st.numel} are used, "
+                    f"ending at byte {hi} of {len(mm)} (truncated or corrupt)"
+                )
+            st.buffer = lambda lo=lo, hi=hi: memoryview(mm)[lo:hi]
+            st.span = (str(path), lo)
+            pos = hi
+        for view_key, (root_key, offset, size) in self.views.items():
+            root = self.storages[root_key]
+
+            def view_buf(root: Storage = root, offset: int = offset, size: int = size) -> memoryview:
+                assert root.buffer is not None  # every listed storage got its bytes above
+                return root.buffer()[offset * root.itemsize : (offset + size) * root.itemsize]
+
+            self.storages[view_key].buffer = view_buf
+
+
 def _load_legacy(path: Path, mm: mmap.mmap) -> Any:
-    # A file object over the mmap (io.BytesIO(mm) would copy the whole file).
-    class _MMFile(io.RawIOBase):
-        def __init__(self) -> None:
-            self.pos = 0
-
-        def readable(self) -> bool:
-            return True
-
-        def readinto(self, b) -> int:
-            n = min(len(b), len(mm) - self.pos)
-            b[:n] = mm[self.pos : self.pos + n]
-            self.pos += n
-            return n
-
-        def read(self, n: int = -1) -> bytes:
-            end = len(mm) if n is None or n < 0 else min(len(mm), self.pos + n)
-            out = mm[self.pos : end]
-            self.pos = end
-            return out
-
-        def readline(self, limit: int = -1) -> bytes:
-            end = mm.find(b"\n", self.pos)
-            end = len(mm) if end < 0 else end + 1
-            if limit is not None and limit >= 0:
-                end = min(end, self.pos + limit)
-            out = mm[self.pos : end]
-            self.pos = end
-            return out
-
-    fh = _MMFile()
+    fh = _MMFile(mm)
 
     def plain(obj_pid: Any) -> Any:
         raise UnsafePickleError("unexpected persistent id in the legacy header")
@@ -441,49 +554,12 @@ def _load_legacy(path: Path, mm: mmap.mmap) -> Any:
         raise CheckpointFormatError(f"{path}: legacy protocol {protocol} not supported")
     sys_info = RestrictedUnpickler(fh, plain).load()
     little = sys_info.get("little_endian", True) if isinstance(sys_info, dict) else True
-    storages: dict[str, Storage] = {}
-    views: dict[str, tuple[str, int, int]] = {}
-
-    def persistent_load(pid: Any) -> Any:
-        if not (isinstance(pid, tuple) and pid and pid[0] == "storage"):
-            raise UnsafePickleError(f"unsupported persistent id {pid!r:.80}")
-        _, stype, root_key, _location, numel = pid[:5]
-        view_metadata = pid[5] if len(pid) > 5 else None
-        root_key = str(root_key)
-        if root_key not in storages:
-            dtype = stype.dtype if isinstance(stype, StorageType) else "uint8"
-            storages[root_key] = Storage(dtype, root_key, int(numel), None, "little" if little else "big")
-        if view_metadata is not None:
-            view_key, offset, view_size = view_metadata
-            root = storages[root_key]
-            view = Storage(root.dtype, str(view_key), int(view_size), None, root.byteorder)
-            views[str(view_key)] = (root_key, int(offset), int(view_size))
-            storages.setdefault(str(view_key), view)
-            return storages[str(view_key)]
-        return storages[root_key]
-
-    result = RestrictedUnpickler(fh, persistent_load).load()
+    storages = _LegacyStorages(little)
+    result = RestrictedUnpickler(fh, storages.persistent_load).load()
     keys = RestrictedUnpickler(fh, plain).load()
-    pos = fh.pos
-    for key in keys:
-        key = str(key)
-        (numel,) = struct.unpack_from("<q" if little else ">q", mm, pos)
-        st = storages.get(key)
-        if st is None:
-            raise CheckpointFormatError(f"{path}: storage {key} listed but never used")
-        lo = pos + 8
-        hi = lo + numel * st.itemsize
-        st.buffer = lambda lo=lo, hi=hi: memoryview(mm)[lo:hi]
-        st.span = (str(path), lo)
-        pos = hi
-    for view_key, (root_key, offset, size) in views.items():
-        root = storages[root_key]
-        vst = storages[view_key]
-
-        def view_buf(root=root, offset=offset, size=size):
-            return root.buffer()[offset * root.itemsize : (offset + size) * root.itemsize]
-
-        vst.buffer = view_buf
+    if not isinstance(keys, list):
+        raise CheckpointFormatError(f"{path}: legacy storage list is a {type(keys).__name__}")
+    storages.read_data(path, mm, fh.pos, keys)
     return result
 
 
@@ -516,53 +592,144 @@ _SAFETENSORS_DTYPES = {
 }
 
 
+MAX_SAFETENSORS_HEADER = 100 << 20  # the format's own limit
+
+
+def _safetensors_header(path: Path, mm: mmap.mmap) -> tuple[dict[str, dict], int]:
+    """The header's tensor entries and where the data begin, each checked against the file's real size."""
+    if len(mm) < 8:
+        raise CheckpointFormatError(f"{path}: too short for a safetensors file")
+    (header_len,) = struct.unpack_from("<Q", mm, 0)
+    if header_len > min(len(mm) - 8, MAX_SAFETENSORS_HEADER):
+        raise CheckpointFormatError(f"{path}: safetensors header of {header_len} bytes in a {len(mm)}-byte file")
+    try:
+        header = json.loads(bytes(mm[8 : 8 + header_len]))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise CheckpointFormatError(f"{path}: safetensors header is not JSON ({exc})") from exc
+    if not isinstance(header, dict):
+        raise CheckpointFormatError(f"{path}: safetensors header is not a JSON object")
+    base, size = 8 + header_len, len(mm) - 8 - header_len
+    entries = {}
+    for name, meta in header.items():
+        if name == "__metadata__":
+            continue
+        ok = (
+            isinstance(meta, dict)
+            and isinstance(meta.get("shape"), list)
+            and isinstance(meta.get("data_offsets"), list)
+        )
+        shape, offsets = (meta.get("shape"), meta.get("data_offsets")) if ok else ([], [])
+        ok = ok and all(isinstance(d, int) and d >= 0 for d in shape) and len(shape) <= MAX_RANK
+        ok = (
+            ok
+            and len(offsets) == 2
+            and all(isinstance(o, int) for o in offsets)
+            and 0 <= offsets[0] <= offsets[1] <= size
+        )
+        dtype = _SAFETENSORS_DTYPES.get(meta.get("dtype")) if ok else None
+        if dtype is None or offsets[1] - offsets[0] != math.prod(shape) * _ITEMSIZE[dtype]:
+            raise CheckpointFormatError(
+                f"{path}: safetensors entry {name!r:.80} has a bad dtype, shape or data offsets "
+                f"({json.dumps(meta)[:160]}; {size} data bytes in the file)"
+            )
+        entries[name] = dict(meta, dtype=dtype)
+    return entries, base
+
+
 def load_safetensors(path: str | Path) -> dict[str, TensorRef]:
     """A .safetensors file → {name: TensorRef} over a memory map.
 
-    The ``safetensors`` package reads the header (names, dtypes, shapes); the data are
-    memory-mapped byte ranges read from its ``data_offsets`` so bf16 (which
-    ``safetensors.numpy`` cannot return) is handled the same way as every other dtype.
+    The header (names, dtypes, shapes, offsets) is checked against the file's size here, then by the
+    ``safetensors`` package when it is installed; the data are memory-mapped byte ranges, so bf16
+    (which ``safetensors.numpy`` cannot return) is handled like every other dtype.
     """
-    from safetensors import safe_open
-
     path = Path(path)
     mm = _mmap(path)
-    (header_len,) = struct.unpack_from("<Q", mm, 0)
-    header = json.loads(bytes(mm[8 : 8 + header_len]))
-    base = 8 + header_len
-    with safe_open(str(path), framework="numpy") as sf:  # validates the file; gives the key order
-        names = list(sf.keys())
+    entries, base = _safetensors_header(path, mm)
+    names = list(entries)
+    try:
+        from safetensors import safe_open
+    except ImportError:
+        pass
+    else:
+        with safe_open(str(path), framework="numpy") as sf:  # validates the file; gives the key order
+            names = list(sf.keys())
     out: dict[str, TensorRef] = {}
     for name in names:
-        meta = header[name]
-        dtype = _SAFETENSORS_DTYPES.get(meta["dtype"])
-        if dtype is None:
-            raise CheckpointFormatError(f"{path}: {name} has unsupported dtype {meta['dtype']}")
+        meta = entries[name]
+        dtype = meta["dtype"]
         lo, hi = meta["data_offsets"]
         shape = tuple(meta["shape"])
-        itemsize = np.dtype(NP_DTYPES[dtype][0]).itemsize
         st = Storage(
             dtype,
             name,
-            (hi - lo) // itemsize,
+            (hi - lo) // _ITEMSIZE[dtype],
             (lambda lo=lo, hi=hi: memoryview(mm)[base + lo : base + hi]),
             span=(str(path), base + lo),
         )
-        stride = tuple(int(np.prod(shape[i + 1 :], dtype=np.int64)) for i in range(len(shape)))
+        stride = tuple(math.prod(shape[i + 1 :]) for i in range(len(shape)))
         out[name] = TensorRef(st, 0, shape, stride)
     return out
 
 
-def load_any(path: str | Path) -> Any:
-    """Any supported checkpoint file → its object tree (dicts/lists of TensorRef)."""
-    path = Path(path)
-    if path.suffix == ".safetensors":
-        return load_safetensors(path)
+# What a malformed file can make the readers raise (the unpickler calls our stand-ins with whatever
+# arguments the file holds). UnsafePickleError is not among them: it says what was refused.
+_MALFORMED = (
+    pickle.UnpicklingError,
+    EOFError,
+    struct.error,
+    ValueError,
+    TypeError,
+    KeyError,
+    IndexError,
+    AttributeError,
+    OverflowError,
+    RecursionError,
+    MemoryError,
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    NotImplementedError,
+)
+
+
+def sniff_format(path: str | Path) -> str:
+    """What the file's first bytes say it is: "zip", "pickle", "safetensors" or "unknown"."""
     with open(path, "rb") as fh:
         head = fh.read(16)
-    if len(head) >= 9 and head[8:9] == b"{" and path.suffix not in (".pth", ".pt", ".bin", ".pkl"):
-        return load_safetensors(path)
-    return load_torch_file(path)
+    if head[:4] == b"PK\x03\x04":
+        return "zip"
+    if head[:1] == b"\x80":
+        return "pickle"
+    if len(head) >= 9 and head[8:9] == b"{":
+        return "safetensors"
+    return "unknown"
+
+
+def load_any(path: str | Path) -> Any:
+    """Any supported checkpoint file → its object tree (dicts/lists of TensorRef).
+
+    The format is told by the file's content, not its name (a pickle renamed .safetensors is still
+    read by the restricted unpickler). Whatever a malformed file makes the readers raise becomes one
+    :class:`CheckpointFormatError` naming the file; :class:`UnsafePickleError` passes through.
+    """
+    path = Path(path)
+    try:
+        kind = sniff_format(path)
+        if kind == "safetensors" or (kind == "unknown" and path.suffix == ".safetensors"):
+            return load_safetensors(path)
+        return load_torch_file(path)
+    except UnsafePickleError:
+        raise
+    except CheckpointFormatError as exc:
+        if str(path) in str(exc):
+            raise
+        raise CheckpointFormatError(f"{path}: {exc}") from exc
+    except _MALFORMED as exc:
+        raise CheckpointFormatError(f"{path}: malformed checkpoint ({type(exc).__name__}: {str(exc)[:200]})") from exc
+    except Exception as exc:
+        if type(exc).__name__ == "SafetensorError":
+            raise CheckpointFormatError(f"{path}: malformed safetensors file ({str(exc)[:200]})") from exc
+        raise
 
 
 # ---------------------------------------------------------------------------------------------
@@ -611,64 +778,56 @@ def save_torch_zip(
             dtype = str(arr.dtype)
         if dtype not in NP_DTYPES:
             raise CheckpointFormatError(f"{name}: dtype {dtype} cannot be written to a torch checkpoint")
-        key = str(i)
-        entries.append((key, dtype, arr))
-        storage_cls = NP_DTYPES[dtype][1]
-        shape = arr.shape
-        stride = tuple(int(np.prod(shape[j + 1 :], dtype=np.int64)) for j in range(len(shape)))
-        pid = (
-            _pk_tuple(
-                [
-                    _pk_str("storage"),
-                    _global("torch", storage_cls),
-                    _pk_str(key),
-                    _pk_str("cpu"),
-                    _pk_int(int(arr.size)),
-                ]
-            )
-            + b"Q"
-        )
-        tensor = (
-            _global("torch._utils", "_rebuild_tensor_v2")
-            + _pk_tuple(
-                [
-                    pid,
-                    _pk_int(0),
-                    _pk_tuple(_pk_int(int(s)) for s in shape),
-                    _pk_tuple(_pk_int(s) for s in stride),
-                    b"\x89",
-                    _global("collections", "OrderedDict") + b")R",
-                ]
-            )
-            + b"R"
-        )
-        pkl.append(_pk_str(name) + tensor)
+        entries.append((str(i), dtype, arr))
+        pkl.append(_pk_str(name) + _tensor_pickle(str(i), NP_DTYPES[dtype][1], arr))
     pkl.append(b"u.")
     tmp = path.with_name(path.name + ".tmp")
-    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
-
-        def add(name: str, data: bytes | np.ndarray) -> None:
-            info = zipfile.ZipInfo(f"{root}/{name}", date_time=(1980, 1, 1, 0, 0, 0))
-            info.compress_type = zipfile.ZIP_STORED
-            nbytes = data.nbytes if isinstance(data, np.ndarray) else len(data)
-            info.file_size = nbytes
-            offset = zf.fp.tell()
-            fixed = offset + 30 + len(info.filename.encode())
-            pad = (-(fixed + 4)) % 64
-            info.extra = b"FB" + struct.pack("<H", pad) + b"Z" * pad
-            with zf.open(info, "w", force_zip64=nbytes > 0x7FFFFFFF) as out:
-                if isinstance(data, np.ndarray):
-                    flat = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
-                    chunk = 1 << 24
-                    for lo in range(0, flat.size, chunk):
-                        out.write(flat[lo : lo + chunk].data)
-                else:
-                    out.write(data)
-
-        add("data.pkl", b"".join(pkl))
-        add("byteorder", b"little")
-        for key, dtype, arr in entries:
-            np_dtype = np.dtype(NP_DTYPES[dtype][0]).newbyteorder("<")
-            add(f"data/{key}", np.asarray(arr, dtype=np_dtype))
-        add("version", b"3\n")
+    try:
+        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+            _add_stored(zf, f"{root}/data.pkl", b"".join(pkl))
+            _add_stored(zf, f"{root}/byteorder", b"little")
+            for key, dtype, arr in entries:
+                np_dtype = np.dtype(NP_DTYPES[dtype][0]).newbyteorder("<")
+                _add_stored(zf, f"{root}/data/{key}", np.asarray(arr, dtype=np_dtype))
+            _add_stored(zf, f"{root}/version", b"3\n")
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # never a half-written file left behind
+        raise
     tmp.replace(path)
+
+
+def _tensor_pickle(key: str, storage_cls: str, arr: np.ndarray) -> bytes:
+    """The pickle of one tensor as torch writes it: ``_rebuild_tensor_v2(storage, 0, shape, stride, ...)``."""
+    shape = arr.shape
+    stride = tuple(int(np.prod(shape[j + 1 :], dtype=np.int64)) for j in range(len(shape)))
+    storage = [_pk_str("storage"), _global("torch", storage_cls), _pk_str(key), _pk_str("cpu"), _pk_int(int(arr.size))]
+    pid = _pk_tuple(storage) + b"Q"
+    fields = [
+        pid,
+        _pk_int(0),
+        _pk_tuple(_pk_int(int(s)) for s in shape),
+        _pk_tuple(_pk_int(s) for s in stride),
+        b"\x89",
+        _global("collections", "OrderedDict") + b")R",
+    ]
+    return _global("torch._utils", "_rebuild_tensor_v2") + _pk_tuple(fields) + b"R"
+
+
+def _add_stored(zf: zipfile.ZipFile, name: str, data: bytes | np.ndarray) -> None:
+    """One uncompressed zip entry whose data starts 64-byte aligned (as torch writes them)."""
+    info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+    info.compress_type = zipfile.ZIP_STORED
+    nbytes = data.nbytes if isinstance(data, np.ndarray) else len(data)
+    info.file_size = nbytes
+    assert zf.fp is not None
+    fixed = zf.fp.tell() + 30 + len(info.filename.encode())
+    pad = (-(fixed + 4)) % 64
+    info.extra = b"FB" + struct.pack("<H", pad) + b"Z" * pad
+    with zf.open(info, "w", force_zip64=nbytes > 0x7FFFFFFF) as out:
+        if isinstance(data, np.ndarray):
+            flat = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+            chunk = 1 << 24
+            for lo in range(0, flat.size, chunk):
+                out.write(flat[lo : lo + chunk].data)
+        else:
+            out.write(data)

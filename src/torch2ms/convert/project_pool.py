@@ -1,0 +1,185 @@
+"""One file never kills the run: each file is converted in a worker process, bounded in time and memory.
+
+A file whose conversion raises (a ``RecursionError`` on 500-level nested expressions, any converter
+bug), runs past its time limit, needs more memory than a worker may take, or kills its worker (libcst's
+native parser overflows its stack on a few thousand nested brackets) comes back as an error for that
+file; the worker is replaced and every other file is still converted. Workers are forked from the
+parent, so the knowledge base loaded once is shared, and so are a test's monkeypatches.
+"""
+
+from __future__ import annotations
+
+import ast
+import multiprocessing
+import os
+import time
+from collections import deque
+from collections.abc import Iterable, Iterator
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from itertools import islice
+
+# A file may take FILE_TIMEOUT_BASE_S plus FILE_TIMEOUT_PER_KB_S per KiB. Real code converts at
+# ~7 ms/KiB (50 ms/KiB at worst, measured over the realcode corpus and torchvision), so the limit is
+# far above any real file yet ends the pathological ones (libcst takes minutes on some deep nests).
+FILE_TIMEOUT_BASE_S = 20.0
+FILE_TIMEOUT_PER_KB_S = 0.25
+# Address space a worker may add to what it had when forked: MemoryError (that file fails) beyond it.
+WORKER_MEMORY_BYTES = 2 << 30
+TASKS_PER_WORKER = 200  # a fresh worker now and then: memory a converter leaks does not pile up
+# Deeper expressions are not converted: the converter's recursion gives up near 800 levels anyway, and
+# libcst's parser needs seconds to minutes from ~1500 levels and overflows its stack near 3000.
+MAX_NESTING = 500
+
+
+@dataclass(frozen=True)
+class Job:
+    path: str  # absolute, as the file system spells it (non-UTF-8 bytes as surrogates)
+    rel: str  # relative to the tree, same spelling
+    local_roots: frozenset[str]
+    project_modules: frozenset[str]
+    size: int = 0
+
+    @property
+    def timeout(self) -> float:
+        return FILE_TIMEOUT_BASE_S + FILE_TIMEOUT_PER_KB_S * self.size / 1024
+
+
+@dataclass
+class Outcome:
+    code: str | None = None  # the converted text when it differs from the input
+    encoding: str = "utf-8"  # the input's encoding
+    changes: list[dict] = field(default_factory=list)
+    error: str | None = None
+    seconds: float = 0.0  # conversion time in the worker (not in the report: the report is reproducible)
+
+
+def convert_job(job: Job) -> Outcome:
+    """Read and convert one file; every failure becomes the outcome's error (runs in a worker)."""
+    start = time.perf_counter()
+    outcome = _convert(job)
+    outcome.seconds = time.perf_counter() - start
+    return outcome
+
+
+def _convert(job: Job) -> Outcome:
+    from ..analysis.sourcefiles import BadInput, read_python
+    from .pipeline import convert_source
+
+    try:
+        src = read_python(job.path)
+        depth = nesting_depth(src.text)
+        if depth > MAX_NESTING:
+            return Outcome(
+                error=f"nested {depth} levels deep, over the {MAX_NESTING} torch2ms converts; copied unchanged"
+            )
+        mod = convert_source(src.text, job.rel, local_roots=job.local_roots, project_modules=job.project_modules)
+        if mod.changed and mod.error is None and depth >= 0:
+            invalid = _syntax_error(mod.code)
+            if invalid:  # a converter defect: never hand the user a file that does not parse
+                return Outcome(error=f"the converter produced invalid Python ({invalid}); copied unchanged")
+    except BadInput as exc:
+        return Outcome(error=str(exc).removesuffix("; skipped") + "; copied unchanged")
+    except RecursionError:
+        return Outcome(error="nested too deeply to convert (RecursionError); copied unchanged")
+    except MemoryError:
+        return Outcome(
+            error=f"needs more than {WORKER_MEMORY_BYTES >> 30} GiB of memory to convert (MemoryError); copied unchanged"
+        )
+    except Exception as exc:  # noqa: BLE001 - a converter bug fails this file only
+        return Outcome(error=f"converter failed ({type(exc).__name__}: {exc}); copied unchanged")
+    changes = [{"api": c.api, "action": c.action, "note": c.note, "line": c.line} for c in mod.changes]
+    return Outcome(mod.code if mod.changed else None, src.encoding, changes, mod.error)
+
+
+def nesting_depth(text: str) -> int:
+    """How deep the module's syntax tree goes (-1 when it does not parse: the converter reports that)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return -1
+    deepest = 0
+    stack: list[tuple[ast.AST, int]] = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest
+
+
+def _syntax_error(code: str) -> str | None:
+    try:
+        ast.parse(code)
+    except SyntaxError as exc:
+        return f"SyntaxError at line {exc.lineno}: {exc.msg}"
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def _init_worker() -> None:
+    """A worker's crash is reported as that file's error: no stack dump of its own (pytest's faulthandler)."""
+    import faulthandler
+
+    faulthandler.disable()
+    _limit_memory()
+
+
+def _limit_memory() -> None:
+    """Cap the worker's address space (Linux): past the cap allocations fail with MemoryError."""
+    try:
+        import resource
+
+        with open("/proc/self/statm") as fh:
+            vm = int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)
+        cap = vm + WORKER_MEMORY_BYTES
+        resource.setrlimit(resource.RLIMIT_AS, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard))
+    except (ImportError, OSError, ValueError):
+        pass  # no /proc or no RLIMIT_AS: the time limit still bounds a runaway file
+
+
+def _failure(job: Job, exc: BaseException) -> Outcome:
+    from pebble import ProcessExpired
+
+    if isinstance(exc, FutureTimeout):
+        return Outcome(
+            error=f"conversion took longer than {job.timeout:.0f} s (the limit for its size); copied unchanged"
+        )
+    if isinstance(exc, ProcessExpired):
+        how = f"signal {-exc.exitcode}" if (exc.exitcode or 0) < 0 else f"exit code {exc.exitcode}"
+        return Outcome(
+            error=f"the converter's process died ({how}; e.g. a parser stack overflow on deeply nested code); "
+            "copied unchanged"
+        )
+    return Outcome(error=f"converter failed ({type(exc).__name__}: {exc}); copied unchanged")
+
+
+def run_jobs(jobs: Iterable[Job], workers: int) -> Iterator[tuple[Job, Outcome]]:
+    """Convert every job in worker processes, yielding results in job order; at most a few in flight."""
+    from pebble import ProcessPool
+
+    ctx = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
+    pool = ProcessPool(
+        max_workers=workers, max_tasks=TASKS_PER_WORKER, initializer=_init_worker, context=ctx or multiprocessing
+    )
+    it = iter(jobs)
+    pending: deque = deque()
+
+    def submit(batch: Iterable[Job]) -> None:
+        for job in batch:
+            pending.append((job, pool.schedule(convert_job, (job,), timeout=job.timeout)))
+
+    try:
+        submit(islice(it, workers * 4))
+        while pending:
+            job, fut = pending.popleft()
+            try:
+                outcome = fut.result()
+            except Exception as exc:  # noqa: BLE001 - timeouts, dead workers, unpicklable results
+                outcome = _failure(job, exc)
+            submit(islice(it, 1))
+            yield job, outcome
+    finally:
+        pool.stop()
+        pool.join()
