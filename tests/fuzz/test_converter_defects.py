@@ -1,8 +1,8 @@
 """R20 / issue 15: the converter defects the fuzzer found, each as its smallest reproducer, grouped by
-cause. They live in the converter's internals (being refactored): each is xfail(strict=False) naming the
-cause, so it turns green (XPASS) once fixed. Until then ``convert_tree`` protects the user from the
-invalid-output ones: a file whose conversion does not parse is copied unchanged and reported
-(test_r20_invalid_converter_output_never_written)."""
+cause, now fixed: valid input gives valid output (a torch name assigned to or used as a class pattern is
+marked, a one-line ``with torch.no_grad(): ...`` unwraps to a line), comments of removed lines stay, and
+converting converted code changes nothing. ``convert_tree`` still protects the user from any future
+invalid output: a file whose conversion does not parse is copied unchanged and reported."""
 
 from __future__ import annotations
 
@@ -30,7 +30,6 @@ INVALID_OUTPUT = {
 }
 
 
-@pytest.mark.xfail(strict=False, reason="converter internals: the rewrite produces code that does not parse")
 @pytest.mark.parametrize("case", sorted(INVALID_OUTPUT))
 def test_r20_defect_valid_input_gives_valid_output(case):
     res = convert_source(INVALID_OUTPUT[case], "m.py")
@@ -67,7 +66,6 @@ COMMENT_LOST = {
 }
 
 
-@pytest.mark.xfail(strict=False, reason="converter internals: the comment of a rewritten or removed line is dropped")
 @pytest.mark.parametrize("case", sorted(COMMENT_LOST))
 def test_r20_defect_comment_kept(case):
     src, comment = COMMENT_LOST[case]
@@ -100,7 +98,6 @@ NOT_IDEMPOTENT = {
 }
 
 
-@pytest.mark.xfail(strict=False, reason="converter internals: a second pass changes converted code")
 @pytest.mark.parametrize("case", sorted(NOT_IDEMPOTENT))
 def test_r20_defect_converting_twice_changes_nothing(case):
     once = convert_source(NOT_IDEMPOTENT[case], "m.py").code

@@ -150,6 +150,10 @@ def method_call(ctx: RewriteContext, original: cst.Call, updated: cst.Call) -> c
         owner, confidence = TENSOR, "likely"
     if owner is None:
         return updated
+    if confidence == "likely" and ctx.facts.imports_mindspore:
+        # Converted code converted again (a torch import stayed for something unconvertible): a method
+        # of an untyped receiver is MindSpore's by now, not torch's.
+        return updated
     if owner == MODULE and attr == "forward":
         ctx.record("torch.nn.Module.forward")
         return updated.with_changes(func=func_of(updated).with_changes(attr=cst.Name("construct")))
@@ -248,6 +252,12 @@ def reference(
     if entry.status == "no-equivalent" or not entry.ms.startswith("mindspore."):
         ctx.mark(entry.torch, entry.note or "no MindSpore equivalent", root)
         return updated
+    if ctx.in_target:
+        ctx.mark(entry.torch, "assigned to: MindSpore's name is not the same object; port by hand", root)
+        return updated
+    if ctx.in_pattern:
+        ctx.mark(entry.torch, "a match class pattern: MindSpore's class has other attributes; port by hand", root)
+        return updated
     in_type_position = ctx.in_type_position(original)
     for hook in hooks.kind("reference"):
         special = hook(ctx, entry, original, updated)
@@ -272,11 +282,15 @@ def reference(
 _DEVICE_STRINGS = ("'cuda", '"cuda', "'cpu", '"cpu', "'mps", '"mps', "'xla", '"xla')
 
 
+# numpy-style keywords MindSpore uses where torch says dim / keepdim / correction
+MINDSPORE_KEYWORDS = frozenset({"axis", "keepdims", "ddof"})
+
+
 def _already_mindspore(entry: Entry, kwargs: list[tuple[str, str]]) -> bool:
-    """A keyword only MindSpore's side of the entry names (``axis=`` where torch says ``dim=``): the
-    call is MindSpore code already."""
+    """A keyword only MindSpore's side names (``axis=`` where torch says ``dim=``): the call is
+    MindSpore code already (a torch method would reject the keyword)."""
     torch_names = set(entry.sig_names())
-    ms_names = set(entry.ms_sig) | {rule.ms for rule in entry.args.values() if rule.ms}
+    ms_names = set(entry.ms_sig) | {rule.ms for rule in entry.args.values() if rule.ms} | MINDSPORE_KEYWORDS
     return any(k in ms_names and k not in torch_names for k, _ in kwargs)
 
 

@@ -51,6 +51,8 @@ class RewriteContext:
         self.type_nodes: set[cst.CSTNode] = set()  # isinstance/issubclass class arguments
         self.type_depth = 0  # > 0 inside base classes and annotations: names there are the classes themselves
         self.in_bases = False
+        self.in_target = 0  # > 0 inside an assignment target: a torch name there is being rebound
+        self.in_pattern = 0  # > 0 inside a match-statement class pattern
         self.memo: dict[str, object] = {}  # what a construct computes once per file (e.g. its classes)
         self._keys: dict[int, dict[str, list[int]]] = {}  # per statement: lines of its torch uses
         self._seen: dict[tuple[int, str], int] = {}

@@ -56,6 +56,11 @@ class ModuleFacts:
             self._module_receivers = module_receivers(self.tree) if self.tree is not None else {}
         return self._module_receivers
 
+    @property
+    def imports_mindspore(self) -> bool:
+        """The file already imports MindSpore (it was converted before, or mixes both)."""
+        return any(full.split(".", 1)[0] == "mindspore" for full in self.imap.names.values())
+
     def assume_module(self, cls: str, fn: str, name: str) -> None:
         """``name`` holds a Module inside ``cls.fn`` (a training loop calls it as the model)."""
         self.scopes.setdefault((cls, fn), Scope(dict(self.module_classes))).types.setdefault(name, MODULE)

@@ -112,7 +112,7 @@ def _settle_imports(module: cst.Module, ctx: RewriteContext, keep_locals: set[st
             if insert_at is None:
                 insert_at = len(new_body)
             if names is None:
-                carried_lines += list(stmt.leading_lines)
+                carried_lines += [*stmt.leading_lines, *_trailing_comment(stmt)]
                 continue
             note = f"{MARK} torch import kept: unconverted code still uses it"
             lines = list(stmt.leading_lines)
@@ -134,6 +134,12 @@ def _settle_imports(module: cst.Module, ctx: RewriteContext, keep_locals: set[st
         new_body[insert_at] = first.with_changes(leading_lines=[*carried_lines, *first.leading_lines])
     new_body[insert_at:insert_at] = imports
     return module.with_changes(body=new_body)
+
+
+def _trailing_comment(stmt: cst.SimpleStatementLine) -> list[cst.EmptyLine]:
+    """``import torch  # why``: the comment of a dropped statement, as a line of its own."""
+    comment = stmt.trailing_whitespace.comment
+    return [cst.EmptyLine(comment=comment)] if comment is not None else []
 
 
 def _after_header(body: list) -> int:
@@ -189,9 +195,11 @@ class _NestedImports(cst.CSTTransformer):
             return updated
         read = (read - self.ms_aliases) | self.reexports
         body = []
+        carried: list[cst.EmptyLine] = []  # comments of dropped imports go above the next statement
         for stmt in updated.body:
             if not self._is_torch_import(stmt):
-                body.append(stmt)
+                body.append(stmt.with_changes(leading_lines=[*carried, *stmt.leading_lines]) if carried else stmt)
+                carried = []
                 continue
             imp = stmt.body[0]
             assert isinstance(imp, (cst.Import, cst.ImportFrom)) and not isinstance(imp.names, cst.ImportStar)
@@ -199,7 +207,11 @@ class _NestedImports(cst.CSTTransformer):
             if kept:
                 kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
                 body.append(stmt.with_changes(body=[imp.with_changes(names=kept)]))
-        return updated.with_changes(body=body or [cst.SimpleStatementLine([cst.Pass()])])
+            else:
+                carried += [line for line in stmt.leading_lines if line.comment] + _trailing_comment(stmt)
+        if carried or not body:
+            body.append(cst.SimpleStatementLine([cst.Pass()], leading_lines=carried))
+        return updated.with_changes(body=body)
 
 
 def aliases_in_use(ctx: RewriteContext) -> set[str]:

@@ -256,6 +256,29 @@ class Rewriter(FastDispatch, cst.CSTTransformer):
         self.ctx.type_depth -= 1
         self.ctx.in_bases = False
 
+    # An assignment target or a class pattern names a torch object without using its value.
+    def visit_AssignTarget(self, node) -> bool:
+        self.ctx.in_target += 1
+        return True
+
+    def leave_AssignTarget(self, original, updated):
+        self.ctx.in_target -= 1
+        return updated
+
+    def visit_AugAssign_target(self, node) -> None:
+        self.ctx.in_target += 1
+
+    def leave_AugAssign_target(self, node) -> None:
+        self.ctx.in_target -= 1
+
+    def visit_MatchClass(self, node) -> bool:
+        self.ctx.in_pattern += 1
+        return True
+
+    def leave_MatchClass(self, original, updated):
+        self.ctx.in_pattern -= 1
+        return updated
+
     def visit_Annotation(self, node) -> bool:
         self.ctx.type_depth += 1
         return True

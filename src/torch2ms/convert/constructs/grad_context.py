@@ -48,9 +48,15 @@ def unwrap_grad_context(ctx: RewriteContext, original: cst.With, updated: cst.Wi
     if keep:
         keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
         return updated.with_changes(items=keep)
+    if isinstance(updated.body, cst.SimpleStatementSuite):  # `with torch.no_grad(): y = f(x)`
+        suite = updated.body
+        line = cst.SimpleStatementLine(suite.body, updated.leading_lines, suite.trailing_whitespace)
+        return cst.FlattenSentinel([line])
     body = block(updated.body)
-    if body and isinstance(updated.body, cst.IndentedBlock):
-        body[0] = body[0].with_changes(leading_lines=[*updated.leading_lines, *body[0].leading_lines])
+    header = updated.body.header.comment  # `with torch.no_grad():  # comment` keeps its comment
+    above = [cst.EmptyLine(comment=header)] if header is not None else []
+    if body:
+        body[0] = body[0].with_changes(leading_lines=[*updated.leading_lines, *above, *body[0].leading_lines])
     return cst.FlattenSentinel(body)
 
 

@@ -402,7 +402,8 @@ def norm(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     if dim is None:
         if keep is not None and literal(keep) is not False:
             raise Unsupported("Tensor.norm(dim=None, keepdim=True) has no MindSpore form")
-        return f"{receiver}.flatten().norm({p or 'None'})"
+        flat = receiver if receiver.endswith(".flatten()") else f"{receiver}.flatten()"  # (idempotent)
+        return f"{flat}.norm({p or 'None'})"
     d = literal(dim)
     dim_src = repr(tuple(d)) if isinstance(d, list) else dim
     return f"{receiver}.norm({p or 'None'}, {dim_src}" + (f", {keep})" if keep is not None else ")")

@@ -60,8 +60,10 @@ def run(state: FileState) -> None:
             written = StepWriter(plan, roles, state.generated, state.fresh_name).write(state.data_parallel)
         except NotConvertible as exc:
             state.record("training loop", "not-converted", str(exc), line)
-            note = cst.EmptyLine(comment=cst.Comment(f"{MARK} not converted — training loop: {exc}"))
-            replace[id(stmt)] = [stmt.with_changes(leading_lines=[*stmt.leading_lines, note])]
+            text = f"{MARK} not converted — training loop: {exc}"
+            if not any(line.comment is not None and line.comment.value == text for line in stmt.leading_lines):
+                note = cst.EmptyLine(comment=cst.Comment(text))  # (converting again must not add it twice)
+                replace[id(stmt)] = [stmt.with_changes(leading_lines=[*stmt.leading_lines, note])]
             continue
         if plan.amp is not None and plan.amp.model and plan.amp.dtype:
             state.record("torch.autocast", "converted", "mindspore.amp.auto_mixed_precision(model, 'O1')", line)
