@@ -64,12 +64,15 @@ def compare_train(
 def judge(rep: TrainReport, t_rec: dict[str, Any], m_rec: dict[str, Any], work: Path) -> None:
     """Fill rows, findings, the first divergence, parameters and the status."""
     rep.rows = diagnose.pair_rows(t_rec["events"], m_rec["events"])
-    rep.findings = causes.load_findings(m_rec) + causes.group_findings(t_rec, m_rec)
+    rep.findings = causes.load_findings(m_rec)
+    if m_rec["events"]:  # before its first step MindSpore has not named the optimizers' parameters
+        rep.findings += causes.group_findings(t_rec, m_rec)
     rep.findings += causes.run_findings(rep.rows, t_rec, m_rec)
     # Loose: Adam turns the float noise on a gradient that is ~0 by construction (attention's key bias)
     # into full-size steps of either sign; a parameter trained on one side only is off by ~100%.
     rep.parameter_tol = max(100 * rep.tol, 1e-2)
-    rep.parameters = diagnose.compare_parameters(work, t_rec, m_rec)
+    if rep.error is None:  # a side that crashed has no trained parameters to speak of
+        rep.parameters = diagnose.compare_parameters(work, t_rec, m_rec)
     if bad := [p for p in rep.parameters if p["rel"] > rep.parameter_tol]:
         names = ", ".join(f"{p['name']} ({p['rel']:.1e})" for p in bad[:4])
         rep.findings.append(
@@ -109,16 +112,17 @@ def conditions(rep: TrainReport, t_rec: dict[str, Any], m_rec: dict[str, Any]) -
     )
     same = [r["same_inputs"] for r in rep.rows if r["same_inputs"] is not None]
     agree = "identical at every step" if same and all(same) else f"different at {same.count(False)} step(s)"
-    replay = m_rec.get("replay") or {}
-    if rep.data == "replay" and replay.get("batches"):
-        passes = f"{replay['batches']} batch(es) of torch's {replay['torch_iterators']} DataLoader pass(es)"
-        out.append(f"same data: {passes} replayed into MindSpore's dataset iterators; model inputs {agree}")
-    elif rep.data == "replay":
-        out.append(f"no DataLoader in the torch script: each side made its own batches; model inputs {agree}")
-    else:
+    recorded, fed = (t_rec.get("replay") or {}).get("batches", 0), (m_rec.get("replay") or {}).get("batches", 0)
+    if rep.data == "own":
         out.append(
             f"own data: each side ran its own pipeline; model inputs {agree} (batch statistics per step in report.json)"
         )
+    elif recorded:
+        out.append(
+            f"same data: {fed} of the {recorded} batch(es) torch's DataLoaders yielded replayed into MindSpore's dataset iterators; model inputs {agree}"
+        )
+    else:
+        out.append(f"no DataLoader in the torch script: each side made its own batches; model inputs {agree}")
     out.append(_dropout_text(t_rec, m_rec))
     draws = {**t_rec["randomness"].get("random_ops", {}), **m_rec["randomness"].get("random_ops", {})}
     if draws:

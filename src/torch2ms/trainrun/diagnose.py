@@ -31,9 +31,22 @@ def same_inputs(t: dict[str, Any] | None, m: dict[str, Any] | None) -> bool | No
     return all((rel(t[k], m[k]) or 0.0) <= INPUT_RTOL or abs(t[k] - m[k]) < 1e-6 for k in ("sum", "abs_sum"))
 
 
+def loss_rel(t: float | None, m: float | None, first: float | None) -> float | None:
+    """|m - t| relative to the larger of |t| and 1% of the first step's loss: a loss trained to near zero
+    would otherwise turn float32 noise in the logits into a large relative difference."""
+    if t is None or m is None:
+        return None
+    if math.isnan(t) or math.isnan(m):
+        return math.inf
+    return abs(m - t) / max(abs(t), 0.01 * abs(first or 0.0), 1e-12)
+
+
 def pair_rows(t_events: list[dict[str, Any]], m_events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per torch step event, with the MindSpore event at the same position."""
     rows = []
+    first = {}
+    for t in t_events:
+        first.setdefault(t["opt"], t["loss"])
     for i, t in enumerate(t_events):
         m = m_events[i] if i < len(m_events) else None
         rows.append(
@@ -44,7 +57,7 @@ def pair_rows(t_events: list[dict[str, Any]], m_events: list[dict[str, Any]]) ->
                 "ms_opt": m["opt"] if m else None,
                 "torch_loss": t["loss"],
                 "ms_loss": m["loss"] if m else None,
-                "rel": rel(t["loss"], m["loss"]) if m else None,
+                "rel": loss_rel(t["loss"], m["loss"], first[t["opt"]]) if m else None,
                 "torch_lr": t["lr"],
                 "ms_lr": m["lr"] if m else None,
                 "torch_grad_norm": t["grad_norm"],

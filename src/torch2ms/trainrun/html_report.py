@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import warnings
 from typing import Any
 
 from .report import TrainReport
@@ -20,6 +21,8 @@ def loss_plot_png(rep: TrainReport) -> bytes | None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    warnings.filterwarnings("ignore", message="Attempting to set identical", category=UserWarning)
 
     fig, (ax, dx) = plt.subplots(1, 2, figsize=(11, 3.8))
     for opt in sorted({r["opt"] for r in rows}):

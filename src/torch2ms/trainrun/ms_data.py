@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,17 +24,24 @@ class Replay:
         self.counts: list[int] = meta.get("iterators", [])
         self.leaves: list[int] = meta.get("leaves", [])
         self.created = 0
+        self.busy = False
         self.rec = rec
         rec.replay = {"torch_iterators": len(self.counts), "ms_iterators": 0, "batches": 0, "note": meta.get("note")}
 
     def next_iterator(self, dataset: Any, output_numpy: bool, dict_columns: bool) -> Any | None:
+        if self.busy:  # output_types() below iterates the pipeline itself
+            return None
         k = self.created
         self.created += 1
         self.rec.replay["ms_iterators"] = self.created
         if self.file is None or k >= len(self.counts):
             return None
-        dtypes = _dataset_dtypes(dataset)
-        columns = _columns(dataset) if dict_columns else None
+        self.busy = True
+        try:
+            dtypes = _dataset_dtypes(dataset)
+            columns = _columns(dataset) if dict_columns else None
+        finally:
+            self.busy = False
         return ReplayIterator(self, k, dtypes, output_numpy, columns)
 
     def batch(self, k: int, b: int) -> list[np.ndarray]:
@@ -95,6 +103,17 @@ class ReplayIterator:
         pass
 
 
+MS_ROOT = str(Path(ms.__file__).parent)
+
+
+def _called_by_mindspore() -> bool:
+    """An iterator MindSpore makes for itself (GeneratorDataset checks a dataset source with iter())."""
+    frame = sys._getframe(2)  # whoever called create_*_iterator
+    if frame.f_code.co_name == "__iter__" and frame.f_back is not None:
+        frame = frame.f_back
+    return frame.f_code.co_filename.startswith(MS_ROOT)
+
+
 def patch_iterators(replay: Replay) -> None:
     from mindspore.dataset.engine.datasets import Dataset
 
@@ -103,11 +122,11 @@ def patch_iterators(replay: Replay) -> None:
     def create_tuple_iterator(
         self: Any, columns: Any = None, num_epochs: int = -1, output_numpy: bool = False, **kw: Any
     ) -> Any:
-        it = replay.next_iterator(self, output_numpy, dict_columns=False)
+        it = None if _called_by_mindspore() else replay.next_iterator(self, output_numpy, dict_columns=False)
         return it if it is not None else tuple_it(self, columns, num_epochs, output_numpy, **kw)
 
     def create_dict_iterator(self: Any, num_epochs: int = -1, output_numpy: bool = False, **kw: Any) -> Any:
-        it = replay.next_iterator(self, output_numpy, dict_columns=True)
+        it = None if _called_by_mindspore() else replay.next_iterator(self, output_numpy, dict_columns=True)
         return it if it is not None else dict_it(self, num_epochs, output_numpy, **kw)
 
     Dataset.create_tuple_iterator = create_tuple_iterator  # type: ignore[method-assign]

@@ -130,6 +130,25 @@ def load_torch_init(model: MsModel, torch_dir: Path, torch_model: dict[str, Any]
     return {"missing": missing, "shape": shape, "unused": sorted(set(converted) - names)}
 
 
+def expected_names(torch_dir: Path, torch_model: dict[str, Any]) -> set[str]:
+    """The MindSpore names of a torch model's state (the KB renames of its recorded keys)."""
+    from ..kb import load_kb
+    from ..weights import rename_key
+
+    with np.load(torch_dir / torch_model["init"]) as z:
+        keys = list(z.files)
+    kb = load_kb()
+    return {n for n in (rename_key(k, torch_model["layer_types"], kb)[0] for k in keys) if n}
+
+
+def _name_match(expected: set[str]) -> Any:
+    def score(cell: nn.Cell) -> tuple[int, int, int]:
+        names = {n for n, _ in cell.parameters_and_names()}
+        return len(names & expected), -len(names - expected), -sum(1 for _ in cell.cells_and_names())
+
+    return score
+
+
 class MsSide:
     def __init__(self, rec: Recorder, config: dict[str, Any], torch_record: dict[str, Any]) -> None:
         self.rec, self.cfg, self.torch = rec, config, torch_record
@@ -146,33 +165,39 @@ class MsSide:
         self.unassigned.append(len(self.optimizers) - 1)
 
     def discover_models(self) -> None:
-        """The same rule as the torch side: per optimizer, the smallest Cell holding its parameters."""
+        """Per new optimizer, the Cell(s) it trains: for each torch model that optimizer's twin trains, the
+        Cell holding some of its parameters whose names best match the torch model's renamed state
+        (so a dropped parameter group still finds the whole model); otherwise the smallest Cell
+        holding them, as the torch side does."""
         cells = [c for c in live_instances(nn.Cell) if not (is_optimizer(c) or isinstance(c, GradProbe))]
         owned = {id(c): {id(p) for p in c.get_parameters()} for c in cells}
-        size = {id(c): sum(1 for _ in c.cells_and_names()) for c in cells}
         for j in self.unassigned:
             want = {id(p) for p in self.optimizers[j].parameters}
+            for tm in (m for m in self.torch.get("models", []) if j in m["optimizers"]):
+                candidates = [c for c in cells if owned[id(c)] & want]
+                if candidates:
+                    best = max(candidates, key=_name_match(expected_names(self.torch_dir, tm)))
+                    self._model_for(best, j, tm["key"])
+                    want -= owned[id(best)]
             while want:
-                best = max(
-                    cells, key=lambda c: (len(owned[id(c)] & want), -len(owned[id(c)]), -size[id(c)]), default=None
-                )
+                best = max(cells, key=lambda c: (len(owned[id(c)] & want), -len(owned[id(c)])), default=None)
                 if best is None or not owned[id(best)] & want:
                     self.rec.notes.append(f"optimizer {j}: {len(want)} parameter(s) belong to no Cell")
                     break
-                self._model_for(best, j)
+                self._model_for(best, j, f"ms-only{len(self.models)}")
                 want -= owned[id(best)]
         self.unassigned = []
         self.training = True
 
-    def _model_for(self, cell: nn.Cell, opt: int) -> None:
+    def _model_for(self, cell: nn.Cell, opt: int, key: str) -> None:
         model = next((m for m in self.models if m.cell is cell), None)
         if model is None:
-            model = MsModel(f"model{len(self.models)}", cell)
+            model = MsModel(key, cell)
             torch_models = {m["key"]: m for m in self.torch.get("models", [])}
-            if model.key in torch_models:
-                self.loads[model.key] = load_torch_init(model, self.torch_dir, torch_models[model.key])
+            if key in torch_models:
+                self.loads[key] = load_torch_init(model, self.torch_dir, torch_models[key])
             else:
-                self.loads[model.key] = {"error": "the torch script trains no model with this position"}
+                self.loads[key] = {"error": "the torch script trains no such model (its optimizers differ)"}
             self.models.append(model)
         model.opts.append(opt)
 

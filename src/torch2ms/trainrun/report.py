@@ -102,7 +102,8 @@ def _print_verdict(rep: TrainReport, console: Any) -> None:
             highlight=False,
         )
     if rep.error:
-        console.print(f"[red]error:[/] {rep.error}", highlight=False)
+        console.print(f"[red]ERROR[/]: {rep.error}", highlight=False)
+        return
     d = rep.first_divergence
     worst = max((r["rel"] for r in rep.rows if r["rel"] is not None), default=0.0)
     if rep.status == "same":
