@@ -28,7 +28,7 @@ class Net(nn.Module):
 def make_loader():
     rng = np.random.default_rng(0)
     x = rng.standard_normal((96, 8)).astype(np.float32)
-    y = ((x[:, 0] > 0).astype(np.int64) + (x[:, 1] > 0.5).astype(np.int64))
+    y = (x[:, 0] > 0).astype(np.int64) + (x[:, 1] > 0.5).astype(np.int64)
     return DataLoader(TensorDataset(torch.from_numpy(x), torch.from_numpy(y)), batch_size=16, shuffle=True)
 
 

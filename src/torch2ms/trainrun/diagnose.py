@@ -44,7 +44,7 @@ def loss_rel(t: float | None, m: float | None, first: float | None) -> float | N
 def pair_rows(t_events: list[dict[str, Any]], m_events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per torch step event, with the MindSpore event at the same position."""
     rows = []
-    first = {}
+    first: dict[int, float | None] = {}
     for t in t_events:
         first.setdefault(t["opt"], t["loss"])
     for i, t in enumerate(t_events):
