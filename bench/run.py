@@ -10,7 +10,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-BENCHES = ["scan_bench.py", "convert_bench.py", "weights_bench.py", "compare_bench.py", "train_step_bench.py"]
+BENCHES = [
+    "scan_bench.py",
+    "convert_bench.py",
+    "weights_bench.py",
+    "compare_bench.py",
+    "train_step_bench.py",
+    "compare_train_bench.py",
+]
 
 
 def main() -> int:
