@@ -111,18 +111,21 @@ def conditions(rep: TrainReport, t_rec: dict[str, Any], m_rec: dict[str, Any]) -
         f"same initial weights: torch's {models} recorded before the first step, loaded into MindSpore by the KB renames"
     )
     same = [r["same_inputs"] for r in rep.rows if r["same_inputs"] is not None]
-    agree = "identical at every step" if same and all(same) else f"different at {same.count(False)} step(s)"
+    if not same:
+        agree = "batches not compared (one side's steps take no batch argument)"
+    elif all(same):
+        agree = "batches identical at every step"
+    else:
+        agree = f"batches different at {same.count(False)} of {len(same)} step(s)"
     recorded, fed = (t_rec.get("replay") or {}).get("batches", 0), (m_rec.get("replay") or {}).get("batches", 0)
     if rep.data == "own":
-        out.append(
-            f"own data: each side ran its own pipeline; model inputs {agree} (batch statistics per step in report.json)"
-        )
+        out.append(f"own data: each side ran its own pipeline; {agree} (batch statistics per step in report.json)")
     elif recorded:
         out.append(
-            f"same data: {fed} of the {recorded} batch(es) torch's DataLoaders yielded replayed into MindSpore's dataset iterators; model inputs {agree}"
+            f"same data: {fed} of the {recorded} batch(es) torch's DataLoaders yielded replayed into MindSpore's dataset iterators; {agree}"
         )
     else:
-        out.append(f"no DataLoader in the torch script: each side made its own batches; model inputs {agree}")
+        out.append(f"no DataLoader in the torch script: each side made its own batches; {agree}")
     out.append(_dropout_text(t_rec, m_rec))
     draws = {**t_rec["randomness"].get("random_ops", {}), **m_rec["randomness"].get("random_ops", {})}
     if draws:

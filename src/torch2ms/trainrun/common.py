@@ -110,6 +110,7 @@ class Recorder:
         self.counts: dict[int, int] = {}
         self.pending_losses: list[float] = []
         self.pending_inputs: dict[str, Any] | None = None
+        self.batch_stats: dict[str, Any] | None = None  # the last batch a data loader / dataset yielded
         self.optimizers: list[dict[str, Any]] = []
         self.models: list[dict[str, Any]] = []
         self.notes: list[str] = []
@@ -140,7 +141,9 @@ class Recorder:
             "n_losses": len(losses),
             "lr": lr,
             "grad_norm": finite(grad_norm) if grad_norm is not None else None,
-            "inputs": self.pending_inputs,
+            # the step's batch: the loader's when there is one (what the model and the loss get from
+            # it differs between scripts: a GAN's generator step feeds noise), else the model's input
+            "inputs": self.batch_stats if self.batch_stats is not None else self.pending_inputs,
             "t": now - self.t0,
         }
         ev.update(extra)

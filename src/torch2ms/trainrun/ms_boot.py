@@ -196,8 +196,8 @@ def main(config_path: str) -> None:
     patch_cells(side)
     patch_dropout()
     patch_random(side)
-    if cfg["data"] == "replay":
-        ms_data.patch_iterators(ms_data.Replay(side.torch_dir, torch_record.get("replay", {}), rec))
+    replay = ms_data.Replay(side.torch_dir, torch_record.get("replay", {}), rec) if cfg["data"] == "replay" else None
+    ms_data.patch_iterators(replay, rec)
     if cfg["fake_data"]:
         patch_fake_data(side, cfg["seed"])
     run_instrumented(rec, cfg["ms_script"], cfg["args"], side.finish)

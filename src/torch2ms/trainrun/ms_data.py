@@ -13,7 +13,7 @@ import mindspore as ms
 import numpy as np
 
 from . import fake_data
-from .common import Recorder
+from .common import Recorder, array_stats
 
 
 class Replay:
@@ -91,6 +91,7 @@ class ReplayIterator:
         self.b += 1
         want = self.dtypes if self.dtypes and len(self.dtypes) == len(arrays) else [None] * len(arrays)
         items = [_cast(a, w) for a, w in zip(arrays, want)]
+        self.replay.rec.batch_stats = array_stats(items[0]) if items else None
         out = items if self.output_numpy else [ms.Tensor(a) for a in items]
         if self.columns and len(self.columns) == len(out):
             return dict(zip(self.columns, out))
@@ -114,7 +115,28 @@ def _called_by_mindspore() -> bool:
     return frame.f_code.co_filename.startswith(MS_ROOT)
 
 
-def patch_iterators(replay: Replay) -> None:
+class Watched:
+    """The script's own dataset iterator (--own-data, or more passes than torch made): each batch's
+    first column is summarised for the per-step batch comparison."""
+
+    def __init__(self, it: Any, rec: Recorder) -> None:
+        self.it, self.rec = it, rec
+
+    def __iter__(self) -> Watched:
+        return self
+
+    def __next__(self) -> Any:
+        item = next(self.it)
+        first = next(iter(item.values())) if isinstance(item, dict) else (item[0] if item else None)
+        if first is not None:
+            self.rec.batch_stats = array_stats(first.asnumpy() if hasattr(first, "asnumpy") else first)
+        return item
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.it, name)
+
+
+def patch_iterators(replay: Replay | None, rec: Recorder) -> None:
     from mindspore.dataset.engine.datasets import Dataset
 
     tuple_it, dict_it = Dataset.create_tuple_iterator, Dataset.create_dict_iterator
@@ -122,12 +144,16 @@ def patch_iterators(replay: Replay) -> None:
     def create_tuple_iterator(
         self: Any, columns: Any = None, num_epochs: int = -1, output_numpy: bool = False, **kw: Any
     ) -> Any:
-        it = None if _called_by_mindspore() else replay.next_iterator(self, output_numpy, dict_columns=False)
-        return it if it is not None else tuple_it(self, columns, num_epochs, output_numpy, **kw)
+        if _called_by_mindspore():
+            return tuple_it(self, columns, num_epochs, output_numpy, **kw)
+        it = replay.next_iterator(self, output_numpy, dict_columns=False) if replay else None
+        return it if it is not None else Watched(tuple_it(self, columns, num_epochs, output_numpy, **kw), rec)
 
     def create_dict_iterator(self: Any, num_epochs: int = -1, output_numpy: bool = False, **kw: Any) -> Any:
-        it = None if _called_by_mindspore() else replay.next_iterator(self, output_numpy, dict_columns=True)
-        return it if it is not None else dict_it(self, num_epochs, output_numpy, **kw)
+        if _called_by_mindspore():
+            return dict_it(self, num_epochs, output_numpy, **kw)
+        it = replay.next_iterator(self, output_numpy, dict_columns=True) if replay else None
+        return it if it is not None else Watched(dict_it(self, num_epochs, output_numpy, **kw), rec)
 
     Dataset.create_tuple_iterator = create_tuple_iterator  # type: ignore[method-assign]
     Dataset.create_dict_iterator = create_dict_iterator  # type: ignore[method-assign]

@@ -163,6 +163,7 @@ class MsSide:
     def register_optimizer(self, opt: Any) -> None:
         self.optimizers.append(opt)
         self.unassigned.append(len(self.optimizers) - 1)
+        self.training = True  # as on the torch side: random draws from the first optimizer on are pseudo-noise
 
     def discover_models(self) -> None:
         """Per new optimizer, the Cell(s) it trains: for each torch model that optimizer's twin trains, the
@@ -187,7 +188,6 @@ class MsSide:
                 self._model_for(best, j, f"ms-only{len(self.models)}")
                 want -= owned[id(best)]
         self.unassigned = []
-        self.training = True
 
     def _model_for(self, cell: nn.Cell, opt: int, key: str) -> None:
         model = next((m for m in self.models if m.cell is cell), None)

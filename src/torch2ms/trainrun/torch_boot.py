@@ -118,8 +118,7 @@ def patch_loaders(side: Any, record: bool) -> None:
             batch = nxt(self)
         finally:
             side.in_loader = False
-        if record:
-            side.on_batch(self._t2ms_index, batch)
+        side.on_batch(self._t2ms_index, batch, record)
         return batch
 
     base.__init__ = __init__  # type: ignore[method-assign]

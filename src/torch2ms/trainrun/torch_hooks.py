@@ -125,6 +125,7 @@ class TorchSide:
         if all(o is not opt for o in self.optimizers):
             self.optimizers.append(opt)
             self.unassigned.append(len(self.optimizers) - 1)
+            self.training = True  # random draws from here on get the shared pseudo-noise (both sides alike)
 
     def discover_models(self) -> None:
         """Find the module(s) each new optimizer trains: the smallest module holding all its parameters
@@ -143,7 +144,6 @@ class TorchSide:
                 self._model_for(best, j)
                 want -= owned[id(best)]
         self.unassigned = []
-        self.training = True
 
     def _model_for(self, module: torch.nn.Module, opt: int) -> None:
         model = next((m for m in self.models if m.module is module), None)
@@ -192,10 +192,12 @@ class TorchSide:
         clip, self.clip = self.clip, None
         self.rec.step(j, lrs, gnorm, {"modes": modes, "clip": clip})
 
-    def on_batch(self, index: int, batch: Any) -> None:
-        if self.replay_note is not None:
-            return
+    def on_batch(self, index: int, batch: Any, record: bool) -> None:
         leaves = _leaves(batch)
+        first = next((x for x in leaves if isinstance(x, torch.Tensor)), None)
+        self.rec.batch_stats = array_stats(_to_numpy(first)) if first is not None else None
+        if not record or self.replay_note is not None:
+            return
         if not all(isinstance(x, torch.Tensor) for x in leaves):
             self.replay_note = "a batch holds something other than tensors: not replayed"
             return
