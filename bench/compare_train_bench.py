@@ -9,7 +9,7 @@ The MindSpore side is instrumented with --own-data here, so it runs the same dat
 plain script (with replay it reads torch's recorded batches instead, which is cheaper still).
 Target: instrumented / plain ≤ 1.2 per step.
 
-Run:  .venv/bin/python bench/compare_train_bench.py [--short 2] [--long 30] [--repeat 3]
+Run:  .venv/bin/python bench/compare_train_bench.py [--short 2] [--long 20] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -25,6 +25,10 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("GLOG_v", "3")
+# One intra-op thread for every variant: oversubscribed OpenMP threads spin, and on a shared 2-core
+# machine that turns other load into CPU seconds of ours (a first run with the default threads, load
+# average 10, spread the torch per-step CPU time of near-identical variants over 54-140 ms).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")
 os.environ.setdefault("MS_DEV_LAUNCH_BLOCKING", "1")
 os.environ.setdefault("MS_DEV_HOST_BLOCKING_RUN", "1")
@@ -82,7 +86,7 @@ def commands(tmp: Path, ms_dir: Path, epochs: int) -> dict[str, list[str]]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--short", type=int, default=2, help="epochs of the short run")
-    ap.add_argument("--long", type=int, default=30, help="epochs of the long run")
+    ap.add_argument("--long", type=int, default=20, help="epochs of the long run")
     ap.add_argument("--repeat", type=int, default=3)
     opts = ap.parse_args()
     from torch2ms.convert import convert_tree

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import math
 import os
 import sys
 import time
@@ -75,10 +74,6 @@ def _plain(o: Any) -> Any:
     return str(o)
 
 
-def finite(x: float | None) -> float | None:
-    return x if x is None or math.isfinite(x) else None if math.isnan(x) else x
-
-
 def array_stats(a: Any) -> dict[str, Any]:
     """Shape, dtype and summary numbers of one numpy array: enough to tell two batches apart."""
     import numpy as np
@@ -137,10 +132,10 @@ class Recorder:
         ev = {
             "step": n,
             "opt": opt,
-            "loss": finite(sum(losses)) if losses else None,
+            "loss": sum(losses) if losses else None,  # nan/inf stay: json writes them, the report shows them
             "n_losses": len(losses),
             "lr": lr,
-            "grad_norm": finite(grad_norm) if grad_norm is not None else None,
+            "grad_norm": grad_norm,
             # the step's batch: the loader's when there is one (what the model and the loss get from
             # it differs between scripts: a GAN's generator step feeds noise), else the model's input
             "inputs": self.batch_stats if self.batch_stats is not None else self.pending_inputs,

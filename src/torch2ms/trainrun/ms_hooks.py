@@ -218,31 +218,28 @@ class MsSide:
         is_opt, is_probe = is_optimizer(cell), isinstance(cell, GradProbe)
         watch = not (is_opt or is_probe) and self.optimizers and all(m.cell is not cell for m in self.models)
         before = self.counters() if watch else None
-        if is_probe or watch:
-            first = next(iter(_tensor_leaves(list(args))), None)
-            inputs = array_stats(first.asnumpy()) if first is not None else None
         self.depth += 1
         try:
             out = call(cell, *args, **kwargs)
         finally:
             self.depth -= 1
-        if is_probe:
-            self.rec.note_inputs(inputs)
+        if is_opt:
+            self.step(next(j for j, o in enumerate(self.optimizers) if o is cell))
+            return out
+        stepped = [j for j, (a, b) in enumerate(zip(before, self.counters())) if b > a] if before else []
+        if is_probe or stepped:  # a loss was differentiated: the step's loss and (no loader) its input
+            self._note_args(args)
             loss = _first_scalar(out)
             if loss is not None:
                 self.rec.add_loss(loss)
-        elif is_opt:
-            self.step(next(j for j, o in enumerate(self.optimizers) if o is cell))
-        elif before is not None:
-            stepped = [j for j, (a, b) in enumerate(zip(before, self.counters())) if b > a]
-            if stepped:
-                self.rec.note_inputs(inputs)
-                loss = _first_scalar(out)
-                if loss is not None:
-                    self.rec.add_loss(loss)
-            for j in stepped:
-                self.step(j)
+        for j in stepped:
+            self.step(j)
         return out
+
+    def _note_args(self, args: tuple) -> None:
+        if self.rec.batch_stats is None and self.rec.pending_inputs is None:
+            first = next(iter(_tensor_leaves(list(args))), None)
+            self.rec.note_inputs(array_stats(first.asnumpy()) if first is not None else None)
 
     def counters(self) -> list[int]:
         return [int(o.t2ms_steps.asnumpy()) for o in self.optimizers]

@@ -65,6 +65,10 @@ def _rows_to_show(rows: list[dict[str, Any]], first: int | None, limit: int = 40
     return [rows[i] for i in sorted(keep)]
 
 
+def _batch(stats: dict[str, Any] | None) -> str:
+    return "—" if not stats else f"{stats['mean']:.4g} / {stats['std']:.4g}"
+
+
 def print_report(rep: TrainReport, console: Any) -> None:
     from rich.table import Table
 
@@ -74,17 +78,22 @@ def print_report(rep: TrainReport, console: Any) -> None:
     multi = len({r["opt"] for r in rep.rows}) > 1
     first = rep.first_divergence["index"] if rep.first_divergence else None
     t = Table(title=f"compare-train: {rep.torch_script}  vs  {rep.ms_script}  ({rep.mode}, {rep.data} data)")
+    own = rep.data == "own"
     for col in ("step", "torch loss", "MindSpore loss", "rel diff"):
         t.add_column(col, justify="right")
     t.add_column("")
+    if own:  # the two pipelines' batches side by side (what check-data measures)
+        for col in ("torch batch mean/std", "MindSpore batch mean/std"):
+            t.add_column(col, justify="right")
     shown = _rows_to_show(rep.rows, first)
     for prev, r in zip([None, *shown], shown):
         if prev is not None and r["index"] != prev["index"] + 1:
-            t.add_row("…", "", "", "", "")
+            t.add_row("…", *[""] * (6 if own else 4))
         mark = "[red]✗[/]" if r["rel"] is None or r["rel"] > rep.tol else "[green]✓[/]"
         step = f"{r['step']}·opt{r['opt']}" if multi else str(r["step"])
         rel = "—" if r["rel"] is None else f"{r['rel']:.1e}"
-        t.add_row(step, _num(r["torch_loss"]), _num(r["ms_loss"]), rel, mark)
+        batches = [_batch(r["torch_inputs"]), _batch(r["ms_inputs"])] if own else []
+        t.add_row(step, _num(r["torch_loss"]), _num(r["ms_loss"]), rel, mark, *batches)
     console.print(t)
     for c in rep.conditions:
         console.print(f"  • {c}", highlight=False)

@@ -208,7 +208,6 @@ def patch_fake_data(side: Any, fake: Any, seed: int) -> None:
         return
     import os
 
-    import numpy as np
     import torch
     from PIL import Image
 
@@ -253,7 +252,6 @@ def patch_fake_data(side: Any, fake: Any, seed: int) -> None:
     for name in fake.SPECS:
         if hasattr(tvd, name):
             setattr(tvd, name, factory(name, getattr(tvd, name)))
-    del np
 
 
 def main(config_path: str) -> None:

@@ -167,6 +167,8 @@ class TorchSide:
     def on_outer_call(self, module: torch.nn.Module, args: tuple, kwargs: dict) -> None:
         if self.unassigned:
             self.discover_models()
+        if self.rec.batch_stats is not None or self.rec.pending_inputs is not None:
+            return  # the step's batch is known (a loader's) or noted already
         if self.models and torch.is_grad_enabled() and any(m.module is module for m in self.models):
             t = _first_tensor(args, kwargs)
             self.rec.note_inputs(array_stats(_to_numpy(t)) if t is not None else None)
