@@ -8,7 +8,6 @@ iterators. Loaded by path from ``torch_boot.py``: torch, numpy and the standard 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -175,7 +174,7 @@ class TorchSide:
 
     def on_backward(self, tensor: torch.Tensor) -> None:
         if tensor.numel() == 1:
-            value = float(tensor.detach().float().sum())
+            value = float(tensor.detach().reshape(()).item())
             self.rec.add_loss(value / self.scaled.get(id(tensor), 1.0))
 
     def on_step(self, opt: torch.optim.Optimizer) -> None:
@@ -187,8 +186,10 @@ class TorchSide:
             self.rec.optimizers.extend({} for _ in range(j + 1 - len(self.rec.optimizers)))
         if not self.rec.optimizers[j]:
             self.rec.optimizers[j] = self.describe_optimizer(j)
-        sq = [p.grad.detach().float().pow(2).sum() for g in opt.param_groups for p in g["params"] if p.grad is not None]
-        gnorm = math.sqrt(float(torch.stack(sq).sum())) if sq else None
+        grads = [p.grad.detach() for g in opt.param_groups for p in g["params"] if p.grad is not None]
+        # two dispatches for any number of tensors: the per-tensor norms, then their norm
+        norms = torch._foreach_norm(grads) if grads else []
+        gnorm = float(torch.linalg.vector_norm(torch.stack([x.float() for x in norms]))) if norms else None
         lrs = [float(g["lr"].item() if isinstance(g["lr"], torch.Tensor) else g["lr"]) for g in opt.param_groups]
         modes = {m.key: _modes(m.mode_modules) for m in self.models if j in m.opts}
         clip, self.clip = self.clip, None
