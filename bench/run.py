@@ -18,6 +18,7 @@ BENCHES = [
     "weights_bench.py",
     "compare_bench.py",
     "train_step_bench.py",
+    "compare_train_bench.py",
 ]
 
 

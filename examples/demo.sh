@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make demo`: torch2ms on the bundled example project (examples/project: an ImageFolder CNN, an LSTM
 # text classifier, a tiny GPT, each with its training script): scan, convert, check the data pipeline,
-# convert the weights, compare layer by layer, then train both versions 50 steps from the same init and data.
+# convert the weights, compare layer by layer, then run each training script and its conversion side by side
+# (torch2ms compare-train: 50 steps from the same init and data).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 T=.venv/bin/torch2ms
@@ -38,24 +39,33 @@ step "torch2ms check-data: the torch ImageFolder pipeline vs its conversion"
 $T check-data --torch examples/project/data.py:val_loader --ms $MS/data.py:val_loader --batches 2 --out $OUT/check_data
 step "torch2ms weights $OUT/cnn_init.pth -o $OUT/cnn_init.ckpt --net $MS/models.py:SmallCNN"
 $T weights $OUT/cnn_init.pth -o $OUT/cnn_init.ckpt --net $MS/models.py:SmallCNN
-# compare and the training runs are independent: run them side by side (2 cores), print in order.
+# compare runs in the background (2 cores) while compare-train runs the example's three training scripts
+# and their conversions, unmodified, side by side; the outputs are printed in order.
 # Plain SGD in compare: with momentum 0.9 this CNN's 50-step trajectory amplifies float32 rounding (a loss
 # 1e-7 apart grows ~1.2x a step from about step 20), and compare also judges the trained parameters.
 $T compare --torch examples/project/models.py:SmallCNN --ms $MS/models.py:SmallCNN --weights $OUT/cnn_init.pth \
   --inputs $OUT/cnn_batches.npz --train-steps 50 --optimizer sgd --lr 0.02 --momentum 0 --out $OUT/compare \
   > $OUT/compare.log 2>&1 &
 compare_pid=$!
-$PY examples/demo/train_both.py $MS $OUT > $OUT/train_both.log 2>&1 &
-train_pid=$!
+train_rc=0
+for run in "train_cnn.py --epochs 15" "train_lstm.py --epochs 10" "train_gpt.py --steps 50"; do
+  set -- $run
+  name=${1%.py}
+  shift
+  $T compare-train --torch examples/project/$name.py --ms $MS/$name.py --steps 50 --mode graph \
+    --out $OUT/compare_train/$name -- "$@" > $OUT/compare_train_$name.log 2>&1 || train_rc=$?
+done
 if wait $compare_pid; then compare_rc=0; else compare_rc=$?; fi
 step "torch2ms compare: layer by layer, then 50 SGD steps on the pipeline's batches"
 cat $OUT/compare.log
-if wait $train_pid; then train_rc=0; else train_rc=$?; fi
-step "the example's training scripts, torch vs converted: 50 steps from the same init and data (GRAPH_MODE)"
-cat $OUT/train_both.log
+for name in train_cnn train_lstm train_gpt; do
+  step "torch2ms compare-train --torch examples/project/$name.py --ms $MS/$name.py --steps 50 --mode graph"
+  cat $OUT/compare_train_$name.log
+done
 step "torch2ms export: the converted CNN with the converted weights as MindIR, reloaded and checked"
 $T export --net $MS/models.py:SmallCNN --ckpt $OUT/cnn_init.ckpt --input-shape 1,3,16,16 -o $OUT/cnn.mindir
 echo
-echo "open $OUT/compare/report.html for the per-layer error and loss-curve plots"
+echo "open $OUT/compare/report.html for the per-layer error and loss-curve plots,"
+echo "and $OUT/compare_train/*/report.html for the training scripts' loss curves side by side"
 echo "demo finished in $((SECONDS - start)) s"
 exit $((compare_rc || train_rc))

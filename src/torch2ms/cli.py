@@ -310,6 +310,10 @@ def _add_framework_commands(sub: argparse._SubParsersAction) -> None:
 
     add_compare_parser(sub)
 
+    from .trainrun.cli import add_compare_train_parser  # torch2ms compare-train --torch T.py --ms M.py (R26)
+
+    add_compare_train_parser(sub)
+
     from .export import add_export_parser  # torch2ms export --net .. --ckpt .. --input-shape .. -o OUT.mindir (R29)
 
     add_export_parser(sub)

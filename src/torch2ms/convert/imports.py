@@ -17,7 +17,7 @@ from ..analysis.astwalk import nodes
 from ..analysis.imports import ImportMap
 from .changes import MARK
 from .context import RewriteContext
-from .cstutil import Statement
+from .cstutil import Statement, block
 from .names import ALIASES
 
 # The short MindSpore aliases the rewrite stage writes (nn, ops, ms, ...): a torch name still in use
@@ -175,34 +175,35 @@ class _NestedImports(cst.CSTTransformer):
     def visit_SimpleStatementLine(self, node) -> bool:
         return False
 
-    def _is_torch_import(self, stmt) -> bool:
-        return (
-            isinstance(stmt, cst.SimpleStatementLine)
-            and len(stmt.body) == 1
-            and _framework_aliases(stmt.body[0], self.imap)
-            and isinstance(stmt.body[0], (cst.Import, cst.ImportFrom))
-            and not isinstance(stmt.body[0].names, cst.ImportStar)
-        )
+    def _torch_import(self, stmt: cst.CSTNode) -> cst.Import | cst.ImportFrom | None:
+        """The statement's torch import (not a star import), if that is what it is."""
+        if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1):
+            return None
+        imp = stmt.body[0]
+        if not isinstance(imp, (cst.Import, cst.ImportFrom)) or isinstance(imp.names, cst.ImportStar):
+            return None
+        return imp if _framework_aliases(imp, self.imap) else None
 
-    def leave_IndentedBlock(self, original, updated):
-        if not any(self._is_torch_import(s) for s in updated.body):
+    def leave_IndentedBlock(self, original: cst.IndentedBlock, updated: cst.IndentedBlock) -> cst.IndentedBlock:
+        stmts = block(updated)
+        if not any(self._torch_import(s) for s in stmts):
             return updated
-        block = cst.Module(body=[s for s in updated.body if not self._is_torch_import(s)]).code
+        code = cst.Module(body=[s for s in stmts if not self._torch_import(s)]).code
         try:
-            tree = ast.parse(block)
+            tree = ast.parse(code)
             read = {n.id for n in nodes(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
         except SyntaxError:
             return updated
         read = (read - self.ms_aliases) | self.reexports
-        body = []
+        body: list[Statement] = []
         carried: list[cst.EmptyLine] = []  # comments of dropped imports go above the next statement
-        for stmt in updated.body:
-            if not self._is_torch_import(stmt):
+        for stmt in stmts:
+            imp = self._torch_import(stmt)
+            if imp is None:
                 body.append(stmt.with_changes(leading_lines=[*carried, *stmt.leading_lines]) if carried else stmt)
                 carried = []
                 continue
-            imp = stmt.body[0]
-            assert isinstance(imp, (cst.Import, cst.ImportFrom)) and not isinstance(imp.names, cst.ImportStar)
+            assert isinstance(stmt, cst.SimpleStatementLine) and not isinstance(imp.names, cst.ImportStar)
             kept = [a for a in imp.names if _local(a) in read]
             if kept:
                 kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)

@@ -53,6 +53,7 @@ def unwrap_grad_context(ctx: RewriteContext, original: cst.With, updated: cst.Wi
         line = cst.SimpleStatementLine(suite.body, updated.leading_lines, suite.trailing_whitespace)
         return cst.FlattenSentinel([line])
     body = block(updated.body)
+    assert isinstance(updated.body, cst.IndentedBlock)
     header = updated.body.header.comment  # `with torch.no_grad():  # comment` keeps its comment
     above = [cst.EmptyLine(comment=header)] if header is not None else []
     if body:

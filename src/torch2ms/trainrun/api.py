@@ -1,0 +1,201 @@
+"""``compare_train``: run a torch training script and its conversion, both unmodified and instrumented,
+and report whether they train the same (and where they part, and why)."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from . import causes, diagnose
+from .report import TrainReport
+from .runner import SideRun, TrainUsageError, check_inputs, ms_command, run_side, torch_command, write_config
+
+LABEL = {"torch": "torch", "ms": "MindSpore"}
+
+
+def compare_train(
+    torch_script: str,
+    ms_script: str,
+    *,
+    steps: int = 20,
+    args: list[str] | None = None,
+    torch_python: str | None = None,
+    out_dir: str | None = None,
+    data: str = "replay",
+    fake_data: bool = False,
+    tol: float = 1e-4,
+    mode: str = "pynative",
+    seed: int = 0,
+    cwd: str | None = None,
+    timeout: float = 900.0,
+) -> TrainReport:
+    """Raises TrainUsageError for bad arguments; a script that fails gives a report with status "error"."""
+    check_inputs(torch_script, ms_script, torch_python, steps, tol)
+    work = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="torch2ms-compare-train-"))
+    config = write_config(
+        work.resolve(),
+        steps=steps,
+        seed=seed,
+        data=data,
+        fake_data=fake_data,
+        mode=mode,
+        torch_script=str(Path(torch_script).resolve()),
+        ms_script=str(Path(ms_script).resolve()),
+        args=list(args or []),
+    )
+    rep = TrainReport("error", torch_script, ms_script, steps, tol, mode, data, seed, work_dir=str(work))
+    run_dir = Path(cwd or ".")
+    t = run_side("torch", torch_command(torch_python, config), work, run_dir, timeout)
+    rep.sides["torch"] = _side_summary(t)
+    if (err := side_error(t, timeout)) is not None and not (t.record and t.record["events"]):
+        rep.error = err
+    else:
+        m = run_side("ms", ms_command(config), work, run_dir, timeout)
+        rep.sides["ms"] = _side_summary(m)
+        rep.error = err or side_error(m, timeout)
+        if m.record is not None:
+            assert t.record is not None
+            judge(rep, t.record, m.record, work)
+    rep.write(work)
+    return rep
+
+
+def judge(rep: TrainReport, t_rec: dict[str, Any], m_rec: dict[str, Any], work: Path) -> None:
+    """Fill rows, findings, the first divergence, parameters and the status."""
+    rep.rows = diagnose.pair_rows(t_rec["events"], m_rec["events"])
+    rep.findings = causes.load_findings(m_rec)
+    if m_rec["events"]:  # before its first step MindSpore has not named the optimizers' parameters
+        rep.findings += causes.group_findings(t_rec, m_rec)
+    rep.findings += causes.run_findings(rep.rows, t_rec, m_rec)
+    # Loose: Adam turns the float noise on a gradient that is ~0 by construction (attention's key bias)
+    # into full-size steps of either sign; a parameter trained on one side only is off by ~100%.
+    rep.parameter_tol = max(100 * rep.tol, 1e-2)
+    if rep.error is None:  # a side that crashed has no trained parameters to speak of
+        rep.parameters = diagnose.compare_parameters(work, t_rec, m_rec)
+    if bad := [p for p in rep.parameters if p["rel"] > rep.parameter_tol]:
+        names = ", ".join(f"{p['name']} ({p['rel']:.1e})" for p in bad[:4])
+        rep.findings.append(
+            causes._finding(
+                "params-final",
+                f"{len(bad)} parameter(s) differ after training by more than {rep.parameter_tol:g} relative: {names}",
+            )
+        )
+    k = diagnose.first_beyond(rep.rows, rep.tol)
+    if k is not None:
+        cause, facts = causes.likeliest_cause(rep.rows, k, rep.findings)
+        r = rep.rows[k]
+        rel_text = "no MindSpore step" if r["rel"] is None else f"{r['rel']:.1e} relative"
+        rep.first_divergence = {
+            "index": k,
+            "step": r["step"],
+            "opt": r["opt"],
+            "torch_loss": r["torch_loss"],
+            "ms_loss": r["ms_loss"],
+            "rel": r["rel"],
+            "rel_text": rel_text,
+            "cause": cause,
+            "facts": facts,
+        }
+    rep.conditions = conditions(rep, t_rec, m_rec)
+    differs = k is not None or any(f["severity"] == "difference" for f in rep.findings)
+    if rep.error is None:
+        rep.status = "different" if differs else "same"
+
+
+def conditions(rep: TrainReport, t_rec: dict[str, Any], m_rec: dict[str, Any]) -> list[str]:
+    """What the run made equal on both sides, in words."""
+    out = [f"seeds: Python, numpy, torch and MindSpore seeded with {rep.seed}"]
+    models = ", ".join(f"{m['key']} ({m['type']})" for m in t_rec.get("models", []))
+    out.append(
+        f"same initial weights: torch's {models} recorded before the first step, loaded into MindSpore by the KB renames"
+    )
+    same = [r["same_inputs"] for r in rep.rows if r["same_inputs"] is not None]
+    if not same:
+        agree = "batches not compared (one side's steps take no batch argument)"
+    elif all(same):
+        agree = "batches identical at every step"
+    else:
+        agree = f"batches different at {same.count(False)} of {len(same)} step(s)"
+    recorded, fed = (t_rec.get("replay") or {}).get("batches", 0), (m_rec.get("replay") or {}).get("batches", 0)
+    if rep.data == "own":
+        out.append(f"own data: each side ran its own pipeline; {agree} (batch statistics per step in report.json)")
+    elif recorded:
+        out.append(
+            f"same data: {fed} of the {recorded} batch(es) torch's DataLoaders yielded replayed into MindSpore's dataset iterators; {agree}"
+        )
+    else:
+        out.append(f"no DataLoader in the torch script: each side made its own batches; {agree}")
+    out.append(_dropout_text(t_rec, m_rec))
+    draws = {**t_rec["randomness"].get("random_ops", {}), **m_rec["randomness"].get("random_ops", {})}
+    if draws:
+        out.append(
+            "random draws during training made identical (the same pseudo-noise on both sides): "
+            + ", ".join(f"{k} ×{v}" for k, v in draws.items())
+        )
+    if fake := t_rec["randomness"].get("fake_data", []) + m_rec["randomness"].get("fake_data", []):
+        out.append("fake data served for: " + ", ".join(sorted(set(fake))))
+    return out
+
+
+def _dropout_text(t_rec: dict[str, Any], m_rec: dict[str, Any]) -> str:
+    tl, ml = t_rec["randomness"].get("dropout_layers", 0), m_rec["randomness"].get("dropout_layers", 0)
+    calls = sum(t_rec["randomness"].get("dropout", {}).values())
+    if not (tl or ml or calls):
+        return "no Dropout in the trained models"
+    return (
+        f"Dropout switched off on both sides (torch: {tl} layer(s), {calls} dropout call(s); MindSpore: {ml} layer(s))"
+    )
+
+
+def side_error(run: SideRun, timeout: float) -> str | None:
+    """A one-line account of a script that could not be compared, or None."""
+    who = f"the {LABEL[run.side]} script"
+    rec = run.record
+    if rec is None:
+        if run.returncode is None:
+            return f"{who} did not finish within {timeout:g} s (raise --timeout, or lower --steps)"
+        return f"{who}'s process died (exit code {run.returncode}) before writing its record; its last output: {_last_line(run.output_tail)}"
+    n = len(rec["events"])
+    when = f"after {n} optimizer step(s)" if n else "before its first optimizer step"
+    err = rec.get("error") or {}
+    if rec["status"] == "crashed":
+        where = f" at {err['where']}" if err.get("where") else ""
+        return f"{who} crashed {when}{where}: {err['type']}: {err['message']}"
+    if rec["status"] == "exited":
+        hint = (
+            " — it needs arguments: give them after `--` (torch2ms compare-train ... -- ARGS)"
+            if "usage:" in run.output_tail
+            else ""
+        )
+        return f"{who} exited with status {err.get('message')} {when}: {_last_line(run.output_tail)}{hint}"
+    if rec["status"] == "no_steps":
+        if rec.get("unstepped_losses"):
+            return f"{who} calls backward() but never optimizer.step(): nothing to compare"
+        return f"{who} ran to its end without an optimizer step (no backward()/step() was seen): nothing to compare"
+    return None
+
+
+def _last_line(text: str) -> str:
+    lines = [x.strip() for x in text.splitlines() if x.strip()]
+    return lines[-1][:300] if lines else "(no output)"
+
+
+def _side_summary(run: SideRun) -> dict[str, Any]:
+    rec = run.record or {}
+    ev = rec.get("events", [])
+    per_step = (ev[-1]["t"] - ev[0]["t"]) / (len(ev) - 1) if len(ev) > 1 else None
+    return {
+        "status": rec.get("status", "no record"),
+        "steps": len(ev),
+        "seconds": run.seconds,
+        "first_step_s": rec.get("first_step_s"),
+        "per_step_s": per_step,
+        "returncode": run.returncode,
+        "error": rec.get("error"),
+        "notes": rec.get("notes", []),
+        "output_tail": run.output_tail,
+    }
+
+
+__all__ = ["TrainUsageError", "compare_train", "judge"]

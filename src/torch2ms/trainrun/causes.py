@@ -1,0 +1,264 @@
+"""What differs between the two runs besides the loss, and which of it most likely explains the first
+step beyond tolerance. Each finding: ``{"kind", "severity": "difference"|"warning", "message"}``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .diagnose import integer_ratio, lr_differs, modes_differ, rel
+
+Finding = dict[str, Any]
+
+
+def _finding(kind: str, message: str, severity: str = "difference", **extra: Any) -> Finding:
+    return {"kind": kind, "severity": severity, "message": message, **extra}
+
+
+def torch_to_ms_names(t_rec: dict[str, Any]) -> dict[str, str]:
+    """'model0:features.1.weight' → 'model0:features.1.gamma' (the KB renames, per model)."""
+    from ..kb import load_kb
+    from ..weights import rename_key
+
+    kb, out = load_kb(), {}
+    for m in t_rec.get("models", []):
+        for name in m.get("trainable", []):
+            new, _ = rename_key(name, m["layer_types"], kb)
+            out[f"{m['key']}:{name}"] = f"{m['key']}:{new}" if new else f"{m['key']}:{name}"
+    return out
+
+
+def _short(names: list[str], n: int = 4) -> str:
+    return ", ".join(names[:n]) + (f" and {len(names) - n} more" if len(names) > n else "")
+
+
+def load_findings(m_rec: dict[str, Any]) -> list[Finding]:
+    out = []
+    for m in m_rec.get("models", []):
+        load = m.get("load") or {}
+        if load.get("error"):
+            out.append(_finding("init", f"{m['key']} ({m['type']}): {load['error']}"))
+        if load.get("missing"):
+            out.append(
+                _finding(
+                    "init",
+                    f"{m['key']}: {len(load['missing'])} MindSpore parameter(s) got no torch initial value: {_short(load['missing'])}",
+                )
+            )
+        if load.get("shape"):
+            out.append(_finding("init", f"{m['key']}: shapes differ, not loaded: {_short(load['shape'])}"))
+    return out
+
+
+def group_findings(t_rec: dict[str, Any], m_rec: dict[str, Any]) -> list[Finding]:
+    """Parameter groups: the same parameters trained, each once, with the same hyper-parameters."""
+    rename = torch_to_ms_names(t_rec)
+    out: list[Finding] = []
+    t_opts, m_opts = t_rec.get("optimizers", []), m_rec.get("optimizers", [])
+    if len(t_opts) != len(m_opts):
+        out.append(_finding("groups", f"torch builds {len(t_opts)} optimizer(s), MindSpore {len(m_opts)}"))
+    seen: dict[str, int] = {}
+    for j, (t, m) in enumerate(zip(t_opts, m_opts)):
+        tg, mg = t.get("groups", []), m.get("groups", [])
+        if len(tg) != len(mg):
+            out.append(
+                _finding(
+                    "groups",
+                    f"optimizer {j}: torch has {len(tg)} parameter group(s), MindSpore {len(mg)} (a group dropped or merged)",
+                )
+            )
+        t_all = {rename.get(p, p) for g in tg for p in g["params"]}
+        m_all = [p for g in mg for p in g["params"]]
+        for p in m_all:
+            seen[p] = seen.get(p, 0) + 1
+        if missing := sorted(t_all - set(m_all)):
+            out.append(
+                _finding(
+                    "untrained",
+                    f"optimizer {j}: MindSpore does not train {len(missing)} parameter(s) torch trains: {_short(missing)}",
+                )
+            )
+        if extra := sorted(set(m_all) - t_all):
+            stats = all(p.endswith(("moving_mean", "moving_variance")) for p in extra)
+            out.append(
+                _finding(
+                    "extra-stats" if stats else "extra",
+                    f"optimizer {j}: MindSpore also updates {len(extra)} parameter(s) torch does not train: {_short(extra)}"
+                    + _extra_hint(extra),
+                )
+            )
+        for g, (a, b) in enumerate(zip(tg, mg)):
+            out += _hyper_findings(j, g, a["hyper"], b["hyper"])
+    if twice := sorted(p for p, n in seen.items() if n > 1):
+        out.append(
+            _finding(
+                "twice",
+                f"MindSpore trains {len(twice)} parameter(s) twice (in two groups or optimizers): {_short(twice)}",
+            )
+        )
+    return out
+
+
+def _extra_hint(extra: list[str]) -> str:
+    if any(p.endswith(("moving_mean", "moving_variance")) for p in extra):
+        return " — BatchNorm statistics given to the optimizer (get_parameters() instead of trainable_params()): weight decay shrinks them"
+    return ""
+
+
+def _hyper_findings(j: int, g: int, t: dict[str, Any], m: dict[str, Any]) -> list[Finding]:
+    out = []
+    for k in sorted(set(t) & set(m) - {"lr"}):
+        a, b = t[k], m[k]
+        if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+            differs = len(a) != len(b) or any((rel(x, y) or 0.0) > 1e-6 for x, y in zip(a, b))
+        elif isinstance(a, bool) or isinstance(b, bool):
+            differs = bool(a) != bool(b)
+        else:
+            differs = (rel(float(a), float(b)) or 0.0) > 1e-6 if a else abs(float(b)) > 1e-12
+        if differs:
+            out.append(_finding("hyper", f"optimizer {j} group {g}: {k} differs: torch {a}, MindSpore {b}", key=k))
+    return out
+
+
+def run_findings(rows: list[dict[str, Any]], t_rec: dict[str, Any], m_rec: dict[str, Any]) -> list[Finding]:
+    """Step-level facts: training modes, learning rates, optimizer order, steps run, torch imports."""
+    out: list[Finding] = []
+    if mode := next(((r, d) for r in rows for d in [modes_differ(r)] if d), None):
+        r, diffs = mode
+        out.append(_finding("mode", f"at step {r['step']}: " + "; ".join(diffs) + _mode_hint(diffs), step=r["index"]))
+    peak: dict[int, float] = {}
+    for r in rows:
+        peak[r["opt"]] = max([peak.get(r["opt"], 0.0), *(abs(x) for x in r["torch_lr"] if x is not None)])
+    if lr := next((r for r in rows if lr_differs(r, peak[r["opt"]])), None):
+        out.append(
+            _finding(
+                "lr",
+                f"learning rate differs from step {lr['step']} (optimizer {lr['opt']}): torch {_fmt_lrs(lr['torch_lr'])}, MindSpore {_fmt_lrs(lr['ms_lr'])}",
+                step=lr["index"],
+            )
+        )
+    if order := next((r for r in rows if r["ms_opt"] is not None and r["ms_opt"] != r["opt"]), None):
+        out.append(
+            _finding(
+                "order",
+                f"step {order['index'] + 1}: torch updates optimizer {order['opt']}, MindSpore optimizer {order['ms_opt']}",
+            )
+        )
+    nt, nm = len(t_rec.get("events", [])), len(m_rec.get("events", []))
+    if nt != nm:
+        short = "MindSpore" if nm < nt else "torch"
+        out.append(
+            _finding(
+                "steps",
+                f"the {short} script stopped after {min(nt, nm)} optimizer step(s), the other ran {max(nt, nm)}",
+            )
+        )
+    if any(n.startswith("the converted script imported torch") for n in m_rec.get("notes", [])):
+        out.append(
+            _finding(
+                "torch-import",
+                "the converted script imports torch (it will not run where only MindSpore is installed)",
+                "warning",
+            )
+        )
+    return out
+
+
+def _mode_hint(diffs: list[str]) -> str:
+    if any("MindSpore 0/" in d for d in diffs):
+        return " — the converted script trains in inference mode: call model.set_train(True) before the loop (MindSpore Cells start in inference mode)"
+    return ""
+
+
+def _fmt_lrs(lrs: list[Any] | None) -> str:
+    return "/".join(f"{x:.6g}" if isinstance(x, float) else str(x) for x in (lrs or []))
+
+
+def likeliest_cause(rows: list[dict[str, Any]], k: int, findings: list[Finding]) -> tuple[str, list[str]]:
+    """The cause named for the first step beyond tolerance (row k), and the supporting facts."""
+    by_kind: dict[str, list[Finding]] = {}
+    for f in findings:
+        by_kind.setdefault(f["kind"], []).append(f)
+    before = rows[: k + 1]
+    if bad := next((r for r in before if r["same_inputs"] is False), None):
+        return "the batches differ", [
+            f"step {bad['step']}: torch batch {_stats(bad['torch_inputs'])}, MindSpore {_stats(bad['ms_inputs'])}"
+        ]
+    for kind, cause in (("init", "initial weights not all loaded"), ("mode", "BN/Dropout mode differs")):
+        if kind in by_kind and (kind == "init" or by_kind[kind][0]["step"] <= k):
+            return cause, [f["message"] for f in by_kind[kind]]
+    if k == 0:
+        return _first_step_cause(rows[0])
+    for kind, cause in (  # BN statistics in the optimizer change no training-mode loss: last
+        ("groups", "parameter groups differ"),
+        ("untrained", "a parameter not trained"),
+        ("twice", "a parameter trained twice"),
+        ("extra", "a parameter trained on one side only"),
+        ("lr", "learning-rate schedule differs"),
+        ("hyper", "optimizer settings differ"),
+        ("extra-stats", "BatchNorm statistics updated by the optimizer"),
+    ):
+        if kind in by_kind and (kind != "lr" or by_kind[kind][0]["step"] < k):
+            facts = [f["message"] for f in by_kind[kind]]
+            return (_lr_cause(rows, by_kind[kind][0]["step"]) if kind == "lr" else cause), facts
+    if clip := _clip_cause(before):
+        return clip
+    return "numerical drift", [
+        f"no configuration difference found: the losses agree to {_max_rel(rows[:k]):.1e} up to step {rows[k]['step'] - 1} and part from there; "
+        "a layer whose forward or gradient differs slightly — compare it layer by layer (torch2ms compare)"
+    ]
+
+
+def _first_step_cause(r: dict[str, Any]) -> tuple[str, list[str]]:
+    n = integer_ratio(r["torch_loss"] or 0.0, r["ms_loss"] or 0.0)
+    if n is not None:
+        batch = (r["torch_inputs"] or {}).get("shape", [None])[0]
+        which = "MindSpore" if abs(r["ms_loss"]) > abs(r["torch_loss"]) else "torch"
+        extra = f" (the batch size is {batch}: 'sum' against 'mean')" if batch == n else ""
+        return "loss reduction differs", [f"at the first step the {which} loss is {n}× the other's{extra}"]
+    if r["ms_loss"] is None:
+        return "no MindSpore step", ["the MindSpore script made no optimizer step here"]
+    return "the forward pass or the loss differs", [
+        f"the first step's losses differ by {r['rel']:.1e} with the same weights and batch: compare the model layer by layer (torch2ms compare)"
+    ]
+
+
+def _lr_cause(rows: list[dict[str, Any]], i: int) -> str:
+    if i == 0:
+        return "learning rate differs"
+    t_changes = sum(1 for a, b in zip(rows[:i], rows[1 : i + 1]) if a["torch_lr"] != b["torch_lr"])
+    m_changes = sum(
+        1
+        for a, b in zip(rows[:i], rows[1 : i + 1])
+        if (rel((a["ms_lr"] or [0])[0], (b["ms_lr"] or [0])[0]) or 0) > 1e-6
+    )
+    if m_changes > t_changes:
+        return (
+            "learning-rate schedule differs (the MindSpore scheduler steps more often: per batch instead of per epoch?)"
+        )
+    if t_changes > m_changes:
+        return "learning-rate schedule differs (the MindSpore scheduler steps less often)"
+    return "learning-rate schedule differs"
+
+
+def _clip_cause(rows: list[dict[str, Any]]) -> tuple[str, list[str]] | None:
+    for r in rows:
+        g = rel(r["torch_grad_norm"], r["ms_grad_norm"])
+        if g is None or g <= 1e-3 or (r["rel"] or 0.0) > 1e-3:
+            continue
+        clip = r.get("clip")
+        fact = f"step {r['step']}: the losses agree but the applied gradient norms differ: torch {r['torch_grad_norm']:.6g}, MindSpore {r['ms_grad_norm']:.6g}"
+        if clip:
+            fact += f" (torch clipped {clip['total_norm']:.6g} to max_norm {clip['max_norm']:g})"
+            return "gradient clipping differs", [fact]
+        return "the applied gradients differ (clipping, loss scaling or accumulation)", [fact]
+    return None
+
+
+def _stats(s: dict[str, Any] | None) -> str:
+    if not s:
+        return "—"
+    return f"{s['dtype']}{s['shape']} mean {s['mean']:.6g} std {s['std']:.6g}"
+
+
+def _max_rel(rows: list[dict[str, Any]]) -> float:
+    return max((r["rel"] for r in rows if r["rel"] is not None), default=0.0)

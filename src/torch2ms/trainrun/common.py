@@ -1,0 +1,219 @@
+"""What both instrumented sides share: the run config, the step recorder, the stop signal, result files.
+
+Standard library and numpy only: the torch side may run in another interpreter where torch2ms is not
+installed, so ``torch_boot.py`` loads this file by path (see :func:`load_sibling`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+# Hyper-parameters compared between the two sides' optimizer groups (others are framework plumbing).
+HYPER_KEYS = ("lr", "momentum", "dampening", "weight_decay", "nesterov", "betas", "eps", "amsgrad", "maximize")
+# Pseudo-noise that replaces random draws inside training on both sides: sin(i * A + B) * SCALE has
+# mean ~0 and variance ~1 and is computed the same way by both frameworks (no generator state).
+NOISE_A, NOISE_B, NOISE_SCALE = 0.731, 0.1, 1.4142135
+
+
+class StopTraining(BaseException):
+    """Raised from a hook after the last requested step: a BaseException, so `except Exception` in the
+    user's script does not swallow it."""
+
+
+def load_sibling(name: str) -> ModuleType:
+    """This package's stdlib/numpy-only module `name`, loaded by file path (no package import needed)."""
+    key = f"_torch2ms_trainrun_{name}"
+    if key in sys.modules:
+        return sys.modules[key]
+    spec = importlib.util.spec_from_file_location(key, Path(__file__).with_name(f"{name}.py"))
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[key] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def live_instances(cls: type) -> list[Any]:
+    """Every live object of `cls` (the trained models are found this way: scripts keep them anywhere)."""
+    import gc
+    import warnings
+
+    found = []
+    with warnings.catch_warnings():  # isinstance() on some deprecated framework objects warns
+        warnings.simplefilter("ignore")
+        for o in gc.get_objects():
+            try:
+                if isinstance(o, cls):
+                    found.append(o)
+            except ReferenceError:  # a dead weak proxy
+                continue
+    return found
+
+
+def read_config(path: str) -> dict[str, Any]:
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def write_json(path: Path, data: Any) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1, default=_plain) + "\n", encoding="utf-8")
+    tmp.replace(path)
+
+
+def _plain(o: Any) -> Any:
+    if hasattr(o, "tolist"):
+        return o.tolist()
+    return str(o)
+
+
+def array_stats(a: Any) -> dict[str, Any]:
+    """Shape, dtype and summary numbers of one numpy array: enough to tell two batches apart (three
+    float64 reductions, no float64 copy: this runs for every batch)."""
+    import numpy as np
+
+    a = np.asarray(a)
+    n = max(a.size, 1)
+    total = float(a.sum(dtype=np.float64))
+    squares = float(np.square(a, dtype=np.float64).sum()) if a.dtype != np.bool_ else total
+    mean = total / n
+    return {
+        "shape": list(a.shape),
+        "dtype": str(a.dtype),
+        "sum": total,
+        "abs_sum": float(np.abs(a).sum(dtype=np.float64)),
+        "mean": mean,
+        "std": max(squares / n - mean * mean, 0.0) ** 0.5,
+    }
+
+
+class Recorder:
+    """Step events of one side. A step is one optimizer update; its loss is the sum of the losses
+    back-propagated (or differentiated) since the previous update, so gradient accumulation and a GAN's
+    two backward calls count as they do in the script."""
+
+    def __init__(self, side: str, config: dict[str, Any]) -> None:
+        self.side = side
+        self.config = config
+        self.steps_wanted = int(config["steps"])
+        self.out = Path(config["work"]) / side
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.events: list[dict[str, Any]] = []
+        self.counts: dict[int, int] = {}
+        self.pending_losses: list[float] = []
+        self.pending_inputs: dict[str, Any] | None = None
+        self.batch_stats: dict[str, Any] | None = None  # the last batch a data loader / dataset yielded
+        self.optimizers: list[dict[str, Any]] = []
+        self.models: list[dict[str, Any]] = []
+        self.notes: list[str] = []
+        self.randomness: dict[str, Any] = {"dropout": {}, "random_ops": {}}
+        self.replay: dict[str, Any] = {}
+        self.t0 = time.perf_counter()
+        self.first_step_t: float | None = None
+
+    def add_loss(self, value: float) -> None:
+        self.pending_losses.append(value)
+
+    def note_inputs(self, stats: dict[str, Any] | None) -> None:
+        if self.pending_inputs is None:
+            self.pending_inputs = stats
+
+    def step(self, opt: int, lr: list[float], grad_norm: float | None, extra: dict[str, Any]) -> None:
+        """Record one update of optimizer `opt`; raise StopTraining once every optimizer did its steps."""
+        now = time.perf_counter()
+        if self.first_step_t is None:
+            self.first_step_t = now
+        n = self.counts.get(opt, 0) + 1
+        self.counts[opt] = n
+        losses, self.pending_losses = self.pending_losses, []
+        ev = {
+            "step": n,
+            "opt": opt,
+            "loss": sum(losses) if losses else None,  # nan/inf stay: json writes them, the report shows them
+            "n_losses": len(losses),
+            "lr": lr,
+            "grad_norm": grad_norm,
+            # the step's batch: the loader's when there is one (what the model and the loss get from
+            # it differs between scripts: a GAN's generator step feeds noise), else the model's input
+            "inputs": self.batch_stats if self.batch_stats is not None else self.pending_inputs,
+            "t": now - self.t0,
+        }
+        ev.update(extra)
+        self.pending_inputs = None
+        self.events.append(ev)
+        if n >= self.steps_wanted and all(c >= self.steps_wanted for c in self.counts.values()):
+            raise StopTraining
+
+    def result(self, status: str, error: dict[str, Any] | None) -> dict[str, Any]:
+        return {
+            "side": self.side,
+            "status": status,
+            "error": error,
+            "steps_requested": self.steps_wanted,
+            "events": self.events,
+            "optimizers": self.optimizers,
+            "models": self.models,
+            "notes": self.notes,
+            "randomness": self.randomness,
+            "replay": self.replay,
+            "wall_s": time.perf_counter() - self.t0,
+            "first_step_s": (self.first_step_t - self.t0) if self.first_step_t else None,
+            "unstepped_losses": len(self.pending_losses),
+        }
+
+
+def error_info(exc: BaseException, script: str) -> dict[str, Any]:
+    """Type, message and the innermost frame of the user's code (their script or its folder) as file:line."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    root = str(Path(script).resolve().parent)
+    user = [f for f in frames if str(Path(f.filename).resolve()).startswith(root)]
+    where = user[-1] if user else (frames[-1] if frames else None)
+    msg = str(exc).strip().splitlines()
+    return {
+        "type": type(exc).__name__,
+        "message": msg[0][:400] if msg else "",
+        "where": f"{where.filename}:{where.lineno}" if where else None,
+        "code": (where.line or "").strip() if where else None,
+        "traceback": "".join(traceback.format_exception(exc))[-4000:],
+    }
+
+
+def run_script(script: str, args: list[str]) -> None:
+    """Run `script` as __main__ with `args`, its folder first on sys.path (as `python script.py` does)."""
+    import runpy
+
+    sys.argv = [script, *args]
+    sys.path.insert(0, str(Path(script).resolve().parent))
+    runpy.run_path(script, run_name="__main__")
+
+
+def run_instrumented(rec: Recorder, script: str, args: list[str], finish: Any) -> None:
+    """Run the script, classify how it ended, let `finish(status)` save the side's tensors, write
+    record.json, and leave with os._exit (data-loader workers and framework threads cannot hold us)."""
+    status, error = "finished", None
+    try:
+        run_script(script, args)
+    except StopTraining:
+        status = "stopped"
+    except SystemExit as exc:
+        if exc.code not in (None, 0):
+            status, error = "exited", {"type": "SystemExit", "message": str(exc.code), "where": None, "code": None}
+    except BaseException as exc:  # noqa: BLE001 - any failure of the user's script is reported, not raised
+        status, error = "crashed", error_info(exc, script)
+    try:
+        finish(status)
+    except Exception as exc:  # noqa: BLE001 - the record must still be written
+        rec.notes.append(f"saving the final state failed: {type(exc).__name__}: {exc}")
+    if status == "finished" and not rec.events:
+        status = "no_steps"
+    write_json(rec.out / "record.json", rec.result(status, error))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)

@@ -1,0 +1,143 @@
+"""Compare the two sides' records: the per-step table, the first step beyond tolerance, and its likeliest
+cause (batches, initial weights, BN/Dropout mode, parameter groups, learning rate, optimizer settings,
+loss reduction, gradient clipping), plus the trained parameters at the end."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+LR_RTOL = 1e-5
+INPUT_RTOL = 1e-6
+
+
+def rel(a: float | None, b: float | None) -> float | None:
+    """|b - a| relative to |a| (a is torch's)."""
+    if a is None or b is None:
+        return None
+    if math.isnan(a) or math.isnan(b):
+        return math.inf
+    return abs(b - a) / max(abs(a), 1e-12)
+
+
+def same_inputs(t: dict[str, Any] | None, m: dict[str, Any] | None) -> bool | None:
+    if t is None or m is None:
+        return None
+    if t["shape"] != m["shape"]:
+        return False
+    return all((rel(t[k], m[k]) or 0.0) <= INPUT_RTOL or abs(t[k] - m[k]) < 1e-6 for k in ("sum", "abs_sum"))
+
+
+def loss_rel(t: float | None, m: float | None, first: float | None) -> float | None:
+    """|m - t| relative to the larger of |t| and 1% of the first step's loss: a loss trained to near zero
+    would otherwise turn float32 noise in the logits into a large relative difference."""
+    if t is None or m is None:
+        return None
+    if math.isnan(t) or math.isnan(m):
+        return math.inf
+    return abs(m - t) / max(abs(t), 0.01 * abs(first or 0.0), 1e-12)
+
+
+def pair_rows(t_events: list[dict[str, Any]], m_events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per torch step event, with the MindSpore event at the same position."""
+    rows = []
+    first: dict[int, float | None] = {}
+    for t in t_events:
+        first.setdefault(t["opt"], t["loss"])
+    for i, t in enumerate(t_events):
+        m = m_events[i] if i < len(m_events) else None
+        rows.append(
+            {
+                "index": i,
+                "step": t["step"],
+                "opt": t["opt"],
+                "ms_opt": m["opt"] if m else None,
+                "torch_loss": t["loss"],
+                "ms_loss": m["loss"] if m else None,
+                "rel": loss_rel(t["loss"], m["loss"], first[t["opt"]]) if m else None,
+                "torch_lr": t["lr"],
+                "ms_lr": m["lr"] if m else None,
+                "torch_grad_norm": t["grad_norm"],
+                "ms_grad_norm": m["grad_norm"] if m else None,
+                "clip": t.get("clip"),
+                "same_inputs": same_inputs(t.get("inputs"), m.get("inputs")) if m else None,
+                "torch_inputs": t.get("inputs"),
+                "ms_inputs": m.get("inputs") if m else None,
+                "torch_modes": t.get("modes", {}),
+                "ms_modes": m.get("modes", {}) if m else {},
+            }
+        )
+    return rows
+
+
+def first_beyond(rows: list[dict[str, Any]], tol: float) -> int | None:
+    for r in rows:
+        if r["ms_loss"] is None and r["torch_loss"] is not None:
+            return r["index"]
+        if r["rel"] is not None and r["rel"] > tol:
+            return r["index"]
+    return None
+
+
+def lr_differs(row: dict[str, Any], scale: float) -> bool:
+    """Learning rates differ beyond float32 schedule arithmetic: MindSpore keeps them in float32 Parameters
+    and its cosine schedule recurses in float32, so near zero compare against the run's peak (`scale`)."""
+    t, m = row["torch_lr"], row["ms_lr"]
+    if not m or len(t) != len(m):  # a group dropped: group_findings names it
+        return False
+    return any(
+        a is not None and b is not None and abs(a - b) > LR_RTOL * max(abs(a), abs(b), scale) for a, b in zip(t, m)
+    )
+
+
+def modes_differ(row: dict[str, Any]) -> list[str]:
+    """Plain-words mode differences of the trained models at this step."""
+    out = []
+    for key, t in row["torch_modes"].items():
+        m = row["ms_modes"].get(key)
+        if not m:
+            continue
+        for kind, label in (("bn", "BatchNorm"), ("drop", "Dropout")):
+            if t[f"{kind}_train"] != m[f"{kind}_train"]:
+                out.append(
+                    f"{label} layers in training mode: torch {t[f'{kind}_train']}/{t[f'{kind}_total']}, "
+                    f"MindSpore {m[f'{kind}_train']}/{m[f'{kind}_total']} ({key})"
+                )
+    return out
+
+
+def integer_ratio(a: float, b: float) -> int | None:
+    """n when b = n·a or a = n·b for an integer n ≥ 2 (a loss reduction that differs)."""
+    if not a or not b:
+        return None
+    r = b / a if abs(b) >= abs(a) else a / b
+    n = round(r)
+    return n if n >= 2 and abs(r - n) <= 1e-3 * n else None
+
+
+def compare_parameters(work: Path, t_rec: dict[str, Any], m_rec: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every trained model's parameters at the end, torch's renamed by the KB: worst first."""
+    from ..kb import load_kb
+    from ..weights import convert_state_dict
+
+    kb, out = load_kb(), []
+    m_models = {m["key"]: m for m in m_rec.get("models", [])}
+    for tm in t_rec.get("models", []):
+        mm = m_models.get(tm["key"])
+        t_path, m_path = work / "torch" / tm["final"], work / "ms" / (mm["final"] if mm else "")
+        if not mm or not t_path.is_file() or not m_path.is_file():
+            continue
+        with np.load(t_path) as z:
+            torch_state = convert_state_dict({k: z[k] for k in z.files}, tm["layer_types"], kb)
+        with np.load(m_path) as z:
+            for name in z.files:
+                if name not in torch_state or torch_state[name].shape != z[name].shape:
+                    continue
+                t, m = torch_state[name].astype(np.float64), z[name].astype(np.float64)
+                diff = float(np.abs(t - m).max()) if t.size else 0.0
+                scale = float(np.abs(t).max()) if t.size else 0.0
+                out.append({"name": f"{tm['key']}:{name}", "max_abs": diff, "rel": diff / max(scale, 1e-12)})
+    return sorted(out, key=lambda d: -d["rel"])

@@ -1,0 +1,207 @@
+"""Run a converted MindSpore training script unmodified, instrumented: ``python -m torch2ms.trainrun.ms_boot CONFIG``.
+
+Patches, before the script starts: seeds and the execution mode, ``Cell.__call__`` (outermost calls),
+the optimizers (a step counter and the applied gradient norm inside their construct, so compiled steps
+report too), ``value_and_grad`` (a probe Cell), Dropout (off) and random draws in training (the torch
+side's pseudo-noise), the dataset iterators (torch's batches replayed) and, with ``--fake-data``,
+MindSpore's file datasets and any torchvision dataset the converted script still imports.
+Never imports torch.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import json
+import random
+import sys
+from pathlib import Path
+from typing import Any
+
+import mindspore as ms
+import numpy as np
+from mindspore import Parameter, Tensor, nn, ops
+
+from . import ms_data, ms_hooks
+from .common import NOISE_A, NOISE_B, NOISE_SCALE, Recorder, read_config, run_instrumented
+
+
+def _counted_construct(self: Any, gradients: Any) -> Any:
+    """An optimizer's construct, plus: the global norm of the gradients it applies and a step count."""
+    total = ops.zeros((), ms.float32)
+    for g in gradients:
+        total = total + ops.reduce_sum(ops.square(g.astype(ms.float32)))
+    ops.assign(self.t2ms_gnorm, ops.sqrt(total))
+    ops.assign_add(self.t2ms_steps, ops.ones((), ms.int32))
+    return self.t2ms_orig_construct(gradients)
+
+
+def patch_optimizers(side: ms_hooks.MsSide) -> None:
+    from mindspore.experimental.optim import Optimizer
+
+    for base in (Optimizer, nn.Optimizer):
+        init = base.__init__
+
+        def __init__(self: Any, *args: Any, _init: Any = init, **kwargs: Any) -> None:
+            _init(self, *args, **kwargs)
+            if hasattr(self, "t2ms_steps"):  # a subclass's __init__ ran the base one already
+                return
+            cls: Any = next(c for c in type(self).__mro__ if "construct" in c.__dict__)
+            if not cls.__dict__.get("t2ms_patched"):
+                cls.t2ms_orig_construct = cls.__dict__["construct"]
+                cls.construct = _counted_construct
+                cls.t2ms_patched = True
+            self.t2ms_gnorm = Parameter(Tensor(0.0, ms.float32), name="t2ms_gnorm", requires_grad=False)
+            self.t2ms_steps = Parameter(Tensor(0, ms.int32), name="t2ms_steps", requires_grad=False)
+            side.register_optimizer(self)
+
+        base.__init__ = __init__
+
+
+def patch_cells(side: ms_hooks.MsSide) -> None:
+    call = nn.Cell.__call__
+
+    def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if side.depth:
+            return call(self, *args, **kwargs)
+        return side.outer_call(self, call, args, kwargs)
+
+    nn.Cell.__call__ = __call__  # type: ignore[method-assign]
+    value_and_grad = ms.value_and_grad
+
+    def probed(*args: Any, **kwargs: Any) -> Any:
+        return ms_hooks.GradProbe(value_and_grad(*args, **kwargs))
+
+    ms.value_and_grad = probed
+    ops.value_and_grad = probed
+
+
+def _identity_cell(self: Any, x: Any) -> Any:
+    return x
+
+
+def _no_dropout(input: Any, p: float = 0.5, training: bool = True, seed: Any = None) -> Any:
+    return input
+
+
+def patch_dropout() -> None:
+    from mindspore.ops.function import nn_func
+
+    for name in ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d"):
+        if hasattr(nn, name):
+            getattr(nn, name).construct = _identity_cell
+    for name in ("dropout", "dropout1d", "dropout2d", "dropout3d"):
+        setattr(ops, name, _no_dropout)
+        setattr(nn_func, name, _no_dropout)
+
+
+def _noise(shape: Any, dtype: Any, uniform: bool) -> Any:
+    n = 1
+    for d in shape:
+        n *= d
+    x = ops.sin(ops.arange(0, n, dtype=ms.float32) * NOISE_A + NOISE_B)
+    x = (x + 1) * 0.5 if uniform else x * NOISE_SCALE
+    return x.reshape(shape).astype(dtype)
+
+
+def patch_random(side: ms_hooks.MsSide) -> None:
+    """ops.randn/rand(_like)/standard_normal during training → the torch side's pseudo-noise."""
+    counts = side.rec.randomness["random_ops"]
+    real = {n: getattr(ops, n) for n in ("randn", "rand", "randn_like", "rand_like", "standard_normal")}
+
+    def count(name: str) -> None:
+        counts[f"ops.{name}"] = counts.get(f"ops.{name}", 0) + 1
+
+    def _shape(size: tuple) -> tuple:
+        return tuple(size[0]) if len(size) == 1 and isinstance(size[0], list | tuple) else tuple(size)
+
+    def randn(*size: Any, dtype: Any = None, seed: Any = None) -> Any:
+        if not side.training:
+            return real["randn"](*size, dtype=dtype, seed=seed)
+        count("randn")
+        return _noise(_shape(size), dtype or ms.float32, False)
+
+    def rand(*size: Any, dtype: Any = None, seed: Any = None) -> Any:
+        if not side.training:
+            return real["rand"](*size, dtype=dtype, seed=seed)
+        count("rand")
+        return _noise(_shape(size), dtype or ms.float32, True)
+
+    def randn_like(input: Any, seed: Any = None, *, dtype: Any = None) -> Any:
+        if not side.training:
+            return real["randn_like"](input, seed, dtype=dtype)
+        count("randn_like")
+        return _noise(input.shape, dtype or input.dtype, False)
+
+    def rand_like(input: Any, seed: Any = None, *, dtype: Any = None) -> Any:
+        if not side.training:
+            return real["rand_like"](input, seed, dtype=dtype)
+        count("rand_like")
+        return _noise(input.shape, dtype or input.dtype, True)
+
+    def standard_normal(shape: Any, seed: Any = None) -> Any:
+        if not side.training:
+            return real["standard_normal"](shape, seed)
+        count("standard_normal")
+        return _noise(tuple(shape), ms.float32, False)
+
+    for f in (randn, rand, randn_like, rand_like, standard_normal):
+        setattr(ops, f.__name__, f)
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Calls `then()` once `name` has been imported by the script (we never import it ourselves)."""
+
+    def __init__(self, name: str, then: Any) -> None:
+        self.name, self.then = name, then
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if fullname != self.name:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.loader is None:
+            return spec
+        exec_module, then = spec.loader.exec_module, self.then
+
+        def run(module: Any) -> None:
+            exec_module(module)
+            then()
+
+        spec.loader.exec_module = run  # type: ignore[method-assign]
+        return spec
+
+
+def patch_fake_data(side: ms_hooks.MsSide, seed: int) -> None:
+    ms_data.patch_fake_datasets(side.rec, seed)
+
+    def torchvision_too() -> None:  # a converted script that kept torchvision datasets
+        from . import fake_data, torch_boot
+
+        torch_boot.patch_fake_data(side, fake_data, seed)
+
+    sys.meta_path.insert(0, _AfterImport("torchvision.datasets", torchvision_too))
+
+
+def main(config_path: str) -> None:
+    cfg = read_config(config_path)
+    rec = Recorder("ms", cfg)
+    torch_record = json.loads((Path(cfg["work"]) / "torch" / "record.json").read_text(encoding="utf-8"))
+    random.seed(cfg["seed"])
+    np.random.seed(cfg["seed"])
+    ms.set_seed(cfg["seed"])
+    ms.set_context(mode=ms.GRAPH_MODE if cfg["mode"] == "graph" else ms.PYNATIVE_MODE)
+    side = ms_hooks.MsSide(rec, cfg, torch_record)
+    patch_optimizers(side)
+    patch_cells(side)
+    patch_dropout()
+    patch_random(side)
+    replay = ms_data.Replay(side.torch_dir, torch_record.get("replay", {}), rec) if cfg["data"] == "replay" else None
+    ms_data.patch_iterators(replay, rec)
+    if cfg["fake_data"]:
+        patch_fake_data(side, cfg["seed"])
+    run_instrumented(rec, cfg["ms_script"], cfg["args"], side.finish)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

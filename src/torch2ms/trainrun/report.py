@@ -1,0 +1,134 @@
+"""The ``compare-train`` report: a dataclass, report.json, and the terminal table."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+STATUS_EXIT = {"same": 0, "different": 1, "error": 2}
+
+
+@dataclass
+class TrainReport:
+    status: str  # "same" | "different" | "error"
+    torch_script: str
+    ms_script: str
+    steps: int
+    tol: float
+    mode: str
+    data: str
+    seed: int
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    first_divergence: dict[str, Any] | None = None
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    parameters: list[dict[str, Any]] = field(default_factory=list)
+    parameter_tol: float = 0.0
+    conditions: list[str] = field(default_factory=list)  # data, randomness, fake data: what was made equal
+    sides: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    work_dir: str = ""
+
+    @property
+    def exit_code(self) -> int:
+        return STATUS_EXIT[self.status]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def write(self, out_dir: str | Path) -> dict[str, Path]:
+        """report.json and report.html (loss curves and the per-step difference) into out_dir."""
+        from .html_report import render_html
+
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        paths = {"json": out / "report.json", "html": out / "report.html"}
+        paths["json"].write_text(json.dumps(self.to_dict(), indent=1, default=str) + "\n", encoding="utf-8")
+        paths["html"].write_text(render_html(self), encoding="utf-8")
+        return paths
+
+
+def _num(v: float | None, digits: int = 6) -> str:
+    if v is None:
+        return "—"
+    return f"{v:.{digits}f}" if 1e-3 <= abs(v) < 1e5 else f"{v:.{digits - 2}e}"
+
+
+def _rows_to_show(rows: list[dict[str, Any]], first: int | None, limit: int = 40) -> list[dict[str, Any]]:
+    if len(rows) <= limit:
+        return rows
+    keep = set(range(8)) | set(range(len(rows) - 4, len(rows)))
+    if first is not None:
+        keep |= set(range(max(0, first - 3), min(len(rows), first + 4)))
+    keep |= set(range(0, len(rows), max(1, len(rows) // 10)))
+    return [rows[i] for i in sorted(keep)]
+
+
+def _batch(stats: dict[str, Any] | None) -> str:
+    return "—" if not stats else f"{stats['mean']:.4g} / {stats['std']:.4g}"
+
+
+def print_report(rep: TrainReport, console: Any) -> None:
+    from rich.table import Table
+
+    if rep.status == "error" and not rep.rows:
+        console.print(f"[red]error:[/] {rep.error}", highlight=False)
+        return
+    multi = len({r["opt"] for r in rep.rows}) > 1
+    first = rep.first_divergence["index"] if rep.first_divergence else None
+    t = Table(title=f"compare-train: {rep.torch_script}  vs  {rep.ms_script}  ({rep.mode}, {rep.data} data)")
+    own = rep.data == "own"
+    for col in ("step", "torch loss", "MindSpore loss", "rel diff"):
+        t.add_column(col, justify="right")
+    t.add_column("")
+    if own:  # the two pipelines' batches side by side (what check-data measures)
+        for col in ("torch batch mean/std", "MindSpore batch mean/std"):
+            t.add_column(col, justify="right")
+    shown = _rows_to_show(rep.rows, first)
+    for prev, r in zip([None, *shown], shown):
+        if prev is not None and r["index"] != prev["index"] + 1:
+            t.add_row("…", *[""] * (6 if own else 4))
+        mark = "[red]✗[/]" if r["rel"] is None or r["rel"] > rep.tol else "[green]✓[/]"
+        step = f"{r['step']}·opt{r['opt']}" if multi else str(r["step"])
+        rel = "—" if r["rel"] is None else f"{r['rel']:.1e}"
+        batches = [_batch(r["torch_inputs"]), _batch(r["ms_inputs"])] if own else []
+        t.add_row(step, _num(r["torch_loss"]), _num(r["ms_loss"]), rel, mark, *batches)
+    console.print(t)
+    for c in rep.conditions:
+        console.print(f"  • {c}", highlight=False)
+    _print_verdict(rep, console)
+
+
+def _print_verdict(rep: TrainReport, console: Any) -> None:
+    for f in rep.findings:
+        style = "yellow" if f["severity"] == "warning" else "red"
+        console.print(f"[{style}]{f['severity']}:[/] {f['message']}", highlight=False)
+    if rep.parameters:
+        w = rep.parameters[0]
+        console.print(
+            f"parameters after training: {len(rep.parameters)} compared, worst {w['name']} ({w['rel']:.1e} relative)",
+            highlight=False,
+        )
+    if rep.error:
+        console.print(f"[red]ERROR[/]: {rep.error}", highlight=False)
+        return
+    d = rep.first_divergence
+    worst = max((r["rel"] for r in rep.rows if r["rel"] is not None), default=0.0)
+    if rep.status == "same":
+        console.print(
+            f"[green]SAME[/]: {len(rep.rows)} steps, losses agree to {worst:.1e} relative (≤ {rep.tol:g})",
+            highlight=False,
+        )
+    elif d:
+        console.print(
+            f"[red]DIFFERENT[/] from step {d['step']}: torch {_num(d['torch_loss'])}, MindSpore {_num(d['ms_loss'])} ({d['rel_text']})",
+            highlight=False,
+        )
+        console.print(f"likeliest cause: [bold]{d['cause']}[/]", highlight=False)
+        for fact in d["facts"]:
+            console.print(f"  {fact}", highlight=False)
+    elif rep.status == "different":
+        console.print(
+            f"[red]DIFFERENT[/]: the losses agree to {worst:.1e}, but the runs differ (above)", highlight=False
+        )

@@ -1,0 +1,95 @@
+"""Run the two instrumented scripts, one after the other, each in its own process.
+
+The torch side goes first: the MindSpore side needs its recorded initial weights and batches. The
+processes talk through files in the work directory only (``config.json``; ``torch/`` and ``ms/``
+with ``record.json`` and .npz files), so the torch side can be another interpreter.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+MS_LAUNCH = "import sys; sys.path.pop(0); from torch2ms.trainrun.ms_boot import main; main(sys.argv[1])"
+
+
+class TrainUsageError(Exception):
+    """Bad command-line input or a script that cannot be compared (the command exits 2)."""
+
+
+@dataclass
+class SideRun:
+    side: str
+    returncode: int | None
+    seconds: float
+    record: dict[str, Any] | None
+    output_tail: str
+
+
+def check_inputs(torch_script: str, ms_script: str, torch_python: str | None, steps: int, tol: float) -> None:
+    for label, path in (("--torch", torch_script), ("--ms", ms_script)):
+        p = Path(path)
+        if not p.is_file():
+            raise TrainUsageError(f"{label} {path}: no such file (give the training script's path)")
+        if p.suffix != ".py":
+            raise TrainUsageError(f"{label} {path}: not a Python script (.py)")
+    if torch_python and not (shutil.which(torch_python) or Path(torch_python).is_file()):
+        raise TrainUsageError(f"--torch-python {torch_python}: no such interpreter")
+    if steps < 1:
+        raise TrainUsageError(f"--steps {steps}: give at least 1 step")
+    if not tol > 0:
+        raise TrainUsageError(f"--tol {tol}: give a positive relative tolerance, e.g. 1e-4")
+
+
+def write_config(work: Path, **config: Any) -> Path:
+    work.mkdir(parents=True, exist_ok=True)
+    for side in ("torch", "ms"):
+        shutil.rmtree(work / side, ignore_errors=True)
+    path = work / "config.json"
+    path.write_text(json.dumps({"work": str(work), **config}, indent=1) + "\n", encoding="utf-8")
+    return path
+
+
+def _child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    root = str(HERE.parents[1])  # the folder holding the torch2ms package: the MindSpore side imports it
+    env["PYTHONPATH"] = os.pathsep.join([root, *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])])
+    env.setdefault("GLOG_v", "3")
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def run_side(side: str, command: list[str], work: Path, cwd: Path, timeout: float) -> SideRun:
+    """One instrumented script; its output goes to work/SIDE/output.txt."""
+    (work / side).mkdir(parents=True, exist_ok=True)
+    log = work / side / "output.txt"
+    t0 = time.perf_counter()
+    with log.open("wb") as out:
+        try:
+            proc = subprocess.run(
+                command, cwd=cwd, env=_child_env(), stdout=out, stderr=subprocess.STDOUT, timeout=timeout
+            )
+            rc: int | None = proc.returncode
+        except subprocess.TimeoutExpired:
+            rc = None
+    seconds = time.perf_counter() - t0
+    record_path = work / side / "record.json"
+    record = json.loads(record_path.read_text(encoding="utf-8")) if record_path.is_file() else None
+    text = log.read_text(encoding="utf-8", errors="replace")
+    return SideRun(side, rc, seconds, record, "\n".join(text.splitlines()[-15:]))
+
+
+def torch_command(torch_python: str | None, config: Path) -> list[str]:
+    return [torch_python or sys.executable, str(HERE / "torch_boot.py"), str(config)]
+
+
+def ms_command(config: Path) -> list[str]:
+    return [sys.executable, "-c", MS_LAUNCH, str(config)]

@@ -1,0 +1,285 @@
+"""Run a PyTorch training script unmodified, instrumented: ``python torch_boot.py CONFIG.json``.
+
+Started by ``torch2ms compare-train`` with the torch interpreter (``--torch-python``: maybe another
+environment without torch2ms), so it needs only torch, numpy and the standard library; its sibling
+modules are loaded by path. Patches, before the script starts: seeds, ``Optimizer.__init__`` and the
+global step hooks, ``Tensor.backward``/``autograd.backward``, ``GradScaler.scale``,
+``Module.__call__``, the DataLoader iterators, ``clip_grad_norm_``, dropout and random draws inside
+training, and (``--fake-data``) torchvision's downloadable datasets.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import random
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def _load(name: str) -> Any:
+    key = f"_torch2ms_trainrun_{name}"
+    spec = importlib.util.spec_from_file_location(key, Path(__file__).with_name(f"{name}.py"))
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[key] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def patch_optimizers(side: Any) -> None:
+    import torch
+
+    init = torch.optim.Optimizer.__init__
+
+    @functools.wraps(init)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        side.register_optimizer(self)
+
+    torch.optim.Optimizer.__init__ = __init__  # type: ignore[method-assign]
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+
+    register_optimizer_step_post_hook(lambda opt, args, kwargs: side.on_step(opt))
+
+
+def patch_backward(side: Any) -> None:
+    import torch
+
+    tensor_backward, autograd_backward = torch.Tensor.backward, torch.autograd.backward
+
+    def record(tensors: Any) -> None:
+        if not side.in_backward:
+            for t in tensors if isinstance(tensors, list | tuple) else [tensors]:
+                if isinstance(t, torch.Tensor):
+                    side.on_backward(t)
+
+    def backward(self: Any, *args: Any, **kwargs: Any) -> Any:
+        record(self)
+        side.in_backward, was = True, side.in_backward
+        try:
+            return tensor_backward(self, *args, **kwargs)
+        finally:
+            side.in_backward = was
+
+    def autograd(tensors: Any, *args: Any, **kwargs: Any) -> Any:
+        record(tensors)
+        side.in_backward, was = True, side.in_backward
+        try:
+            return autograd_backward(tensors, *args, **kwargs)
+        finally:
+            side.in_backward = was
+
+    torch.Tensor.backward = backward  # type: ignore[method-assign]
+    torch.autograd.backward = autograd  # type: ignore[assignment]
+    scale = torch.amp.GradScaler.scale
+
+    def scaled(self: Any, outputs: Any) -> Any:
+        out = scale(self, outputs)
+        if isinstance(out, torch.Tensor) and self.is_enabled():
+            side.scaled[id(out)] = float(self.get_scale())
+        return out
+
+    torch.amp.GradScaler.scale = scaled  # type: ignore[method-assign]
+
+
+def patch_modules(side: Any) -> None:
+    import torch
+
+    call = torch.nn.Module.__call__
+
+    def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if side.depth == 0:
+            side.on_outer_call(self, args, kwargs)
+        side.depth += 1
+        try:
+            return call(self, *args, **kwargs)
+        finally:
+            side.depth -= 1
+
+    torch.nn.Module.__call__ = __call__  # type: ignore[method-assign]
+
+
+def patch_loaders(side: Any, record: bool) -> None:
+    from torch.utils.data import dataloader
+
+    base = dataloader._BaseDataLoaderIter
+    init, nxt = base.__init__, base.__next__
+
+    def __init__(self: Any, loader: Any) -> None:
+        init(self, loader)
+        self._t2ms_index = len(side.iterators)
+        side.iterators.append([])
+
+    def __next__(self: Any) -> Any:
+        side.in_loader = True
+        try:
+            batch = nxt(self)
+        finally:
+            side.in_loader = False
+        side.on_batch(self._t2ms_index, batch, record)
+        return batch
+
+    base.__init__ = __init__  # type: ignore[method-assign]
+    base.__next__ = __next__  # type: ignore[method-assign]
+
+
+def patch_clipping(side: Any) -> None:
+    import torch
+
+    clip = torch.nn.utils.clip_grad_norm_
+
+    def clip_grad_norm_(parameters: Any, max_norm: float, *args: Any, **kwargs: Any) -> Any:
+        total = clip(parameters, max_norm, *args, **kwargs)
+        side.clip = {"max_norm": float(max_norm), "total_norm": float(total)}
+        return total
+
+    torch.nn.utils.clip_grad_norm_ = clip_grad_norm_
+    torch.nn.utils.clip_grad.clip_grad_norm_ = clip_grad_norm_  # type: ignore[attr-defined]
+
+
+def patch_dropout(side: Any) -> None:
+    """Dropout off on both sides: the two frameworks' masks cannot be the same."""
+    import torch.nn.functional as F
+
+    counts = side.rec.randomness["dropout"]
+    for name in ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"):
+        if not hasattr(F, name):
+            continue
+
+        def off(input: Any, p: float = 0.5, training: bool = True, *args: Any, _name: str = name, **kw: Any) -> Any:
+            if training and p:
+                counts[f"torch.nn.functional.{_name}"] = counts.get(f"torch.nn.functional.{_name}", 0) + 1
+            return input
+
+        setattr(F, name, off)
+    sdpa = F.scaled_dot_product_attention
+
+    def attention(
+        query: Any, key: Any, value: Any, attn_mask: Any = None, dropout_p: float = 0.0, *a: Any, **k: Any
+    ) -> Any:
+        if dropout_p:
+            counts["scaled_dot_product_attention"] = counts.get("scaled_dot_product_attention", 0) + 1
+        return sdpa(query, key, value, attn_mask, 0.0, *a, **k)
+
+    F.scaled_dot_product_attention = attention
+
+
+def patch_random(side: Any, pattern: Any) -> None:
+    """randn/rand(_like) during training → the same pseudo-noise both sides compute."""
+    import torch
+    from torch.utils.data import get_worker_info
+
+    counts = side.rec.randomness["random_ops"]
+
+    def make(name: str, orig: Any, like: bool, uniform: bool) -> Any:
+        def draw(*args: Any, **kwargs: Any) -> Any:
+            if not side.training or side.in_loader or get_worker_info() is not None:  # augmentation stays random
+                return orig(*args, **kwargs)
+            counts[f"torch.{name}"] = counts.get(f"torch.{name}", 0) + 1
+            if like:
+                ref = args[0]
+                shape, dtype = ref.shape, kwargs.get("dtype") or ref.dtype
+            else:
+                shape = args[0] if len(args) == 1 and isinstance(args[0], list | tuple | torch.Size) else args
+                dtype = kwargs.get("dtype") or torch.get_default_dtype()
+            n = 1
+            for d in shape:
+                n *= int(d)
+            out = pattern(n, uniform).reshape(tuple(int(d) for d in shape)).to(dtype)
+            return out.requires_grad_(bool(kwargs.get("requires_grad", False)))
+
+        return draw
+
+    for name, like, uniform in (
+        ("randn", False, False),
+        ("rand", False, True),
+        ("randn_like", True, False),
+        ("rand_like", True, True),
+    ):
+        setattr(torch, name, make(name, getattr(torch, name), like, uniform))
+
+
+def patch_fake_data(side: Any, fake: Any, seed: int) -> None:
+    try:
+        import torchvision.datasets as tvd
+    except ImportError:
+        return
+    import os
+
+    import torch
+    from PIL import Image
+
+    used = side.rec.randomness.setdefault("fake_data", [])
+
+    def factory(name: str, real: Any) -> Any:
+        def build(*args: Any, **kwargs: Any) -> Any:
+            root = args[0] if args else kwargs.get("root")
+            if name == "ImageFolder" and root and os.path.isdir(root):
+                return real(*args, **kwargs)
+            return FakeDataset(name, kwargs)
+
+        return build
+
+    class FakeDataset(torch.utils.data.Dataset):
+        def __init__(self, name: str, kwargs: dict[str, Any]) -> None:
+            spec = fake.sized(fake.SPECS[name], kwargs.get("image_size"), kwargs.get("num_classes"))
+            train = kwargs.get("train", kwargs.get("split", "train") in ("train", "balanced", "digits"))
+            n = int(kwargs.get("size") or (fake.TRAIN_SIZE if train else fake.TEST_SIZE))
+            self.images, labels = fake.fake_arrays(spec, n, fake.split_seed(name, bool(train), seed))
+            self.targets = [int(x) for x in labels]
+            self.classes = [str(i) for i in range(spec.classes)]
+            self.data = torch.from_numpy(self.images[..., 0] if spec.channels == 1 else self.images)
+            self.transform, self.target_transform = kwargs.get("transform"), kwargs.get("target_transform")
+            used.append(
+                f"{name}({'train' if train else 'test'}, {n} images {spec.height}x{spec.width}x{spec.channels})"
+            )
+
+        def __len__(self) -> int:
+            return len(self.targets)
+
+        def __getitem__(self, i: int) -> Any:
+            a = self.images[i]
+            img: Any = Image.fromarray(a[..., 0] if a.shape[-1] == 1 else a, mode="L" if a.shape[-1] == 1 else "RGB")
+            target: Any = self.targets[i]
+            if self.transform is not None:
+                img = self.transform(img)
+            if self.target_transform is not None:
+                target = self.target_transform(target)
+            return img, target
+
+    for name in fake.SPECS:
+        if hasattr(tvd, name):
+            setattr(tvd, name, factory(name, getattr(tvd, name)))
+
+
+def main(config_path: str) -> None:
+    if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+        sys.path.pop(0)  # our folder's module names must not shadow the script's imports
+    common = _load("common")
+    fake = _load("fake_data")
+    hooks = _load("torch_hooks")
+    cfg = common.read_config(config_path)
+    rec = common.Recorder("torch", cfg)
+    import numpy as np
+    import torch
+
+    random.seed(cfg["seed"])
+    np.random.seed(cfg["seed"])
+    torch.manual_seed(cfg["seed"])
+    side = hooks.TorchSide(rec, cfg)
+    patch_optimizers(side)
+    patch_backward(side)
+    patch_modules(side)
+    patch_clipping(side)
+    patch_dropout(side)
+    patch_random(side, hooks.pattern)
+    patch_loaders(side, record=cfg["data"] == "replay")
+    if cfg["fake_data"]:
+        patch_fake_data(side, fake, cfg["seed"])
+    common.run_instrumented(rec, cfg["torch_script"], cfg["args"], side.finish)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

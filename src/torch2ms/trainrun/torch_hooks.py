@@ -1,0 +1,245 @@
+"""The torch side of ``compare-train``: framework entry points patched before the user's script runs.
+
+Optimizer steps come from torch's global optimizer hooks, losses from ``Tensor.backward``, the trained
+models from the first outermost ``Module.__call__`` after an optimizer exists (their state is saved
+then, before any training forward touches BatchNorm statistics), the batches from the DataLoader
+iterators. Loaded by path from ``torch_boot.py``: torch, numpy and the standard library only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from _torch2ms_trainrun_common import HYPER_KEYS, NOISE_A, NOISE_B, NOISE_SCALE, Recorder, array_stats, live_instances  # type: ignore
+
+REPLAY_BYTES_CAP = 1 << 30
+
+
+def _to_numpy(t: torch.Tensor) -> np.ndarray:
+    t = t.detach().cpu()
+    if t.dtype == torch.bfloat16:
+        t = t.float()
+    return t.numpy().copy()
+
+
+def _first_tensor(args: tuple, kwargs: dict) -> torch.Tensor | None:
+    for a in list(args) + list(kwargs.values()):
+        if isinstance(a, torch.Tensor):
+            return a
+    return None
+
+
+def _leaves(batch: Any) -> list[Any]:
+    """A batch's tensors in a fixed order (tuples, lists and dicts flattened)."""
+    if isinstance(batch, torch.Tensor):
+        return [batch]
+    if isinstance(batch, dict):
+        return [leaf for k in batch for leaf in _leaves(batch[k])]
+    if isinstance(batch, list | tuple):
+        return [leaf for b in batch for leaf in _leaves(b)]
+    return [batch]
+
+
+def _hyper(group: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for k in HYPER_KEYS:
+        v = group.get(k)
+        if isinstance(v, torch.Tensor):
+            v = v.item()
+        if isinstance(v, bool | int | float) or (isinstance(v, tuple) and all(isinstance(x, float) for x in v)):
+            out[k] = v
+    return out
+
+
+def _size(m: torch.nn.Module) -> int:
+    return sum(1 for _ in m.modules())
+
+
+def _modes(modules: Sequence[torch.nn.Module]) -> dict[str, int]:
+    bn = [m for m in modules if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    drop = [m for m in modules if isinstance(m, torch.nn.modules.dropout._DropoutNd)]
+    return {
+        "bn_train": sum(m.training for m in bn),
+        "bn_total": len(bn),
+        "drop_train": sum(m.training for m in drop),
+        "drop_total": len(drop),
+    }
+
+
+class Model:
+    """One trained module: what the optimizer(s) update, with its name map and layer types."""
+
+    def __init__(self, key: str, module: torch.nn.Module) -> None:
+        self.key, self.module = key, module
+        self.names = {id(p): n for n, p in module.named_parameters()}
+        self.mode_modules = [
+            m
+            for m in module.modules()
+            if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)
+            or (isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0)
+        ]
+        self.opts: list[int] = []
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "type": type(self.module).__name__,
+            "optimizers": self.opts,
+            "layer_types": {
+                n: f"torch.nn.{type(m).__name__}"
+                for n, m in self.module.named_modules()
+                if type(m).__module__.startswith("torch.nn")
+            },
+            "trainable": [n for n, p in self.module.named_parameters() if p.requires_grad],
+            "init": f"init_{self.key}.npz",
+            "final": f"final_{self.key}.npz",
+        }
+
+    def save(self, path: Path) -> None:
+        np.savez(path, **{k: _to_numpy(v) for k, v in self.module.state_dict().items()})
+
+
+class TorchSide:
+    def __init__(self, rec: Recorder, config: dict[str, Any]) -> None:
+        self.rec, self.cfg = rec, config
+        self.optimizers: list[torch.optim.Optimizer] = []
+        self.unassigned: list[int] = []
+        self.models: list[Model] = []
+        self.depth = 0
+        self.in_backward = False
+        self.in_loader = False
+        self.training = False
+        self.scaled: dict[int, float] = {}
+        self.clip: dict[str, Any] | None = None
+        self.iterators: list[list[list[np.ndarray]]] = []
+        self.replay_bytes = 0
+        self.replay_note: str | None = None
+
+    # -- optimizers and models -------------------------------------------------------------------
+    def register_optimizer(self, opt: torch.optim.Optimizer) -> None:
+        if all(o is not opt for o in self.optimizers):
+            self.optimizers.append(opt)
+            self.unassigned.append(len(self.optimizers) - 1)
+            self.training = True  # random draws from here on get the shared pseudo-noise (both sides alike)
+
+    def discover_models(self) -> None:
+        """Find the module(s) each new optimizer trains: the smallest module holding all its parameters
+        (or, failing that, the fewest modules covering them); save their state before training starts."""
+        modules = live_instances(torch.nn.Module)
+        owned = {id(m): {id(p) for p in m.parameters()} for m in modules}
+        for j in self.unassigned:
+            want = {id(p) for g in self.optimizers[j].param_groups for p in g["params"]}
+            while want:
+                best = max(
+                    modules, key=lambda m: (len(owned[id(m)] & want), -len(owned[id(m)]), -_size(m)), default=None
+                )
+                if best is None or not owned[id(best)] & want:
+                    self.rec.notes.append(f"optimizer {j}: {len(want)} parameter(s) belong to no module")
+                    break
+                self._model_for(best, j)
+                want -= owned[id(best)]
+        self.unassigned = []
+
+    def _model_for(self, module: torch.nn.Module, opt: int) -> None:
+        model = next((m for m in self.models if m.module is module), None)
+        if model is None:
+            model = Model(f"model{len(self.models)}", module)
+            model.save(self.rec.out / f"init_{model.key}.npz")
+            self.models.append(model)
+        model.opts.append(opt)
+
+    def describe_optimizer(self, j: int) -> dict[str, Any]:
+        names = {pid: f"{m.key}:{n}" for m in self.models for pid, n in m.names.items()}
+        opt = self.optimizers[j]
+        return {
+            "type": type(opt).__name__,
+            "groups": [
+                {"params": [names.get(id(p), "?") for p in g["params"]], "hyper": _hyper(g)} for g in opt.param_groups
+            ],
+        }
+
+    # -- hooks -------------------------------------------------------------------------------------
+    def on_outer_call(self, module: torch.nn.Module, args: tuple, kwargs: dict) -> None:
+        if self.unassigned:
+            self.discover_models()
+        if self.rec.batch_stats is not None or self.rec.pending_inputs is not None:
+            return  # the step's batch is known (a loader's) or noted already
+        if self.models and torch.is_grad_enabled() and any(m.module is module for m in self.models):
+            t = _first_tensor(args, kwargs)
+            self.rec.note_inputs(array_stats(_to_numpy(t)) if t is not None else None)
+
+    def on_backward(self, tensor: torch.Tensor) -> None:
+        if tensor.numel() == 1:
+            value = float(tensor.detach().reshape(()).item())
+            self.rec.add_loss(value / self.scaled.get(id(tensor), 1.0))
+
+    def on_step(self, opt: torch.optim.Optimizer) -> None:
+        self.register_optimizer(opt)
+        if self.unassigned:
+            self.discover_models()
+        j = next(i for i, o in enumerate(self.optimizers) if o is opt)
+        if len(self.rec.optimizers) <= j:
+            self.rec.optimizers.extend({} for _ in range(j + 1 - len(self.rec.optimizers)))
+        if not self.rec.optimizers[j]:
+            self.rec.optimizers[j] = self.describe_optimizer(j)
+        grads = [p.grad.detach() for g in opt.param_groups for p in g["params"] if p.grad is not None]
+        # two dispatches for any number of tensors: the per-tensor norms, then their norm
+        norms = torch._foreach_norm(grads) if grads else []
+        gnorm = float(torch.linalg.vector_norm(torch.stack([x.float() for x in norms]))) if norms else None
+        lrs = [float(g["lr"].item() if isinstance(g["lr"], torch.Tensor) else g["lr"]) for g in opt.param_groups]
+        modes = {m.key: _modes(m.mode_modules) for m in self.models if j in m.opts}
+        clip, self.clip = self.clip, None
+        self.rec.step(j, lrs, gnorm, {"modes": modes, "clip": clip})
+
+    def on_batch(self, index: int, batch: Any, record: bool) -> None:
+        leaves = _leaves(batch)
+        first = next((x for x in leaves if isinstance(x, torch.Tensor)), None)
+        self.rec.batch_stats = array_stats(_to_numpy(first)) if first is not None else None
+        if not record or self.replay_note is not None:
+            return
+        if not all(isinstance(x, torch.Tensor) for x in leaves):
+            self.replay_note = "a batch holds something other than tensors: not replayed"
+            return
+        arrays = [_to_numpy(x) for x in leaves]
+        self.replay_bytes += sum(a.nbytes for a in arrays)
+        if self.replay_bytes > REPLAY_BYTES_CAP:
+            self.replay_note = "more than 1 GiB of batches: replay stopped there"
+            return
+        self.iterators[index].append(arrays)
+
+    # -- the end -----------------------------------------------------------------------------------
+    def finish(self, status: str) -> None:
+        for m in self.models:
+            m.save(self.rec.out / m.describe()["final"])
+        self.rec.models = [m.describe() for m in self.models]
+        self.rec.randomness["dropout_layers"] = sum(int(_modes(m.mode_modules)["drop_total"]) for m in self.models)
+        for j in range(len(self.optimizers)):
+            if j >= len(self.rec.optimizers) or not self.rec.optimizers[j]:
+                self.rec.optimizers[j:j] = [self.describe_optimizer(j)]
+        if self.cfg["data"] == "replay":
+            self.save_batches()
+
+    def save_batches(self) -> None:
+        arrays = {
+            f"i{i}_b{b}_l{k}": a
+            for i, it in enumerate(self.iterators)
+            for b, bt in enumerate(it)
+            for k, a in enumerate(bt)
+        }
+        np.savez(self.rec.out / "batches.npz", **arrays)
+        self.rec.replay = {
+            "iterators": [len(it) for it in self.iterators],
+            "leaves": [len(it[0]) if it else 0 for it in self.iterators],
+            "batches": sum(len(it) for it in self.iterators),
+            "note": self.replay_note,
+        }
+
+
+def pattern(n: int, uniform: bool) -> torch.Tensor:
+    """The shared pseudo-noise (see common.NOISE_*), float32, n values."""
+    x = torch.sin(torch.arange(n, dtype=torch.float32) * NOISE_A + NOISE_B)
+    return (x + 1) * 0.5 if uniform else x * NOISE_SCALE
