@@ -94,6 +94,8 @@ def _sides(raw_inputs: dict[str, Any]) -> _Sides:
 
     import torch2ms.runtime
 
+    torch2ms.runtime.load_helpers()  # GRAPH_MODE runs spell helpers torch2ms.runtime.<name>
+
     def t_value(v):
         return torch.from_numpy(np.array(v)) if isinstance(v, np.ndarray) else v
 
