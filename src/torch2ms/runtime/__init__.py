@@ -155,6 +155,7 @@ _HELPER_MODULES = {
     "exponential_window": "windows",
     "gaussian_window": "windows",
     "general_cosine_window": "windows",
+    "assert_true": "checks",
 }
 
 

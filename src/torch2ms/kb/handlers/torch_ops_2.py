@@ -4,6 +4,8 @@ functions, torch.special, torch.fft, torch.linalg, torch.sparse and torch.testin
 
 from __future__ import annotations
 
+import ast
+
 from ..rewrite import keyword_args, render_by_rules
 from ..schema import Entry
 from ..source import NOT_LITERAL, literal, paren
@@ -115,3 +117,190 @@ def adaptive_max_pool1d(bound: dict[str, str], receiver: str | None, entry: Entr
         f"mindspore.ops.adaptive_max_pool2d({paren(bound['input'])}.expand_dims(-2), (1, {out}), return_indices=True)"
     )
     return f"(lambda v, i: (v.squeeze(-2), i.squeeze(-2).astype(mindspore.int64)))(*{pooled})"
+
+
+# ---- creation and small math ----------------------------------------------------------------
+
+
+def _dtype_or(bound: dict[str, str], default: str) -> str:
+    dtype = bound.get("dtype")
+    return default if dtype is None or literal(dtype) is None else dtype
+
+
+@handler
+def scalar_tensor(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """torch.scalar_tensor is float32 whatever the number (mindspore.tensor(3) would be int64)."""
+    return f"mindspore.tensor({bound['s']}, dtype={_dtype_or(bound, 'mindspore.float32')})"
+
+
+@handler
+def inclusive_range(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """torch.range(start, end, step): end INCLUDED, float32 by default (start + i * step, i ≤ (end-start)/step)."""
+    start, end = bound.get("start", "0"), bound.get("end")
+    if end is None:  # torch.range(5) is range(0, 5)
+        start, end = "0", start
+    step = bound.get("step", "1")
+    count = f"int(({end} - {paren(start)}) // {paren(step)}) + 1"
+    ramp = f"mindspore.ops.arange({count}, dtype=mindspore.float64) * {paren(step)} + {paren(start)}"
+    return f"({ramp}).astype({_dtype_or(bound, 'mindspore.float32')})"
+
+
+@handler
+def rsub(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """torch.rsub(input, other, alpha) = other - alpha * input."""
+    alpha = bound.get("alpha")
+    scaled = (
+        paren(bound["input"]) if alpha is None or literal(alpha) == 1 else f"{paren(alpha)} * {paren(bound['input'])}"
+    )
+    return f"{paren(bound['other'])} - {scaled}"
+
+
+def _powers(x: str, n: str, increasing: bool) -> str:
+    exponents = f"mindspore.ops.arange({n})" if increasing else f"mindspore.ops.arange({n} - 1, -1, -1)"
+    return f"{paren(x)}.expand_dims(-1) ** {exponents}"
+
+
+@handler
+def vander(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """torch.vander(x, N, increasing) → x[:, None] ** powers (ops.vander has no increasing=)."""
+    x = bound["x"]
+    n = bound.get("N")
+    if n is None or literal(n) is None:
+        n = f"{paren(x)}.shape[-1]"
+    inc = literal(bound.get("increasing", "False"))
+    if inc is NOT_LITERAL:
+        raise Unsupported("torch.vander(increasing=<expression>): write both branches out")
+    return _powers(x, n, bool(inc))
+
+
+@handler
+def linalg_vander(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """torch.linalg.vander(x, N) → x[..., None] ** arange(N): increasing powers, batched (ops.vander is 1-D only)."""
+    x = bound["x"]
+    n = bound.get("N")
+    if n is None or literal(n) is None:
+        n = f"{paren(x)}.shape[-1]"
+    return _powers(x, n, True)
+
+
+@handler
+def unravel_index(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """torch.unravel_index(i, shape) → one (i // stride) % size per dimension (literal shape only)."""
+    shape = literal(bound["shape"])
+    if isinstance(shape, int):
+        shape = (shape,)
+    if not isinstance(shape, (tuple, list)) or not all(isinstance(d, int) for d in shape):
+        raise Unsupported("torch.unravel_index with a non-literal shape: pass the shape as a tuple of ints")
+    i = paren(bound["indices"])
+    parts = []
+    for k, size in enumerate(shape):
+        stride = 1
+        for d in shape[k + 1 :]:
+            stride *= d
+        parts.append(f"{i} // {stride} % {size}" if stride > 1 else f"{i} % {size}")
+    return f"({', '.join(parts)},)"
+
+
+@handler
+def broadcast_shapes(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """torch.broadcast_shapes(*shapes): computed here for literal shapes, else from int8 zeros of each shape."""
+    srcs = _split_args(bound.get("shapes", ""))
+    if any(s.startswith("*") for s in srcs):
+        raise Unsupported("torch.broadcast_shapes(*shapes): pass the shapes one by one")
+    shapes = [literal(s) for s in srcs]
+    if all(isinstance(s, (int, tuple, list)) for s in shapes):
+        return repr(_broadcast([(s,) if isinstance(s, int) else tuple(s) for s in shapes]))
+    zeros = " + ".join(f"mindspore.ops.zeros({s}, mindspore.int8)" for s in srcs)
+    return f"tuple(({zeros}).shape)"
+
+
+def _split_args(src: str) -> list[str]:
+    """The comma-joined sources of a *args parameter, split at top-level commas."""
+    node = ast.parse(f"f({src})", mode="eval").body
+    assert isinstance(node, ast.Call)
+    return [ast.get_source_segment(f"f({src})", a) or "" for a in node.args]
+
+
+def _broadcast(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+    rank = max((len(s) for s in shapes), default=0)
+    out = [1] * rank
+    for s in shapes:
+        for k, d in enumerate((1,) * (rank - len(s)) + tuple(s)):
+            if d != 1 and out[k] not in (1, d):
+                raise Unsupported(f"torch.broadcast_shapes: shapes {shapes} do not broadcast")
+            out[k] = d if d != 1 else out[k]
+    return tuple(out)
+
+
+# ---- linalg and spectral --------------------------------------------------------------------
+
+
+@handler
+def gradient(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """torch.gradient → mindspore.numpy.gradient, as a tuple always (numpy returns a bare tensor for one axis)."""
+    args = [bound["input"]]
+    spacing = bound.get("spacing")
+    if spacing is not None:
+        value = literal(spacing)
+        if isinstance(value, (list, tuple)):
+            args.append(f"*{spacing}")
+        elif isinstance(value, (int, float)):
+            args.append(spacing)
+        else:
+            raise Unsupported("torch.gradient(spacing=<expression>): pass a number or a list of numbers")
+    if bound.get("dim") is not None:
+        args.append(f"axis={bound['dim']}")
+    if literal(bound.get("edge_order", "1")) != 1:
+        raise Unsupported("torch.gradient(edge_order=2): mindspore.numpy.gradient implements edge_order=1 only")
+    call = f"mindspore.numpy.gradient({', '.join(args)})"
+    return f"(lambda g: tuple(g) if isinstance(g, (list, tuple)) else (g,))({call})"
+
+
+@handler
+def triangular_solve(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """torch.triangular_solve(b, A, upper, transpose) → (MatrixTriangularSolve(lower, adjoint)(A, b), copy of A)."""
+    if literal(bound.get("unitriangular", "False")) is not False:
+        raise Unsupported(
+            "triangular_solve(unitriangular=True): use mindspore.scipy.linalg.solve_triangular(unit_diagonal=True)"
+        )
+    upper, transpose = literal(bound.get("upper", "True")), literal(bound.get("transpose", "False"))
+    if not isinstance(upper, bool) or not isinstance(transpose, bool):
+        raise Unsupported("triangular_solve: upper and transpose must be literal True/False to convert")
+    a, b = bound["A"], bound["input"]
+    solve = f"mindspore.ops.MatrixTriangularSolve(lower={not upper}, adjoint={transpose})({a}, {b})"
+    return f"({solve}, mindspore.ops.deepcopy({a}))"
+
+
+@transform
+def upper_literal(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
+    """ops.stft's pad_mode is upper case ('REFLECT', 'CONSTANT'); torch's is lower case."""
+    v = literal(value)
+    if isinstance(v, str):
+        return {"pad_mode": repr(v.upper())}
+    return {"pad_mode": f"{paren(value or '')}.upper()"}
+
+
+@transform
+def reduction_enum(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
+    """The aten loss functions take reduction as an int (0 none, 1 mean, 2 sum); MindSpore takes the name."""
+    names = {0: "'none'", 1: "'mean'", 2: "'sum'"}
+    v = 1 if value is None else literal(value)
+    if v not in names:
+        raise Unsupported(f"{entry.short}: reduction must be a literal 0, 1 or 2 to convert")
+    return {"reduction": names[v]}
+
+
+# ---- sparse ---------------------------------------------------------------------------------
+
+
+@handler
+def csr_tensor(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """torch.sparse_csr_tensor → mindspore.CSRTensor with int32 indices and the (required) shape."""
+    size = bound.get("size")
+    if size is None or literal(size) is None:
+        raise Unsupported("torch.sparse_csr_tensor without size: MindSpore's CSRTensor needs the dense shape")
+    crow, col = (f"{paren(bound[n])}.astype(mindspore.int32)" for n in ("crow_indices", "col_indices"))
+    values = bound["values"]
+    if bound.get("dtype") is not None and literal(bound["dtype"]) is not None:
+        values = f"{paren(values)}.astype({bound['dtype']})"
+    return f"mindspore.CSRTensor({crow}, {col}, {values}, {size})"
