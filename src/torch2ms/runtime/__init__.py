@@ -156,6 +156,9 @@ _HELPER_MODULES = {
     "gaussian_window": "windows",
     "general_cosine_window": "windows",
     "assert_true": "checks",
+    "assert_close": "testing",
+    "assert_allclose": "testing",
+    "make_tensor": "testing",
 }
 
 

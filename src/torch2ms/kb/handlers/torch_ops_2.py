@@ -304,3 +304,48 @@ def csr_tensor(bound: dict[str, str], receiver: str | None, entry: Entry) -> str
     if bound.get("dtype") is not None and literal(bound["dtype"]) is not None:
         values = f"{paren(values)}.astype({bound['dtype']})"
     return f"mindspore.CSRTensor({crow}, {col}, {values}, {size})"
+
+
+# ---- torch.linalg ---------------------------------------------------------------------------
+
+_SCIPY_LINALG = "__import__('mindspore' + '.scipy.linalg', fromlist=['linalg'])"  # not loaded by `import mindspore`
+# LAPACK's info: 0, or the 1-based index of the first zero on U's diagonal (a singular factor).
+_LU_INFO = (
+    "(lambda z: mindspore.ops.where(z.any(-1), z.astype(mindspore.int32).argmax(-1) + 1, 0).astype(mindspore.int32))"
+    "(mindspore.ops.diagonal({lu}, 0, -2, -1) == 0)"
+)
+
+
+@handler
+def lu_factor_ex(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """linalg.lu_factor_ex → (LU, 1-based pivots, info) from mindspore.scipy.linalg.lu_factor; info from U's diagonal."""
+    if literal(bound.get("pivot", "True")) is not True:
+        raise Unsupported("linalg.lu_factor_ex(pivot=False) has no MindSpore form")
+    info = _LU_INFO.format(lu="lu")
+    return f"(lambda lu, piv: (lu, piv + 1, {info}))(*{_SCIPY_LINALG}.lu_factor({bound['A']}))"
+
+
+@handler
+def solve_ex(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """linalg.solve_ex → (ops.matrix_solve(A, B), info), info from the LU factors of A as LAPACK reports it."""
+    if literal(bound.get("left", "True")) is not True:
+        raise Unsupported("linalg.solve_ex(left=False) has no MindSpore form: solve the transposed system")
+    info = _LU_INFO.format(lu=f"{_SCIPY_LINALG}.lu_factor(a)[0]")
+    return f"(lambda a, b: (mindspore.ops.matrix_solve(a, b), {info}))({bound['A']}, {bound['B']})"
+
+
+@handler
+def polar(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """linalg.polar(A) = (U Vᴴ, V S Vᴴ) from the reduced SVD (ops.svd returns S, U, V)."""
+    return (
+        "(lambda s, u, v: (mindspore.ops.matmul(u, v.swapaxes(-1, -2)), "
+        "mindspore.ops.matmul(v * s.expand_dims(-2), v.swapaxes(-1, -2))))"
+        f"(*mindspore.ops.svd({bound['A']}, full_matrices=False))"
+    )
+
+
+@handler
+def matrix_sqrth(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """linalg.matrix_sqrth(A) = V diag(sqrt(w)) Vᴴ from the Eigh primitive."""
+    eig = f"mindspore.ops.operations.linalg_ops.Eigh(lower=True)({bound['A']})"
+    return f"(lambda w, v: mindspore.ops.matmul(v * mindspore.ops.sqrt(w).expand_dims(-2), v.swapaxes(-1, -2)))(*{eig})"
