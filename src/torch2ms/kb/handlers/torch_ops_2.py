@@ -349,3 +349,27 @@ def matrix_sqrth(bound: dict[str, str], receiver: str | None, entry: Entry) -> s
     """linalg.matrix_sqrth(A) = V diag(sqrt(w)) Vᴴ from the Eigh primitive."""
     eig = f"mindspore.ops.operations.linalg_ops.Eigh(lower=True)({bound['A']})"
     return f"(lambda w, v: mindspore.ops.matmul(v * mindspore.ops.sqrt(w).expand_dims(-2), v.swapaxes(-1, -2)))(*{eig})"
+
+
+# ---- torch._foreach_* -----------------------------------------------------------------------
+
+
+@handler
+def foreach(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """torch._foreach_exp(ts) → [ops.exp(t) for t in ts]."""
+    return f"[{entry.ms}(_t) for _t in {bound['tensors']}]"
+
+
+@handler
+def foreach_inplace(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """torch._foreach_exp_(ts) → [t.copy_(ops.exp(t)) for t in ts]: each tensor overwritten, the list returned."""
+    return f"[_t.copy_({entry.ms}(_t)) for _t in {bound['tensors']}]"
+
+
+@handler
+def reduction_index(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """F._Reduction.get_enum(name) → torch's enum value (0 none, 1 mean, 2 sum)."""
+    value = {"none": 0, "mean": 1, "elementwise_mean": 1, "sum": 2}.get(literal(bound["reduction"]))
+    if value is not None:
+        return str(value)
+    return f"{{'none': 0, 'mean': 1, 'elementwise_mean': 1, 'sum': 2}}[{bound['reduction']}]"
