@@ -282,9 +282,12 @@ def upper_literal(value: str | None, bound: dict[str, str], entry: Entry) -> dic
 
 @transform
 def reduction_enum(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
-    """The aten loss functions take reduction as an int (0 none, 1 mean, 2 sum); MindSpore takes the name."""
+    """The aten loss functions take reduction as an int (0 none, 1 mean, 2 sum); MindSpore takes the name.
+
+    Omitted, torch.kl_div & co. do NOT reduce (measured in torch 2.14, though the schema says 1).
+    """
     names = {0: "'none'", 1: "'mean'", 2: "'sum'"}
-    v = 1 if value is None else literal(value)
+    v = 0 if value is None else literal(value)
     if v not in names:
         raise Unsupported(f"{entry.short}: reduction must be a literal 0, 1 or 2 to convert")
     return {"reduction": names[v]}
