@@ -159,6 +159,18 @@ _HELPER_MODULES = {
     "assert_close": "testing",
     "assert_allclose": "testing",
     "make_tensor": "testing",
+    "chebyshev_polynomial_t": "polynomials",
+    "chebyshev_polynomial_u": "polynomials",
+    "chebyshev_polynomial_v": "polynomials",
+    "chebyshev_polynomial_w": "polynomials",
+    "hermite_polynomial_h": "polynomials",
+    "hermite_polynomial_he": "polynomials",
+    "laguerre_polynomial_l": "polynomials",
+    "legendre_polynomial_p": "polynomials",
+    "shifted_chebyshev_polynomial_t": "polynomials",
+    "shifted_chebyshev_polynomial_u": "polynomials",
+    "shifted_chebyshev_polynomial_v": "polynomials",
+    "shifted_chebyshev_polynomial_w": "polynomials",
 }
 
 
