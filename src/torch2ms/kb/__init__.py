@@ -42,6 +42,9 @@ _EXPANSIONS = (
     ("linalg.", "torch.linalg."),
     ("fft.", "torch.fft."),
     ("special.", "torch.special."),
+    ("signal.", "torch.signal."),
+    ("sparse.", "torch.sparse."),
+    ("testing.", "torch.testing."),
     ("transforms.", "torchvision.transforms."),
     ("datasets.", "torchvision.datasets."),
 )

@@ -58,7 +58,7 @@ def run_case(entry: Entry, case: Case, index: int, kb: KB, graph: GraphRunner = 
         torch_src, ms_src = _build_instance(entry, case, sides, kb)
     ms_call = rewrite_case_source(kb, case.call, sides.owners)
     torch_src, ms_src = torch_src + case.call, ms_src + ms_call
-    graph_inputs = {k: sides.ms[k] for k in raw_inputs}  # before an in-place call rebinds one
+    graph_inputs = ms_inputs(raw_inputs)  # fresh: an in-place call (x.copy_) must not feed the graph run
     t_out = eval(case.call, sides.torch)
     m_out = eval(ms_call, sides.ms)
     worst = compare(to_numpy(t_out), to_numpy(m_out), case)
@@ -93,6 +93,8 @@ def _sides(raw_inputs: dict[str, Any]) -> _Sides:
     import torch
 
     import torch2ms.runtime
+
+    torch2ms.runtime.load_helpers()  # GRAPH_MODE runs spell helpers torch2ms.runtime.<name>
 
     def t_value(v):
         return torch.from_numpy(np.array(v)) if isinstance(v, np.ndarray) else v

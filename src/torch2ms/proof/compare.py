@@ -25,7 +25,7 @@ def to_numpy(value: Any) -> Any:
         v = value.detach().cpu()
         if v.dtype == torch.bfloat16:
             v = v.float()
-        return v.numpy()
+        return v.resolve_conj().resolve_neg().numpy()
     if isinstance(value, ms.Tensor):
         if value.dtype == ms.bfloat16:
             value = value.astype(ms.float32)
@@ -88,7 +88,9 @@ def _compare_arrays(t: np.ndarray, m: np.ndarray, case: Case, label: str) -> flo
         if not np.array_equal(t, m):
             raise CaseFailure(f"{label}: values differ ({int((t != m).sum())} of {t.size} elements)")
         return 0.0
-    tf, mf = t.astype(np.float64), m.astype(np.float64)
+    # Complex results are compared as complex: a float64 cast would drop the imaginary part.
+    wide = np.complex128 if np.iscomplexobj(t) or np.iscomplexobj(m) else np.float64
+    tf, mf = t.astype(wide), m.astype(wide)
     if not np.allclose(tf, mf, rtol=case.rtol, atol=case.atol, equal_nan=True):
         err = np.nanmax(np.abs(tf - mf))
         raise CaseFailure(f"{label}: max abs error {err:.3g} > atol {case.atol} (rtol {case.rtol})")

@@ -6,6 +6,7 @@ Needs MindSpore only (never torch). Each helper is named in the conversion repor
 from __future__ import annotations
 
 import ast
+import importlib
 from functools import cache, lru_cache
 from typing import Any
 
@@ -133,7 +134,44 @@ def __getattr__(name: str) -> Any:
         cls = builders[name]()
         globals()[name] = cls
         return cls
+    if name in _HELPER_MODULES:  # functions of the helper modules, imported (with MindSpore) on first use
+        module = importlib.import_module(f"{__name__}.{_HELPER_MODULES[name]}")
+        globals()[name] = getattr(module, name)
+        return globals()[name]
     raise AttributeError(name)
+
+
+def load_helpers() -> None:
+    """Bind every helper function here now. GRAPH_MODE resolves ``torch2ms.runtime.<name>`` in the
+    module's namespace without ``__getattr__``; converted code imports helpers by name instead."""
+    for name in _HELPER_MODULES:
+        __getattr__(name)
+
+
+# Helper function → its module in this package (the module imports MindSpore at its top, as
+# GRAPH_MODE compiles the helpers' bodies and allows no import statement there).
+_HELPER_MODULES = {
+    "cosine_window": "windows",
+    "exponential_window": "windows",
+    "gaussian_window": "windows",
+    "general_cosine_window": "windows",
+    "assert_true": "checks",
+    "assert_close": "testing",
+    "assert_allclose": "testing",
+    "make_tensor": "testing",
+    "chebyshev_polynomial_t": "polynomials",
+    "chebyshev_polynomial_u": "polynomials",
+    "chebyshev_polynomial_v": "polynomials",
+    "chebyshev_polynomial_w": "polynomials",
+    "hermite_polynomial_h": "polynomials",
+    "hermite_polynomial_he": "polynomials",
+    "laguerre_polynomial_l": "polynomials",
+    "legendre_polynomial_p": "polynomials",
+    "shifted_chebyshev_polynomial_t": "polynomials",
+    "shifted_chebyshev_polynomial_u": "polynomials",
+    "shifted_chebyshev_polynomial_v": "polynomials",
+    "shifted_chebyshev_polynomial_w": "polynomials",
+}
 
 
 def _module_dict_cell():
