@@ -411,7 +411,9 @@ def test_formatting_preserved():
     code = convert_source(FORMATTED, "m.py").code
     expected = (
         # the comment of a removed import stays, on its own line (no comment is ever lost)
-        FORMATTED.replace("import torch  # the framework\nimport torch.nn as nn\n", "# the framework\nfrom mindspore import nn\n")
+        FORMATTED.replace(
+            "import torch  # the framework\nimport torch.nn as nn\n", "# the framework\nfrom mindspore import nn\n"
+        )
         .replace("nn.Module", "nn.Cell")
         .replace("nn.Linear", "nn.Dense")
         .replace("def forward", "def construct")
