@@ -208,3 +208,42 @@ def bernoulli(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     p = bound.get("p")
     prob = x if p is None or literal(p) is None else f"mindspore.ops.full_like({x}, {p})"
     return f"(mindspore.ops.rand_like({x}) < {prob}).astype({x}.dtype)"
+
+
+@handler
+def set_source(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """``x.set_(y)`` makes x share y's storage: converted, x becomes y (``x = y``); ``x.set_()`` empties x."""
+    for arg in ("storage_offset", "size", "stride"):
+        if bound.get(arg) not in (None, "None", "0"):
+            raise Unsupported(
+                f"Tensor.set_({arg}=...): MindSpore exposes no storage; build the view with reshape/narrow"
+            )
+    source = bound.get("source")
+    if source is None or literal(source) is None:
+        return f"mindspore.ops.zeros((0,), {_receiver(receiver)}.dtype)"
+    return source
+
+
+@handler
+def inplace_dunder(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """``x.__iadd__(y)`` → ``x.copy_(x + y)``: MindSpore's __iadd__ returns the sum without writing
+    it into x (``x += y`` is fine: Python rebinds x), and copy_ is an in-place method that mutates."""
+    x = _receiver(receiver)
+    other = paren(bound["other"])
+    op = entry.torch.rsplit(".", 1)[-1][3:-2]  # __iadd__ → add
+    forms = {
+        "add": f"{x} + {other}",
+        "sub": f"{x} - {other}",
+        "mul": f"{x} * {other}",
+        "truediv": f"{x} / {other}",
+        "div": f"{x} / {other}",
+        "floordiv": f"{x} // {other}",
+        "mod": f"{x} % {other}",
+        "pow": f"{x} ** {other}",
+        "and": f"{x} & {other}",
+        "or": f"{x} | {other}",
+        "xor": f"{x} ^ {other}",
+        "lshift": f"{x}.bitwise_left_shift({other})",
+        "rshift": f"{x}.bitwise_right_shift({other})",
+    }
+    return f"{x}.copy_({forms[op]})"
