@@ -121,7 +121,17 @@ def _sequential_cell():
     return Sequential
 
 
+# Helper functions in modules of this package that import MindSpore: loaded on first use.
+_HELPER_MODULES = {"scatter_reduce": "scatter", "index_reduce": "scatter", "quantile": "quantile"}
+
+
 def __getattr__(name: str) -> Any:
+    if name in _HELPER_MODULES:
+        import importlib
+
+        value = getattr(importlib.import_module(f".{_HELPER_MODULES[name]}", __name__), name)
+        globals()[name] = value
+        return value
     # Classes that need MindSpore are built on first use, so importing this module stays cheap.
     builders = {
         "Sequential": _sequential_cell,
