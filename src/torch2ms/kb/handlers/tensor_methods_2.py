@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..rewrite import keyword_args
 from ..schema import Entry
 from ..source import NOT_LITERAL, literal, paren
 from ..transforms import Unsupported, handler
@@ -247,3 +248,50 @@ def inplace_dunder(bound: dict[str, str], receiver: str | None, entry: Entry) ->
         "rshift": f"{x}.bitwise_right_shift({other})",
     }
     return f"{x}.copy_({forms[op]})"
+
+
+def _flag(bound: dict[str, str], name: str, default: str) -> str:
+    return bound.get(name, default)
+
+
+@handler
+def quantile(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """``x.quantile(q, dim, keepdim, interpolation=)`` / ``nanquantile`` → torch2ms.runtime.quantile
+    (sort-based: MindSpore's Quantile has no CPU kernel)."""
+    x = _receiver(receiver)
+    ignore_nan = entry.torch.endswith("nanquantile")
+    args = [
+        x,
+        bound["q"],
+        _flag(bound, "dim", "None"),
+        _flag(bound, "keepdim", "False"),
+        _flag(bound, "interpolation", "'linear'"),
+        str(ignore_nan),
+    ]
+    return f"torch2ms.runtime.quantile({', '.join(args)})"
+
+
+@handler
+def scatter_reduce(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """``x.scatter_reduce(dim, index, src, reduce, include_self=)`` → torch2ms.runtime.scatter_reduce
+    (n-d scatters: MindSpore's element-wise scatter only replaces or adds)."""
+    args = [bound["dim"], bound["index"], bound["src"], bound["reduce"], _flag(bound, "include_self", "True")]
+    return f"torch2ms.runtime.scatter_reduce({_receiver(receiver)}, {', '.join(args)})"
+
+
+@handler
+def index_reduce(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """``x.index_reduce(dim, index, source, reduce, include_self=)`` → torch2ms.runtime.index_reduce."""
+    args = [bound["dim"], bound["index"], bound["source"], bound["reduce"], _flag(bound, "include_self", "True")]
+    return f"torch2ms.runtime.index_reduce({_receiver(receiver)}, {', '.join(args)})"
+
+
+@handler
+def stft(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """``x.stft(n_fft, ...)`` → ``ops.stft(x, n_fft, ...)`` with pad_mode upper-cased ('reflect' → 'REFLECT')."""
+    parts = [_receiver(receiver)] + keyword_args(entry, bound, skip=("pad_mode",))
+    pad_mode = bound.get("pad_mode")
+    if pad_mode is not None:
+        value = literal(pad_mode)
+        parts.append(f"pad_mode={value.upper()!r}" if isinstance(value, str) else f"pad_mode={paren(pad_mode)}.upper()")
+    return f"mindspore.ops.stft({', '.join(parts)})"
