@@ -295,3 +295,21 @@ def stft(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
         value = literal(pad_mode)
         parts.append(f"pad_mode={value.upper()!r}" if isinstance(value, str) else f"pad_mode={paren(pad_mode)}.upper()")
     return f"mindspore.ops.stft({', '.join(parts)})"
+
+
+@handler
+def nonzero_static(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """``x.nonzero_static(size=n, fill_value=f)`` → nonzero() padded with rows of f, cut to n rows."""
+    x = _receiver(receiver)
+    size, fill = bound["size"], bound.get("fill_value", "-1")
+    pad = f"mindspore.ops.full(({size}, {x}.ndim), {fill}, dtype=mindspore.int64)"
+    return f"mindspore.ops.concat(({x}.nonzero(), {pad}), 0)[:{size}]"
+
+
+@handler
+def new_empty_strided(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """``x.new_empty_strided(size, stride)`` → zeros of that size (MindSpore allocates contiguous
+    tensors; torch's values are uninitialised), in x's dtype unless ``dtype=`` is given."""
+    x = _receiver(receiver)
+    dtype = bound.get("dtype")
+    return f"mindspore.ops.zeros(tuple({bound['size']}), {dtype if dtype not in (None, 'None') else f'{x}.dtype'})"
