@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from ..kb.results import NOT_TENSOR_METHODS, returns_tensor
 from .astwalk import dotted, nodes, walk
 from .imports import ImportMap
 
@@ -93,6 +94,8 @@ def _call_result_type(call: ast.Call, imap: ImportMap, scope: Scope, self_attrs:
             return OPTIMIZER
         if full.startswith("torch.optim.lr_scheduler.") and full.count(".") == 3 and full[-1:] != "_":
             return SCHEDULER
+        if not returns_tensor(full):
+            return None  # torch.load(...).values() is a dict's, torch.cuda.is_available() a bool
         if entry is not None:
             if entry.kind == "class" and full.startswith("torch.nn."):
                 return MODULE
@@ -113,7 +116,7 @@ def _call_result_type(call: ast.Call, imap: ImportMap, scope: Scope, self_attrs:
         recv = expr_type(func.value, imap, scope, self_attrs, kb)
         if recv == MODULE and func.attr in MODULE_RETURNS_SELF:
             return MODULE
-        if recv == TENSOR and func.attr not in ("item", "tolist", "numpy", "size", "dim", "numel", "backward"):
+        if recv == TENSOR and func.attr not in NOT_TENSOR_METHODS:
             return TENSOR
     return None
 

@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from .results import call_returns_tensor
 from .schema import ArgRule, Entry
 from .source import dotted, normalise, paren
 from .transforms import HANDLERS, TRANSFORMS, Unsupported
@@ -270,13 +271,18 @@ class _ExprRewriter(ast.NodeTransformer):
         return None
 
     def visit_Call(self, node: ast.Call):
+        # ``torch.load(f).values()``: a dict's method, not a Tensor's (decided before the inner call is rewritten).
+        inner = node.func.value if isinstance(node.func, ast.Attribute) else None
+        not_tensor = isinstance(inner, ast.Call) and not call_returns_tensor(
+            dotted(inner.func), inner.func.attr if isinstance(inner.func, ast.Attribute) else None
+        )
         self.generic_visit(node)
         name = dotted(node.func)
         entry = None
         receiver = None
         if name and name.split(".")[0] in ("torch", "torchvision"):
             entry = self.kb.get(name)
-        elif isinstance(node.func, ast.Attribute):
+        elif isinstance(node.func, ast.Attribute) and not not_tensor:
             receiver = ast.unparse(node.func.value)
             entry = self._method(node.func.attr, self.receiver_types.get(receiver, "torch.Tensor"))
         if entry is None:

@@ -23,7 +23,7 @@ import numpy as np
 from ..kb import KB, Entry
 from .cases import case_owners, ms_inputs, rewrite_case_source
 from .compare import CaseFailure
-from .graph import run_in_graph_mode, wants_graph
+from .graph import run_in_graph_mode, runtime_imports, wants_graph
 from .inputs import case_seed, make_inputs
 
 __all__ = ["GraphBatches"]
@@ -116,14 +116,8 @@ class GraphBatches:
 
 
 def _source(jobs: list[_Job]) -> tuple[str, list[Any]]:
-    lines = [
-        "import mindspore",
-        "import numpy as np",
-        "import torch2ms.runtime",
-        "",
-        "",
-        "class GraphBatch(mindspore.nn.Cell):",
-    ]
+    helpers = runtime_imports([job.expr for job in jobs]).splitlines()
+    lines = ["import mindspore", "import numpy as np", *helpers, "", "", "class GraphBatch(mindspore.nn.Cell):"]
     args: list[Any] = []
     calls = []
     for n, job in enumerate(jobs):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 import tempfile
 from typing import Any
@@ -10,7 +11,21 @@ from typing import Any
 from ..kb import Case, Entry
 from .inputs import case_seed
 
-__all__ = ["run_in_graph_mode", "wants_graph"]
+__all__ = ["run_in_graph_mode", "runtime_imports", "wants_graph"]
+
+_RUNTIME_HELPER = re.compile(r"(?<![\w.])torch2ms\.runtime\.([A-Za-z_]\w*)")
+
+
+def runtime_imports(exprs: list[str]) -> str:
+    """Source lines that import the torch2ms.runtime helpers ``exprs`` call, each one touched once.
+
+    MindSpore's graph parser reads a module's namespace directly, so a helper that
+    torch2ms.runtime loads on first attribute access must be loaded before the compile.
+    """
+    names = sorted({name for expr in exprs for name in _RUNTIME_HELPER.findall(expr)})
+    if not names:
+        return ""
+    return "import torch2ms.runtime\n" + "".join(f"torch2ms.runtime.{name}\n" for name in names)
 
 
 def wants_graph(entry: Entry, case: Case, index: int) -> bool:
@@ -29,7 +44,7 @@ def run_in_graph_mode(expr: str, inputs: dict[str, Any], entry: Entry, index: in
 
     names = list(inputs)
     src = (
-        "import mindspore\nimport numpy as np\nimport torch2ms.runtime\n\n\n"
+        "import mindspore\nimport numpy as np\n" + runtime_imports([expr]) + "\n\n"
         "class GraphCase(mindspore.nn.Cell):\n"
         f"    def construct(self, {', '.join(names)}):\n"
         f"        return {expr}\n"

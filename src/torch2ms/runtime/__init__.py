@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import importlib
 from functools import cache, lru_cache
+from pathlib import Path
 from typing import Any
 
 _LITERALS = (int, float, str, bool, type(None))
@@ -122,7 +123,29 @@ def _sequential_cell():
     return Sequential
 
 
+@cache
+def _helper_modules() -> dict[str, str]:
+    """Helper function → its module in this package, read from each module's ``__all__`` without
+    importing it (the modules import MindSpore at their top, as GRAPH_MODE compiles the helpers'
+    bodies and allows no import statement there). A new helper module only declares ``__all__``."""
+    out: dict[str, str] = {}
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        if path.stem.startswith("_"):
+            continue
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+            ):
+                out.update(dict.fromkeys(ast.literal_eval(node.value), path.stem))
+    return out
+
+
 def __getattr__(name: str) -> Any:
+    module = _helper_modules().get(name)
+    if module is not None:  # functions of the helper modules, imported (with MindSpore) on first use
+        value = getattr(importlib.import_module(f".{module}", __name__), name)
+        globals()[name] = value
+        return value
     # Classes that need MindSpore are built on first use, so importing this module stays cheap.
     builders = {
         "Sequential": _sequential_cell,
@@ -134,44 +157,14 @@ def __getattr__(name: str) -> Any:
         cls = builders[name]()
         globals()[name] = cls
         return cls
-    if name in _HELPER_MODULES:  # functions of the helper modules, imported (with MindSpore) on first use
-        module = importlib.import_module(f"{__name__}.{_HELPER_MODULES[name]}")
-        globals()[name] = getattr(module, name)
-        return globals()[name]
     raise AttributeError(name)
 
 
 def load_helpers() -> None:
     """Bind every helper function here now. GRAPH_MODE resolves ``torch2ms.runtime.<name>`` in the
     module's namespace without ``__getattr__``; converted code imports helpers by name instead."""
-    for name in _HELPER_MODULES:
+    for name in _helper_modules():
         __getattr__(name)
-
-
-# Helper function → its module in this package (the module imports MindSpore at its top, as
-# GRAPH_MODE compiles the helpers' bodies and allows no import statement there).
-_HELPER_MODULES = {
-    "cosine_window": "windows",
-    "exponential_window": "windows",
-    "gaussian_window": "windows",
-    "general_cosine_window": "windows",
-    "assert_true": "checks",
-    "assert_close": "testing",
-    "assert_allclose": "testing",
-    "make_tensor": "testing",
-    "chebyshev_polynomial_t": "polynomials",
-    "chebyshev_polynomial_u": "polynomials",
-    "chebyshev_polynomial_v": "polynomials",
-    "chebyshev_polynomial_w": "polynomials",
-    "hermite_polynomial_h": "polynomials",
-    "hermite_polynomial_he": "polynomials",
-    "laguerre_polynomial_l": "polynomials",
-    "legendre_polynomial_p": "polynomials",
-    "shifted_chebyshev_polynomial_t": "polynomials",
-    "shifted_chebyshev_polynomial_u": "polynomials",
-    "shifted_chebyshev_polynomial_v": "polynomials",
-    "shifted_chebyshev_polynomial_w": "polynomials",
-}
 
 
 def _module_dict_cell():
