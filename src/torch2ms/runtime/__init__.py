@@ -133,7 +133,24 @@ def __getattr__(name: str) -> Any:
         cls = builders[name]()
         globals()[name] = cls
         return cls
+    if name in _DISTRIBUTION_NAMES:  # torch.distributions' classes (and constraints, kl_divergence)
+        from . import distributions
+
+        return getattr(distributions, name)
     raise AttributeError(name)
+
+
+_DISTRIBUTION_NAMES = frozenset(
+    "AbsTransform AffineTransform Bernoulli Beta Binomial CatTransform Categorical Cauchy Chi2 ComposeTransform "
+    "ContinuousBernoulli CumulativeDistributionTransform Dirichlet Distribution ExpTransform Exponential "
+    "ExponentialFamily FisherSnedecor Gamma Geometric Gumbel HalfCauchy HalfNormal Independent IndependentTransform "
+    "InverseGamma Kumaraswamy Laplace LogNormal LogisticNormal LowRankMultivariateNormal LowerCholeskyTransform "
+    "MixtureSameFamily Multinomial MultivariateNormal NegativeBinomial Normal OneHotCategorical "
+    "OneHotCategoricalStraightThrough Pareto Poisson PositiveDefiniteTransform PowerTransform RelaxedBernoulli "
+    "RelaxedOneHotCategorical ReshapeTransform SigmoidTransform SoftmaxTransform SoftplusTransform StackTransform "
+    "StickBreakingTransform StudentT TanhTransform Transform TransformedDistribution Uniform VonMises Weibull "
+    "constraints identity_transform kl_divergence register_kl".split()
+)
 
 
 def _module_dict_cell():
