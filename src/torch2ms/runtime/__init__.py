@@ -149,7 +149,8 @@ _DISTRIBUTION_NAMES = frozenset(
     "OneHotCategoricalStraightThrough Pareto Poisson PositiveDefiniteTransform PowerTransform RelaxedBernoulli "
     "RelaxedOneHotCategorical ReshapeTransform SigmoidTransform SoftmaxTransform SoftplusTransform StackTransform "
     "StickBreakingTransform StudentT TanhTransform Transform TransformedDistribution Uniform VonMises Weibull "
-    "constraints identity_transform kl_divergence register_kl".split()
+    "constraints identity_transform kl_divergence register_kl biject_to transform_to broadcast_all clamp_probs "
+    "logits_to_probs probs_to_logits".split()
 )
 
 

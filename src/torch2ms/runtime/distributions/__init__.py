@@ -10,6 +10,8 @@ Needs MindSpore only; a converted project carries this package as it is.
 from __future__ import annotations
 
 from . import constraints
+from ._util import broadcast_all, clamp_probs, logits_to_probs, probs_to_logits
+from .constraint_registry import biject_to, transform_to
 from .continuous import Cauchy, Exponential, Gumbel, HalfCauchy, HalfNormal, Laplace, LogNormal, Normal, Uniform
 from .discrete import (
     Bernoulli,
@@ -112,8 +114,14 @@ __all__ = [
     "Uniform",
     "VonMises",
     "Weibull",
+    "biject_to",
+    "broadcast_all",
+    "clamp_probs",
     "constraints",
     "identity_transform",
     "kl_divergence",
+    "logits_to_probs",
+    "probs_to_logits",
     "register_kl",
+    "transform_to",
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import mindspore as ms
 from mindspore import Tensor, ops
 
 __all__ = [
@@ -137,7 +138,7 @@ class _Independent(Constraint):
 
 
 def _square(value: Tensor) -> Tensor:
-    return ops.full(tuple(value.shape[:-2]), value.shape[-1] == value.shape[-2], dtype=bool)
+    return ops.full(tuple(value.shape[:-2]), value.shape[-1] == value.shape[-2], dtype=ms.bool_)
 
 
 def _symmetric(value: Tensor) -> Tensor:
