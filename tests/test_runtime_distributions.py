@@ -91,3 +91,59 @@ def test_gamma_family_rsample_raises_with_what_to_do():
 
     with pytest.raises(NotImplementedError, match="random_gamma"):
         runtime.Beta(ms.Tensor(np.ones(2, "float32")), ms.Tensor(np.ones(2, "float32"))).rsample()
+
+
+REFERENCES = """\
+import torch
+from torch.distributions import Distribution, Normal, constraints
+from torch.distributions.kl import kl_divergence, register_kl
+
+
+class Shifted(Distribution):
+    arg_constraints = {"loc": constraints.real}
+
+    def __init__(self, loc):
+        self.loc = loc
+        super().__init__(loc.shape, validate_args=False)
+
+
+@register_kl(Shifted, Normal)
+def _kl(p, q):
+    return (p.loc - q.loc) ** 2 + q.scale
+
+
+def kl_and_check(a, b):
+    n = Normal(b, b.abs() + 1.0)
+    return kl_divergence(Shifted(a), n), isinstance(n, Normal), Shifted.arg_constraints["loc"].check(a)
+"""
+
+
+def test_distribution_classes_used_as_values_convert_to_the_runtime_classes():
+    # isinstance, a base class, register_kl's types and a constraint: the names themselves, not TorchCompat
+    res = convert_source(REFERENCES, "refs.py")
+    assert res.error is None
+    code = res.code
+    assert "from torch2ms.runtime import Distribution, Normal, constraints, kl_divergence, register_kl" in code
+    assert "class Shifted(Distribution):" in code and "@register_kl(Shifted, Normal)" in code
+    assert "TorchCompat" not in code and "not converted" not in code
+
+
+@pytest.mark.differential
+def test_converted_user_distribution_and_registered_kl_match_torch(tmp_path):
+    torch = pytest.importorskip("torch")
+    ms = pytest.importorskip("mindspore")
+    import importlib.util
+
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    (tmp_path / "refs_ms.py").write_text(convert_source(REFERENCES, "refs.py").code, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("refs_ms", tmp_path / "refs_ms.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    namespace: dict = {}
+    exec(compile(REFERENCES, "refs.py", "exec"), namespace)
+    a, b = np.array([0.5, np.nan, 2.0], "float32"), np.array([1.0, -1.0, 0.0], "float32")
+    want = namespace["kl_and_check"](torch.tensor(a), torch.tensor(b))
+    got = module.kl_and_check(ms.Tensor(a), ms.Tensor(b))
+    np.testing.assert_allclose(got[0].asnumpy(), want[0].numpy(), rtol=1e-6)
+    assert got[1] is want[1] is True
+    np.testing.assert_array_equal(got[2].asnumpy(), want[2].numpy())
