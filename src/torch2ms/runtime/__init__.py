@@ -137,6 +137,10 @@ def __getattr__(name: str) -> Any:
         from . import distributions
 
         return getattr(distributions, name)
+    if name in ("fuse_conv_bn_weights", "fuse_linear_bn_weights"):
+        from . import nn_utils
+
+        return getattr(nn_utils, name)
     raise AttributeError(name)
 
 
