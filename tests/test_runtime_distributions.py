@@ -5,6 +5,8 @@ Values and sampling statistics of every class are proven entry by entry in tests
 (-k torch.distributions); here: the conversion itself and the gradients that rsample and log_prob pass back.
 """
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -147,3 +149,33 @@ def test_converted_user_distribution_and_registered_kl_match_torch(tmp_path):
     np.testing.assert_allclose(got[0].asnumpy(), want[0].numpy(), rtol=1e-6)
     assert got[1] is want[1] is True
     np.testing.assert_array_equal(got[2].asnumpy(), want[2].numpy())
+
+
+@pytest.mark.differential
+def test_a_distribution_built_in_graph_mode_warns_that_no_gradient_flows(tmp_path):
+    ms = pytest.importorskip("mindspore")
+    import importlib.util
+    import warnings
+
+    # GRAPH_MODE parses construct from a file
+    (tmp_path / "graph_logp.py").write_text(
+        "import mindspore\nfrom torch2ms.runtime import Normal\n\n\n"
+        "class LogProb(mindspore.nn.Cell):\n"
+        "    def construct(self, mu, sd, v):\n"
+        "        return Normal(mu, sd).log_prob(v).sum()\n",
+        encoding="utf-8",
+    )
+    spec = importlib.util.spec_from_file_location("graph_logp", tmp_path / "graph_logp.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["graph_logp"] = module
+    spec.loader.exec_module(module)
+    mu, sd, v = (ms.Tensor(np.full(3, x, "float32")) for x in (0.0, 2.0, 1.0))
+    ms.set_context(mode=ms.GRAPH_MODE)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            module.LogProb()(mu, sd, v)
+    finally:
+        ms.set_context(mode=ms.PYNATIVE_MODE)
+        sys.modules.pop("graph_logp", None)
+    assert any("pass no gradient" in str(w.message) for w in caught)

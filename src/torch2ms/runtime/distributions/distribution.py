@@ -8,8 +8,10 @@ MindSpore interprets: the values are right but no gradient flows through it (mea
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
+import mindspore as ms
 from mindspore import Tensor, ops
 
 from . import constraints
@@ -34,6 +36,7 @@ class Distribution:
     def __init__(self, batch_shape: Any = (), event_shape: Any = (), validate_args: Any = None) -> None:
         self._batch_shape = tuple(batch_shape)
         self._event_shape = tuple(event_shape)
+        _warn_in_graph_mode()
 
     @staticmethod
     def set_default_validate_args(value: bool) -> None:
@@ -255,6 +258,19 @@ class TransformedDistribution(Distribution):
             shape = t.inverse_shape(shape)
         cut = len(shape) - len(self.base_dist.event_shape)
         return TransformedDistribution(self.base_dist.expand(tuple(shape[:cut])), self.transforms)
+
+
+_GRAPH_MODE_WARNING = (
+    "torch2ms.runtime distributions built inside a GRAPH_MODE construct (or an @mindspore.jit function) "
+    "give the right values but pass no gradient: MindSpore interprets the Python object (measured: 0.0 "
+    "for loc and scale). Build and train with them in PyNative mode."
+)
+
+
+def _warn_in_graph_mode() -> None:
+    """Once per process: GRAPH_MODE runs this constructor as interpreted Python at run time."""
+    if ms.get_context("mode") == ms.GRAPH_MODE:
+        warnings.warn(_GRAPH_MODE_WARNING, RuntimeWarning, stacklevel=3)
 
 
 def batch_of(*params: Tensor, event_dims: int = 0) -> tuple[int, ...]:
