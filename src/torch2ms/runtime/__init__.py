@@ -141,9 +141,16 @@ def __getattr__(name: str) -> Any:
         from . import nn_utils
 
         return getattr(nn_utils, name)
+    if name in _NN_LAYER_NAMES:  # torch.nn layers MindSpore has no Cell for (runtime/nn_layers.py)
+        from . import nn_layers
+
+        return getattr(nn_layers, name)
     raise AttributeError(name)
 
 
+_NN_LAYER_NAMES = frozenset(
+    "CircularPad1d CircularPad2d CircularPad3d CosineSimilarity Fold PairwiseDistance RMSNorm Unfold".split()
+)
 _DISTRIBUTION_NAMES = frozenset(
     "AbsTransform AffineTransform Bernoulli Beta Binomial CatTransform Categorical Cauchy Chi2 ComposeTransform "
     "ContinuousBernoulli CumulativeDistributionTransform Dirichlet Distribution ExpTransform Exponential "
