@@ -249,7 +249,10 @@ def reference(
     if entry is None:
         ctx.mark(full, "not in the torch2ms knowledge base; port by hand", root)
         return updated
-    if entry.status == "no-equivalent" or not entry.ms.startswith("mindspore."):
+    # A torch2ms.runtime helper without argument rules takes torch's own arguments (that is what it is
+    # for: torch.distributions.Normal → torch2ms.runtime.Normal), so its name is the value itself.
+    runtime_helper = entry.ms.startswith("torch2ms.runtime.") and not (entry.args or entry.template)
+    if entry.status == "no-equivalent" or not (entry.ms.startswith("mindspore.") or runtime_helper):
         ctx.mark(entry.torch, entry.note or "no MindSpore equivalent", root)
         return updated
     if ctx.in_target:
@@ -266,7 +269,11 @@ def reference(
     if ctx.in_bases and entry.ms_base:
         ctx.record(entry.torch, "converted", f"subclassed: base is {entry.ms_base}")
         return ctx.parse_ms(entry.ms_base)
-    if not in_type_position and entry.kind in ("class", "function") and (entry.args or entry.template or entry.sig):
+    if (
+        not in_type_position
+        and entry.kind in ("class", "function")
+        and (entry.args or entry.template or (entry.sig and not runtime_helper))
+    ):
         # Passed around as a value (conv_layer=nn.Conv2d, partial(nn.LayerNorm, eps=1e-6)): the
         # calls made through it are only known at run time, so the KB rules run then.
         ctx.record(

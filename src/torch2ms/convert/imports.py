@@ -216,9 +216,12 @@ class _NestedImports(cst.CSTTransformer):
 
 
 def aliases_in_use(ctx: RewriteContext) -> set[str]:
-    """The short MindSpore aliases the rewritten code imports."""
+    """The short MindSpore aliases the rewritten code imports, and the torch2ms.runtime helpers it
+    imports by name (``Normal`` from torch.distributions becomes ``from torch2ms.runtime import
+    Normal``: the torch import of that name must go, or it would shadow the helper)."""
     out = set()
     for _full, short, imp in ALIASES:
         if imp in ctx.names.needed:
             out.add(short.rstrip("."))
+    out |= {imp.rsplit(" ", 1)[1] for imp in ctx.names.needed if imp.startswith("from torch2ms.runtime import ")}
     return out

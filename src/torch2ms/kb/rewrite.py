@@ -270,12 +270,29 @@ class _ExprRewriter(ast.NodeTransformer):
                 return entry
         return None
 
+    def _type_argument(self, node: ast.expr) -> ast.expr:
+        """A torch class named in isinstance/issubclass → its MindSpore class (the converter's rule for
+        a name in type position: the class itself, whatever its argument rules)."""
+        if isinstance(node, ast.Tuple):
+            node.elts = [self._type_argument(e) for e in node.elts]
+            return node
+        name = dotted(node)
+        entry = self.kb.get(name) if name and name.startswith(("torch.", "torchvision.")) else None
+        if entry is None or entry.status == "no-equivalent":
+            return node
+        runtime_helper = entry.ms.startswith("torch2ms.runtime.") and not (entry.args or entry.template)
+        if not (entry.ms.startswith("mindspore.") or runtime_helper):
+            return node
+        return ast.parse(entry.ms, mode="eval").body
+
     def visit_Call(self, node: ast.Call):
         # ``torch.load(f).values()``: a dict's method, not a Tensor's (decided before the inner call is rewritten).
         inner = node.func.value if isinstance(node.func, ast.Attribute) else None
         not_tensor = isinstance(inner, ast.Call) and not call_returns_tensor(
             dotted(inner.func), inner.func.attr if isinstance(inner.func, ast.Attribute) else None
         )
+        if isinstance(node.func, ast.Name) and node.func.id in ("isinstance", "issubclass") and len(node.args) == 2:
+            node.args[1] = self._type_argument(node.args[1])
         self.generic_visit(node)
         name = dotted(node.func)
         entry = None

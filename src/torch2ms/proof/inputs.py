@@ -1,7 +1,10 @@
 """The random inputs of a differential case: ``inputs = { x = "randn(2, 3)" }`` evaluated with a seeded rng.
 
 Case ``inputs`` are expressions over these helpers: ``randn(2, 3)``, ``rand``, ``randpos`` (in
-[0.5, 1.5)), ``randint(0, 5, (4,))``, ``randbool``, ``arange(n)``, and ``np`` itself.
+[0.5, 1.5)), ``randint(0, 5, (4,))``, ``randbool``, ``arange(n)``, and ``np`` itself; and the
+framework-neutral functions ``poly``, ``poly2``, ``poly_sum`` for functional transforms
+(``jacobian(f, x)``): MindSpore compiles the function it differentiates from its source file, which a
+lambda in a case string has not.
 """
 
 from __future__ import annotations
@@ -51,7 +54,23 @@ def input_namespace(rng: np.random.Generator) -> dict[str, Any]:
         "randbool": randbool,
         "arange": arange,
         "np": np,
+        "poly": poly,
+        "poly2": poly2,
+        "poly_sum": poly_sum,
     }
+
+
+def poly(t: Any) -> Any:
+    """Operators only, so torch and MindSpore tensors both go through; defined in a file for MindSpore."""
+    return t * t * t - 2.0 * t
+
+
+def poly2(a: Any, b: Any) -> Any:
+    return a * a * b + 3.0 * b
+
+
+def poly_sum(t: Any) -> Any:
+    return (t * t * t - 2.0 * t * t).sum()
 
 
 def make_inputs(inputs: Mapping[str, str], rng: np.random.Generator) -> dict[str, Any]:

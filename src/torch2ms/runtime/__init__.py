@@ -157,6 +157,18 @@ def __getattr__(name: str) -> Any:
         cls = builders[name]()
         globals()[name] = cls
         return cls
+    if name in _DISTRIBUTION_NAMES:  # torch.distributions' classes (and constraints, kl_divergence)
+        from . import distributions
+
+        return getattr(distributions, name)
+    if name in ("fuse_conv_bn_weights", "fuse_linear_bn_weights"):
+        from . import nn_utils
+
+        return getattr(nn_utils, name)
+    if name in _NN_LAYER_NAMES:  # torch.nn layers MindSpore has no Cell for (runtime/nn_layers.py)
+        from . import nn_layers
+
+        return getattr(nn_layers, name)
     raise AttributeError(name)
 
 
@@ -165,6 +177,23 @@ def load_helpers() -> None:
     module's namespace without ``__getattr__``; converted code imports helpers by name instead."""
     for name in _helper_modules():
         __getattr__(name)
+
+
+_NN_LAYER_NAMES = frozenset(
+    "CircularPad1d CircularPad2d CircularPad3d CosineSimilarity Fold PairwiseDistance RMSNorm Unfold".split()
+)
+_DISTRIBUTION_NAMES = frozenset(
+    "AbsTransform AffineTransform Bernoulli Beta Binomial CatTransform Categorical Cauchy Chi2 ComposeTransform "
+    "ContinuousBernoulli CumulativeDistributionTransform Dirichlet Distribution ExpTransform Exponential "
+    "ExponentialFamily FisherSnedecor Gamma Geometric Gumbel HalfCauchy HalfNormal Independent IndependentTransform "
+    "InverseGamma Kumaraswamy Laplace LogNormal LogisticNormal LowRankMultivariateNormal LowerCholeskyTransform "
+    "MixtureSameFamily Multinomial MultivariateNormal NegativeBinomial Normal OneHotCategorical "
+    "OneHotCategoricalStraightThrough Pareto Poisson PositiveDefiniteTransform PowerTransform RelaxedBernoulli "
+    "RelaxedOneHotCategorical ReshapeTransform SigmoidTransform SoftmaxTransform SoftplusTransform StackTransform "
+    "StickBreakingTransform StudentT TanhTransform Transform TransformedDistribution Uniform VonMises Weibull "
+    "constraints identity_transform kl_divergence register_kl biject_to transform_to broadcast_all clamp_probs "
+    "logits_to_probs probs_to_logits".split()
+)
 
 
 def _module_dict_cell():

@@ -1,0 +1,125 @@
+"""torch.nn layers MindSpore 2.10 has no Cell for, as Cells over mindspore.ops that take torch's arguments.
+
+Unfold/Fold (ops.unfold/ops.fold run on CPU; mint.nn's Im2ColExt/Col2ImExt kernels do not, and
+nn.Unfold is TF's extract_image_patches), RMSNorm (ops.rms_norm has no CPU kernel), CosineSimilarity
+(nn.CosineSimilarity is a metric), PairwiseDistance and the circular pads. Parameter names are torch's.
+Needs MindSpore only (converted projects carry this module as it is).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import mindspore as ms
+import numpy as np
+from mindspore import nn, ops
+
+__all__ = [
+    "CircularPad1d",
+    "CircularPad2d",
+    "CircularPad3d",
+    "CosineSimilarity",
+    "Fold",
+    "PairwiseDistance",
+    "RMSNorm",
+    "Unfold",
+]
+
+
+class Unfold(nn.Cell):
+    """torch.nn.Unfold: sliding blocks of a (N, C, H, W) input as columns (N, C * kh * kw, L)."""
+
+    def __init__(self, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride: Any = 1) -> None:
+        super().__init__()
+        self.kernel_size, self.dilation, self.padding, self.stride = kernel_size, dilation, padding, stride
+
+    def construct(self, x: Any) -> Any:
+        return ops.unfold(x, self.kernel_size, self.dilation, self.padding, self.stride)
+
+
+class Fold(nn.Cell):
+    """torch.nn.Fold: columns (N, C * kh * kw, L) summed back into a (N, C, H, W) output."""
+
+    def __init__(
+        self, output_size: Any, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride: Any = 1
+    ) -> None:
+        super().__init__()
+        size = (output_size, output_size) if isinstance(output_size, int) else tuple(output_size)
+        self.output_size = ms.Tensor(np.array(size, np.int32))
+        self.kernel_size, self.dilation, self.padding, self.stride = kernel_size, dilation, padding, stride
+
+    def construct(self, x: Any) -> Any:
+        return ops.fold(x, self.output_size, self.kernel_size, self.dilation, self.padding, self.stride)
+
+
+class RMSNorm(nn.Cell):
+    """torch.nn.RMSNorm: x / sqrt(mean(x², normalized dims) + eps) * weight; eps=None is the dtype's eps."""
+
+    def __init__(self, normalized_shape: Any, eps: float | None = None, elementwise_affine: bool = True) -> None:
+        super().__init__()
+        shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        self.normalized_shape, self.eps = shape, eps
+        self.axes = tuple(range(-len(shape), 0))
+        self.weight = ms.Parameter(ops.ones(shape, ms.float32), name="weight") if elementwise_affine else None
+
+    def construct(self, x: Any) -> Any:
+        eps = self.eps if self.eps is not None else float(np.finfo(np.float32).eps)
+        out = x * ops.rsqrt((x * x).mean(self.axes, keep_dims=True) + eps)
+        return out * self.weight if self.weight is not None else out
+
+
+class CosineSimilarity(nn.Cell):
+    """torch.nn.CosineSimilarity(dim, eps) through ops.cosine_similarity."""
+
+    def __init__(self, dim: int = 1, eps: float = 1e-8) -> None:
+        super().__init__()
+        self.dim, self.eps = dim, eps
+
+    def construct(self, x1: Any, x2: Any) -> Any:
+        return ops.cosine_similarity(x1, x2, self.dim, self.eps)
+
+
+class PairwiseDistance(nn.Cell):
+    """torch.nn.PairwiseDistance: the p-norm of x1 - x2 + eps over the last dim."""
+
+    def __init__(self, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> None:
+        super().__init__()
+        self.norm, self.eps, self.keepdim = float(p), eps, keepdim
+
+    def construct(self, x1: Any, x2: Any) -> Any:
+        diff = ops.abs(x1 - x2 + self.eps)
+        if self.norm == math.inf:
+            return diff.max(axis=-1, keepdims=self.keepdim)
+        if self.norm == 0:
+            return (diff != 0).astype(diff.dtype).sum(-1, keepdims=self.keepdim)
+        return (diff**self.norm).sum(-1, keepdims=self.keepdim) ** (1.0 / self.norm)
+
+
+class _CircularPad(nn.Cell):
+    dims = 1
+
+    def __init__(self, padding: Any) -> None:
+        super().__init__()
+        self.padding = (padding,) * (2 * self.dims) if isinstance(padding, int) else tuple(padding)
+
+    def construct(self, x: Any) -> Any:
+        return ops.pad(x, self.padding, mode="circular")
+
+
+class CircularPad1d(_CircularPad):
+    """torch.nn.CircularPad1d: ops.pad(mode='circular') on the last dim."""
+
+    dims = 1
+
+
+class CircularPad2d(_CircularPad):
+    """torch.nn.CircularPad2d: ops.pad(mode='circular') on the last two dims."""
+
+    dims = 2
+
+
+class CircularPad3d(_CircularPad):
+    """torch.nn.CircularPad3d: ops.pad(mode='circular') on the last three dims."""
+
+    dims = 3
