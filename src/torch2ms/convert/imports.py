@@ -203,9 +203,11 @@ class _NestedImports(cst.CSTTransformer):
 
 
 def aliases_in_use(ctx: RewriteContext) -> set[str]:
-    """The short MindSpore aliases the rewritten code imports."""
+    """The short MindSpore aliases and the torch2ms.runtime helpers the rewritten code imports
+    (``rearrange`` from torch2ms.runtime replaces einops' ``rearrange`` under the same name)."""
     out = set()
     for _full, short, imp in ALIASES:
         if imp in ctx.names.needed:
             out.add(short.rstrip("."))
+    out |= {imp.rsplit(" ", 1)[1] for imp in ctx.names.needed if imp.startswith("from torch2ms.runtime import ")}
     return out

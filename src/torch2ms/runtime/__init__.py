@@ -6,6 +6,7 @@ Needs MindSpore only (never torch). Each helper is named in the conversion repor
 from __future__ import annotations
 
 import ast
+import importlib
 from functools import cache, lru_cache
 from typing import Any
 
@@ -133,7 +134,18 @@ def __getattr__(name: str) -> Any:
         cls = builders[name]()
         globals()[name] = cls
         return cls
+    module = _LAZY_MODULES.get(name)
+    if module is not None:
+        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+        globals()[name] = value
+        return value
     raise AttributeError(name)
+
+
+# Helpers in modules of their own that import MindSpore at the top: loaded on first use.
+_LAZY_MODULES = {
+    **dict.fromkeys(("rearrange", "reduce", "repeat", "parse_shape", "Rearrange", "Reduce"), "einops"),
+}
 
 
 def _module_dict_cell():
