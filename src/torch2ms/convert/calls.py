@@ -156,6 +156,7 @@ def method_call(ctx: RewriteContext, original: cst.Call, updated: cst.Call) -> c
     entry = ctx.kb.method(attr, owner)
     if entry is None:
         return updated
+    ctx.converted_receivers[id(func.value)] = func_of(updated).value
     receiver = code(func_of(updated).value).strip()
     split = ctx.split_args(updated)
     if split is not None and _already_mindspore(entry, split[1]):
@@ -171,23 +172,56 @@ def method_call(ctx: RewriteContext, original: cst.Call, updated: cst.Call) -> c
     return result
 
 
-def layer_parameter(ctx: RewriteContext, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression | None:
-    """``bn.weight`` → ``bn.gamma`` when bn is known to be a BatchNorm (the KB's params renames)."""
-    classes = ctx.layer_classes(original.value)
-    attr = original.attr.value
-    renames = set()
+def _layer_renames(ctx: RewriteContext, classes: list[str], attr: str) -> dict[str, str | None]:
+    """torch layer class → MindSpore name of its ``attr`` parameter/attribute (the KB's renames)."""
+    out: dict[str, str | None] = {}
     for cls in classes:
         entry = ctx.kb.get(cls)
         if entry is None:
             continue
         if attr in entry.params:
-            renames.add(entry.params[attr])
+            out[cls] = entry.params[attr]
         elif attr in entry.attrs:
-            renames.add(entry.attrs[attr])
+            out[cls] = entry.attrs[attr]
+    return out
+
+
+def _by_layer_class(
+    ctx: RewriteContext, by_class: dict[str, str | None], attr: str, original: cst.Attribute, updated: cst.Attribute
+) -> cst.BaseExpression | None:
+    """``isinstance(m, (nn.Linear, nn.Embedding))`` then ``m.weight``: the name depends on the layer,
+    so the converted read picks it by class: ``(m.embedding_table if isinstance(m, nn.Embedding)
+    else m.weight)``. None when that cannot be written (an assignment to the attribute itself)."""
+    names = {n for n in by_class.values() if n is not None}
+    if original in ctx.assign_targets or not all(n.isidentifier() for n in names):
+        return None
+    default = attr if attr in names else sorted(names)[0]
+    receiver = code(updated.value).strip()
+    expr = f"{receiver}.{default}"
+    for cls, name in by_class.items():
+        entry = ctx.kb.get(cls)
+        if name is None or name == default or entry is None or not entry.ms:
+            continue
+        expr = f"({receiver}.{name} if isinstance({receiver}, {entry.ms}) else {expr})"
+    return ctx.parse_ms(expr)
+
+
+def layer_parameter(ctx: RewriteContext, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression | None:
+    """``bn.weight`` → ``bn.gamma`` when bn is known to be a BatchNorm (the KB's params renames)."""
+    classes = ctx.layer_classes(original.value)
+    attr = original.attr.value
+    by_class = _layer_renames(ctx, classes, attr)
+    renames = set(by_class.values())
     if not renames:
         return None
     api = f"{classes[0]}.{attr}"
     if len(renames) > 1:
+        picked = _by_layer_class(ctx, by_class, attr, original, updated)
+        if picked is not None:
+            ctx.record(
+                api, "converted", f"'{attr}' is named by the layer's class in MindSpore: {sorted(map(str, renames))}"
+            )
+            return picked
         ctx.record(api, "review", f"'{attr}' is named {sorted(map(str, renames))} in MindSpore depending on the layer")
         return updated
     new = renames.pop()

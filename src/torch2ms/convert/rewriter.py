@@ -264,6 +264,10 @@ class Rewriter(FastDispatch, cst.CSTTransformer):
         self.ctx.type_depth -= 1
         return updated
 
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
+        self.ctx.assign_targets.add(node.target)
+        return True
+
     def visit_Call(self, node: cst.Call) -> bool:
         # Remember callee nodes so references know they are being called.
         self.ctx.call_funcs.add(node.func)
