@@ -98,6 +98,7 @@ def cmd_weights(args: argparse.Namespace) -> int:
             "found_at": res.info.get("found_at"),
             "stripped_prefix": res.info.get("stripped_prefix"),
             "verified": res.verified,
+            "tied": res.tied,
             "report": res.report.to_dict() if res.report else None,
         }
         sys.stdout.write(json.dumps(d, indent=2) + "\n")
@@ -111,6 +112,8 @@ def cmd_weights(args: argparse.Namespace) -> int:
                 f"[bold]torch2ms weights[/] {args.input} → {args.output}: {res.params} parameters, "
                 f"{res.bytes} bytes{where}{strip}; dropped {len(res.dropped)} ({', '.join(res.dropped[:5])})"
             )
+            for keys in res.tied:
+                out.print(f"tied (one tensor, written under each name): {', '.join(keys)}")
             if res.verified is not None:
                 out.print(
                     "[green]every network parameter loaded[/]"

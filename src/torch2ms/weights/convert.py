@@ -27,6 +27,7 @@ from .ckpt_io import ckpt_size, read_ckpt, save_with_mindspore, write_ckpt
 from .layers import layer_types
 from .rename import INVERSE_LAYOUTS, LAYOUTS, RESHAPE_ONLY_LAYOUTS, rename_key
 from .torch_format import CheckpointFormatError, TensorRef, load_any, save_torch_zip
+from .tying import tie_layer_types, tied_groups, tied_partner_loaded
 
 __all__ = [
     "WeightsError",
@@ -306,11 +307,14 @@ def match_to_shapes(
     ms_shapes: Mapping[str, tuple[int, ...]],
     kb: KB,
     layer_types: Mapping[str, str] | None = None,
+    tied: list[list[str]] | None = None,
 ) -> tuple[list[Assignment], list[str], LoadReport]:
     """Map torch keys onto a MindSpore network's parameters (name → shape).
 
     For each key the rename by ``layer_types`` (guessed when not given) is tried first; if it does
     not name a net parameter of the right shape, every other KB rename of the key's leaf is tried.
+    ``tied``: groups of keys holding one tensor (weight tying); a member the network does not name
+    is loaded through its partner, so it is not unexpected.
     """
     types = dict(layer_types) if layer_types is not None else guess_layer_types(shapes, kb)
     alts = _kb_alternatives(kb)
@@ -355,6 +359,8 @@ def match_to_shapes(
         unmatched[key] = shape
         if new is not None:
             first_choice[key] = Assignment(new, key, layout, _shape_after(shape, layout))
+    for key in tied_partner_loaded(tied or [], {a.torch_key for a in plan}):
+        unmatched.pop(key, None)
     report = LoadReport()
     missing = {n: tuple(s) for n, s in ms_shapes.items() if n not in taken}
     for key in unmatched:
@@ -426,6 +432,7 @@ class ConversionResult:
     info: dict[str, str] = field(default_factory=dict)
     layer_types: dict[str, str] = field(default_factory=dict)
     verified: bool | None = None  # loaded back into the net with load_param_into_net
+    tied: list[list[str]] = field(default_factory=list)  # keys sharing one tensor (weight tying)
 
     @property
     def ok(self) -> bool:
@@ -475,20 +482,24 @@ def convert_checkpoint(
     state, info = read_state_dict(src, key)
     shapes = {k: v.shape for k, v in state.items()}
     report = None
+    tied = tied_groups(state)
     if isinstance(net, str):
         net = load_net(net)
     if net is not None:
-        plan, dropped, report = match_to_shapes(shapes, net_param_shapes(net), kb, layer_types)
+        plan, dropped, report = match_to_shapes(shapes, net_param_shapes(net), kb, layer_types, tied)
         types = dict(layer_types) if layer_types is not None else guess_layer_types(shapes, kb)
     else:
         types = dict(layer_types) if layer_types is not None else guess_layer_types(shapes, kb)
+        types, aliases = tie_layer_types(tied, shapes, types, kb)
         plan, dropped = plan_conversion(shapes, types, kb)
+        named = {a.ms_name for a in plan}
+        plan += [Assignment(n, k, None, tuple(shapes[k])) for n, k in aliases if n not in named]
         seen: dict[str, str] = {}
         for a in plan:
             if a.ms_name in seen:
                 raise WeightsError(f"{a.torch_key} and {seen[a.ms_name]} both map to {a.ms_name}")
             seen[a.ms_name] = a.torch_key
-    result = ConversionResult(False, str(out), dropped=dropped, report=report, info=info, layer_types=types)
+    result = ConversionResult(False, str(out), dropped=dropped, report=report, info=info, layer_types=types, tied=tied)
     if report is not None and not report.ok and not force:
         return result
     if writer == "stream":
