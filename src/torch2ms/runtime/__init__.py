@@ -145,6 +145,7 @@ def __getattr__(name: str) -> Any:
 # Helpers in modules of their own that import MindSpore at the top: loaded on first use.
 _LAZY_MODULES = {
     **dict.fromkeys(("rearrange", "reduce", "repeat", "parse_shape", "Rearrange", "Reduce"), "einops"),
+    "interpolate": "interpolate",
 }
 
 
