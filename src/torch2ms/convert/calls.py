@@ -115,6 +115,8 @@ def method_owner(ctx: RewriteContext, receiver: cst.BaseExpression, attr: str) -
     rtype = ctx.receiver_type(receiver)
     if rtype in (TENSOR, MODULE, OPTIMIZER, SCHEDULER):
         return rtype, "certain"
+    if _is_super(receiver) and ctx.in_module_class:
+        return MODULE, "certain"  # super(Bottle, self).forward(x): the base layer's forward
     if isinstance(receiver, cst.Name) and receiver.value == "self":
         if ctx.in_module_class:
             return MODULE, "certain"
@@ -136,6 +138,10 @@ def method_owner(ctx: RewriteContext, receiver: cst.BaseExpression, attr: str) -
     if rtype is None and ctx.kb.method(attr, MODULE) is not None and ctx.used_as_module(receiver):
         return MODULE, "likely"  # ctx.model.train() where ctx.model.parameters() is called too
     return None, ""
+
+
+def _is_super(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "super"
 
 
 def method_call(ctx: RewriteContext, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
@@ -290,6 +296,11 @@ def reference(
     if ctx.in_bases and entry.ms_base:
         ctx.record(entry.torch, "converted", f"subclassed: base is {entry.ms_base}")
         return ctx.parse_ms(entry.ms_base)
+    if ctx.in_bases and _translated_base(entry):
+        # class Linear(nn.Linear) is built with torch's arguments (Linear(i, o, bias), Conv1d(..., padding=1)):
+        # its base translates them by the entry's rules, as a written-out call would be.
+        ctx.record(entry.torch, "converted", "subclassed: torch2ms.runtime.compat_base translates torch's arguments")
+        return ctx.parse_ms(f'torch2ms.runtime.compat_base("{entry.torch}")')
     if not in_type_position and entry.kind in ("class", "function") and (entry.args or entry.template or entry.sig):
         # Passed around as a value (conv_layer=nn.Conv2d, partial(nn.LayerNorm, eps=1e-6)): the
         # calls made through it are only known at run time, so the KB rules run then.
@@ -301,6 +312,16 @@ def reference(
         return ctx.parse_ms(f'torch2ms.runtime.TorchCompat("{entry.torch}")')
     ctx.record(entry.torch)
     return ctx.parse_ms(entry.ms)
+
+
+def _translated_base(entry: Entry) -> bool:
+    """A layer class whose constructor arguments differ (argument rules, no template)."""
+    return (
+        entry.kind == "class"
+        and entry.status == "args-differ"
+        and not entry.template
+        and entry.ms.startswith("mindspore.nn.")
+    )
 
 
 _DEVICE_STRINGS = ("'cuda", '"cuda', "'cpu", '"cpu', "'mps", '"mps', "'xla", '"xla')

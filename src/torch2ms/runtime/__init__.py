@@ -146,6 +146,7 @@ def __getattr__(name: str) -> Any:
 _LAZY_MODULES = {
     **dict.fromkeys(("rearrange", "reduce", "repeat", "parse_shape", "Rearrange", "Reduce"), "einops"),
     "interpolate": "interpolate",
+    **dict.fromkeys(("conv_pad_mode", "conv_padding"), "layer_args"),
 }
 
 

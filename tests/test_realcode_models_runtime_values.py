@@ -1,0 +1,89 @@
+"""Issue 11, class 4 (R7, R27): arguments whose MindSpore form is only known at run time.
+
+A 2-tuple padding of expressions, a padding held in a name (int, tuple or 'same'), a scale factor
+held in an attribute and a fractional bicubic scale, layers subclassed and built with torch's
+positional arguments (``super().__init__(i, o, bias, device, dtype)``, ``Conv1d(..., padding=1)``),
+a mixin calling ``super(Mixin, self).forward``, and the size form of ``torch.Tensor(i, o)``:
+converted code matches torch in PyNative and GRAPH_MODE with the weights from `torch2ms weights`."""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import pytest
+from rc_models_support import compare_modes, convert_pair
+
+pytestmark = pytest.mark.differential
+
+SOURCE = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+
+    class Bottle(nn.Module):
+        def forward(self, x):
+            if len(x.size()) <= 2:
+                return super(Bottle, self).forward(x)
+            n, t = x.size()[:2]
+            return super(Bottle, self).forward(x.view(n * t, -1)).view(n, t, -1)
+
+
+    class TimeLinear(Bottle, nn.Linear):
+        pass
+
+
+    class Dense(nn.Linear):
+        def __init__(self, i, o, bias=True, device=None, dtype=None):
+            super().__init__(i, o, bias, device, dtype)
+            self.extra = nn.Parameter(torch.Tensor(o, i))
+            nn.init.xavier_uniform_(self.extra)
+
+        def forward(self, x):
+            return super().forward(x) + F.linear(x, self.extra)
+
+
+    class Conv1d(nn.Conv1d):
+        pass
+
+
+    class Net(nn.Module):
+        def __init__(self, c=3, k=3, up=2, pad=(1, 2), same="same"):
+            super().__init__()
+            p = k // 2
+            self.a = nn.Conv2d(c, 4, k, padding=(p, p))
+            self.b = nn.Conv2d(4, 4, k, padding=pad)
+            self.c = nn.Conv2d(4, 4, k, padding=same)
+            self.up = up
+            self.seq = Conv1d(4, 6, kernel_size=3, padding=1)
+            self.time = TimeLinear(6, 5)
+            self.dense = Dense(5, 3, False)
+
+        def forward(self, x):
+            x = self.c(self.b(self.a(x)))
+            x = F.interpolate(x, mode="nearest", scale_factor=self.up)
+            x = F.interpolate(x, scale_factor=(6.1 / 8, 6.1 / 8), mode="bicubic")
+            s = self.seq(x.mean(dim=2))
+            return self.dense(self.time(s.transpose(1, 2).contiguous()))
+    """)
+
+
+def test_r7_run_time_arguments_leave_no_marks(tmp_path):
+    pytest.importorskip("torch")
+    _, _, code = convert_pair(SOURCE, tmp_path)
+    assert "padding=(p, p, p, p)" in code and "conv_padding(pad, 2)" in code
+    assert 'interpolate(x, scale_factor=self.up, mode="nearest")' in code
+    assert ".construct(x)" in code and 'compat_base("torch.nn.Linear")' in code
+    assert "ops.zeros((o, i,), ms.float32)" in code
+
+
+def test_r27_run_time_arguments_match_torch_in_both_modes(tmp_path):
+    import torch
+
+    tmod, mmod, _ = convert_pair(SOURCE, tmp_path)
+    torch.manual_seed(0)
+    tnet = tmod.Net()
+    x = np.random.default_rng(0).standard_normal((2, 3, 4, 5)).astype(np.float32)
+    errors = compare_modes(tnet, mmod.Net, [x], tmp_path)
+    assert errors["PYNATIVE_MODE"] <= 1e-5 and errors["GRAPH_MODE"] <= 1e-5, errors
