@@ -242,6 +242,8 @@ class Rewriter(FastDispatch, cst.CSTTransformer):
         return method_attribute(ctx, original, updated)
 
     def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
+        if original in self.ctx.assign_targets:
+            return updated  # `scaled_dot_product_attention = None` rebinds the name: no reference to torch
         full = self.ctx.imap.names.get(original.value)
         if full and self.ctx.imap.is_framework(full) and "." in full and not self._attr_depth:
             return reference(self.ctx, self.hooks, full, original, updated)
@@ -265,6 +267,14 @@ class Rewriter(FastDispatch, cst.CSTTransformer):
         return updated
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
+        self.ctx.assign_targets.add(node.target)
+        return True
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> bool:
+        self.ctx.assign_targets.add(node.target)
+        return True
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> bool:
         self.ctx.assign_targets.add(node.target)
         return True
 

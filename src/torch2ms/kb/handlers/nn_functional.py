@@ -225,13 +225,14 @@ def scaled_dot_product_attention(bound: dict[str, str], receiver: str | None, en
     if _is_none(scale):
         scale = f"{qs}.shape[-1] ** -0.5"
     s = f"{_OPS}.matmul({q}, {_OPS}.swapaxes({k}, -2, -1)) * {paren(scale)}"
-    if literal(bound.get("is_causal", "False")) not in (False, 0):
-        if literal(bound.get("is_causal")) is NOT_LITERAL:
-            raise Unsupported("is_causal must be a literal True/False to convert")
+    is_causal = bound.get("is_causal", "False")
+    if literal(is_causal) not in (False, 0):
         causal = (
             f"{_OPS}.triu({_OPS}.ones(({qs}.shape[-2], {ks}.shape[-2]), mindspore.float32), 1).astype(mindspore.bool_)"
         )
-        s = f"{_OPS}.masked_fill({s}, {causal}, float('-inf'))"
+        masked = f"{_OPS}.masked_fill({s}, {causal}, float('-inf'))"
+        # is_causal=mask is not None and n_ctx > 1: decided when the call runs (a constant in GRAPH_MODE)
+        s = masked if literal(is_causal) is not NOT_LITERAL else f"({masked} if {is_causal} else {s})"
     m = bound.get("attn_mask")
     if not _is_none(m):
         ms_ = paren(m)
@@ -242,7 +243,8 @@ def scaled_dot_product_attention(bound: dict[str, str], receiver: str | None, en
     attn = f"{_OPS}.softmax({s}, -1)"
     p = bound.get("dropout_p")
     if p is not None and literal(p) not in (0, 0.0):
-        attn = f"{_OPS}.dropout({attn}, p={p})"
+        # p=self.dropout_p if self.training else 0: ops.dropout takes a float only
+        attn = f"{_OPS}.dropout({attn}, p={p if literal(p) is not NOT_LITERAL else f'float({p})'})"
     return f"{_OPS}.matmul({attn}, {v})"
 
 
