@@ -24,6 +24,7 @@ import numpy as np
 
 from ..kb import KB, load_kb
 from .ckpt_io import ckpt_size, read_ckpt, save_with_mindspore, write_ckpt
+from .dataflow import embeddings_by_dataflow
 from .layers import layer_types
 from .rename import INVERSE_LAYOUTS, LAYOUTS, RESHAPE_ONLY_LAYOUTS, rename_key
 from .torch_format import CheckpointFormatError, TensorRef, load_any, save_torch_zip
@@ -489,7 +490,11 @@ def convert_checkpoint(
         plan, dropped, report = match_to_shapes(shapes, net_param_shapes(net), kb, layer_types, tied)
         types = dict(layer_types) if layer_types is not None else guess_layer_types(shapes, kb)
     else:
-        types = dict(layer_types) if layer_types is not None else guess_layer_types(shapes, kb)
+        types = (
+            dict(layer_types)
+            if layer_types is not None
+            else embeddings_by_dataflow(shapes, guess_layer_types(shapes, kb))
+        )
         types, aliases = tie_layer_types(tied, shapes, types, kb)
         plan, dropped = plan_conversion(shapes, types, kb)
         named = {a.ms_name for a in plan}
