@@ -320,7 +320,7 @@ def _translated_base(entry: Entry) -> bool:
         entry.kind == "class"
         and entry.status == "args-differ"
         and not entry.template
-        and entry.ms.startswith("mindspore.nn.")
+        and entry.ms.startswith(("mindspore.nn.", "torch2ms.runtime."))
     )
 
 

@@ -147,6 +147,17 @@ _LAZY_MODULES = {
     **dict.fromkeys(("rearrange", "reduce", "repeat", "parse_shape", "Rearrange", "Reduce"), "einops"),
     "interpolate": "interpolate",
     **dict.fromkeys(("conv_pad_mode", "conv_padding"), "layer_args"),
+    **dict.fromkeys(
+        (
+            "Transformer",
+            "TransformerEncoder",
+            "TransformerEncoderLayer",
+            "TransformerDecoder",
+            "TransformerDecoderLayer",
+            "square_subsequent_mask",
+        ),
+        "transformer",
+    ),
 }
 
 
@@ -215,9 +226,12 @@ def compat_base(torch_name: str) -> type:
     from ..kb.rewrite import rewrite_call
 
     entry = _kb().get(torch_name)
-    if entry is None or not entry.ms.startswith("mindspore."):
+    if entry is None or not entry.ms.startswith(("mindspore.", "torch2ms.runtime.")):
         raise TypeError(f"torch2ms: {torch_name} cannot be subclassed in MindSpore")
-    ms_cls = eval(entry.ms, {"mindspore": mindspore})
+    if entry.ms.startswith("torch2ms.runtime."):
+        ms_cls = __getattr__(entry.ms.rsplit(".", 1)[1])  # a helper of this package (built on first use)
+    else:
+        ms_cls = eval(entry.ms, {"mindspore": mindspore})
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         ns: dict[str, Any] = {"mindspore": mindspore}
