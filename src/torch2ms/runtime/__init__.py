@@ -158,6 +158,7 @@ _LAZY_MODULES = {
         ),
         "transformer",
     ),
+    **dict.fromkeys(("LSTMCell", "GRUCell", "RNNCell"), "rnn_cells"),
 }
 
 
