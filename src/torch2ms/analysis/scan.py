@@ -29,6 +29,7 @@ from .infer import (
     module_classes,
     self_attribute_types,
 )
+from .project_names import module_name, project_bindings
 from .risks import Risk, forward_risks
 
 MAX_FILE_BYTES = 5 * 1024 * 1024
@@ -320,7 +321,9 @@ class _Collector(ast.NodeVisitor):
             self._add(f"torch.Tensor.{attr}", node, "likely")
 
 
-def scan_source(source: str, path: str, kb: KB | None = None) -> FileReport:
+def scan_source(
+    source: str, path: str, kb: KB | None = None, project_names: dict[str, str] | None = None
+) -> FileReport:
     kb = kb or load_kb()
     report = FileReport(path, lines=source.count("\n") + (0 if source.endswith("\n") else 1))
     try:
@@ -334,6 +337,9 @@ def scan_source(source: str, path: str, kb: KB | None = None) -> FileReport:
         report.error = f"cannot parse: {exc}"
         return report
     imap = ImportMap.from_tree(tree)
+    for name, full in (project_names or {}).items():  # from .parts import *: torch names of other files
+        if not imap.is_framework(imap.names.get(name)):
+            imap._bind(name, full, imap.lines.get(name, 0))
     if not imap.uses_torch():
         return report
     report.uses, report.risks = collect(tree, imap, kb)
@@ -349,13 +355,26 @@ def collect(tree: ast.Module, imap: ImportMap, kb: KB) -> tuple[list[ApiUse], li
     return sorted(col.uses, key=lambda u: (u.line, u.col)), sorted(col.risks, key=lambda r: (r.line, r.col))
 
 
-def scan_file(path: Path, kb: KB | None = None, display: str | None = None) -> FileReport:
+def scan_file(
+    path: Path, kb: KB | None = None, display: str | None = None, project_names: dict[str, str] | None = None
+) -> FileReport:
     name = display or str(path)
     try:
         source = read_source(path)
     except BadInput as exc:
         return FileReport(name, error=str(exc))
-    return scan_source(source, name, kb)
+    return scan_source(source, name, kb, project_names)
+
+
+def _project_names(files: list[Path], base: Path) -> dict[str, dict[str, str]]:
+    """Per module: the torch names it gets from other files of the tree (from .parts import *)."""
+    trees = {}
+    for f in files:
+        try:
+            trees[module_name(f.relative_to(base))] = (ast.parse(read_source(f)), f.name == "__init__.py")
+        except (BadInput, SyntaxError, ValueError, RecursionError):
+            continue  # reported when the file itself is scanned
+    return project_bindings(trees)
 
 
 def scan_path(path: str | os.PathLike, kb: KB | None = None) -> ScanReport:
@@ -367,12 +386,13 @@ def scan_path(path: str | os.PathLike, kb: KB | None = None) -> ScanReport:
     files, problems = iter_python_files(root)
     base = root if root.is_dir() else root.parent
     report = ScanReport(str(root))
+    names = _project_names(files, base) if root.is_dir() else {}
     for f in files:
         try:
             rel = str(f.relative_to(base))
         except ValueError:
             rel = str(f)
-        report.files.append(scan_file(f, kb, rel))
+        report.files.append(scan_file(f, kb, rel, names.get(module_name(rel))))
     for p in problems:
         try:
             p.path = str(Path(p.path).relative_to(base))

@@ -45,6 +45,29 @@ def settle_imports(module: cst.Module, ctx: RewriteContext) -> str:
     return code
 
 
+def _drop_reexported_torch_names(stmt: Statement, imap: ImportMap, keep: set[str]) -> Statement | None:
+    """``from .util import F`` where ``util`` re-exports torch's ``F`` (analysis/project_names.py):
+    the converted code reads MindSpore's names instead, so the torch names go from the statement
+    (unless unconverted code still reads them); the statement goes when nothing is left."""
+    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1):
+        return stmt
+    imp = stmt.body[0]
+    if (
+        not isinstance(imp, cst.ImportFrom)
+        or isinstance(imp.names, cst.ImportStar)
+        or not imp.relative
+        and (imp.module is None or imap.is_framework(_name(imp.module)))
+    ):
+        return stmt
+    kept = [a for a in imp.names if not imap.is_framework(imap.names.get(_local(a))) or _local(a) in keep]
+    if len(kept) == len(imp.names):
+        return stmt
+    if not kept:
+        return None
+    kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    return stmt.with_changes(body=[imp.with_changes(names=kept)])
+
+
 def _framework_aliases(stmt: cst.CSTNode, imap) -> bool:
     """Does this import statement bind a torch-family name?"""
     if isinstance(stmt, cst.Import):
@@ -98,6 +121,9 @@ def _settle_imports(module: cst.Module, ctx: RewriteContext, keep_locals: set[st
     carried_lines: list[cst.EmptyLine] = []
     new_body: list[Statement] = []
     for stmt in body:
+        stmt = _drop_reexported_torch_names(stmt, imap, keep_locals)
+        if stmt is None:
+            continue
         if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and _framework_aliases(stmt.body[0], imap):
             imp = stmt.body[0]
             assert isinstance(imp, (cst.Import, cst.ImportFrom))

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..analysis.infer import project_module_classes
+from ..analysis.project_names import module_name, project_bindings
 from ..analysis.scan import SKIP_DIRS, BadInput, read_source
 from .pipeline import ConvertedModule, convert_source
 
@@ -93,24 +94,28 @@ class ConvertReport:
 
 
 def _convert_one(
-    args: tuple[str, str, frozenset[str], frozenset[str]],
+    args: tuple[str, str, frozenset[str], frozenset[str], dict[str, str]],
 ) -> tuple[str, ConvertedModule | None, str | None]:
-    abs_path, rel, local_roots, project_modules = args
+    abs_path, rel, local_roots, project_modules, names = args
     try:
         source = read_source(Path(abs_path))
     except BadInput as exc:
         return rel, None, str(exc)
-    return rel, convert_source(source, rel, local_roots=local_roots, project_modules=project_modules), None
+    converted = convert_source(
+        source, rel, local_roots=local_roots, project_modules=project_modules, project_names=names
+    )
+    return rel, converted, None
 
 
-def _project_modules(py_files: list[Path], roots: frozenset[str]) -> frozenset[str]:
-    trees = []
+def _parsed(py_files: list[Path], base: Path) -> dict[str, tuple[ast.Module, bool]]:
+    """Dotted module name → (tree, is_package) of every file that parses."""
+    trees = {}
     for p in py_files:
         try:
-            trees.append(ast.parse(read_source(p)))
-        except (BadInput, SyntaxError, ValueError):
+            trees[module_name(p.relative_to(base))] = (ast.parse(read_source(p)), p.name == "__init__.py")
+        except (BadInput, SyntaxError, ValueError, RecursionError):
             continue  # reported when the file itself is converted
-    return project_module_classes(trees, roots)
+    return trees
 
 
 def local_packages(src: Path) -> frozenset[str]:
@@ -175,8 +180,13 @@ def convert_tree(
         base = src_p
     report = ConvertReport(str(src_p), str(out_p))
     roots = local_packages(src_p)
-    modules = _project_modules(py_files, roots)
-    work = [(str(p), str(p.relative_to(base)), roots, modules) for p in py_files]
+    trees = _parsed(py_files, base)
+    modules = project_module_classes([t for t, _ in trees.values()], roots)
+    names = project_bindings(trees, roots)
+    work = [
+        (str(p), str(p.relative_to(base)), roots, modules, names.get(module_name(p.relative_to(base)), {}))
+        for p in py_files
+    ]
     results = _run(work, jobs, progress)
 
     out_p.parent.mkdir(parents=True, exist_ok=True)
