@@ -120,8 +120,8 @@ def _settle_imports(module: cst.Module, ctx: RewriteContext, keep_locals: set[st
     insert_at: int | None = None
     carried_lines: list[cst.EmptyLine] = []
     new_body: list[Statement] = []
-    for stmt in body:
-        stmt = _drop_reexported_torch_names(stmt, imap, keep_locals)
+    for original in body:
+        stmt = _drop_reexported_torch_names(original, imap, keep_locals)
         if stmt is None:
             continue
         if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and _framework_aliases(stmt.body[0], imap):

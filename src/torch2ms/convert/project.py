@@ -238,7 +238,7 @@ def _swap_into_place(tmp: Path, out: Path) -> None:
         tmp.rename(out)
 
 
-def _run(work: list[tuple[str, str]], jobs: int | None, progress: bool):
+def _run(work: list[tuple[str, str, frozenset[str], frozenset[str], dict[str, str]]], jobs: int | None, progress: bool):
     jobs = jobs or os.cpu_count() or 1
     if len(work) < PARALLEL_MIN_FILES or jobs == 1:
         it = map(_convert_one, work)

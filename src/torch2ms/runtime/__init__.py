@@ -159,6 +159,7 @@ _LAZY_MODULES = {
         "transformer",
     ),
     **dict.fromkeys(("LSTMCell", "GRUCell", "RNNCell"), "rnn_cells"),
+    "to_dense": "sparse",
 }
 
 
