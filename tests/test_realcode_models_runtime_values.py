@@ -87,3 +87,36 @@ def test_r27_run_time_arguments_match_torch_in_both_modes(tmp_path):
     x = np.random.default_rng(0).standard_normal((2, 3, 4, 5)).astype(np.float32)
     errors = compare_modes(tnet, mmod.Net, [x], tmp_path)
     assert errors["PYNATIVE_MODE"] <= 1e-5 and errors["GRAPH_MODE"] <= 1e-5, errors
+
+
+SELF_TRAINING = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+    from torch.optim import Adam
+
+
+    class Layer(nn.Linear):
+        def __init__(self, i, o, bias=True, device=None, dtype=None):
+            super().__init__(i, o, bias, device, dtype)
+            self.relu = nn.ReLU()
+            self.opt = Adam(self.parameters(), lr=0.03)
+
+        def forward(self, x):
+            x = x / (x.norm(2, 1, keepdim=True) + 1e-4)
+            return self.relu(torch.mm(x, self.weight.T) + self.bias.unsqueeze(0))
+    """)
+
+
+def test_r27_layer_holding_its_own_optimizer_keeps_torch_parameter_names(tmp_path):
+    """A MindSpore optimizer assigned to a Cell attribute would become a sub-cell and rename the
+    parameters it holds (weight → opt.weight): the converted layer keeps it as a plain attribute."""
+    import torch
+
+    tmod, mmod, _ = convert_pair(SELF_TRAINING, tmp_path)
+    mnet = mmod.Layer(6, 4)
+    assert [n for n, _ in mnet.parameters_and_names()] == ["weight", "bias"]
+    assert len(mnet.opt.parameters) == 2  # the optimizer still holds the layer's parameters
+    torch.manual_seed(0)
+    x = np.random.default_rng(0).standard_normal((3, 6)).astype(np.float32)
+    errors = compare_modes(tmod.Layer(6, 4), lambda: mmod.Layer(6, 4), [x], tmp_path)
+    assert errors["PYNATIVE_MODE"] <= 1e-5 and errors["GRAPH_MODE"] <= 1e-5, errors

@@ -160,6 +160,7 @@ _LAZY_MODULES = {
     ),
     **dict.fromkeys(("LSTMCell", "GRUCell", "RNNCell"), "rnn_cells"),
     "to_dense": "sparse",
+    "plain_attribute": "cells",
 }
 
 
