@@ -120,3 +120,40 @@ def test_r27_layer_holding_its_own_optimizer_keeps_torch_parameter_names(tmp_pat
     x = np.random.default_rng(0).standard_normal((3, 6)).astype(np.float32)
     errors = compare_modes(tmod.Layer(6, 4), lambda: mmod.Layer(6, 4), [x], tmp_path)
     assert errors["PYNATIVE_MODE"] <= 1e-5 and errors["GRAPH_MODE"] <= 1e-5, errors
+
+
+NUMPY_SCALARS = textwrap.dedent("""\
+    import numpy as np
+    import torch
+    import torch.nn as nn
+
+
+    def sinusoids(length, channels, max_timescale=10000):
+        step = np.log(max_timescale) / (channels // 2 - 1)
+        inv = torch.exp(-step * torch.arange(channels // 2))
+        t = torch.arange(length)[:, np.newaxis] * inv[np.newaxis, :]
+        return torch.cat([torch.sin(t), torch.cos(t)], dim=1)
+
+
+    class Encoder(nn.Module):
+        def __init__(self, n=6, d=8):
+            super().__init__()
+            self.register_buffer("pos", sinusoids(n, d))
+            self.proj = nn.Linear(d, d)
+
+        def forward(self, x):
+            return self.proj(x + self.pos)
+    """)
+
+
+def test_r27_numpy_scalar_times_tensor_stays_a_tensor(tmp_path):
+    """np.float64 * MindSpore Tensor is an ndarray unless the Tensor class has torch's
+    __array_priority__: the converted module sets it once after its imports."""
+    import torch
+
+    tmod, mmod, code = convert_pair(NUMPY_SCALARS, tmp_path)
+    assert "__array_priority__ = 1000" in code
+    torch.manual_seed(0)
+    x = np.random.default_rng(0).standard_normal((2, 6, 8)).astype(np.float32)
+    errors = compare_modes(tmod.Encoder(), mmod.Encoder, [x], tmp_path)
+    assert errors["PYNATIVE_MODE"] <= 1e-5 and errors["GRAPH_MODE"] <= 1e-5, errors

@@ -31,9 +31,10 @@ def settle_imports(module: cst.Module, ctx: RewriteContext) -> str:
     torch_locals = {n for n, full in facts.imap.names.items() if facts.imap.is_framework(full)}
     reexports = facts.reexports
     keep = set(ctx.still_needed) | reexports
+    interop = _numpy_interop(ctx)
     aliases = aliases_in_use(ctx)
     for _ in range(3):
-        settled = _settle_imports(module, ctx, keep)
+        settled = _settle_imports(module, ctx, keep, interop)
         if facts.nested_torch_imports:
             settled = settled.visit(_NestedImports(facts.imap, aliases, reexports))
         code = settled.code
@@ -114,7 +115,22 @@ def _torch_names_used(code: str, candidates: set[str]) -> set[str]:
     return {n.id for n in nodes(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} & present
 
 
-def _settle_imports(module: cst.Module, ctx: RewriteContext, keep_locals: set[str]) -> cst.Module:
+_NUMPY_NOTE = f"{MARK} numpy scalars defer to MindSpore tensors (np.float64 * Tensor is a Tensor), as to torch's"
+
+
+def _numpy_interop(ctx: RewriteContext) -> list[cst.SimpleStatementLine]:
+    """A file that mixes numpy and torch: ``np.log(10) * torch.arange(n)`` is a torch tensor
+    (torch tensors carry ``__array_priority__``), but numpy turns a MindSpore Tensor operand into
+    an ndarray. One statement after the imports gives MindSpore's Tensor the same priority."""
+    if not ctx.changes or not any(full.split(".", 1)[0] == "numpy" for full in ctx.imap.names.values()):
+        return []
+    stmt = cst.parse_statement(f"{ctx.names.shorten('mindspore.Tensor')}.__array_priority__ = 1000\n")
+    return [stmt.with_changes(leading_lines=[cst.EmptyLine(comment=cst.Comment(_NUMPY_NOTE))])]
+
+
+def _settle_imports(
+    module: cst.Module, ctx: RewriteContext, keep_locals: set[str], interop: list[cst.SimpleStatementLine]
+) -> cst.Module:
     imap = ctx.imap
     body = list(module.body)
     insert_at: int | None = None
@@ -159,7 +175,18 @@ def _settle_imports(module: cst.Module, ctx: RewriteContext, keep_locals: set[st
         first = new_body[insert_at]
         new_body[insert_at] = first.with_changes(leading_lines=[*carried_lines, *first.leading_lines])
     new_body[insert_at:insert_at] = imports
+    if interop:  # after the import block that holds MindSpore's imports
+        at = insert_at + len(imports)
+        while at < len(new_body) and _is_import(new_body[at]):
+            at += 1
+        new_body[at:at] = interop
     return module.with_changes(body=new_body)
+
+
+def _is_import(stmt: Statement) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and all(
+        isinstance(b, (cst.Import, cst.ImportFrom)) for b in stmt.body
+    )
 
 
 def _after_header(body: list) -> int:
