@@ -125,6 +125,7 @@ def _numpy_interop(ctx: RewriteContext) -> list[cst.SimpleStatementLine]:
     if not ctx.changes or not any(full.split(".", 1)[0] == "numpy" for full in ctx.imap.names.values()):
         return []
     stmt = cst.parse_statement(f"{ctx.names.shorten('mindspore.Tensor')}.__array_priority__ = 1000\n")
+    assert isinstance(stmt, cst.SimpleStatementLine)
     return [stmt.with_changes(leading_lines=[cst.EmptyLine(comment=cst.Comment(_NUMPY_NOTE))])]
 
 
