@@ -13,6 +13,7 @@ from . import (  # noqa: F401 - registers hooks
     autograd_function,
     data_pipeline,
     grad_context,
+    graph_mode,
     legacy_tensor,
     module_attributes,
     statement_fixes,
