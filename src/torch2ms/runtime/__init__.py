@@ -161,6 +161,7 @@ _LAZY_MODULES = {
     **dict.fromkeys(("LSTMCell", "GRUCell", "RNNCell"), "rnn_cells"),
     "to_dense": "sparse",
     "plain_attribute": "cells",
+    **dict.fromkeys(("LSTM", "GRU", "RNN", "pack_padded_sequence", "pad_packed_sequence", "pack_sequence"), "packed"),
 }
 
 
