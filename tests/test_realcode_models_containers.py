@@ -110,6 +110,7 @@ def test_r6_gpt_containers_keep_torch_parameter_names_and_one_tied_parameter(tmp
     assert len(names) == len({n for n, _ in tnet.named_parameters()})
 
 
+@pytest.mark.slow
 def test_r27_tied_gpt_matches_torch_in_both_modes(tmp_path):
     import torch
 
@@ -120,6 +121,7 @@ def test_r27_tied_gpt_matches_torch_in_both_modes(tmp_path):
     assert errors["PYNATIVE_MODE"] <= 1e-5 and errors["GRAPH_MODE"] <= 1e-5, errors
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tie", [True, False])
 def test_r21_embedding_decoder_lm_matches_torch_in_both_modes(tmp_path, tie):
     """An Embedding named ``encoder`` (no name hint): `weights` tells it from a bias-less Linear by

@@ -53,6 +53,7 @@ def test_r6_einops_imports_leave_no_torch_or_einops(tmp_path):
     assert "from torch2ms.runtime import" in code and "Rearrange(" in code and "rearrange(" in code
 
 
+@pytest.mark.slow
 def test_r27_einops_model_matches_torch_in_both_modes(tmp_path):
     import torch
 

@@ -79,6 +79,7 @@ def test_r6_forward_cache_and_del_are_rewritten_for_graph_mode(tmp_path):
     assert "mask=mask" in code and "src_key_padding_mask=pad, is_causal=False" in code
 
 
+@pytest.mark.slow
 def test_r27_transformer_keywords_and_cached_mask_match_torch_in_both_modes(tmp_path):
     import torch
 

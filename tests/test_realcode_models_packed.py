@@ -44,6 +44,7 @@ def test_r6_packing_converts_without_marks(tmp_path):
     assert "LSTM(" in code and "nn.LSTM" not in code
 
 
+@pytest.mark.slow
 def test_r27_packed_lstm_gru_match_torch_in_both_modes(tmp_path):
     import torch
 

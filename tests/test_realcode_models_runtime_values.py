@@ -78,6 +78,7 @@ def test_r7_run_time_arguments_leave_no_marks(tmp_path):
     assert "ops.zeros((o, i,), ms.float32)" in code
 
 
+@pytest.mark.slow
 def test_r27_run_time_arguments_match_torch_in_both_modes(tmp_path):
     import torch
 
@@ -107,6 +108,7 @@ SELF_TRAINING = textwrap.dedent("""\
     """)
 
 
+@pytest.mark.slow
 def test_r27_layer_holding_its_own_optimizer_keeps_torch_parameter_names(tmp_path):
     """A MindSpore optimizer assigned to a Cell attribute would become a sub-cell and rename the
     parameters it holds (weight → opt.weight): the converted layer keeps it as a plain attribute."""
@@ -146,6 +148,7 @@ NUMPY_SCALARS = textwrap.dedent("""\
     """)
 
 
+@pytest.mark.slow
 def test_r27_numpy_scalar_times_tensor_stays_a_tensor(tmp_path):
     """np.float64 * MindSpore Tensor is an ndarray unless the Tensor class has torch's
     __array_priority__: the converted module sets it once after its imports."""

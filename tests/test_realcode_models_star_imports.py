@@ -88,6 +88,7 @@ def test_r1_star_imported_torch_names_are_converted(tmp_path):
     assert not [c for f in report.files for c in f.changes if c["action"] == "not-converted"]
 
 
+@pytest.mark.slow
 def test_r27_star_imported_model_matches_torch_in_both_modes(tmp_path):
     import torch
 
