@@ -195,7 +195,7 @@ def _deep(n: int) -> str:
 def test_r20_one_file_never_kills_the_run(tmp_path: Path, monkeypatch):
     """RecursionError, a converter exception, a worker killed by a signal, a hang and a memory blow-up,
     each in one file of a tree converted in parallel: each reported and copied unchanged, the rest converted."""
-    from torch2ms.convert import module
+    from torch2ms.convert import pipeline as module
 
     src = tmp_path / "p"
     src.mkdir()

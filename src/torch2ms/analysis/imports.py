@@ -11,7 +11,11 @@ import ast
 
 from .astwalk import nodes
 
-FRAMEWORK_ROOTS = ("torch", "torchvision", "torchaudio", "torchtext")
+TORCH_ROOTS = ("torch", "torchvision", "torchaudio", "torchtext")
+# Libraries whose calls on torch tensors the KB maps too (einops: rearrange, its torch layers).
+# Converted with the torch code of a file; a file that imports only these is not torch code.
+COMPANION_ROOTS = ("einops",)
+FRAMEWORK_ROOTS = TORCH_ROOTS + COMPANION_ROOTS
 
 
 class ImportMap:
@@ -71,4 +75,4 @@ class ImportMap:
         return root in FRAMEWORK_ROOTS and root not in self.local_roots
 
     def uses_torch(self) -> bool:
-        return any(self.is_framework(v) for v in self.names.values())
+        return any(self.is_framework(v) and v.split(".", 1)[0] in TORCH_ROOTS for v in self.names.values())

@@ -27,6 +27,7 @@ from .infer import (
     module_classes,
     self_attribute_types,
 )
+from .project_names import module_name, project_bindings
 from .risks import Risk, forward_risks
 from .sourcefiles import MAX_FILE_BYTES, SKIP_DIRS, BadInput, Problem, TreeListing, display, read_python, walk_tree
 
@@ -250,7 +251,9 @@ class _Collector(ast.NodeVisitor):
             self._add(f"torch.Tensor.{attr}", node, "likely")
 
 
-def scan_source(source: str, path: str, kb: KB | None = None) -> FileReport:
+def scan_source(
+    source: str, path: str, kb: KB | None = None, project_names: dict[str, str] | None = None
+) -> FileReport:
     kb = kb or load_kb()
     report = FileReport(path, lines=source.count("\n") + (0 if source.endswith("\n") else 1))
     try:
@@ -264,6 +267,9 @@ def scan_source(source: str, path: str, kb: KB | None = None) -> FileReport:
         report.error = f"cannot parse ({type(exc).__name__}: {exc}); skipped"
         return report
     imap = ImportMap.from_tree(tree)
+    for name, full in (project_names or {}).items():  # from .parts import *: torch names of other files
+        if not imap.is_framework(imap.names.get(name)):
+            imap._bind(name, full, imap.lines.get(name, 0))
     if not imap.uses_torch():
         return report
     report.uses, report.risks = collect(tree, imap, kb)
@@ -279,11 +285,13 @@ def collect(tree: ast.Module, imap: ImportMap, kb: KB) -> tuple[list[ApiUse], li
     return sorted(col.uses, key=lambda u: (u.line, u.col)), sorted(col.risks, key=lambda r: (r.line, r.col))
 
 
-def scan_file(path: Path, kb: KB | None = None, display_name: str | None = None) -> FileReport:
+def scan_file(
+    path: Path, kb: KB | None = None, display_name: str | None = None, project_names: dict[str, str] | None = None
+) -> FileReport:
     """One file's report; whatever goes wrong (unreadable, too deep to parse) is that file's error."""
     name = display_name or display(path)
     try:
-        return scan_source(read_source(path), name, kb)
+        return scan_source(read_source(path), name, kb, project_names)
     except BadInput as exc:
         return FileReport(name, error=str(exc))
     except RecursionError:
@@ -301,6 +309,17 @@ def _relative(path: Path, base: Path) -> str:
         return display(path)
 
 
+def _project_names(files: list[Path], base: Path) -> dict[str, dict[str, str]]:
+    """Per module: the torch names it gets from other files of the tree (from .parts import *)."""
+    trees = {}
+    for f in files:
+        try:
+            trees[module_name(f.relative_to(base))] = (ast.parse(read_source(f)), f.name == "__init__.py")
+        except (BadInput, SyntaxError, ValueError, RecursionError, MemoryError):
+            continue  # reported when the file itself is scanned
+    return project_bindings(trees)
+
+
 def scan_path(path: str | os.PathLike, kb: KB | None = None) -> ScanReport:
     """Scan a file or a project tree; bad files are reported and the rest still scanned."""
     kb = kb or load_kb()
@@ -310,8 +329,10 @@ def scan_path(path: str | os.PathLike, kb: KB | None = None) -> ScanReport:
     listing = walk_tree(root)
     base = root if root.is_dir() else root.parent
     report = ScanReport(display(root))
+    names = _project_names(listing.python, base) if root.is_dir() else {}
     for f in listing.python:
-        report.files.append(scan_file(f, kb, _relative(f, base)))
+        rel = _relative(f, base)
+        report.files.append(scan_file(f, kb, rel, names.get(module_name(rel))))
     for p in _python_problems(listing):
         report.files.append(FileReport(_relative(p.path, base), error=p.reason))
     report.skipped = [(_relative(p.path, base), p.reason) for p in listing.skipped]

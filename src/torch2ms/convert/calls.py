@@ -115,6 +115,8 @@ def method_owner(ctx: RewriteContext, receiver: cst.BaseExpression, attr: str) -
     rtype = ctx.receiver_type(receiver)
     if rtype in (TENSOR, MODULE, OPTIMIZER, SCHEDULER):
         return rtype, "certain"
+    if _is_super(receiver) and ctx.in_module_class:
+        return MODULE, "certain"  # super(Bottle, self).forward(x): the base layer's forward
     if isinstance(receiver, cst.Name) and receiver.value == "self":
         if ctx.in_module_class:
             return MODULE, "certain"
@@ -136,6 +138,10 @@ def method_owner(ctx: RewriteContext, receiver: cst.BaseExpression, attr: str) -
     if rtype is None and ctx.kb.method(attr, MODULE) is not None and ctx.used_as_module(receiver):
         return MODULE, "likely"  # ctx.model.train() where ctx.model.parameters() is called too
     return None, ""
+
+
+def _is_super(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "super"
 
 
 def method_call(ctx: RewriteContext, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
@@ -160,6 +166,7 @@ def method_call(ctx: RewriteContext, original: cst.Call, updated: cst.Call) -> c
     entry = ctx.kb.method(attr, owner)
     if entry is None:
         return updated
+    ctx.converted_receivers[id(func.value)] = func_of(updated).value
     receiver = code(func_of(updated).value).strip()
     split = ctx.split_args(updated)
     if split is not None and _already_mindspore(entry, split[1]):
@@ -175,23 +182,56 @@ def method_call(ctx: RewriteContext, original: cst.Call, updated: cst.Call) -> c
     return result
 
 
-def layer_parameter(ctx: RewriteContext, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression | None:
-    """``bn.weight`` → ``bn.gamma`` when bn is known to be a BatchNorm (the KB's params renames)."""
-    classes = ctx.layer_classes(original.value)
-    attr = original.attr.value
-    renames = set()
+def _layer_renames(ctx: RewriteContext, classes: list[str], attr: str) -> dict[str, str | None]:
+    """torch layer class → MindSpore name of its ``attr`` parameter/attribute (the KB's renames)."""
+    out: dict[str, str | None] = {}
     for cls in classes:
         entry = ctx.kb.get(cls)
         if entry is None:
             continue
         if attr in entry.params:
-            renames.add(entry.params[attr])
+            out[cls] = entry.params[attr]
         elif attr in entry.attrs:
-            renames.add(entry.attrs[attr])
+            out[cls] = entry.attrs[attr]
+    return out
+
+
+def _by_layer_class(
+    ctx: RewriteContext, by_class: dict[str, str | None], attr: str, original: cst.Attribute, updated: cst.Attribute
+) -> cst.BaseExpression | None:
+    """``isinstance(m, (nn.Linear, nn.Embedding))`` then ``m.weight``: the name depends on the layer,
+    so the converted read picks it by class: ``(m.embedding_table if isinstance(m, nn.Embedding)
+    else m.weight)``. None when that cannot be written (an assignment to the attribute itself)."""
+    names = {n for n in by_class.values() if n is not None}
+    if original in ctx.assign_targets or not all(n.isidentifier() for n in names):
+        return None
+    default = attr if attr in names else sorted(names)[0]
+    receiver = code(updated.value).strip()
+    expr = f"{receiver}.{default}"
+    for cls, name in by_class.items():
+        entry = ctx.kb.get(cls)
+        if name is None or name == default or entry is None or not entry.ms:
+            continue
+        expr = f"({receiver}.{name} if isinstance({receiver}, {entry.ms}) else {expr})"
+    return ctx.parse_ms(expr)
+
+
+def layer_parameter(ctx: RewriteContext, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression | None:
+    """``bn.weight`` → ``bn.gamma`` when bn is known to be a BatchNorm (the KB's params renames)."""
+    classes = ctx.layer_classes(original.value)
+    attr = original.attr.value
+    by_class = _layer_renames(ctx, classes, attr)
+    renames = set(by_class.values())
     if not renames:
         return None
     api = f"{classes[0]}.{attr}"
     if len(renames) > 1:
+        picked = _by_layer_class(ctx, by_class, attr, original, updated)
+        if picked is not None:
+            ctx.record(
+                api, "converted", f"'{attr}' is named by the layer's class in MindSpore: {sorted(map(str, renames))}"
+            )
+            return picked
         ctx.record(api, "review", f"'{attr}' is named {sorted(map(str, renames))} in MindSpore depending on the layer")
         return updated
     new = renames.pop()
@@ -252,7 +292,7 @@ def reference(
     # A torch2ms.runtime helper without argument rules takes torch's own arguments (that is what it is
     # for: torch.distributions.Normal → torch2ms.runtime.Normal), so its name is the value itself.
     runtime_helper = entry.ms.startswith("torch2ms.runtime.") and not (entry.args or entry.template)
-    if entry.status == "no-equivalent" or not (entry.ms.startswith("mindspore.") or runtime_helper):
+    if entry.status == "no-equivalent" or not entry.ms.startswith(("mindspore.", "torch2ms.runtime.")):
         ctx.mark(entry.torch, entry.note or "no MindSpore equivalent", root)
         return updated
     if ctx.in_target:
@@ -269,6 +309,11 @@ def reference(
     if ctx.in_bases and entry.ms_base:
         ctx.record(entry.torch, "converted", f"subclassed: base is {entry.ms_base}")
         return ctx.parse_ms(entry.ms_base)
+    if ctx.in_bases and _translated_base(entry):
+        # class Linear(nn.Linear) is built with torch's arguments (Linear(i, o, bias), Conv1d(..., padding=1)):
+        # its base translates them by the entry's rules, as a written-out call would be.
+        ctx.record(entry.torch, "converted", "subclassed: torch2ms.runtime.compat_base translates torch's arguments")
+        return ctx.parse_ms(f'torch2ms.runtime.compat_base("{entry.torch}")')
     if (
         not in_type_position
         and entry.kind in ("class", "function")
@@ -284,6 +329,16 @@ def reference(
         return ctx.parse_ms(f'torch2ms.runtime.TorchCompat("{entry.torch}")')
     ctx.record(entry.torch)
     return ctx.parse_ms(entry.ms)
+
+
+def _translated_base(entry: Entry) -> bool:
+    """A layer class whose constructor arguments differ (argument rules, no template)."""
+    return (
+        entry.kind == "class"
+        and entry.status == "args-differ"
+        and not entry.template
+        and entry.ms.startswith(("mindspore.nn.", "torch2ms.runtime."))
+    )
 
 
 _DEVICE_STRINGS = ("'cuda", '"cuda', "'cpu", '"cpu', "'mps", '"mps', "'xla", '"xla')

@@ -54,6 +54,10 @@ class RewriteContext:
         self.in_target = 0  # > 0 inside an assignment target: a torch name there is being rebound
         self.in_pattern = 0  # > 0 inside a match-statement class pattern
         self.memo: dict[str, object] = {}  # what a construct computes once per file (e.g. its classes)
+        self.assign_targets: set[cst.CSTNode] = set()  # nodes assigned to (``m.weight = ...``)
+        # id of a method call's original receiver → the receiver as converted (``m.bias`` → ``m.beta``):
+        # an in-place statement assigns its result back to it.
+        self.converted_receivers: dict[int, cst.BaseExpression] = {}
         self._keys: dict[int, dict[str, list[int]]] = {}  # per statement: lines of its torch uses
         self._seen: dict[tuple[int, str], int] = {}
 
@@ -188,13 +192,10 @@ class RewriteContext:
         if isinstance(receiver, cst.Name) and receiver.value == "self" and self.class_stack:
             # self inside `class LayerNorm2d(nn.LayerNorm)`: the torch base's names apply.
             return self.facts.torch_bases.get(self.class_stack[-1], [])
-        if (
-            isinstance(receiver, cst.Attribute)
-            and isinstance(receiver.value, cst.Name)
-            and receiver.value.value == "self"
-            and self.class_stack
-        ):
-            cls = self.facts.layer_attrs.get(self.class_stack[-1], {}).get(receiver.attr.value)
+        path = dotted(receiver) if isinstance(receiver, cst.Attribute) else None
+        if path and path.startswith("self.") and self.class_stack:
+            # self.bn, or self.transformer.wte inside a ModuleDict
+            cls = self.facts.layer_attrs.get(self.class_stack[-1], {}).get(path[len("self.") :])
             return [cls] if cls else []
         return []
 

@@ -197,17 +197,42 @@ def _bind_star_names(tree: ast.Module, imap: ImportMap, kb: KB) -> frozenset[str
 
 
 def _self_layers(cls: ast.ClassDef, imap: ImportMap, kb: KB) -> dict[str, str]:
-    """``self.bn = nn.BatchNorm2d(...)`` → {"bn": "torch.nn.BatchNorm2d"}."""
+    """``self.bn = nn.BatchNorm2d(...)`` → {"bn": "torch.nn.BatchNorm2d"}; layers named inside a
+    ModuleDict too: ``self.transformer = nn.ModuleDict(dict(wte=nn.Embedding(...)))`` →
+    {"transformer.wte": "torch.nn.Embedding"}."""
     out: dict[str, str] = {}
     for node in ast.walk(cls):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
-            entry = kb.get(imap.resolve(node.value.func) or "")
-            if entry is None or entry.kind != "class":
-                continue
             for t in node.targets:
                 if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
-                    out[t.attr] = entry.torch
+                    out.update(_named_layers(t.attr, node.value, imap, kb))
     return out
+
+
+def _named_layers(path: str, call: ast.Call, imap: ImportMap, kb: KB) -> dict[str, str]:
+    """The torch layer class a call builds, under ``path``, and those of a ModuleDict's named values."""
+    entry = kb.get(imap.resolve(call.func) or "")
+    if entry is None or entry.kind != "class":
+        return {}
+    out = {path: entry.torch}
+    if entry.torch == "torch.nn.ModuleDict" and call.args:
+        for key, value in _dict_items(call.args[0]):
+            if isinstance(value, ast.Call):
+                out.update(_named_layers(f"{path}.{key}", value, imap, kb))
+    return out
+
+
+def _dict_items(node: ast.expr) -> list[tuple[str, ast.expr]]:
+    """``dict(a=..., b=...)`` / ``{'a': ..., 'b': ...}`` → [(key, value)] for the string keys."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict":
+        return [(k.arg, k.value) for k in node.keywords if k.arg]
+    if isinstance(node, ast.Dict):
+        return [
+            (k.value, v)
+            for k, v in zip(node.keys, node.values)
+            if isinstance(k, ast.Constant) and isinstance(k.value, str)
+        ]
+    return []
 
 
 # `from torch import nn` binds a namespace, never something another module re-imports from here.

@@ -31,9 +31,10 @@ def settle_imports(module: cst.Module, ctx: RewriteContext) -> str:
     torch_locals = {n for n, full in facts.imap.names.items() if facts.imap.is_framework(full)}
     reexports = facts.reexports
     keep = set(ctx.still_needed) | reexports
+    interop = _numpy_interop(ctx)
     aliases = aliases_in_use(ctx)
     for _ in range(3):
-        settled = _settle_imports(module, ctx, keep)
+        settled = _settle_imports(module, ctx, keep, interop)
         if facts.nested_torch_imports:
             settled = settled.visit(_NestedImports(facts.imap, aliases, reexports))
         code = settled.code
@@ -43,6 +44,29 @@ def settle_imports(module: cst.Module, ctx: RewriteContext) -> str:
             return code
         keep |= used
     return code
+
+
+def _drop_reexported_torch_names(stmt: Statement, imap: ImportMap, keep: set[str]) -> Statement | None:
+    """``from .util import F`` where ``util`` re-exports torch's ``F`` (analysis/project_names.py):
+    the converted code reads MindSpore's names instead, so the torch names go from the statement
+    (unless unconverted code still reads them); the statement goes when nothing is left."""
+    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1):
+        return stmt
+    imp = stmt.body[0]
+    if (
+        not isinstance(imp, cst.ImportFrom)
+        or isinstance(imp.names, cst.ImportStar)
+        or not imp.relative
+        and (imp.module is None or imap.is_framework(_name(imp.module)))
+    ):
+        return stmt
+    kept = [a for a in imp.names if not imap.is_framework(imap.names.get(_local(a))) or _local(a) in keep]
+    if len(kept) == len(imp.names):
+        return stmt
+    if not kept:
+        return None
+    kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    return stmt.with_changes(body=[imp.with_changes(names=kept)])
 
 
 def _framework_aliases(stmt: cst.CSTNode, imap) -> bool:
@@ -91,13 +115,32 @@ def _torch_names_used(code: str, candidates: set[str]) -> set[str]:
     return {n.id for n in nodes(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} & present
 
 
-def _settle_imports(module: cst.Module, ctx: RewriteContext, keep_locals: set[str]) -> cst.Module:
+_NUMPY_NOTE = f"{MARK} numpy scalars defer to MindSpore tensors (np.float64 * Tensor is a Tensor), as to torch's"
+
+
+def _numpy_interop(ctx: RewriteContext) -> list[cst.SimpleStatementLine]:
+    """A file that mixes numpy and torch: ``np.log(10) * torch.arange(n)`` is a torch tensor
+    (torch tensors carry ``__array_priority__``), but numpy turns a MindSpore Tensor operand into
+    an ndarray. One statement after the imports gives MindSpore's Tensor the same priority."""
+    if not ctx.changes or not any(full.split(".", 1)[0] == "numpy" for full in ctx.imap.names.values()):
+        return []
+    stmt = cst.parse_statement(f"{ctx.names.shorten('mindspore.Tensor')}.__array_priority__ = 1000\n")
+    assert isinstance(stmt, cst.SimpleStatementLine)
+    return [stmt.with_changes(leading_lines=[cst.EmptyLine(comment=cst.Comment(_NUMPY_NOTE))])]
+
+
+def _settle_imports(
+    module: cst.Module, ctx: RewriteContext, keep_locals: set[str], interop: list[cst.SimpleStatementLine]
+) -> cst.Module:
     imap = ctx.imap
     body = list(module.body)
     insert_at: int | None = None
     carried_lines: list[cst.EmptyLine] = []
     new_body: list[Statement] = []
-    for stmt in body:
+    for original in body:
+        stmt = _drop_reexported_torch_names(original, imap, keep_locals)
+        if stmt is None:
+            continue
         if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and _framework_aliases(stmt.body[0], imap):
             imp = stmt.body[0]
             assert isinstance(imp, (cst.Import, cst.ImportFrom))
@@ -133,6 +176,11 @@ def _settle_imports(module: cst.Module, ctx: RewriteContext, keep_locals: set[st
         first = new_body[insert_at]
         new_body[insert_at] = first.with_changes(leading_lines=[*carried_lines, *first.leading_lines])
     new_body[insert_at:insert_at] = imports
+    if interop:  # after the import block that holds MindSpore's imports
+        at = insert_at + len(imports)
+        while at < len(new_body) and _is_import(new_body[at]):
+            at += 1
+        new_body[at:at] = interop
     return module.with_changes(body=new_body)
 
 
@@ -140,6 +188,12 @@ def _trailing_comment(stmt: cst.SimpleStatementLine) -> list[cst.EmptyLine]:
     """``import torch  # why``: the comment of a dropped statement, as a line of its own."""
     comment = stmt.trailing_whitespace.comment
     return [cst.EmptyLine(comment=comment)] if comment is not None else []
+
+
+def _is_import(stmt: Statement) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and all(
+        isinstance(b, (cst.Import, cst.ImportFrom)) for b in stmt.body
+    )
 
 
 def _after_header(body: list) -> int:
@@ -218,7 +272,8 @@ class _NestedImports(cst.CSTTransformer):
 def aliases_in_use(ctx: RewriteContext) -> set[str]:
     """The short MindSpore aliases the rewritten code imports, and the torch2ms.runtime helpers it
     imports by name (``Normal`` from torch.distributions becomes ``from torch2ms.runtime import
-    Normal``: the torch import of that name must go, or it would shadow the helper)."""
+    Normal``: the torch import of that name must go, or it would shadow the helper; ``rearrange``
+    from torch2ms.runtime replaces einops' ``rearrange`` under the same name)."""
     out = set()
     for _full, short, imp in ALIASES:
         if imp in ctx.names.needed:

@@ -68,9 +68,35 @@ def parse(state: FileState) -> None:
     except ValueError as exc:  # e.g. NUL bytes
         state.finish(error=f"cannot parse ({exc}); copied unchanged")
         return
-    state.imap = imap = ImportMap.from_tree(state.tree, state.local_roots)
+    state.imap = imap = project_import_map(state.tree, state.local_roots, state.project_names)
     if not imap.uses_torch() and not any(imap.is_framework(m) for m in imap.stars):
         state.finish()
+
+
+def project_import_map(tree: ast.Module, local_roots: frozenset[str], project_names: dict[str, str]) -> ImportMap:
+    """The file's imports, plus the torch names it gets from other project files
+    (``from .parts import *``: ``nn``, ``F``, ``torch``) that it does not bind itself."""
+    imap = ImportMap.from_tree(tree, local_roots)
+    if project_names:
+        own = _top_level_stores(tree)
+        for name, full in project_names.items():
+            # a name the file imports from the project module that re-exports it (from .util import F)
+            # is that torch name too; one the file binds from torch itself or assigns stays its own
+            if name not in own and not imap.is_framework(imap.names.get(name)):
+                imap._bind(name, full, imap.lines.get(name, 0))
+    return imap
+
+
+def _top_level_stores(tree: ast.Module) -> set[str]:
+    """Names the module assigns or defines at its top level."""
+    out: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            out |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return out
 
 
 def facts(state: FileState) -> None:
@@ -103,7 +129,8 @@ def refresh(state: FileState) -> None:
     assert state.module is not None and state.index is not None
     code = state.module.code
     tree = ast.parse(code)
-    new = module_facts(tree, state.kb, state.local_roots, state.project_modules)
+    imap = project_import_map(tree, state.local_roots, state.project_names)
+    new = module_facts(tree, state.kb, state.local_roots, state.project_modules, imap)
     for cls, fn, name in state.assumed_modules:
         new.assume_module(cls, fn, name)
     try:
@@ -166,13 +193,15 @@ def convert_source(
     kb: KB | None = None,
     local_roots: frozenset[str] = frozenset(),
     project_modules: frozenset[str] = frozenset(),
+    project_names: dict[str, str] | None = None,
 ) -> ConvertedModule:
     """Convert one module. A file that cannot be parsed comes back unchanged with the error.
 
     ``local_roots``: the project's own top-level packages (their imports are not torch's).
     ``project_modules``: names of the project's nn.Module subclasses defined in other files.
+    ``project_names``: torch names the file gets from other project files (analysis/project_names.py).
     """
-    state = FileState(path, source, kb or load_kb(), local_roots, project_modules)
+    state = FileState(path, source, kb or load_kb(), local_roots, project_modules, dict(project_names or {}))
     for stage in STAGES:
         if state.done:
             break

@@ -13,6 +13,7 @@ import ast
 from dataclasses import dataclass
 
 from ..analysis.astwalk import walk
+from ..analysis.forward_state import forward_caches, self_attr
 from ..analysis.imports import ImportMap
 from ..analysis.infer import TENSOR_ONLY_METHODS
 from ..kb import KB
@@ -121,6 +122,17 @@ class _PlanBuilder:
     def __init__(self, torch_names: frozenset[str], attrs: frozenset[str], self_attrs: frozenset[str]) -> None:
         self.torch_names, self.attrs, self.self_attrs = torch_names, attrs, self_attrs
         self.plan: list[Stmt] = []
+        # inside a forward: the class's forward caches (self.src_mask), and whether we are there
+        self.caches: frozenset[str] = frozenset()
+        self.in_forward = False
+
+    def graph_rewrite(self, stmt: ast.stmt) -> bool:
+        """Statements the GRAPH_MODE construct rewrites or marks in forward (constructs/graph_mode.py)."""
+        if not self.in_forward:
+            return False
+        if isinstance(stmt, (ast.Delete, ast.Try)):
+            return True
+        return bool(self.caches) and any(self_attr(n) in self.caches for h in header_nodes(stmt) for n in walk(h))
 
     def mentions(self, nodes: list[ast.AST]) -> bool:
         for root in nodes:
@@ -138,12 +150,19 @@ class _PlanBuilder:
         info = Stmt(stmt, False, 0)
         self.plan.append(info)
         inner = False
+        saved = self.caches, self.in_forward
+        if isinstance(stmt, ast.ClassDef):
+            self.caches, self.in_forward = frozenset(forward_caches(stmt)), False
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            self.in_forward = stmt.name == "forward"
         for child in _children(stmt):
             inner |= self.add(child)
+        self.caches, self.in_forward = saved
         info.size = len(self.plan) - at - 1
         head = isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == "forward"
         # Imports are settled separately; a nested torch import must still be seen.
         head = head or isinstance(stmt, (ast.Import, ast.ImportFrom)) or self.mentions(header_nodes(stmt))
+        head = head or self.graph_rewrite(stmt)
         info.header = head
         info.interesting = inner or head
         return info.interesting

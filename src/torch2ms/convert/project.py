@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import IO
 
 from ..analysis.imports import ImportMap
+from ..analysis.project_names import module_name, project_bindings
 from ..analysis.sourcefiles import BadInput, TreeListing, display, read_python, skip_reason, walk_tree
 from .project_paths import (
     REPORT_JSON,
@@ -185,14 +186,34 @@ def _class_bases(tree: ast.Module, roots: frozenset[str]) -> list[tuple[str, tup
     return out
 
 
-def _project_modules(py_files: list[Path], roots: frozenset[str]) -> frozenset[str]:
-    """Class names that subclass nn.Module anywhere in the project, following bases across files by name."""
+def _top_level_imports(tree: ast.Module) -> ast.Module:
+    """What ``project_bindings`` reads of a module (its imports and ``__all__``): kept instead of the whole tree."""
+    keep: list[ast.stmt] = [
+        n
+        for n in tree.body
+        if isinstance(n, (ast.Import, ast.ImportFrom))
+        or (isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in n.targets))
+    ]
+    return ast.Module(body=keep, type_ignores=[])
+
+
+def _project_facts(
+    py_files: list[Path], base: Path, roots: frozenset[str]
+) -> tuple[frozenset[str], dict[str, dict[str, str]]]:
+    """Class names that subclass nn.Module anywhere in the project (bases followed across files by name),
+    and per module the torch names it gets from other project files (``from .parts import *``)."""
     classes: list[tuple[str, tuple[str, ...], bool]] = []
+    imports: dict[str, tuple[ast.Module, bool]] = {}
     for p in py_files:
         try:
-            classes += _class_bases(ast.parse(read_python(p).text), roots)
+            tree = ast.parse(read_python(p).text)
         except (BadInput, SyntaxError, ValueError, RecursionError, MemoryError):
             continue  # reported when the file itself is converted
+        classes += _class_bases(tree, roots)
+        try:
+            imports[module_name(p.relative_to(base))] = (_top_level_imports(tree), p.name == "__init__.py")
+        except ValueError:
+            pass
     found: set[str] = set()
     changed = True
     while changed:
@@ -201,7 +222,7 @@ def _project_modules(py_files: list[Path], roots: frozenset[str]) -> frozenset[s
             if name not in found and (torch_base or any(t in found for t in tails)):
                 found.add(name)
                 changed = True
-    return frozenset(found)
+    return frozenset(found), project_bindings(imports, roots)
 
 
 def local_packages(src: Path) -> frozenset[str]:
@@ -249,11 +270,11 @@ def convert_tree(
     report.not_read = [(_rel(p.path, base), p.reason) for p in listing.problems]
     report.skipped = [(_rel(p.path, base), p.reason) for p in listing.skipped]
     roots = local_packages(src_p)
-    modules = _project_modules(listing.python, roots)
+    modules, names = _project_facts(listing.python, base, roots)
     tmp = fresh_temp_dir(out_p)
     spill = _Spill()
     try:
-        for job, outcome in _run(listing.python, base, roots, modules, jobs, progress):
+        for job, outcome in _run(listing.python, base, roots, modules, names, jobs, progress):
             result = _write_result(tmp, base, job, outcome)
             result.spill(spill)
             report.files.append(result)
@@ -279,13 +300,23 @@ def _rel(path: Path, base: Path) -> str:
 
 
 def _run(
-    files: list[Path], base: Path, roots, modules, jobs: int | None, progress: bool
+    files: list[Path], base: Path, roots, modules, names: dict[str, dict[str, str]], jobs: int | None, progress: bool
 ) -> Iterator[tuple[Job, Outcome]]:
     from ..kb import load_kb
 
     load_kb()  # once here: forked workers inherit it instead of each loading it again
     workers = 1 if len(files) < PARALLEL_MIN_FILES else max(1, jobs or os.cpu_count() or 1)
-    work = (Job(str(p), str(p.relative_to(base)), roots, modules, _size(p)) for p in files)
+    work = (
+        Job(
+            str(p),
+            str(p.relative_to(base)),
+            roots,
+            modules,
+            _size(p),
+            tuple(sorted(names.get(module_name(p.relative_to(base)), {}).items())),
+        )
+        for p in files
+    )
     return _with_progress(run_jobs(work, workers), len(files), progress)
 
 

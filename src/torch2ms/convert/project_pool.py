@@ -39,6 +39,7 @@ class Job:
     local_roots: frozenset[str]
     project_modules: frozenset[str]
     size: int = 0
+    project_names: tuple[tuple[str, str], ...] = ()  # torch names this file gets from other project files
 
     @property
     def timeout(self) -> float:
@@ -75,7 +76,13 @@ def _convert(job: Job) -> Outcome:
             return Outcome(
                 error=f"nested {depth} levels deep, over the {MAX_NESTING} torch2ms converts; copied unchanged"
             )
-        mod = convert_source(src.text, job.rel, local_roots=job.local_roots, project_modules=job.project_modules)
+        mod = convert_source(
+            src.text,
+            job.rel,
+            local_roots=job.local_roots,
+            project_modules=job.project_modules,
+            project_names=dict(job.project_names),
+        )
         if mod.changed and mod.error is None and depth >= 0:
             invalid = _syntax_error(mod.code)
             if invalid:  # a converter defect: never hand the user a file that does not parse

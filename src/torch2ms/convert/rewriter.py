@@ -242,6 +242,8 @@ class Rewriter(FastDispatch, cst.CSTTransformer):
         return method_attribute(ctx, original, updated)
 
     def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
+        if original in self.ctx.assign_targets:
+            return updated  # `scaled_dot_product_attention = None` rebinds the name: no reference to torch
         full = self.ctx.imap.names.get(original.value)
         if full and self.ctx.imap.is_framework(full) and "." in full and not self._attr_depth:
             return reference(self.ctx, self.hooks, full, original, updated)
@@ -257,8 +259,9 @@ class Rewriter(FastDispatch, cst.CSTTransformer):
         self.ctx.in_bases = False
 
     # An assignment target or a class pattern names a torch object without using its value.
-    def visit_AssignTarget(self, node) -> bool:
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
         self.ctx.in_target += 1
+        self.ctx.assign_targets.add(node.target)
         return True
 
     def leave_AssignTarget(self, original, updated):
@@ -286,6 +289,14 @@ class Rewriter(FastDispatch, cst.CSTTransformer):
     def leave_Annotation(self, original, updated):
         self.ctx.type_depth -= 1
         return updated
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> bool:
+        self.ctx.assign_targets.add(node.target)
+        return True
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> bool:
+        self.ctx.assign_targets.add(node.target)
+        return True
 
     def visit_Call(self, node: cst.Call) -> bool:
         # Remember callee nodes so references know they are being called.

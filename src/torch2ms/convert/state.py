@@ -25,6 +25,8 @@ class FileState:
     kb: KB
     local_roots: frozenset[str] = frozenset()  # the project's own top-level packages
     project_modules: frozenset[str] = frozenset()  # Module subclasses defined in other project files
+    # torch names this file gets from other project files (from .parts import *): name → full name
+    project_names: dict[str, str] = field(default_factory=dict)
     tree: ast.Module | None = None  # the ast of ``source``: original positions
     imap: ImportMap | None = None
     facts: ModuleFacts | None = None

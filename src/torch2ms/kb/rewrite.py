@@ -90,8 +90,10 @@ def rewrite_call(
     bound, extra, unknown = bind(entry, args, kwargs)
     if extra:
         notes.append(f"{len(extra)} more positional argument(s) than {entry.short} takes")
-    for k in unknown:
-        notes.append(f"argument '{k}' is not in {entry.short}'s signature; passed through")
+    # A ``**name`` parameter takes any keyword (einops' axis lengths): passed through, nothing to note.
+    if not any(p.startswith("**") for p in entry.sig):
+        for k in unknown:
+            notes.append(f"argument '{k}' is not in {entry.short}'s signature; passed through")
     defaults = entry.sig_defaults()
     try:
         if entry.template:
@@ -255,6 +257,10 @@ def _render(entry: Entry, parts: list[str], receiver: str | None) -> str:
 # ---- whole expressions (used by the differential tests and lookup examples) ----------------
 
 
+# Roots of the names the KB maps (einops: its functions and torch layers work on torch tensors).
+_KB_ROOTS = ("torch", "torchvision", "einops")
+
+
 class _ExprRewriter(ast.NodeTransformer):
     def __init__(self, kb, receiver_types: Mapping[str, str | tuple[str, ...]]):
         self.kb = kb
@@ -297,7 +303,7 @@ class _ExprRewriter(ast.NodeTransformer):
         name = dotted(node.func)
         entry = None
         receiver = None
-        if name and name.split(".")[0] in ("torch", "torchvision"):
+        if name and name.split(".")[0] in _KB_ROOTS:
             entry = self.kb.get(name)
         elif isinstance(node.func, ast.Attribute) and not not_tensor:
             receiver = ast.unparse(node.func.value)
@@ -315,7 +321,7 @@ class _ExprRewriter(ast.NodeTransformer):
 
     def visit_Attribute(self, node: ast.Attribute):
         name = dotted(node)
-        if name and name.startswith(("torch.", "torchvision.")):
+        if name and name.split(".")[0] in _KB_ROOTS and "." in name:
             entry = self.kb.get(name)
             if entry is not None and entry.kind in ("dtype", "attribute") and entry.ms:
                 return ast.parse(entry.ms, mode="eval").body

@@ -200,10 +200,12 @@ def _module_dict_cell():
     import mindspore
 
     class ModuleDict(mindspore.nn.Cell):
-        """A Cell with torch ModuleDict's interface, for classes that subclass ModuleDict.
+        """A Cell with torch ModuleDict's interface: what ``nn.ModuleDict`` converts to.
 
-        MindSpore's CellDict cannot be called inside a GRAPH_MODE network (it is treated as a
-        container, "The object is not callable"); a subclass with its own forward needs a Cell.
+        MindSpore's CellDict refuses CellList/SequentialCell/CellDict values (GPT's
+        ``ModuleDict(dict(h=ModuleList(...)))``) and cannot be called inside a GRAPH_MODE network
+        (a subclass with its own forward). Children are plain sub-cells: attribute access, ``[key]``
+        and ``items()`` work in both modes and parameter names keep torch's key prefixes.
         """
 
         def __init__(self, modules: Any = None) -> None:
@@ -235,6 +237,15 @@ def _module_dict_cell():
         def items(self):
             return self._cells.items()
 
+        def update(self, modules: Any) -> None:
+            for name, cell in dict(modules).items():
+                self.insert_child_to_cell(name, cell)
+
+        def pop(self, key: str) -> Any:
+            cell = self._cells[key]
+            del self._cells[key]
+            return cell
+
     return ModuleDict
 
 
@@ -250,9 +261,12 @@ def compat_base(torch_name: str) -> type:
     from ..kb.rewrite import rewrite_call
 
     entry = _kb().get(torch_name)
-    if entry is None or not entry.ms.startswith("mindspore."):
+    if entry is None or not entry.ms.startswith(("mindspore.", "torch2ms.runtime.")):
         raise TypeError(f"torch2ms: {torch_name} cannot be subclassed in MindSpore")
-    ms_cls = eval(entry.ms, {"mindspore": mindspore})
+    if entry.ms.startswith("torch2ms.runtime."):
+        ms_cls = __getattr__(entry.ms.rsplit(".", 1)[1])  # a helper of this package (built on first use)
+    else:
+        ms_cls = eval(entry.ms, {"mindspore": mindspore})
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         ns: dict[str, Any] = {"mindspore": mindspore}

@@ -125,6 +125,8 @@ def _summary(args: argparse.Namespace, res, out) -> None:
         ),
         soft_wrap=True,
     )
+    for keys in res.tied:
+        out.print(escape(f"tied (one tensor, written under each name): {', '.join(keys)}"), soft_wrap=True)
     if res.verified is None:
         return
     if not res.verified:
@@ -154,6 +156,7 @@ def _json(res) -> str:
         "stripped_prefix": res.info.get("stripped_prefix"),
         "verified": res.verified,
         "not_loaded": res.not_loaded,
+        "tied": res.tied,
         "report": res.report.to_dict() if res.report else None,
     }
     return json.dumps(d, indent=2) + "\n"

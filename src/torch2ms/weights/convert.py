@@ -25,9 +25,11 @@ import numpy as np
 from ..analysis.sourcefiles import display, regular_file_error
 from ..kb import KB, load_kb
 from .ckpt_io import ckpt_size, read_ckpt, save_with_mindspore, write_ckpt
+from .dataflow import embeddings_by_dataflow
 from .layers import layer_types
 from .rename import INVERSE_LAYOUTS, LAYOUTS, RESHAPE_ONLY_LAYOUTS, rename_key
 from .torch_format import CheckpointFormatError, TensorRef, load_any, save_torch_zip
+from .tying import tie_layer_types, tied_groups, tied_partner_loaded
 
 __all__ = [
     "WeightsError",
@@ -349,16 +351,33 @@ def _likely(name: str, shape: tuple[int, ...], pool: Mapping[str, tuple[int, ...
     return same[0] if len(same) == 1 else ""
 
 
+def _candidate_names(
+    key: str, new: str | None, layout: str | None, alts: Mapping[str, list[tuple[str | None, str | None]]]
+) -> list[tuple[str | None, str | None]]:
+    """Names a torch key may take in MindSpore, best first: its rename, every KB rename of a suffix, itself."""
+    candidates: list[tuple[str | None, str | None]] = [(new, layout)]
+    parts = key.split(".")
+    for i in range(len(parts) - 1, -1, -1):
+        head, rest = ".".join(parts[:i]), ".".join(parts[i:])
+        for new_rest, lay in alts.get(rest, []):
+            candidates.append((None, None) if new_rest is None else (f"{head}.{new_rest}" if head else new_rest, lay))
+    candidates.append((key, None))
+    return candidates
+
+
 def match_to_shapes(
     shapes: Mapping[str, tuple[int, ...]],
     ms_shapes: Mapping[str, tuple[int, ...]],
     kb: KB,
     layer_types: Mapping[str, str] | None = None,
+    tied: list[list[str]] | None = None,
 ) -> tuple[list[Assignment], list[str], LoadReport]:
     """Map torch keys onto a MindSpore network's parameters (name → shape).
 
     For each key the rename by ``layer_types`` (guessed when not given) is tried first; if it does
     not name a net parameter of the right shape, every other KB rename of the key's leaf is tried.
+    ``tied``: groups of keys holding one tensor (weight tying); a member the network does not name
+    is loaded through its partner, so it is not unexpected.
     """
     types = dict(layer_types) if layer_types is not None else guess_layer_types(shapes, kb)
     alts = _kb_alternatives(kb)
@@ -370,18 +389,9 @@ def match_to_shapes(
     for key, shape in shapes.items():
         shape = tuple(shape)
         new, layout = rename_key(key, types, kb)
-        candidates: list[tuple[str | None, str | None]] = [(new, layout)]
         parts = key.split(".")
-        for i in range(len(parts) - 1, -1, -1):
-            head, rest = ".".join(parts[:i]), ".".join(parts[i:])
-            for new_rest, lay in alts.get(rest, []):
-                if new_rest is None:
-                    candidates.append((None, None))
-                else:
-                    candidates.append((f"{head}.{new_rest}" if head else new_rest, lay))
-        candidates.append((key, None))
         chosen = None
-        for name, lay in candidates:
+        for name, lay in _candidate_names(key, new, layout, alts):
             if name is None:
                 continue
             if (
@@ -403,6 +413,8 @@ def match_to_shapes(
         unmatched[key] = shape
         if new is not None:
             first_choice[key] = Assignment(new, key, layout, _shape_after(shape, layout))
+    for key in tied_partner_loaded(tied or [], {a.torch_key for a in plan}):
+        unmatched.pop(key, None)
     report = LoadReport()
     missing = {n: tuple(s) for n, s in ms_shapes.items() if n not in taken}
     for key in unmatched:
@@ -512,6 +524,7 @@ class ConversionResult:
     not_loaded: list[str] = field(default_factory=list)  # net parameters that kept their initial values
     tensors: int = 0  # in the checkpoint's state dict: params + dropped + left out (report)
     forced: bool = False  # written although some parameters would not load (--force)
+    tied: list[list[str]] = field(default_factory=list)  # keys sharing one tensor (weight tying)
 
     @property
     def ok(self) -> bool:
@@ -563,21 +576,29 @@ def convert_checkpoint(
     state, info = read_state_dict(src, key)
     shapes = {k: v.shape for k, v in state.items()}
     report = None
+    tied = tied_groups(state)
     if isinstance(net, str):
         net = load_net(net)
     if net is not None:
-        plan, dropped, report = match_to_shapes(shapes, net_param_shapes(net), kb, layer_types)
+        plan, dropped, report = match_to_shapes(shapes, net_param_shapes(net), kb, layer_types, tied)
         classify_net_buffers(report, net, state)
         types = dict(layer_types) if layer_types is not None else guess_layer_types(shapes, kb)
     else:
-        types = dict(layer_types) if layer_types is not None else guess_layer_types(shapes, kb)
+        types = (
+            dict(layer_types)
+            if layer_types is not None
+            else embeddings_by_dataflow(shapes, guess_layer_types(shapes, kb))
+        )
+        types, aliases = tie_layer_types(tied, shapes, types, kb)
         plan, dropped = plan_conversion(shapes, types, kb)
+        named = {a.ms_name for a in plan}
+        plan += [Assignment(n, k, None, tuple(shapes[k])) for n, k in aliases if n not in named]
         seen: dict[str, str] = {}
         for a in plan:
             if a.ms_name in seen:
                 raise WeightsError(f"{a.torch_key} and {seen[a.ms_name]} both map to {a.ms_name}")
             seen[a.ms_name] = a.torch_key
-    result = ConversionResult(False, str(out), dropped=dropped, report=report, info=info, layer_types=types)
+    result = ConversionResult(False, str(out), dropped=dropped, report=report, info=info, layer_types=types, tied=tied)
     result.tensors = len(state)
     if report is not None and not report.ok and not force:
         return result

@@ -5,6 +5,8 @@ import mindspore as ms
 import mindspore.dataset as ds
 from mindspore.dataset import transforms
 from mindspore.dataset import vision
+# torch2ms: numpy scalars defer to MindSpore tensors (np.float64 * Tensor is a Tensor), as to torch's
+ms.Tensor.__array_priority__ = 1000
 
 
 class NoisySquares:

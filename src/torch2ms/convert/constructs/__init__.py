@@ -9,4 +9,12 @@ libcst pass, on the nodes they care about; hooks registered on the same kind of 
 Importing this package registers the hooks.
 """
 
-from . import autograd_function, data_pipeline, grad_context, statement_fixes  # noqa: F401 - registers hooks
+from . import (  # noqa: F401 - registers hooks
+    autograd_function,
+    data_pipeline,
+    grad_context,
+    graph_mode,
+    legacy_tensor,
+    module_attributes,
+    statement_fixes,
+)

@@ -42,6 +42,8 @@ def after_statement(ctx: RewriteContext, original: cst.SimpleStatementLine, upda
         target = _receiver(before)
         while isinstance(target, cst.Call) and _is_inplace_rewrite(ctx, target):
             target = _receiver(target)
+        # as converted: ``m.bias.data.zero_()`` on a LayerNorm assigns to ``m.beta.data``
+        target = ctx.converted_receivers.get(id(target), target)
         if isinstance(target, (cst.Name, cst.Attribute, cst.Subscript)):
             assign = cst.Assign(targets=[cst.AssignTarget(target)], value=after.value)
             return updated.with_changes(body=[assign])

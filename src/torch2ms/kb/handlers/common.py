@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable
 
 from ..schema import Entry
@@ -33,7 +34,7 @@ def conv_padding(value: str | None, bound: dict[str, str], entry: Entry) -> dict
     v = literal(value) if value is not None else 0
     dims = spatial_dims(entry)
     if v is NOT_LITERAL:
-        return {"pad_mode": "'pad'", "padding": value}  # type: ignore[dict-item]
+        return _run_time_padding(str(value), dims)
     if isinstance(v, str):
         if v not in ("same", "valid"):
             raise Unsupported(f"padding={v!r} is not a torch padding mode")
@@ -47,6 +48,30 @@ def conv_padding(value: str | None, bound: dict[str, str], entry: Entry) -> dict
         if len(v) == dims:
             return {"pad_mode": "'pad'", "padding": repr(tuple(p for p in v for _ in (0, 1)))}
     raise Unsupported(f"padding={value} has no MindSpore form")
+
+
+def _run_time_padding(value: str, dims: int) -> dict[str, str]:
+    """A padding that is not a literal: a tuple display of ``dims`` expressions is laid out here
+    ((p, q) → (p, p, q, q)); arithmetic is an int; any other expression (a name that may hold an
+    int, a tuple or 'same') is laid out at run time by torch2ms.runtime."""
+    try:
+        node = ast.parse(value.strip(), mode="eval").body
+    except SyntaxError:
+        node = None
+    if isinstance(node, (ast.Tuple, ast.List)) and not any(isinstance(e, ast.Starred) for e in node.elts):
+        items = [ast.unparse(e) for e in node.elts]
+        if len(items) == 1 or dims == 1:
+            return {"pad_mode": "'pad'", "padding": items[0]}
+        if len(items) == dims:
+            return {"pad_mode": "'pad'", "padding": "(" + ", ".join(p for p in items for _ in (0, 1)) + ")"}
+    if isinstance(node, (ast.BinOp, ast.UnaryOp)) or (
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "int"
+    ):
+        return {"pad_mode": "'pad'", "padding": value}
+    return {
+        "pad_mode": f"torch2ms.runtime.conv_pad_mode({value})",
+        "padding": f"torch2ms.runtime.conv_padding({value}, {dims})",
+    }
 
 
 @transform

@@ -81,7 +81,9 @@ def interpolate(bound: dict[str, str], receiver: str | None, entry: Entry) -> st
     """F.interpolate / F.upsample* → ops.interpolate, with scale_factor turned into a size.
 
     MindSpore 2.10 refuses scale_factor for 3-D/4-D nearest, linear and bilinear; the output size
-    torch would compute (floor(in * scale)) is passed instead.
+    torch would compute (floor(in * scale)) is passed instead. Where that cannot agree (a scale
+    known only at run time or fractional, bicubic, a mode chosen at run time) the call goes to
+    torch2ms.runtime.interpolate, which resamples with torch's own formulas.
     """
     x = bound["input"]
     name = entry.torch.rsplit(".", 1)[-1]
@@ -92,39 +94,58 @@ def interpolate(bound: dict[str, str], receiver: str | None, entry: Entry) -> st
     else:
         mode_src, align = _get(bound, entry, "mode"), bound.get("align_corners")
     mode = literal(mode_src)
-    if mode == "bicubic":
-        raise Unsupported(
-            "mode='bicubic': MindSpore's bicubic kernel differs from torch (max error 0.27); "
-            "no MindSpore equivalent on CPU"
-        )
     if literal(bound.get("antialias", "False")) is not False:
         raise Unsupported("antialias=True has no MindSpore interpolate equivalent")
     size = bound.get("size")
     sf = bound.get("scale_factor")
+    if _is_none(size) and _is_none(sf):
+        raise Unsupported("interpolate needs size or scale_factor")
+    if mode == "bicubic" or not isinstance(mode, str) or (_is_none(size) and not _static_scale(bound, sf)):
+        return _runtime_interpolate(x, size, sf, mode_src, align, bound.get("recompute_scale_factor"))
     if _is_none(size):
-        if _is_none(sf):
-            raise Unsupported("interpolate needs size or scale_factor")
-        dims = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}.get(mode) if isinstance(mode, str) else None
-        v = literal(sf)
-        factors = v if isinstance(v, (tuple, list)) else (v,)
-        integral = all(isinstance(f, (int, float)) and float(f).is_integer() for f in factors)
-        if not integral and literal(bound.get("recompute_scale_factor", "None")) is not True:
-            # torch samples with 1/scale, MindSpore with in/out: they agree only when in*scale is whole.
-            raise Unsupported(
-                f"interpolate(scale_factor={sf}): a non-integer scale converts only with recompute_scale_factor=True "
-                "(torch otherwise samples with 1/scale; max error 0.86 on bilinear 7x7*1.5); pass size= instead"
-            )
-        xs = paren(x)
-        if isinstance(v, (tuple, list)):
-            size = "(" + ", ".join(f"int({xs}.shape[{i + 2}] * {f!r})" for i, f in enumerate(v)) + ",)"
-        elif dims is not None:
-            size = "(" + ", ".join(f"int({xs}.shape[{i + 2}] * {paren(sf)})" for i in range(dims)) + ",)"
-        else:
-            size = f"tuple(int(_d * {paren(sf)}) for _d in {xs}.shape[2:])"
+        size = _scaled_size(x, sf, mode)
     parts = [x, f"size={size}", f"mode={mode_src}"]
     if align is not None and not _is_none(align):
         parts.append(f"align_corners={align}")
     return f"{_OPS}.interpolate({', '.join(parts)})"
+
+
+def _static_scale(bound: dict[str, str], sf: str | None) -> bool:
+    """A literal scale whose size-based MindSpore call samples as torch does: whole numbers, or any
+    number with recompute_scale_factor=True (torch then samples with in/out too)."""
+    v = literal(sf)
+    factors = v if isinstance(v, (tuple, list)) else (v,)
+    if not all(isinstance(f, (int, float)) and not isinstance(f, bool) for f in factors):
+        return False
+    return all(float(f).is_integer() for f in factors) or literal(bound.get("recompute_scale_factor", "None")) is True
+
+
+def _scaled_size(x: str, sf: str | None, mode: object) -> str:
+    """torch's output size floor(in * scale) as MindSpore source."""
+    dims = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}.get(mode) if isinstance(mode, str) else None
+    v = literal(sf)
+    xs = paren(x)
+    if isinstance(v, (tuple, list)):
+        return "(" + ", ".join(f"int({xs}.shape[{i + 2}] * {f!r})" for i, f in enumerate(v)) + ",)"
+    if dims is not None:
+        return "(" + ", ".join(f"int({xs}.shape[{i + 2}] * {paren(sf or '1')})" for i in range(dims)) + ",)"
+    return f"tuple(int(_d * {paren(sf or '1')}) for _d in {xs}.shape[2:])"
+
+
+def _runtime_interpolate(
+    x: str, size: str | None, sf: str | None, mode_src: str | None, align: str | None, recompute: str | None
+) -> str:
+    parts = [x]
+    for key, src in (
+        ("size", size),
+        ("scale_factor", sf),
+        ("mode", mode_src),
+        ("align_corners", align),
+        ("recompute_scale_factor", recompute),
+    ):
+        if src is not None and not _is_none(src):
+            parts.append(f"{key}={src}")
+    return f"torch2ms.runtime.interpolate({', '.join(parts)})"
 
 
 @handler
@@ -204,13 +225,14 @@ def scaled_dot_product_attention(bound: dict[str, str], receiver: str | None, en
     if _is_none(scale):
         scale = f"{qs}.shape[-1] ** -0.5"
     s = f"{_OPS}.matmul({q}, {_OPS}.swapaxes({k}, -2, -1)) * {paren(scale)}"
-    if literal(bound.get("is_causal", "False")) not in (False, 0):
-        if literal(bound.get("is_causal")) is NOT_LITERAL:
-            raise Unsupported("is_causal must be a literal True/False to convert")
+    is_causal = bound.get("is_causal", "False")
+    if literal(is_causal) not in (False, 0):
         causal = (
             f"{_OPS}.triu({_OPS}.ones(({qs}.shape[-2], {ks}.shape[-2]), mindspore.float32), 1).astype(mindspore.bool_)"
         )
-        s = f"{_OPS}.masked_fill({s}, {causal}, float('-inf'))"
+        masked = f"{_OPS}.masked_fill({s}, {causal}, float('-inf'))"
+        # is_causal=mask is not None and n_ctx > 1: decided when the call runs (a constant in GRAPH_MODE)
+        s = masked if literal(is_causal) is not NOT_LITERAL else f"({masked} if {is_causal} else {s})"
     m = bound.get("attn_mask")
     if not _is_none(m):
         ms_ = paren(m)
@@ -221,7 +243,8 @@ def scaled_dot_product_attention(bound: dict[str, str], receiver: str | None, en
     attn = f"{_OPS}.softmax({s}, -1)"
     p = bound.get("dropout_p")
     if p is not None and literal(p) not in (0, 0.0):
-        attn = f"{_OPS}.dropout({attn}, p={p})"
+        # p=self.dropout_p if self.training else 0: ops.dropout takes a float only
+        attn = f"{_OPS}.dropout({attn}, p={p if literal(p) is not NOT_LITERAL else f'float({p})'})"
     return f"{_OPS}.matmul({attn}, {v})"
 
 

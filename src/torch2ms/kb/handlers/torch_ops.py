@@ -78,9 +78,15 @@ def _creation_tail(bound: dict[str, str], entry: Entry) -> list[str]:
 
 @handler
 def sized(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
-    """``torch.zeros(2, 3, dtype=...)`` → ``ops.zeros((2, 3), dtype=...)`` (MS takes one shape)."""
-    parts = [_size_src(bound.get("size"))] + _creation_tail(bound, entry)
-    return f"{entry.ms}({', '.join(parts)})"
+    """``torch.zeros(2, 3, dtype=...)`` → ``ops.zeros((2, 3), dtype=...)`` (MS takes one shape).
+
+    A 0-d shape (``torch.ones([])``, CLIP's logit scale) fails in MindSpore without a dtype
+    ("Select CPU operator[Ones] fail"): torch's default float32 is written out."""
+    size = _size_src(bound.get("size"))
+    tail = _creation_tail(bound, entry)
+    if literal(size) in ((), []) and not tail:
+        size, tail = "()", ["mindspore.float32"]
+    return f"{entry.ms}({', '.join([size, *tail])})"
 
 
 @handler

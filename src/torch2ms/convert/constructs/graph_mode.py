@@ -1,0 +1,128 @@
+"""forward code GRAPH_MODE cannot compile (issue 11, class 8): rewritten where that keeps the
+numbers, reported with the line and the reason where it cannot be.
+
+- ``del x`` of a local in forward: GRAPH_MODE has no Delete statement; dropping it changes nothing
+  (a later read would have been a NameError in torch).
+- A tensor cached on the module in forward (``self.src_mask`` set to None in ``__init__``, built
+  in forward when missing, read and used only there): GRAPH_MODE cannot carry a tensor attribute
+  assigned in construct (any such assignment makes every read of it untyped). The cache becomes
+  a local of construct, recomputed on each call: same outputs.
+- ``try``/``except`` in forward: GRAPH_MODE rejects the statement; a comment above it says so.
+"""
+
+from __future__ import annotations
+
+import ast
+
+import libcst as cst
+
+from ...analysis.astwalk import nodes
+from ...analysis.forward_state import forward_caches
+from ..changes import MARK
+from ..context import RewriteContext
+from ..hooks import leave
+
+_TRY_NOTE = f"{MARK} GRAPH_MODE — try/except in construct is not compiled (\"Unsupported statement 'Try'\"): move it out or use an if"
+
+
+def _in_forward(ctx: RewriteContext) -> bool:
+    return ctx.in_module_class and bool(ctx.func_stack) and ctx.func_stack[-1] == "forward"
+
+
+@leave(cst.SimpleStatementLine)
+def drop_local_del(ctx: RewriteContext, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
+    """``del x, y`` of locals in forward → nothing."""
+    if len(updated.body) != 1 or not isinstance(updated.body[0], cst.Del) or not _in_forward(ctx):
+        return updated
+    target = updated.body[0].target
+    names = target.elements if isinstance(target, cst.Tuple) else [target]
+    if not all(isinstance(getattr(e, "value", e), cst.Name) for e in names):
+        return updated
+    ctx.record("torch.nn.Module.forward", "converted", "del of a local dropped: GRAPH_MODE has no Delete statement")
+    if any(line.comment for line in updated.leading_lines):
+        return updated.with_changes(body=[cst.Pass()])
+    return cst.RemovalSentinel.REMOVE
+
+
+@leave(cst.Try)
+def mark_try(ctx: RewriteContext, original: cst.Try, updated: cst.Try):
+    if not _in_forward(ctx) or any(line.comment and line.comment.value == _TRY_NOTE for line in updated.leading_lines):
+        return updated
+    ctx.record("torch.nn.Module.forward", "review", "try/except in construct: GRAPH_MODE does not compile it")
+    return updated.with_changes(leading_lines=[*updated.leading_lines, cst.EmptyLine(comment=cst.Comment(_TRY_NOTE))])
+
+
+def _class_node(ctx: RewriteContext) -> ast.ClassDef | None:
+    tree = ctx.facts.tree
+    if tree is None or not ctx.class_stack:
+        return None
+    return next((n for n in nodes(tree) if isinstance(n, ast.ClassDef) and n.name == ctx.class_stack[-1]), None)
+
+
+class _ToLocal(cst.CSTTransformer):
+    def __init__(self, names: dict[str, str]) -> None:
+        super().__init__()
+        self.names = names
+
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+        if isinstance(updated.value, cst.Name) and updated.value.value == "self" and updated.attr.value in self.names:
+            return cst.Name(self.names[updated.attr.value])
+        return updated
+
+
+@leave(cst.FunctionDef)
+def cached_attributes(ctx: RewriteContext, original: cst.FunctionDef, updated: cst.FunctionDef):
+    """``self.mask`` built lazily in forward → a local of construct."""
+    if not ctx.in_module_class or original.name.value != "forward" or not isinstance(updated.body, cst.IndentedBlock):
+        return updated
+    cls = _class_node(ctx)
+    attrs = forward_caches(cls) if cls is not None else []
+    if not attrs:
+        return updated
+    taken = _names(updated)
+    names = {a: a if a not in taken else f"{a}_cached" for a in attrs}
+    body = updated.body.visit(_ToLocal(names))
+    assert isinstance(body, cst.IndentedBlock)
+    first = [
+        cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(names[a]))], cst.parse_expression(f"self.{a}"))])
+        for a in attrs
+    ]
+    stmts = list(body.body)
+    at = 1 if stmts and _is_docstring(stmts[0]) else 0
+    note = f"{MARK} GRAPH_MODE — {', '.join('self.' + a for a in attrs)}: cached on the module in torch; a local here (recomputed each call, same outputs)"
+    first[0] = first[0].with_changes(leading_lines=[cst.EmptyLine(comment=cst.Comment(note))])
+    for a in attrs:
+        ctx.record(
+            "torch.nn.Module.forward",
+            "converted",
+            f"self.{a} cached in forward becomes a local: GRAPH_MODE cannot carry a tensor attribute assigned in construct",
+        )
+    return updated.with_changes(body=body.with_changes(body=[*stmts[:at], *first, *stmts[at:]]))
+
+
+def _is_docstring(stmt: cst.BaseStatement) -> bool:
+    return (
+        isinstance(stmt, cst.SimpleStatementLine)
+        and isinstance(stmt.body[0], cst.Expr)
+        and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )
+
+
+def _names(node: cst.CSTNode) -> set[str]:
+    """Variable names used in a function (not attribute names after a dot, nor keywords)."""
+    found: set[str] = set()
+
+    class _Collect(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            found.add(n.value)
+
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            n.value.visit(self)
+            return False
+
+        def visit_Arg(self, n: cst.Arg) -> bool:  # a keyword's name is no variable
+            n.value.visit(self)
+            return False
+
+    node.visit(_Collect())
+    return found

@@ -1,0 +1,57 @@
+"""The size form of torch's legacy constructors: ``torch.Tensor(n_in, n_out)``,
+``torch.FloatTensor(3)``, ``torch.LongTensor(*shape)``.
+
+They allocate uninitialised memory of that shape (the values are always overwritten by an init
+call: ``nn.Parameter(torch.Tensor(i, o))`` then ``xavier_normal_``). The KB maps the data form
+(``torch.Tensor([[1, 2]])`` → ``mindspore.Tensor(input_data=..., dtype=float32)``); with two or
+more positional arguments, or one whole number, the arguments are sizes: ``mindspore.ops.zeros``
+of that shape and the constructor's dtype.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ...kb.rewrite import rewrite_call
+from ...kb.source import literal
+from ..context import RewriteContext
+from ..cstutil import code
+from ..hooks import torch_call
+
+_DATA_TRANSFORM = "torch_ops_shape.tensor_data"
+
+
+def _legacy_dtype(ctx: RewriteContext, full: str) -> str | None:
+    """The MindSpore dtype a legacy constructor's data form writes (None: not a legacy constructor)."""
+    entry = ctx.kb.get(full)
+    rule = entry.args.get("data") if entry is not None else None
+    if rule is None or rule.transform != _DATA_TRANSFORM:
+        return None
+    res = rewrite_call(entry, ["[0]"], [])  # type: ignore[arg-type]
+    return dict(res.kwargs or []).get("dtype") if res.ok else None
+
+
+def _sizes(call: cst.Call) -> list[str] | None:
+    """The size arguments: ``(a, b)``, ``(*shape)`` or one whole-number literal; None for data."""
+    if not call.args or any(a.keyword is not None for a in call.args):
+        return None
+    srcs = [("*" if a.star == "*" else "") + code(a.value).strip() for a in call.args]
+    if any(a.star == "**" for a in call.args):
+        return None
+    if len(srcs) >= 2 or call.args[0].star == "*":
+        return srcs
+    value = literal(srcs[0])
+    return srcs if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+@torch_call()
+def legacy_sizes(ctx: RewriteContext, full: str, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
+    """``torch.Tensor(i, o)`` → ``ops.zeros((i, o), ms.float32)``."""
+    sizes = _sizes(updated)
+    if sizes is None:
+        return None
+    dtype = _legacy_dtype(ctx, full)
+    if dtype is None:
+        return None
+    ctx.record(full, "converted", "size form (uninitialised memory in torch): zeros of that shape")
+    return ctx.parse_ms(f"mindspore.ops.zeros(({', '.join(sizes)},), {dtype})")
