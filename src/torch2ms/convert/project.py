@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ..analysis.infer import project_module_classes
 from ..analysis.scan import SKIP_DIRS, BadInput, read_source
+from .constructs import vision_models
 from .pipeline import ConvertedModule, convert_source
 
 REPORT_JSON = "torch2ms-report.json"
@@ -47,6 +48,8 @@ class ConvertReport:
     out: str
     files: list[FileResult] = field(default_factory=list)
     copied: int = 0
+    # Packages torch2ms wrote beside the converted files (torchvision_ms), or why it could not.
+    generated: list[str] = field(default_factory=list)
 
     @property
     def failed(self) -> list[FileResult]:
@@ -79,6 +82,7 @@ class ConvertReport:
                 "not_converted": t.get("not-converted", 0),
                 "conversion_rate": round(self.rate(), 4),
             },
+            "generated": self.generated,
             "files": [
                 {
                     "path": f.path,
@@ -201,6 +205,8 @@ def convert_tree(
                     mod.changed,
                 )
             )
+        if any(mod is not None and vision_models.uses_package(mod.code) for _, mod, _ in results):
+            report.generated.append(vision_models.write_package_or_reason(tmp))
         for p in other:
             rel = p.relative_to(base)
             (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -269,6 +275,8 @@ def to_markdown(report: ConvertReport) -> str:
         f"Converted: {s['converted']}, needs review: {s['review']}, not converted: {s['not_converted']} "
         f"(conversion rate {100 * s['conversion_rate']:.1f}%).",
         "",
+        *[f"Generated: {g}" for g in d["generated"]],
+        *([""] if d["generated"] else []),
         "| file | converted | review | not converted | error |",
         "|---|---:|---:|---:|---|",
     ]

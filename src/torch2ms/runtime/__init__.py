@@ -9,6 +9,15 @@ import ast
 from functools import cache, lru_cache
 from typing import Any
 
+from .vision import (  # noqa: F401 - re-exported: converted torchvision code imports them from here
+    ImageClassification,
+    InterpolationMode,
+    load_state_dict_from_url,
+    torch_assert,
+    tv_models,
+    tv_ops,
+)
+
 _LITERALS = (int, float, str, bool, type(None))
 
 
