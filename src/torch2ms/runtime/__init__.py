@@ -9,6 +9,7 @@ import ast
 from functools import cache, lru_cache
 from typing import Any
 
+from . import vision_ops  # noqa: F401 - converted code imports it from here: vision_ops.box_iou(...)
 from .vision import (  # noqa: F401 - re-exported: converted torchvision code imports them from here
     ImageClassification,
     InterpolationMode,
