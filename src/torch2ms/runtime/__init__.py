@@ -9,7 +9,7 @@ import ast
 from functools import cache, lru_cache
 from typing import Any
 
-from . import vision_ops  # noqa: F401 - converted code imports it from here: vision_ops.box_iou(...)
+from . import vision_functional, vision_ops, vision_transforms  # noqa: F401 - converted code: vision_ops.nms(...)
 from .vision import (  # noqa: F401 - re-exported: converted torchvision code imports them from here
     ImageClassification,
     InterpolationMode,
