@@ -9,7 +9,7 @@ import ast
 from functools import cache, lru_cache
 from typing import Any
 
-from . import vision_functional, vision_ops, vision_transforms  # noqa: F401 - converted code: vision_ops.nms(...)
+from . import vision_functional, vision_io, vision_ops, vision_transforms, vision_utils  # noqa: F401 - vision_ops.nms(...)
 from .vision import (  # noqa: F401 - re-exported: converted torchvision code imports them from here
     ImageClassification,
     InterpolationMode,
