@@ -28,6 +28,7 @@ from typing import IO
 from ..analysis.imports import ImportMap
 from ..analysis.project_names import module_name, project_bindings
 from ..analysis.sourcefiles import BadInput, TreeListing, display, read_python, skip_reason, walk_tree
+from .constructs import vision_models
 from .project_paths import (
     REPORT_JSON,
     REPORT_MD,
@@ -104,6 +105,8 @@ class ConvertReport:
     copied: int = 0
     not_read: list[tuple[str, str]] = field(default_factory=list)  # (path, why): left out of OUT
     skipped: list[tuple[str, str]] = field(default_factory=list)  # folders not walked: (path, why)
+    # Packages torch2ms wrote beside the converted files (torchvision_ms), or why it could not.
+    generated: list[str] = field(default_factory=list)
 
     @property
     def failed(self) -> list[FileResult]:
@@ -148,13 +151,18 @@ class ConvertReport:
             "src": self.src,
             "out": self.out,
             "summary": self.summary(),
+            "generated": self.generated,
             "files": [f.entry() for f in self.files],
             **self.tail(),
         }
 
     def write_json(self, fh: IO[str]) -> None:
         """The JSON report, one file entry in memory at a time (same text as ``json.dumps(to_dict(), indent=2)``)."""
-        head = json.dumps({"src": self.src, "out": self.out, "summary": self.summary()}, indent=2, ensure_ascii=False)
+        head = json.dumps(
+            {"src": self.src, "out": self.out, "summary": self.summary(), "generated": self.generated},
+            indent=2,
+            ensure_ascii=False,
+        )
         fh.write(head[: head.rindex("}")].rstrip() + ',\n  "files": [')
         for i, f in enumerate(self.files):
             fh.write(
@@ -273,11 +281,15 @@ def convert_tree(
     modules, names = _project_facts(listing.python, base, roots)
     tmp = fresh_temp_dir(out_p)
     spill = _Spill()
+    uses_vision_package = False
     try:
         for job, outcome in _run(listing.python, base, roots, modules, names, jobs, progress):
             result = _write_result(tmp, base, job, outcome)
             result.spill(spill)
             report.files.append(result)
+            uses_vision_package |= outcome.code is not None and vision_models.uses_package(outcome.code)
+        if uses_vision_package:
+            report.generated.append(vision_models.write_package_or_reason(tmp))
         for p in listing.other:
             _copy_other(p, base, tmp, report)
         report.files.sort(key=lambda f: f.path)
@@ -395,7 +407,9 @@ def to_markdown(report: ConvertReport, fh: IO[str] | None = None) -> str:
         f"{s['other_files_copied']} other files copied unchanged.\n\n"
         f"Converted: {s['converted']}, needs review: {s['review']}, not converted: {s['not_converted']} "
         f"(conversion rate {100 * s['conversion_rate']:.1f}%).\n\n"
-        "| file | converted | review | not converted | error |\n|---|---:|---:|---:|---|\n"
+        + "".join(f"Generated: {g}\n" for g in report.generated)
+        + ("\n" if report.generated else "")
+        + "| file | converted | review | not converted | error |\n|---|---:|---:|---:|---|\n"
     )
     for f in report.files:
         c = f.counts()

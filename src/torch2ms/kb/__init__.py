@@ -55,6 +55,13 @@ _EXPANSIONS = (
     ("multiprocessing.", "torch.multiprocessing."),
     ("transforms.", "torchvision.transforms."),
     ("datasets.", "torchvision.datasets."),
+    # torchvision's other modules, as users import them (`from torchvision import models, ops, io`)
+    ("models.", "torchvision.models."),
+    ("ops.", "torchvision.ops."),
+    ("io.", "torchvision.io."),
+    ("v2.", "torchvision.transforms.v2."),
+    ("TF.", "torchvision.transforms.functional."),
+    ("vutils.", "torchvision.utils."),
 )
 
 

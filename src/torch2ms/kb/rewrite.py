@@ -323,7 +323,7 @@ class _ExprRewriter(ast.NodeTransformer):
         name = dotted(node)
         if name and name.split(".")[0] in _KB_ROOTS and "." in name:
             entry = self.kb.get(name)
-            if entry is not None and entry.kind in ("dtype", "attribute") and entry.ms:
+            if entry is not None and (entry.kind in ("dtype", "attribute") or _renamed_only(entry)) and entry.ms:
                 return ast.parse(entry.ms, mode="eval").body
             return node
         self.generic_visit(node)
@@ -342,6 +342,16 @@ class _ExprRewriter(ast.NodeTransformer):
                 return ast.parse(res.source, mode="eval").body if res.ok else node
             return ast.parse(f"{paren(receiver)}.{_ms_attr(entry)}", mode="eval").body
         return node
+
+
+def _renamed_only(entry: Entry) -> bool:
+    """A class or function whose conversion is its name alone: used as a value (a block class passed
+    to a model class), it becomes the MindSpore name, as the converter writes it."""
+    return (
+        entry.kind in ("class", "function")
+        and entry.status == "direct"
+        and not (entry.sig or entry.args or entry.template)
+    )
 
 
 def rewrite_expression(kb, src: str, receiver_types: Mapping[str, str | tuple[str, ...]] | None = None) -> CallRewrite:

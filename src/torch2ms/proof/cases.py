@@ -7,6 +7,7 @@ proves the rule, not a hand-written twin. Both frameworks are imported when a ca
 from __future__ import annotations
 
 import ast
+import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -100,6 +101,10 @@ def _sides(raw_inputs: dict[str, Any]) -> _Sides:
         return torch.from_numpy(np.array(v)) if isinstance(v, np.ndarray) else v
 
     tns: dict[str, Any] = {"torch": torch, "np": np, **{k: t_value(v) for k, v in raw_inputs.items()}}
+    if importlib.util.find_spec("torchvision") is not None:  # torchvision entries' calls name it
+        import torchvision
+
+        tns["torchvision"] = torchvision
     mns: dict[str, Any] = {"mindspore": ms, "ms": ms, "np": np, "torch2ms": torch2ms, **ms_inputs(raw_inputs)}
     torch.manual_seed(0)
     ms.set_seed(0)

@@ -11,6 +11,16 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
+from . import vision_functional, vision_io, vision_ops, vision_transforms, vision_utils  # noqa: F401 - vision_ops.nms(...)
+from .vision import (  # noqa: F401 - re-exported: converted torchvision code imports them from here
+    ImageClassification,
+    InterpolationMode,
+    load_state_dict_from_url,
+    torch_assert,
+    tv_models,
+    tv_ops,
+)
+
 _LITERALS = (int, float, str, bool, type(None))
 
 

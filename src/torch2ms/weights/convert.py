@@ -627,8 +627,12 @@ def _load_back(net: Any, out: str | Path, report: LoadReport | None) -> tuple[bo
     except (RuntimeError, ValueError, TypeError) as exc:
         return False, [f"{type(exc).__name__}: {str(exc)[:200]}"]
     expected = {n for n, _, _ in report.missing} | {m[0] for m in report.mismatched} if report else set()
-    unexpected_left = [n for n in not_loaded if n not in expected] + list(ckpt_not_loaded)
-    return not unexpected_left, list(not_loaded)
+    # MindSpore loads by structural name but lists as "not loaded" every entry whose Parameter.name differs
+    # (``self.backbone.fc = nn.Dense(...)`` names the new parameters "fc.weight"): only real strays count.
+    structural = set(net_param_shapes(net))
+    unexpected_left = [n for n in not_loaded if n not in expected] + [n for n in ckpt_not_loaded if n not in structural]
+    # what went wrong, when something did: net parameters left out or file entries the net took no place for
+    return not unexpected_left, unexpected_left or list(not_loaded)
 
 
 # ---------------------------------------------------------------------------------------------
