@@ -245,7 +245,7 @@ def reference(
     if entry is None:
         ctx.mark(full, "not in the torch2ms knowledge base; port by hand", root)
         return updated
-    if entry.status == "no-equivalent" or not entry.ms.startswith("mindspore."):
+    if entry.status == "no-equivalent" or not entry.ms.startswith(("mindspore.", "torch2ms.runtime.")):
         ctx.mark(entry.torch, entry.note or "no MindSpore equivalent", root)
         return updated
     in_type_position = ctx.in_type_position(original)

@@ -116,7 +116,14 @@ class GraphBatches:
 
 
 def _source(jobs: list[_Job]) -> tuple[str, list[Any]]:
-    lines = ["import mindspore", "import numpy as np", "", "", "class GraphBatch(mindspore.nn.Cell):"]
+    lines = [
+        "import mindspore",
+        "import numpy as np",
+        "import torch2ms.runtime",
+        "",
+        "",
+        "class GraphBatch(mindspore.nn.Cell):",
+    ]
     args: list[Any] = []
     calls = []
     for n, job in enumerate(jobs):

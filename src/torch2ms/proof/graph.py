@@ -29,7 +29,7 @@ def run_in_graph_mode(expr: str, inputs: dict[str, Any], entry: Entry, index: in
 
     names = list(inputs)
     src = (
-        "import mindspore\nimport numpy as np\n\n\n"
+        "import mindspore\nimport numpy as np\nimport torch2ms.runtime\n\n\n"
         "class GraphCase(mindspore.nn.Cell):\n"
         f"    def construct(self, {', '.join(names)}):\n"
         f"        return {expr}\n"

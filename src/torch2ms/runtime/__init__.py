@@ -6,6 +6,7 @@ Needs MindSpore only (never torch). Each helper is named in the conversion repor
 from __future__ import annotations
 
 import ast
+import importlib
 from functools import cache, lru_cache
 from typing import Any
 
@@ -122,6 +123,10 @@ def _sequential_cell():
 
 
 def __getattr__(name: str) -> Any:
+    if name in FAMILY_NAMES:  # helpers of a family module, imported on first use (they need MindSpore)
+        value = getattr(importlib.import_module(f"{__name__}.{FAMILY_NAMES[name]}"), name)
+        globals()[name] = value
+        return value
     # Classes that need MindSpore are built on first use, so importing this module stays cheap.
     builders = {
         "Sequential": _sequential_cell,
@@ -245,3 +250,30 @@ def _embedding():
             return ops.where(pad, ops.stop_gradient(out), out)
 
     return Embedding
+
+
+# ---- families of helpers, one module each (re-exported here by name, imported on first use) ----
+
+FAMILY_NAMES: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "Device",
+            "accelerator_available",
+            "cuda_available",
+            "current_accelerator",
+            "current_device_index",
+            "torch_device",
+            "count_devices",
+            "device_guard",
+            "device_index",
+            "device_type",
+            "is_device",
+            "set_device_index",
+            "synchronize_device",
+            "tensor_device",
+            "tensor_device_index",
+        ),
+        "devices",
+    ),
+    "torch_backends": "backends",
+}
