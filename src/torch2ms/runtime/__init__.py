@@ -276,4 +276,6 @@ FAMILY_NAMES: dict[str, str] = {
         "devices",
     ),
     "torch_backends": "backends",
+    "accumulate_grads": "training",
+    "DictSource": "data",
 }

@@ -9,4 +9,4 @@ libcst pass, on the nodes they care about; hooks registered on the same kind of 
 Importing this package registers the hooks.
 """
 
-from . import autograd_function, data_pipeline, grad_context, statement_fixes  # noqa: F401 - registers hooks
+from . import autograd_function, data_pipeline, grad_context, python_side, statement_fixes  # noqa: F401 - registers hooks
