@@ -15,6 +15,7 @@ from .astwalk import dotted, nodes, walk
 from .imports import ImportMap
 
 TENSOR, MODULE, OPTIMIZER = "torch.Tensor", "torch.nn.Module", "torch.optim.Optimizer"
+NDARRAY = "numpy.ndarray"  # x.numpy(), np.*(...): known not to be a torch Tensor
 SCHEDULER = "torch.optim.lr_scheduler.LRScheduler"
 MODULE_CLASS = "class:torch.nn.Module"  # a name bound to a Module subclass (not an instance)
 MODULE_RETURNS_SELF = frozenset("to cuda cpu train eval float half double requires_grad_ apply".split())
@@ -85,7 +86,11 @@ class Scope:
 
 def _call_result_type(call: ast.Call, imap: ImportMap, scope: Scope, self_attrs: dict[str, str], kb) -> str | None:
     func = call.func
+    if isinstance(func, ast.Attribute) and func.attr in ("numpy", "asnumpy"):
+        return NDARRAY
     full = imap.resolve(func)
+    if full and full.split(".", 1)[0] == "numpy":
+        return NDARRAY
     if full and full.startswith("mindspore.ops."):
         return TENSOR  # already converted code (converting an output again must change nothing)
     if full and imap.is_framework(full):

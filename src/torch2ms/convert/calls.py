@@ -12,7 +12,7 @@ import libcst as cst
 
 from ..analysis.infer import MODULE, MODULE_ONLY_METHODS, OPTIMIZER, SCHEDULER, TENSOR, TENSOR_ONLY_METHODS
 from ..kb import Entry
-from ..kb.rewrite import CallRewrite, rewrite_call
+from ..kb.rewrite import CallRewrite, bind, rewrite_call
 from .context import RewriteContext
 from .cstutil import code
 from .hooks import ActiveHooks
@@ -171,6 +171,8 @@ def method_call(ctx: RewriteContext, original: cst.Call, updated: cst.Call) -> c
     split = ctx.split_args(updated)
     if split is not None and _already_mindspore(entry, split[1]):
         return updated  # ``x.argmax(axis=1)``: converted before; converting again changes nothing
+    if confidence == "likely" and split is not None and not _fits(entry, *split):
+        return updated  # numpy's img.transpose((2, 0, 1)): arguments torch's method cannot take
     if entry.status == "no-equivalent":
         ctx.mark(entry.torch, entry.note or "no MindSpore equivalent")
         return updated
@@ -295,7 +297,8 @@ def reference(
     if entry.status == "no-equivalent" or not entry.ms.startswith(("mindspore.", "torch2ms.runtime.")):
         ctx.mark(entry.torch, entry.note or "no MindSpore equivalent", root)
         return updated
-    if ctx.in_target:
+    settable = entry.kind == "attribute" and entry.ms.startswith("torch2ms.runtime.")  # cudnn.benchmark = True
+    if ctx.in_target and not settable:
         ctx.mark(entry.torch, "assigned to: MindSpore's name is not the same object; port by hand", root)
         return updated
     if ctx.in_pattern:
@@ -354,6 +357,17 @@ def _already_mindspore(entry: Entry, kwargs: list[tuple[str, str]]) -> bool:
     torch_names = set(entry.sig_names())
     ms_names = set(entry.ms_sig) | {rule.ms for rule in entry.args.values() if rule.ms} | MINDSPORE_KEYWORDS
     return any(k in ms_names and k not in torch_names for k, _ in kwargs)
+
+
+def _fits(entry: Entry, args: list[str], kwargs: list[tuple[str, str]]) -> bool:
+    """Do these arguments bind to the torch signature (no extra positional, no unknown keyword, every
+    parameter without a default given)? A receiver guessed to be a Tensor whose call does not fit
+    is some other library's object."""
+    if not entry.sig:
+        return True
+    bound, extra, unknown = bind(entry, args, kwargs)
+    required = [p for p in entry.sig if "=" not in p and not p.startswith("*")]
+    return not extra and not unknown and all(p in bound for p in required)
 
 
 def func_of(call: cst.Call) -> cst.Attribute:

@@ -150,7 +150,13 @@ def _settle_imports(
             if isinstance(imp.names, cst.ImportStar):
                 names = imp.names if ctx.facts.star_names & keep_locals else None
             else:
-                aliases = [a for a in imp.names if _local(a) in keep_locals]
+                # ``import torch, cv2``: cv2 stays whatever happens to torch
+                aliases = [
+                    a
+                    for a in imp.names
+                    if _local(a) in keep_locals
+                    or (isinstance(imp, cst.Import) and not imap.is_framework(_name(a.name)))
+                ]
                 names = [*aliases[:-1], aliases[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)] if aliases else None
             if insert_at is None:
                 insert_at = len(new_body)
@@ -161,7 +167,8 @@ def _settle_imports(
             lines = list(stmt.leading_lines)
             # The first statement's comments live in the module header.
             seen = [*lines, *(module.header if not new_body else [])]
-            if not any(line.comment and line.comment.value == note for line in seen):
+            torch_kept = isinstance(names, cst.ImportStar) or any(_local(a) in keep_locals for a in names)
+            if torch_kept and not any(line.comment and line.comment.value == note for line in seen):
                 lines.append(cst.EmptyLine(comment=cst.Comment(note)))
             new_body.append(stmt.with_changes(body=[imp.with_changes(names=names)], leading_lines=lines))
             continue

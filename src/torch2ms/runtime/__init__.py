@@ -329,3 +329,6 @@ def _embedding():
             return ops.where(pad, ops.stop_gradient(out), out)
 
     return Embedding
+
+
+# ---- families of helpers, one module each (re-exported here by name, imported on first use) ----

@@ -16,5 +16,6 @@ from . import (  # noqa: F401 - registers hooks
     graph_mode,
     legacy_tensor,
     module_attributes,
+    python_side,
     statement_fixes,
 )

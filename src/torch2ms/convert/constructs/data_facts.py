@@ -34,6 +34,8 @@ class DataFacts:
     """What the scan learned about one file's data pipeline."""
 
     classes: dict[str, list[str] | None] = field(default_factory=dict)  # dataset class → columns
+    dict_classes: set[str] = field(default_factory=set)  # classes whose samples are dicts (columns = keys)
+    dict_loaders: set[str] = field(default_factory=set)  # loaders over them: iterated as dicts
     torch_datasets: set[str] = field(default_factory=set)  # classes whose torch Dataset base is dropped
     kinds: dict[str, str] = field(default_factory=dict)  # name → class:<C> | tensor_dataset | ms_dataset | iterable
     columns: dict[str, list[str]] = field(default_factory=dict)  # name → columns (TensorDataset arity)
@@ -64,6 +66,23 @@ def call_arg(call: ast.Call, pos: int, name: str) -> ast.expr | None:
     return call.args[pos] if len(call.args) > pos else None
 
 
+def _dict_keys(cls: ast.ClassDef) -> list[str] | None:
+    """``return {'image': img, 'mask': mask}`` in every return of ``__getitem__`` → ["image", "mask"]."""
+    fn = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__getitem__"), None)
+    found_returns = [n for n in ast.walk(fn) if isinstance(n, ast.Return)] if fn is not None else []
+    returns = [n.value for n in sorted(found_returns, key=lambda n: n.lineno)]  # the first written names the order
+    found: list[list[str]] = []
+    for value in returns:
+        if not isinstance(value, ast.Dict) or not all(
+            isinstance(k, ast.Constant) and isinstance(k.value, str) for k in value.keys
+        ):
+            return None
+        found.append([k.value for k in value.keys])  # type: ignore[union-attr]
+    if not found or any(sorted(f) != sorted(found[0]) for f in found):
+        return None
+    return found[0]
+
+
 def _columns_of(cls: ast.ClassDef) -> list[str] | None:
     """Column names from ``__getitem__``'s return: ``return img, label`` → ["img", "label"]."""
     fn = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__getitem__"), None)
@@ -74,7 +93,7 @@ def _columns_of(cls: ast.ClassDef) -> list[str] | None:
     for node in ast.walk(fn):
         if isinstance(node, ast.Return) and node.value is not None:
             if isinstance(node.value, ast.Dict):
-                return None  # dict samples: GeneratorDataset wants tuples
+                return _dict_keys(cls)  # dict samples: one column per key
             elts = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
             sizes.add(len(elts))
             ids = [e.id if isinstance(e, ast.Name) else None for e in elts]
@@ -96,7 +115,10 @@ def _is_idiomatic_loader(call: ast.Call) -> bool:
 
 
 def scan_data(source: str, tree: ast.Module, imap, kb, plan=None) -> DataFacts | None:
-    """The file's data-pipeline facts, or None when it has no pipeline (a text check first: cheap)."""
+    """The file's data-pipeline facts, or None when it has no pipeline (a text check first: cheap).
+    Statements that format values with a spec are marked for the rewrite stage too (python_side.py)."""
+    if plan is not None and ("{" in source and ":" in source):
+        mark_formatted(plan)
     if not any(h in source for h in HINTS):
         return None
     facts = DataFacts()
@@ -111,6 +133,8 @@ def scan_data(source: str, tree: ast.Module, imap, kb, plan=None) -> DataFacts |
                 facts.iterable.add(node.name)
             elif bases & DATASET_BASES or (getitem and not node.bases):
                 facts.classes[node.name] = _columns_of(node)
+                if _dict_keys(node) is not None:
+                    facts.dict_classes.add(node.name)
                 if bases & DATASET_BASES:
                     facts.torch_datasets.add(node.name)
         elif isinstance(node, ast.FunctionDef):
@@ -156,10 +180,22 @@ def scan_data(source: str, tree: ast.Module, imap, kb, plan=None) -> DataFacts |
             facts.loaders.add(name)
             if isinstance(data, ast.Name):
                 facts.loader_data[name] = data.id
+            if _source_class(facts, data) in facts.dict_classes:
+                facts.dict_loaders.add(name)
     _loader_parameters(facts, calls, funcs)
     if plan is not None and (facts.loaders or facts.folders):
         mark_plan(plan, facts.loaders | facts.folders)
     return facts
+
+
+def _source_class(facts: DataFacts, data: ast.expr | None) -> str | None:
+    """The dataset class a loader reads: ``DataLoader(ds)`` with ``ds = Seg(...)``, or ``DataLoader(Seg(...))``."""
+    if isinstance(data, ast.Name):
+        kind = facts.kinds.get(data.id, "")
+        return kind[6:] if kind.startswith("class:") else None
+    if isinstance(data, ast.Call) and isinstance(data.func, ast.Name):
+        return data.func.id
+    return None
 
 
 def _loader_parameters(facts: DataFacts, calls: list[ast.Call], funcs: dict[str, ast.FunctionDef]) -> None:
@@ -171,9 +207,13 @@ def _loader_parameters(facts: DataFacts, calls: list[ast.Call], funcs: dict[str,
         for i, a in enumerate(call.args):
             if isinstance(a, ast.Name) and a.id in facts.loaders and i < len(params):
                 facts.loaders.add(params[i])
+                if a.id in facts.dict_loaders:
+                    facts.dict_loaders.add(params[i])
         for k in call.keywords:
             if isinstance(k.value, ast.Name) and k.value.id in facts.loaders and k.arg in params:
                 facts.loaders.add(k.arg)
+                if k.value.id in facts.dict_loaders:
+                    facts.dict_loaders.add(k.arg)
 
 
 def mark_plan(plan, names: set[str]) -> None:
@@ -192,3 +232,23 @@ def mark_plan(plan, names: set[str]) -> None:
                 plan[j].interesting = True
         if info.size:
             ends.append((i, i + info.size))
+
+
+def mark_formatted(plan) -> None:
+    """Statements formatting a value with a spec (``f"{loss:.4f}"``, ``"{:.4f}".format(loss)``) are
+    visited: the value may be a tensor, which MindSpore cannot format that way."""
+    for info in plan:
+        if info.interesting or info.size:
+            continue
+        for n in ast.walk(info.node):
+            spec = isinstance(n, ast.FormattedValue) and n.format_spec is not None
+            call = (
+                isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Attribute)
+                and n.func.attr == "format"
+                and isinstance(n.func.value, ast.Constant)
+                and ":" in str(n.func.value.value)
+            )
+            if spec or call:
+                info.interesting = info.header = True
+                break

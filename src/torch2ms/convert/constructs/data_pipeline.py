@@ -137,6 +137,8 @@ def _loader(ctx: RewriteContext, entry, original: cst.Call, updated: cst.Call):
             bound["__columns__"] = repr(cols)
     elif kind and kind.startswith("class:") and data.classes.get(kind[6:]):
         bound["__columns__"] = repr(data.classes[kind[6:]])
+        if kind[6:] in data.dict_classes:
+            bound["__dict_source__"] = "1"  # samples are dicts: a tuple per sample, in the keys' order
     elif any(b in ("collate_fn", "batch_sampler") and v not in ("None",) for b, v in bound.items()):
         pass  # the torch-style loader needs no columns
     else:
@@ -235,7 +237,9 @@ def builtin_call(ctx: RewriteContext, original: cst.Call, updated: cst.Call):
 
 def _loop_iter(ctx: RewriteContext, node: cst.BaseExpression) -> cst.BaseExpression | None:
     if isinstance(node, cst.Name) and node.value in _data(ctx).loaders:
-        return cst.Call(func=cst.Attribute(value=node, attr=cst.Name("create_tuple_iterator")))
+        # batches of dict samples are dicts (batch['image']): MindSpore names the columns by the keys
+        method = "create_dict_iterator" if node.value in _data(ctx).dict_loaders else "create_tuple_iterator"
+        return cst.Call(func=cst.Attribute(value=node, attr=cst.Name(method)))
     if (
         isinstance(node, cst.Call)
         and isinstance(node.func, cst.Name)
@@ -255,7 +259,8 @@ def leave_for(ctx: RewriteContext, original: cst.For, updated: cst.For) -> cst.F
     new = _loop_iter(ctx, updated.iter)
     if new is None:
         return updated
-    ctx.record("torch.utils.data.DataLoader.__iter__", "converted", "iterated with create_tuple_iterator()")
+    how = "create_dict_iterator() (dict samples)" if "create_dict_iterator" in code(new) else "create_tuple_iterator()"
+    ctx.record("torch.utils.data.DataLoader.__iter__", "converted", f"iterated with {how}")
     return updated.with_changes(iter=new)
 
 

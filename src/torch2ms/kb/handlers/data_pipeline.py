@@ -123,6 +123,8 @@ def dataloader(bound: dict[str, str], receiver: str | None, entry: Entry) -> str
         pipe = f"mindspore.dataset.NumpySlicesDataset({source}{col}, {', '.join(opts)})"
     else:
         cols = bound.get("__columns__") or repr(columns_for(2))
+        if bound.get("__dict_source__") == "1":  # dict samples → one numpy column per key
+            data = f"torch2ms.runtime.DictSource({data}, {cols})"
         pipe = f"mindspore.dataset.GeneratorDataset({data}, column_names={cols}, {', '.join(opts)})"
     if literal(bs) is None:
         return pipe  # batch_size=None: torch yields single samples

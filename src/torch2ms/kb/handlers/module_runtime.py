@@ -101,18 +101,3 @@ def jit(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     if fullgraph is not None:
         extra = f", fullgraph={fullgraph}"
     return f"mindspore.jit({fn}{extra})"
-
-
-@handler
-def device(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
-    """torch.device('cuda', 0) → 'cuda:0': MindSpore has no device objects, keep the string."""
-    t = bound.get("type")
-    if t is None:
-        raise Unsupported("torch.device() needs a device type")
-    idx = bound.get("index")
-    if idx is None or literal(idx) is None:
-        return t
-    tv, iv = literal(t), literal(idx)
-    if isinstance(tv, str) and isinstance(iv, int):
-        return repr(f"{tv}:{iv}")
-    return f"f'{{{t}}}:{{{idx}}}'"

@@ -18,13 +18,15 @@ import ast
 import libcst as cst
 
 from ....analysis.astwalk import nodes
-from ...changes import MARK
 from ...cstutil import Statement
 from ...index import StatementIndex
 from ...state import FileState
 from .analysis import Roles, analyse_step
+from .backwards import analyse_flow
 from .emit import StepWriter
 from .errors import NotConvertible
+from .general import GeneralWriter
+from .skeleton import skeleton
 
 NAME = "training"
 
@@ -51,30 +53,74 @@ def run(state: FileState) -> None:
     found = _Collector()
     state.module.visit(found)
     roles = Roles(state.tree, state.imap, state.index)
-    replace: dict[int, list[Statement]] = {}
-    before: dict[int, list[Statement]] = {}
-    for stmt, stack in found.backwards:
-        line = state.index.line_of(stmt)
-        try:
-            plan = analyse_step(roles, stmt, stack)
-            written = StepWriter(plan, roles, state.generated, state.fresh_name).write(state.data_parallel)
-        except NotConvertible as exc:
-            state.record("training loop", "not-converted", str(exc), line)
-            text = f"{MARK} not converted — training loop: {exc}"
-            if not any(line.comment is not None and line.comment.value == text for line in stmt.leading_lines):
-                note = cst.EmptyLine(comment=cst.Comment(text))  # (converting again must not add it twice)
-                replace[id(stmt)] = [stmt.with_changes(leading_lines=[*stmt.leading_lines, note])]
+    edits = _Edits()
+    for stmts, stack in _by_block(found.backwards):
+        if len(stmts) == 1 and _fused(state, roles, stmts[0], stack, edits):
             continue
-        if plan.amp is not None and plan.amp.model and plan.amp.dtype:
-            state.record("torch.autocast", "converted", "mindspore.amp.auto_mixed_precision(model, 'O1')", line)
-        replace.update(written.replace)
-        before.setdefault(id(plan.outer), []).extend(written.setup)
-        state.assumed_modules += written.modules
-        state.record("torch.Tensor.backward", "converted", f"training loop → {written.form}", line)
-        state.record("torch.optim.Optimizer.step", "converted", f"training loop → {plan.opt}(grads)", line)
-    if replace or before:
-        state.module = state.module.visit(_Splice(replace, before, state.index))
+        _general(state, roles, stmts, stack, edits)
+    if edits.replace or edits.before:
+        state.module = state.module.visit(_Splice(edits.replace, edits.before, state.index))
         state.restructured = True
+
+
+class _Edits:
+    """Statements to replace (by identity) and statements to put before others."""
+
+    def __init__(self) -> None:
+        self.replace: dict[int, list[Statement]] = {}
+        self.before: dict[int, list[Statement]] = {}
+
+
+def _by_block(backwards: list[tuple[cst.SimpleStatementLine, list[cst.CSTNode]]]):
+    """The backward() statements grouped by the block (loop, def) that holds them, in order."""
+    groups: dict[int, tuple[list[cst.SimpleStatementLine], list[cst.CSTNode]]] = {}
+    for stmt, stack in backwards:
+        key = id(stack[-1]) if stack else 0
+        groups.setdefault(key, ([], stack))[0].append(stmt)
+    return list(groups.values())
+
+
+def _fused(state: FileState, roles: Roles, stmt, stack, edits: _Edits) -> bool:
+    """One backward() in a plain loop: forward + backward + step as one TrainStep Cell (emit.py)."""
+    assert state.index is not None
+    line = state.index.line_of(stmt)
+    try:
+        plan = analyse_step(roles, stmt, stack)
+        written = StepWriter(plan, roles, state.generated, state.fresh_name).write(state.data_parallel)
+    except NotConvertible:
+        return False
+    if plan.amp is not None and plan.amp.model and plan.amp.dtype:
+        state.record("torch.autocast", "converted", "mindspore.amp.auto_mixed_precision(model, 'O1')", line)
+    edits.replace.update(written.replace)
+    edits.before.setdefault(id(plan.outer), []).extend(written.setup)
+    state.assumed_modules += written.modules
+    state.record("torch.Tensor.backward", "converted", f"training loop → {written.form}", line)
+    state.record("torch.optim.Optimizer.step", "converted", f"training loop → {plan.opt}(grads)", line)
+    return True
+
+
+def _general(state: FileState, roles: Roles, stmts, stack, edits: _Edits) -> None:
+    """Several backward() calls, a step without a loop, gradients read in p.grad: general.py; what
+    that cannot express gets a runnable skeleton with the part a person must write marked."""
+    assert state.index is not None
+    lines = [state.index.line_of(s) for s in stmts]
+    container = stack[-1] if stack else None
+    try:
+        if not isinstance(container, (cst.For, cst.While, cst.FunctionDef)):
+            raise NotConvertible("loss.backward() is not directly inside a loop or a function")
+        flow = analyse_flow(roles, container, stack)
+        written = GeneralWriter(flow, roles, state.generated, state.fresh_name).write()
+    except NotConvertible as exc:
+        skeleton(state, roles, stmts, stack, str(exc), edits.replace)
+        return
+    edits.replace.update(written.replace)
+    edits.before.setdefault(id(flow.setup_before), []).extend(written.setup)
+    cls = next((n.name.value for n in reversed(stack) if isinstance(n, cst.ClassDef)), "")
+    scope = next((n.name.value for n in reversed(stack) if isinstance(n, cst.FunctionDef)), "")
+    for _, fn, name in written.modules:  # names the forward calls are modules, here and in forward_fn
+        state.assumed_modules += [(cls, fn, name), (cls, scope, name)]
+    for line in lines:
+        state.record("torch.Tensor.backward", "converted", f"training step → {written.form}", line)
 
 
 class _Collector(cst.CSTVisitor):

@@ -9,8 +9,10 @@ a GradScaler's calls and autocast blocks. ``analyse_step`` finds them all (or sa
 from __future__ import annotations
 
 import ast
+import builtins
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TypeGuard
 
 import libcst as cst
 
@@ -22,6 +24,7 @@ from .amp import Amp, inline_autocast
 from .errors import NotConvertible
 
 LOOPS = (cst.For, cst.While)
+_BUILTIN_NAMES = frozenset(dir(builtins))
 CLIP_NORM = frozenset(
     {"torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad.clip_grad_norm_", "torch.nn.utils.clip_grad_norm"}
 )
@@ -69,10 +72,29 @@ class Roles:
     def __init__(self, tree: ast.Module, imap: ImportMap, index: StatementIndex) -> None:
         self.tree, self.imap, self.index = tree, imap, index
         self.optimizers, self.schedulers = _optimizer_names(tree, imap)
+        self.opt_modules = _optimizer_modules(tree, imap)  # optimizer → the module whose parameters it trains
+        # receivers of ``x.step()`` calls (an optimizer's name the file never builds)
+        self.stepped = {ast.unparse(n.func.value) for n in nodes(tree) if _is_step_call(n)}  # type: ignore[attr-defined]
 
     def resolve(self, node: ast.AST) -> str | None:
         full = self.imap.resolve(node)
         return full if full and self.imap.is_framework(full) else None
+
+    def opt_module(self, opt: str, scope: ast.AST) -> tuple[str, bool] | None:
+        """The module whose parameters optimizer ``opt`` trains, as the function ``scope`` sees it, and
+        whether the optimizer keeps their order (built on ``module.parameters()`` itself)."""
+        here = self.opt_modules.get(id(scope), {})
+        if opt in here:
+            return here[opt]
+        if opt.startswith("self."):  # an attribute set in another method (``__init__``)
+            for found in self.opt_modules.values():
+                link = found.get(opt)
+                if link is not None and (link[0].startswith("self.") or link[0].split(".")[0] in _bound_in(scope)):
+                    return link
+            return None
+        if scope is not self.tree and opt.split(".")[0] in _bound_in(scope):
+            return None  # a parameter or local of the function: not the module-level optimizer
+        return self.opt_modules.get(id(self.tree), {}).get(opt)
 
     def is_optimizer(self, recv: str) -> bool:
         if recv in self.optimizers:
@@ -371,13 +393,31 @@ def sets_mode(scope: ast.AST | None) -> bool:
     )
 
 
-def model_name(fwd: list[ast.stmt]) -> str | None:
-    """The first plain lower-case name the forward calls (``model(x)``)."""
+def trained_module(roles: Roles, opt: str, scope: ast.AST, fwd: list[ast.stmt]) -> str | None:
+    """The module the optimizer trains (``optim.SGD(model.parameters())`` → ``model``); failing that, the
+    first module the forward calls, in evaluation order (``criterion(model(x), y)`` → ``model``)."""
+    link = roles.opt_module(opt, scope)
+    if link is not None:
+        return link[0]
     for a in fwd:
-        for n in ast.walk(a):
-            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id[:1].islower():
-                return n.func.id
+        for n in post_order(a):
+            if isinstance(n, ast.Call) and not roles.resolve(n.func):
+                if isinstance(n.func, ast.Name) and n.func.id[:1].islower() and n.func.id not in _BUILTIN_NAMES:
+                    return n.func.id
+                if (
+                    isinstance(n.func, ast.Attribute)
+                    and isinstance(n.func.value, ast.Name)
+                    and n.func.value.id == "self"
+                ):
+                    return ast.unparse(n.func)
     return None
+
+
+def post_order(node: ast.AST):
+    """Nodes children first: the order in which calls are evaluated."""
+    for child in ast.iter_child_nodes(node):
+        yield from post_order(child)
+    yield node
 
 
 def reads(node: ast.AST) -> list[str]:
@@ -419,3 +459,57 @@ def _optimizer_names(tree: ast.Module, imap: ImportMap) -> tuple[set[str], set[s
                 elif full.startswith("torch.optim.") and full.count(".") == 2:
                     opts.add(name)
     return opts, scheds
+
+
+def _optimizer_modules(tree: ast.Module, imap: ImportMap) -> dict[int, dict[str, tuple[str, bool]]]:
+    """Per function (id of its ast; the module: id of the tree): ``opt = torch.optim.SGD(model.parameters(),
+    ...)`` → {"opt": "model"}; also an optimizer a module makes for itself (``model.configure_optimizers(cfg)``)."""
+    out: dict[int, dict[str, tuple[str, bool]]] = {}
+    scopes: list[ast.AST] = [tree]
+    scopes += [n for n in nodes(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    for scope in scopes:
+        found = out.setdefault(id(scope), {})
+        for n in _own_statements(scope):
+            if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.value, ast.Call):
+                module = _trained_module(n.value, imap)
+                if module is not None:
+                    found[ast.unparse(n.targets[0])] = module
+    return out
+
+
+def _is_step_call(node: ast.AST) -> TypeGuard[ast.Call]:
+    return is_method_call(node, "step")
+
+
+def _bound_in(scope: ast.AST) -> set[str]:
+    args = scope.args if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+    names = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]} if args else set()
+    return names | {n.id for n in ast.walk(scope) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def _own_statements(scope: ast.AST):
+    """Statements of a function (or module) outside its nested functions and classes."""
+    todo = list(getattr(scope, "body", []))
+    while todo:
+        n = todo.pop()
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        yield n
+        for part in ("body", "orelse", "finalbody", "handlers"):
+            todo += getattr(n, part, [])
+
+
+def _trained_module(call: ast.Call, imap: ImportMap) -> tuple[str, bool] | None:
+    full = imap.resolve(call.func) or ""
+    if full.startswith("torch.optim.") and full.count(".") == 2:
+        first = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "params"), None)
+        if (
+            isinstance(first, ast.Call)
+            and isinstance(first.func, ast.Attribute)
+            and first.func.attr == "parameters"
+            and not first.args
+        ):
+            return ast.unparse(first.func.value), True
+    elif isinstance(call.func, ast.Attribute) and "optim" in call.func.attr and not imap.resolve(call.func):
+        return ast.unparse(call.func.value), False  # its own parameter groups: another order
+    return None

@@ -25,7 +25,7 @@ from ...changes import MARK
 from ...cstutil import Statement, block, code
 from ...generated import GeneratedRefs
 from .amp import Amp, RenameCall
-from .analysis import CLIP_VALUE, Roles, StepPlan, method_call, model_name, sets_mode
+from .analysis import CLIP_VALUE, Roles, StepPlan, method_call, sets_mode, trained_module
 
 FORWARD_FN = '''def {forward_fn}({params}):
     """Forward pass and loss of the torch training loop (value_and_grad differentiates it)."""
@@ -46,7 +46,7 @@ AMP_CAST = {
 }
 # measured: no bfloat16 CPU kernels (AdaptiveAvgPool2D, ...) in MindSpore 2.10
 AMP_CPU_FALLBACK = '{model} if mindspore.get_context("device_target") == "CPU" else {cast}'
-TRAIN_MODE = "{model}.train()  " + MARK + " a torch module starts in training mode, a MindSpore cell does not\n"
+TRAIN_MODE = "{model}.set_train(True)  " + MARK + " a torch module starts in training mode, a MindSpore cell does not\n"
 TRAIN_STEP_CELL = """class {cls}(mindspore.nn.Cell):
     {doc}
 
@@ -121,9 +121,9 @@ class StepWriter:
         if amp_model is not None and amp is not None:
             setup = [self._amp_setup(amp, amp_model), gen.blank_lines(setup[0], self.gap), *setup[1:]]
         if not sets_mode(plan.scope_ast):
-            model = model_name([plan.asts[i] for i in plan.forward])
+            model = trained_module(self.roles, plan.opt, plan.scope_ast, [plan.asts[i] for i in plan.forward])
             if model:
-                setup.insert(0, gen.statement(TRAIN_MODE, self.refs, model=cst.Name(model)))
+                setup.insert(0, gen.statement(TRAIN_MODE, self.refs, model=expr(model)))
         for a in [plan.asts[i] for i in plan.forward]:
             for n in ast.walk(a):
                 if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and not self.roles.resolve(n.func):
@@ -173,20 +173,7 @@ class StepWriter:
         return [fn, gen.blank_lines(grad, self.gap)]
 
     def _amp_setup(self, amp: Amp, name: str) -> Statement:
-        """The model with MindSpore's O1 mixed precision (torch autocast's op lists: fp16 for conv/matmul-type
-        ops, fp32 for reductions and losses). It shares the model's parameters."""
-        assert amp.model is not None
-        cast = gen.expression(AMP_CAST[amp.dtype], self.refs, model=expr(amp.model))
-        note = f"{MARK} {amp.header} → O1 mixed precision"
-        if amp.dtype == "bfloat16":
-            cast = gen.expression(AMP_CPU_FALLBACK, self.refs, model=expr(amp.model), cast=cast)
-            note += "; float32 on CPU (MindSpore 2.10 has no bfloat16 CPU kernels for most layers)"
-        if amp.enabled:
-            if amp.dtype == "bfloat16":
-                cast = cast.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-            cast = cst.IfExp(test=expr(amp.enabled), body=cast, orelse=expr(amp.model))
-        stmt = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(name))], cast)])
-        return gen.with_comment(stmt, note)
+        return amp_setup(self.refs, amp, name)
 
     def _fused(self, setup: list[Statement], grad_fn: str, reduce: list[Statement]) -> list[Statement]:
         plan = self.plan
@@ -301,32 +288,55 @@ class StepWriter:
         self.out.replace[id(node)] = [_step(opt, grads_sum)]
 
     def clip_code(self, a: ast.stmt, grads: str, node: cst.CSTNode) -> tuple[list[Statement], list[str]]:
-        """clip_grad_norm_/clip_grad_value_ on the gradient tuple (torch's formula: max_norm/(total+1e-6))."""
-        full = self.roles.clip(a)
-        call = a.value  # type: ignore[attr-defined]
-        names = (
-            ["parameters", "clip_value", "foreach"]
-            if full in CLIP_VALUE
-            else ["parameters", "max_norm", "norm_type", "error_if_nonfinite", "foreach"]
-        )
-        got = {names[i]: ast.unparse(v) for i, v in enumerate(call.args)}
-        got.update({k.arg: ast.unparse(k.value) for k in call.keywords if k.arg})
-        orig = code(node).strip().splitlines()[-1]
-        g = cst.Name(grads)
-        if full in CLIP_VALUE:
-            stmt = gen.statement(CLIP_VALUE_T, self.refs, grads=g, v=expr(got["clip_value"]))
-            return [gen.with_comment(stmt, f"{MARK} {orig}")], []
-        p = expr(got.get("norm_type", "2.0"))
-        out: list[Statement] = []
-        outs: list[str] = []
-        if isinstance(a, ast.Assign):  # total = clip_grad_norm_(...): the norm before clipping
-            target = ast.unparse(a.targets[0])
-            out.append(gen.statement(CLIP_TOTAL, self.refs, total=expr(target), p=p, grads=g))
-            outs.append(target)
-        template = CLIP_NORM_TYPE if "norm_type" in got else CLIP_NORM
-        stmt = gen.statement(template, self.refs, grads=g, max_norm=expr(got["max_norm"]), p=p)
-        out.append(gen.with_comment(stmt, f"{MARK} {orig}"))
-        return out, outs
+        return clip_code(self.roles, self.refs, a, grads, node)
+
+
+def amp_setup(refs: GeneratedRefs, amp: Amp, name: str) -> Statement:
+    """The model with MindSpore's O1 mixed precision (torch autocast's op lists: fp16 for conv/matmul-type
+    ops, fp32 for reductions and losses). It shares the model's parameters."""
+    assert amp.model is not None
+    cast = gen.expression(AMP_CAST[amp.dtype], refs, model=expr(amp.model))
+    note = f"{MARK} {amp.header} → O1 mixed precision"
+    if amp.dtype == "bfloat16":
+        cast = gen.expression(AMP_CPU_FALLBACK, refs, model=expr(amp.model), cast=cast)
+        note += "; float32 on CPU (MindSpore 2.10 has no bfloat16 CPU kernels for most layers)"
+    if amp.enabled:
+        if amp.dtype == "bfloat16":
+            cast = cast.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        cast = cst.IfExp(test=expr(amp.enabled), body=cast, orelse=expr(amp.model))
+    stmt = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(name))], cast)])
+    return gen.with_comment(stmt, note)
+
+
+def clip_code(
+    roles: Roles, refs: GeneratedRefs, a: ast.stmt, grads: str, node: cst.CSTNode
+) -> tuple[list[Statement], list[str]]:
+    """clip_grad_norm_/clip_grad_value_ on the gradient tuple (torch's formula: max_norm/(total+1e-6))."""
+    full = roles.clip(a)
+    call = a.value  # type: ignore[attr-defined]
+    names = (
+        ["parameters", "clip_value", "foreach"]
+        if full in CLIP_VALUE
+        else ["parameters", "max_norm", "norm_type", "error_if_nonfinite", "foreach"]
+    )
+    got = {names[i]: ast.unparse(v) for i, v in enumerate(call.args)}
+    got.update({k.arg: ast.unparse(k.value) for k in call.keywords if k.arg})
+    orig = code(node).strip().splitlines()[-1]
+    g = cst.Name(grads)
+    if full in CLIP_VALUE:
+        stmt = gen.statement(CLIP_VALUE_T, refs, grads=g, v=expr(got["clip_value"]))
+        return [gen.with_comment(stmt, f"{MARK} {orig}")], []
+    p = expr(got.get("norm_type", "2.0"))
+    out: list[Statement] = []
+    outs: list[str] = []
+    if isinstance(a, ast.Assign):  # total = clip_grad_norm_(...): the norm before clipping
+        target = ast.unparse(a.targets[0])
+        out.append(gen.statement(CLIP_TOTAL, refs, total=expr(target), p=p, grads=g))
+        outs.append(target)
+    template = CLIP_NORM_TYPE if "norm_type" in got else CLIP_NORM
+    stmt = gen.statement(template, refs, grads=g, max_norm=expr(got["max_norm"]), p=p)
+    out.append(gen.with_comment(stmt, f"{MARK} {orig}"))
+    return out, outs
 
 
 def _assign(name: str, value: cst.BaseExpression) -> cst.SimpleStatementLine:

@@ -1,0 +1,323 @@
+"""Gradients as torch keeps them, followed through one block of statements (the general training step).
+
+torch accumulates a gradient in each parameter's ``.grad``: ``backward()`` adds to it, ``zero_grad()``
+(on an optimizer or on a module) clears it, ``optimizer.step()``, ``clip_grad_norm_`` and
+``for p in model.parameters(): ... p.grad`` read it. MindSpore's gradient is the value of
+``value_and_grad(forward_fn, None, weights)``. Here each set of parameters whose ``.grad`` the block
+uses is a ``Holder`` (a module's parameters, or an optimizer's when its module is unknown), and each
+``backward()`` is a ``Backward``: the forward statements its loss depends on (they move into its own
+``forward_fn``), and the holders whose gradient is used after it before being cleared.
+
+This covers what the fused single-step form (analysis.py) refuses: several ``backward()`` calls
+and several optimizers (a GAN), a step in a function with no loop, a loss held in an attribute
+(``self.loss``), forward statements that are loops or branches, gradients read in ``p.grad``.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from ....analysis.astwalk import is_method_call
+from ...cstutil import Statement, block
+from ...index import children
+from .amp import Amp
+from .analysis import Roles, method_call
+from .errors import NotConvertible
+
+LOOPS = (cst.For, cst.While)
+USES = ("step", "clip", "read", "unscale", "scaler_step")
+
+
+@dataclass
+class Holder:
+    """Parameters whose torch ``.grad`` the block uses: their MindSpore list and the gradient tuple's name."""
+
+    key: str  # the module's source text (``netD``), else the optimizer's
+    weights: str  # MindSpore source of the parameter list (``netD.trainable_params()``)
+    module: str | None
+    grads: str = ""  # the name of the accumulated gradient tuple (set by the writer)
+
+
+@dataclass
+class Event:
+    """A statement that uses or clears gradients: zero / step / clip / read (``p.grad`` loop)."""
+
+    node: Statement
+    kind: str  # zero | step | clip | read | unscale | scaler_step | update
+    holder: Holder | None  # None: the GradScaler's update()
+    top: int  # index of the body statement that holds it
+    nested: bool  # inside a branch: may not run
+    scaler: str = ""  # the GradScaler of unscale_ / step / update
+
+
+@dataclass
+class Backward:
+    """One ``backward()`` call and the forward pass its loss comes from."""
+
+    at: int
+    loss: ast.expr
+    scaler: str | None  # scaler.scale(loss).backward(): the GradScaler
+    forward: list[int]  # body indices moved into its forward_fn
+    params: list[str]  # forward_fn's parameters (locals it reads before writing)
+    aux: list[str]  # names the forward computes that other code reads (returned next to the loss)
+    holders: list[Holder] = field(default_factory=list)
+    after: list[int] = field(default_factory=list)  # body statements that read its results: run after it
+
+
+@dataclass
+class Flow:
+    body: list[Statement]
+    asts: list[ast.stmt]
+    backwards: list[Backward]
+    events: list[Event]
+    holders: dict[str, Holder]
+    setup_before: cst.CSTNode  # the statement the setup code goes before
+    scope_ast: ast.AST
+    train: list[str]  # modules a torch script would train (set_train before the first step)
+    amp: Amp | None = None  # the block's autocast blocks (inlined into body)
+
+
+def loss_text(a: ast.stmt) -> tuple[ast.expr, str | None]:
+    """What ``<loss>.backward()`` is called on, and the GradScaler of ``scaler.scale(loss).backward()``
+    (no arguments to backward: retain_graph/gradient need a person)."""
+    call = method_call(a, "backward")
+    assert call is not None
+    if call.args or call.keywords:
+        raise NotConvertible("backward() with arguments (retain_graph/gradient): port by hand")
+    target = call.func.value  # type: ignore[attr-defined]
+    if is_method_call(target, "scale") and len(target.args) == 1 and not target.keywords:
+        return target.args[0], ast.unparse(target.func.value)
+    if any(is_method_call(n, "scale") for n in ast.walk(target)):
+        raise NotConvertible("loss scaling inside the loss expression: use scaler.scale(loss).backward()")
+    return target, None
+
+
+def dotted_names(node: ast.AST, ctx: type) -> set[str]:
+    """Names and attribute chains (``self.loss``) in a load or store context (a comprehension's own
+    variables are its business)."""
+    out: set[str] = set()
+    inner = {
+        t.id
+        for c in ast.walk(node)
+        if isinstance(c, ast.comprehension)
+        for t in ast.walk(c.target)
+        if isinstance(t, ast.Name)
+    }
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and n.id in inner:
+            continue
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ctx):
+            out.add(n.id)
+        elif isinstance(n, ast.Attribute) and isinstance(n.ctx, ctx):
+            text = _chain(n)
+            if text:
+                out.add(text)
+    return out
+
+
+def _chain(node: ast.AST) -> str | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        return ".".join([node.id, *reversed(parts)])
+    return None
+
+
+def reads(node: ast.AST) -> set[str]:
+    got = dotted_names(node, ast.Load)
+    for n in ast.walk(node):  # ``x += y`` reads x too
+        if isinstance(n, ast.AugAssign):
+            got |= dotted_names(n.target, ast.Store)
+    return got
+
+
+def writes(node: ast.AST) -> set[str]:
+    return dotted_names(node, ast.Store) | dotted_names(node, ast.Del)
+
+
+def overwrites(node: ast.stmt) -> set[str]:
+    """Names a plain assignment replaces whole (an earlier value of them is not needed)."""
+    if isinstance(node, (ast.Assign, ast.AnnAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return {t for tg in targets for t in dotted_names(tg, ast.Store)} - reads(node)
+    return set()
+
+
+def nested_statements(stmt: Statement) -> list[Statement]:
+    """A compound statement's nested statements, depth first."""
+    out: list[Statement] = []
+    for child in children(stmt):
+        out.append(child)  # type: ignore[arg-type]
+        out += nested_statements(child)  # type: ignore[arg-type]
+    return out
+
+
+def body_of(container: cst.CSTNode) -> list[Statement]:
+    return block(container.body)  # type: ignore[attr-defined]
+
+
+# ---- holders and events ----------------------------------------------------------------------
+
+
+class Holders:
+    """The holders of one block, by key: an optimizer built on ``model.parameters()`` shares the
+    model's holder, so ``model.zero_grad()`` and ``optimizer.step()`` meet."""
+
+    def __init__(self, roles: Roles, scope: ast.AST) -> None:
+        self.roles, self.scope = roles, scope
+        self.by_key: dict[str, Holder] = {}
+
+    def _get(self, key: str, weights: str, module: str | None) -> Holder:
+        if key not in self.by_key:
+            self.by_key[key] = Holder(key, weights, module)
+        return self.by_key[key]
+
+    def of_module(self, module: str) -> Holder:
+        return self._get(module, f"{module}.trainable_params()", module)
+
+    def of_optimizer(self, opt: str) -> Holder:
+        link = self.roles.opt_module(opt, self.scope)
+        if link is None:
+            return self._get(opt, f"{opt}.parameters", None)
+        holder = self.of_module(link[0])
+        if not link[1]:  # same parameters in the optimizer's own order (param groups): follow it
+            holder.weights = f"{opt}.parameters"
+        return holder
+
+    def of_receiver(self, recv: str) -> Holder:
+        """``x.zero_grad()``: an optimizer's (x has ``step()`` called, or is built as one) or a module's."""
+        if recv in self.roles.optimizers or self.roles.opt_module(recv, self.scope) or recv in self.roles.stepped:
+            return self.of_optimizer(recv)
+        return self.of_module(recv)
+
+
+def parameters_of(node: ast.expr | None) -> str | None:
+    """``model.parameters()`` → ``model``."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "parameters":
+        return ast.unparse(node.func.value)
+    return None
+
+
+def _scaler_event(holders: Holders, a: ast.stmt, scalers: set[str]) -> Event | None:
+    """``scaler.unscale_(opt)``, ``scaler.step(opt)``, ``scaler.update()`` (node/top filled by the caller)."""
+    for kind, attr in (("unscale", "unscale_"), ("scaler_step", "step"), ("update", "update")):
+        call = method_call(a, attr)
+        if call is None or ast.unparse(call.func.value) not in scalers:  # type: ignore[attr-defined]
+            continue
+        scaler = ast.unparse(call.func.value)  # type: ignore[attr-defined]
+        if kind == "update":
+            return Event(None, kind, None, 0, False, scaler)  # type: ignore[arg-type]
+        if len(call.args) != 1 or call.keywords:
+            raise NotConvertible(f"{scaler}.{attr}() without one optimizer argument: port by hand")
+        return Event(None, kind, holders.of_optimizer(ast.unparse(call.args[0])), 0, False, scaler)  # type: ignore[arg-type]
+    return None
+
+
+def _statement_event(roles: Roles, holders: Holders, a: ast.stmt) -> tuple[str, Holder] | None:
+    zero = method_call(a, "zero_grad")
+    if zero is not None:
+        return "zero", holders.of_receiver(ast.unparse(zero.func.value))  # type: ignore[attr-defined]
+    step = method_call(a, "step")
+    if step is not None:
+        recv = ast.unparse(step.func.value)  # type: ignore[attr-defined]
+        if recv in roles.optimizers or (roles.is_optimizer(recv) and recv not in roles.schedulers):
+            if step.args or step.keywords:
+                raise NotConvertible(
+                    f"{recv}.step(closure): re-evaluating the loss inside step() has no MindSpore form"
+                )
+            return "step", holders.of_optimizer(recv)
+        return None
+    if roles.clip(a) is not None:
+        call = a.value  # type: ignore[attr-defined]
+        module = parameters_of(call.args[0] if call.args else None)
+        if module is None:
+            raise NotConvertible("gradient clipping of parameters other than model.parameters(): port by hand")
+        return "clip", holders.of_module(module)
+    return None
+
+
+def _read_loop(a: ast.stmt, holders: Holders) -> Holder | None:
+    """``for p in model.parameters(): ... p.grad ...``: the loop reads the model's gradients."""
+    if not isinstance(a, ast.For) or not isinstance(a.target, ast.Name):
+        return None
+    module = parameters_of(a.iter)
+    if module is None:
+        return None
+    name = a.target.id
+    if not any(isinstance(n, ast.Attribute) and n.attr == "grad" and _chain(n) == f"{name}.grad" for n in ast.walk(a)):
+        return None
+    return holders.of_module(module)
+
+
+def find_events(roles: Roles, body: list[Statement], asts: list[ast.stmt], holders: Holders) -> list[Event]:
+    """Every statement of the block that clears, reads or applies gradients (branches included)."""
+    events: list[Event] = []
+    scalers = {s for a in asts if method_call(a, "backward") is not None for s in [loss_text(a)[1]] if s}
+    for top, (stmt, a) in enumerate(zip(body, asts)):
+        skip: set[int] = set()  # statements inside a ``p.grad`` loop: the loop is the event
+        for node in [stmt, *nested_statements(stmt)]:
+            na = a if node is stmt else roles.ast_of(node)
+            if na is None or id(node) in skip:
+                continue
+            holder = _read_loop(na, holders)
+            if holder is not None:
+                events.append(Event(node, "read", holder, top, node is not stmt))
+                skip |= {id(n) for n in nested_statements(node)}
+                continue
+            if isinstance(na, (ast.Expr, ast.Assign)):
+                scaled = _scaler_event(holders, na, scalers)
+                if scaled is not None:
+                    events.append(Event(node, scaled.kind, scaled.holder, top, node is not stmt, scaled.scaler))
+                    continue
+                found = _statement_event(roles, holders, na)
+                if found is not None:
+                    events.append(Event(node, found[0], found[1], top, node is not stmt))
+        _check_grad_reads(a, [e for e in events if e.top == top and e.kind == "read"], roles)
+    return _module_zero_clears_optimizers(events, holders)
+
+
+def _module_zero_clears_optimizers(events: list[Event], holders: Holders) -> list[Event]:
+    """``model.zero_grad()`` clears the gradients of every parameter of the model: also those of an
+    optimizer whose module is unknown and that nothing else clears."""
+    cleared = {e.holder.key for e in events if e.kind == "zero" and e.holder is not None}
+    orphans = [h for h in holders.by_key.values() if h.module is None and h.key not in cleared]
+    out: list[Event] = []
+    for e in events:
+        out.append(e)
+        if e.kind == "zero" and e.holder is not None and e.holder.module is not None:
+            out += [Event(e.node, "zero", h, e.top, e.nested) for h in orphans]
+    return out
+
+
+def _check_grad_reads(a: ast.stmt, reads_here: list[Event], roles: Roles) -> None:
+    """A ``.grad`` read anywhere but in a ``for p in model.parameters()`` loop has no MindSpore form."""
+    allowed: set[int] = set()
+    for e in reads_here:
+        loop = roles.ast_of(e.node) if e.node is not None else None
+        if loop is not None:
+            allowed |= {id(n) for n in ast.walk(loop)}
+    for n in ast.walk(a):
+        if isinstance(n, ast.Attribute) and n.attr == "grad" and id(n) not in allowed:
+            raise NotConvertible("the loop reads .grad outside a `for p in model.parameters()` loop")
+
+
+def live_holders(events: list[Event], at: int, looped: bool) -> list[Holder]:
+    """Holders whose gradient is used after ``backward()`` at ``at`` before an unconditional zero_grad
+    (in a loop the scan wraps around to the start of the body: the next iteration's zero_grad)."""
+    order = [e for e in events if e.top > at] + ([e for e in events if e.top < at] if looped else [])
+    live: list[Holder] = []
+    settled: set[str] = set()
+    for e in order:
+        if e.holder is None or e.holder.key in settled:
+            continue
+        if e.kind in USES:
+            live.append(e.holder)
+            settled.add(e.holder.key)
+        elif e.kind == "zero" and not e.nested:
+            settled.add(e.holder.key)
+    return live

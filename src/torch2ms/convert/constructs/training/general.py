@@ -1,0 +1,254 @@
+"""The MindSpore code of a general training step, from a ``Flow`` (flow.py, backwards.py).
+
+Each ``backward()`` gets its own ``forward_fn`` and ``grad_fn = mindspore.value_and_grad(...)`` over
+the parameters whose gradient is used after it; each holder's gradient is a tuple that the code
+keeps as torch keeps ``.grad``: ``zero_grad()`` → ``grads = None``, ``backward()`` → the gradient call
+and ``accumulate_grads``, ``optimizer.step()`` → ``optimizer(grads)``, ``clip_grad_norm_`` → clip the
+tuple, ``for p in model.parameters(): ... p.grad`` → ``for p, p_grad in zip(...)``.
+
+PyNative runs it as written; the single fused step (emit.py) stays the form for plain loops.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+
+import libcst as cst
+
+from ... import generated as gen
+from ...changes import MARK
+from ...cstutil import Statement, block, code
+from ...generated import GeneratedRefs
+from .amp import RenameCall
+from .analysis import Roles
+from .emit import FORWARD_FN, TRAIN_MODE, Emitted, amp_setup, clip_code, expr
+from .flow import Backward, Event, Flow, Holder
+
+GRAD_FN = "{grad_fn} = mindspore.value_and_grad({forward_fn}, None, {weights})\n"
+GRAD_FN_AUX = "{grad_fn} = mindspore.value_and_grad({forward_fn}, None, {weights}, has_aux=True)\n"
+GRAD_CALL = "{values}, grads = {grad_call}\n"
+ACCUMULATE = "{total} = torch2ms.runtime.accumulate_grads({total}, {part})\n"
+RESET = "{total} = None  " + MARK + " {text}\n"
+READ_LOOP = "zip({weights}, {grads})"
+UNSCALE_GRADS = "{grads} = {scaler}.unscale({grads})\n"
+FINITE_STEP = """{finite} = mindspore.amp.all_finite({grads})
+if {finite}:
+    {opt}({grads})
+"""
+ADJUST = "{scaler}.adjust({finite})\n"
+RECOMPUTED = (
+    f"{MARK} runs its forward again: torch reused the first forward's graph "
+    "(layers with BatchNorm statistics or dropout see one more forward)"
+)
+
+
+class GeneralWriter:
+    """Writes one Flow (names are fresh in the file)."""
+
+    def __init__(self, flow: Flow, roles: Roles, refs: GeneratedRefs, fresh: Callable[[str], str]) -> None:
+        self.flow, self.roles, self.refs, self.fresh = flow, roles, refs, fresh
+        self.out = Emitted(form="one forward_fn per backward(), gradients kept as torch keeps .grad")
+        self.gap = 2 if flow.scope_ast is roles.tree else 1  # blank lines: two at module level
+        self.amp_model = ""
+        self.finite: dict[str, str] = {}  # GradScaler → the name of its all_finite flag
+        self.unscaled: set[str] = set()  # holders unscale_()d before their step
+
+    def write(self) -> Emitted:
+        flow = self.flow
+        for h in flow.holders.values():
+            h.grads = self.fresh(f"grads_{h.key.split('.')[-1]}")
+        setup: list[Statement] = [gen.statement(TRAIN_MODE, self.refs, model=expr(m)) for m in flow.train]
+        amp = flow.amp
+        if amp is not None and amp.model and amp.dtype:
+            self.amp_model = self.fresh(f"amp_{amp.model.split('.')[-1]}")
+            setup.append(amp_setup(self.refs, amp, self.amp_model))
+        setup += [_assign(h.grads, cst.Name("None")) for h in flow.holders.values()]
+        seen: set[int] = set()
+        for back in flow.backwards:
+            setup += self._backward(back, seen)
+            seen |= set(back.forward)
+        for event in flow.events:
+            self._event(event)
+        if amp is not None:  # each autocast block: what is left of it, unindented
+            for w in amp.blocks:
+                left = [n for c in block(w.body) for n in self.out.replace.get(id(c), [c])]
+                if left:
+                    left[0] = left[0].with_changes(leading_lines=[*w.leading_lines, *left[0].leading_lines])
+                self.out.replace[id(w)] = left
+        for node in {id(e.node): e.node for e in flow.events if e.kind == "zero"}.values():
+            resets = [e for e in flow.events if e.node is node]
+            if len(resets) > 1:  # model.zero_grad() clearing several holders
+                self._event(resets[0])
+                first = self.out.replace[id(node)]
+                more: list[Statement] = [
+                    _assign(e.holder.grads, cst.Name("None")) for e in resets[1:] if e.holder is not None
+                ]
+                self.out.replace[id(node)] = first + more
+        self.out.setup = [gen.blank_lines(setup[0], 1), *setup[1:]]
+        return self.out
+
+    def _backward(self, back: Backward, seen: set[int]) -> list[Statement]:
+        flow = self.flow
+        forward_fn, grad_fn = self.fresh("forward_fn"), self.fresh("grad_fn")
+        body = [self._amp_call(flow.body[i]) for i in back.forward]
+        body[0] = _without_blank_lines(body[0])
+        fn = gen.statement(
+            FORWARD_FN,
+            self.refs,
+            forward_fn=cst.Name(forward_fn),
+            params=gen.parameters(back.params),
+            body=body,
+            ret=gen.tuple_of(self._returns(back)),
+        )
+        if seen & set(back.forward):
+            fn = fn.with_changes(leading_lines=[*fn.leading_lines, cst.EmptyLine(comment=cst.Comment(RECOMPUTED))])
+        grad = gen.statement(
+            GRAD_FN_AUX if back.aux or back.scaler else GRAD_FN,
+            self.refs,
+            grad_fn=cst.Name(grad_fn),
+            forward_fn=cst.Name(forward_fn),
+            weights=expr(_weights(back)),
+        )
+        for i in back.forward:
+            self.out.replace[id(flow.body[i])] = []
+        self._call(back, grad_fn)
+        self.out.modules += [("", forward_fn, n) for n in _callees(self.roles, [flow.asts[i] for i in back.forward])]
+        return [gen.blank_lines(fn, self.gap), gen.blank_lines(grad, self.gap)]
+
+    def _amp_call(self, stmt: Statement) -> Statement:
+        """Inside an autocast block, the model runs as its O1 mixed-precision version."""
+        amp = self.flow.amp
+        if self.amp_model and amp is not None and amp.model and id(stmt) in amp.inside:
+            return stmt.visit(RenameCall(amp.model, self.amp_model))  # type: ignore[return-value]
+        return stmt
+
+    def _returns(self, back: Backward) -> list[cst.BaseExpression]:
+        """forward_fn's outputs: the loss (scaled by the GradScaler: the loss stays torch's value, next),
+        then what the code around reads."""
+        loss = expr(ast.unparse(back.loss))
+        scaled = [expr(f"{back.scaler}.scale({ast.unparse(back.loss)})")] if back.scaler else []
+        return [*scaled, loss, *map(cst.Name, back.aux)]
+
+    def _call(self, back: Backward, grad_fn: str) -> None:
+        flow = self.flow
+        loss = ast.unparse(back.loss)
+        names = [expr(self.fresh("scaled_loss"))] if back.scaler else []
+        values = gen.tuple_of([*names, expr(loss), *map(cst.Name, back.aux)], parens=bool(back.aux or back.scaler))
+        call = gen.statement(
+            GRAD_CALL,
+            self.refs,
+            values=values,
+            grad_call=gen.arguments(cst.Name(grad_fn), [cst.Name(p) for p in back.params]),
+        )
+        call = _comment(call, f"{MARK} forward + {loss}.backward()")
+        stmts: list[Statement] = [call]
+        offset = "0"
+        for h in back.holders:
+            part = "grads" if len(back.holders) == 1 else f"grads[{offset}:{offset} + len({h.weights})]"
+            offset = f"{offset} + len({h.weights})" if offset != "0" else f"len({h.weights})"
+            stmts.append(gen.statement(ACCUMULATE, self.refs, total=cst.Name(h.grads), part=expr(part)))
+        original = flow.body[back.at]
+        stmts[0] = stmts[0].with_changes(leading_lines=original.leading_lines)
+        self.out.replace[id(original)] = stmts + [flow.body[i] for i in back.after]
+        for i in back.after:
+            self.out.replace.setdefault(id(flow.body[i]), [])
+
+    def _event(self, event: Event) -> None:
+        node, h = event.node, event.holder
+        text = code(node.with_changes(leading_lines=[])).strip().splitlines()[0]
+        new: list[Statement]
+        if event.kind in ("unscale", "scaler_step", "update"):
+            new = self._scaler_event(event, text)
+        elif h is None:
+            return
+        elif event.kind == "zero":
+            new = [_comment(_assign(h.grads, cst.Name("None")), f"{MARK} {text}")]
+        elif event.kind == "step":
+            opt = text.rsplit(".step(", 1)[0]
+            call = cst.SimpleStatementLine([cst.Expr(gen.arguments(expr(opt), [cst.Name(h.grads)]))])
+            new = [_comment(call, f"{MARK} {text}")]
+        elif event.kind == "clip":
+            a = self.roles.ast_of(node)
+            assert a is not None
+            new = clip_code(self.roles, self.refs, a, h.grads, node)[0]
+        else:
+            new = [self._read_loop(node, h).with_changes(leading_lines=[])]
+        new[0] = new[0].with_changes(leading_lines=[*node.leading_lines, *new[0].leading_lines])
+        self.out.replace[id(node)] = new
+
+    def _scaler_event(self, event: Event, text: str) -> list[Statement]:
+        """GradScaler: ``unscale_`` divides the gradient tuple by the scale; ``step`` (unscaling first if
+        ``unscale_`` did not) applies it only when every gradient is finite; ``update`` adjusts the scale."""
+        scaler, h = event.scaler, event.holder
+        finite = self.finite.setdefault(scaler, self.fresh("grads_finite"))
+        if event.kind == "update":
+            return [
+                _comment(
+                    gen.statement(ADJUST, self.refs, scaler=expr(scaler), finite=cst.Name(finite)), f"{MARK} {text}"
+                )
+            ]
+        assert h is not None
+        unscale = gen.statement(UNSCALE_GRADS, self.refs, grads=cst.Name(h.grads), scaler=expr(scaler))
+        if event.kind == "unscale":
+            self.unscaled.add(h.key)
+            return [_comment(unscale, f"{MARK} {text}")]
+        opt = text[text.index("(") + 1 : text.rindex(")")].strip()
+        step = gen.statements(FINITE_STEP, self.refs, grads=cst.Name(h.grads), finite=cst.Name(finite), opt=expr(opt))
+        step[-1] = _comment(step[-1], f"{MARK} {text}: skipped when a gradient is inf/nan")
+        return ([] if h.key in self.unscaled else [unscale]) + step
+
+    def _read_loop(self, node: Statement, h: Holder) -> Statement:
+        """``for p in model.parameters(): ... p.grad`` → ``for p, p_grad in zip(<the weights>, grads)``."""
+        assert isinstance(node, cst.For) and isinstance(node.target, cst.Name)
+        name = node.target.value
+        grad = self.fresh(f"{name}_grad")
+        it = gen.expression(READ_LOOP, self.refs, weights=expr(h.weights), grads=cst.Name(h.grads))
+        body = node.body.visit(_GradToName(name, grad))
+        target = gen.names_tuple([name, grad])
+        return node.with_changes(target=target, iter=it, body=body)
+
+
+class _GradToName(cst.CSTTransformer):
+    def __init__(self, param: str, grad: str) -> None:
+        super().__init__()
+        self.param, self.grad = param, grad
+
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+        if updated.attr.value == "grad" and isinstance(updated.value, cst.Name) and updated.value.value == self.param:
+            return cst.Name(self.grad)
+        return updated
+
+
+def _weights(back: Backward) -> str:
+    """The parameters differentiated: one holder's, or several joined (the tuple is split after)."""
+    if len(back.holders) == 1:
+        return back.holders[0].weights
+    return "[" + ", ".join(f"*{h.weights}" for h in back.holders) + "]"
+
+
+def _callees(roles: Roles, asts: list[ast.stmt]) -> list[str]:
+    return list(
+        dict.fromkeys(
+            n.func.id
+            for a in asts
+            for n in ast.walk(a)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and not roles.resolve(n.func)
+        )
+    )
+
+
+def _without_blank_lines(stmt: Statement) -> Statement:
+    """The first statement of a function body: its comments stay, blank lines above them go."""
+    lines = list(stmt.leading_lines)
+    while lines and lines[0].comment is None:
+        lines.pop(0)
+    return stmt.with_changes(leading_lines=lines)
+
+
+def _assign(name: str, value: cst.BaseExpression) -> cst.SimpleStatementLine:
+    return cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(name))], value)])
+
+
+def _comment(stmt: Statement, text: str) -> Statement:
+    return gen.with_comment(stmt, text)

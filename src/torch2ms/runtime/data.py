@@ -1,0 +1,32 @@
+"""Helpers for converted data pipelines (convert/constructs/data_pipeline.py writes their calls)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["DictSource"]
+
+
+def _numpy(value: Any) -> Any:
+    """A column value as GeneratorDataset takes it: numpy (a MindSpore Tensor's asnumpy(), a number's array)."""
+    import numpy as np
+
+    if hasattr(value, "asnumpy"):
+        return value.asnumpy()
+    return np.asarray(value)
+
+
+class DictSource:
+    """A dataset whose samples are dicts (``{'image': ..., 'mask': ...}``) as a GeneratorDataset source:
+    one numpy column per key, in ``columns`` order; batches come back as dicts from
+    ``create_dict_iterator()``, keyed like torch's collated batches."""
+
+    def __init__(self, source: Any, columns: list[str]) -> None:
+        self.source, self.columns = source, list(columns)
+
+    def __getitem__(self, index: Any) -> tuple:
+        sample = self.source[int(index)]
+        return tuple(_numpy(sample[c]) for c in self.columns)
+
+    def __len__(self) -> int:
+        return len(self.source)
