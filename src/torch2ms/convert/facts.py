@@ -49,6 +49,8 @@ class ModuleFacts:
     data: DataFacts | None = None  # the data pipeline (None: the file has none)
     tree: ast.Module | None = field(default=None, repr=False)
     _module_receivers: dict | None = field(default=None, repr=False)
+    # function name → its parameters that reach an optimizer's params (constructs/optimizer_params.py)
+    optimizer_params: dict | None = field(default=None, repr=False)
 
     def module_receivers(self) -> dict[tuple[str, ...], set[str]]:
         """infer.module_receivers of the file, computed when first asked."""

@@ -16,6 +16,7 @@ from . import (  # noqa: F401 - registers hooks
     graph_mode,
     legacy_tensor,
     module_attributes,
+    optimizer_params,
     python_side,
     statement_fixes,
 )
