@@ -55,7 +55,7 @@ def test_r7_optimizer_factory_leaves_batchnorm_statistics_alone():
     import numpy as np
 
     namespace: dict = {}
-    exec(compile(convert_source(SOURCE, "train.py").code, "train.py", "exec"), namespace)  # noqa: S102
+    exec(compile(convert_source(SOURCE, "train.py").code, "train.py", "exec"), namespace)
     model, opt = namespace["model"], namespace["opt"]
     before = {p.name: p.asnumpy().copy() for p in model.get_parameters() if not p.requires_grad}
     assert before, "the BatchNorm statistics are non-trainable Parameters"

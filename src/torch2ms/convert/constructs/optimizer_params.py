@@ -23,7 +23,7 @@ _PARAMETER_METHODS = ("get_parameters", "parameters")
 
 def _is_optimizer(full: str | None) -> bool:
     """``torch.optim.SGD``, ``torch.optim.AdamW``, ... (a class of torch.optim itself, not a scheduler)."""
-    return bool(full) and full.startswith("torch.optim.") and full.count(".") == 2 and full[12:13].isupper()
+    return full is not None and full.startswith("torch.optim.") and full.count(".") == 2 and full[12:13].isupper()
 
 
 def optimizer_param_positions(tree: ast.Module, imap: ImportMap) -> dict[str, dict[int | str, str]]:
