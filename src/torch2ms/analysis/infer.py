@@ -28,7 +28,12 @@ TENSOR_ONLY_METHODS = frozenset(
     "sub_ div_ copy_ normal_ uniform_ bernoulli_ exp_ narrow chunk topk rsqrt repeat_interleave "
     "masked_select index_select gather scatter scatter_ scatter_add unfold nelement numel dim "
     "float double half long int bool to_sparse is_contiguous tolist requires_grad_ backward "
-    "cpu t norm std var sum mean".split()
+    "cpu t norm std var sum mean "
+    # in-place methods: a trailing underscore is torch's spelling (numpy, lists and dicts have none of them)
+    "erfinv_ erf_ abs_ neg_ sqrt_ rsqrt_ pow_ log_ exp_ sigmoid_ tanh_ relu_ floor_ ceil_ round_ trunc_ "
+    "clamp_min_ clamp_max_ addcmul_ addcdiv_ lerp_ masked_scatter_ index_fill_ index_add_ index_copy_ "
+    "random_ cauchy_ log_normal_ exponential_ geometric_ tril_ triu_ squeeze_ unsqueeze_ sign_ reciprocal_ "
+    "fmod_ remainder_ div_ addmm_ baddbmm_ scatter_add_ cumsum_ nan_to_num_ sin_ cos_".split()
 )
 # Names that are Tensor methods in torch but also common on builtins (str, list, dict).
 # nn.Module methods no Tensor has and other libraries rarely use: an untyped receiver (a function

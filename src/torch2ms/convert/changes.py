@@ -23,6 +23,27 @@ class Change:
         return {"api": self.api, "action": self.action, "note": self.note, "line": self.line}
 
 
+def earlier_marks(source: str) -> dict[int, set[str]]:
+    """Line of a statement → the APIs a previous conversion marked "not converted" above it.
+
+    Converting converted code again must leave those calls as they are: the mark says a person ports
+    them, and what surrounds them has become MindSpore code the KB rules would misread."""
+    if f"{MARK} not converted — " not in source:
+        return {}
+    out: dict[int, set[str]] = {}
+    pending: set[str] = set()
+    prefix = f"{MARK} not converted — "
+    for number, line in enumerate(source.splitlines(), 1):
+        text = line.strip()
+        if text.startswith(prefix):
+            pending.add(text[len(prefix) :].split(":", 1)[0].strip())
+        elif text and not text.startswith("#"):
+            if pending:
+                out[number] = pending
+            pending = set()
+    return out
+
+
 def not_converted_mark(api: str, note: str) -> str:
     """The comment put above a statement holding something left for a person."""
     return f"{MARK} not converted — {api}: {note}"

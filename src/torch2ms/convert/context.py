@@ -58,6 +58,7 @@ class RewriteContext:
         # id of a method call's original receiver → the receiver as converted (``m.bias`` → ``m.beta``):
         # an in-place statement assigns its result back to it.
         self.converted_receivers: dict[int, cst.BaseExpression] = {}
+        self.earlier_marks: dict[int, set[str]] = {}  # line → APIs an earlier conversion marked there
         self._keys: dict[int, dict[str, list[int]]] = {}  # per statement: lines of its torch uses
         self._seen: dict[tuple[int, str], int] = {}
 
@@ -66,6 +67,19 @@ class RewriteContext:
     @property
     def statement(self) -> StatementInfo | None:
         return self.statements[-1] if self.statements else None
+
+    def marked_before(self, api: str) -> bool:
+        """An earlier conversion marked ``api`` "not converted" above the current statement."""
+        info = self.statement
+        if not self.earlier_marks or info is None:
+            return False
+        return api in self.earlier_marks.get(info.original_line(info.node.lineno), ())
+
+    def keep_marked(self, api: str, root: str | None) -> None:
+        """Reported as left for a person again; its mark is already above the statement."""
+        self.changes.append(Change(api, "not-converted", "marked by an earlier conversion", self._line(api)))
+        if root:
+            self.still_needed.add(root)
 
     def record(self, api: str, action: str = "converted", note: str = "") -> None:
         self.changes.append(Change(api, action, note, self._line(api)))

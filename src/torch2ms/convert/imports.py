@@ -124,6 +124,11 @@ def _numpy_interop(ctx: RewriteContext) -> list[cst.SimpleStatementLine]:
     an ndarray. One statement after the imports gives MindSpore's Tensor the same priority."""
     if not ctx.changes or not any(full.split(".", 1)[0] == "numpy" for full in ctx.imap.names.values()):
         return []
+    if ctx.facts.tree is not None and any(
+        isinstance(n, ast.Attribute) and n.attr == "__array_priority__" and isinstance(n.ctx, ast.Store)
+        for n in nodes(ctx.facts.tree)
+    ):
+        return []  # converted before (or set by hand): once is enough
     stmt = cst.parse_statement(f"{ctx.names.shorten('mindspore.Tensor')}.__array_priority__ = 1000\n")
     assert isinstance(stmt, cst.SimpleStatementLine)
     return [stmt.with_changes(leading_lines=[cst.EmptyLine(comment=cst.Comment(_NUMPY_NOTE))])]

@@ -195,6 +195,7 @@ def _scheduler_names(tree: ast.Module, imap: ImportMap) -> set[str]:
     for n in nodes(tree):
         if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call):
             full = imap.resolve(n.value.func)
-            if full and imap.is_framework(full) and full.startswith("torch.optim.lr_scheduler."):
+            # (a MindSpore scheduler: code converted before, whose load_state_dict was marked, not rewritten)
+            if full and full.startswith(("torch.optim.lr_scheduler.", "mindspore.experimental.optim.lr_scheduler.")):
                 out |= {ast.unparse(t) for t in n.targets}
     return out

@@ -164,8 +164,12 @@ class _Splice(cst.CSTTransformer):
     ) -> None:
         super().__init__()
         self.replace, self.before, self.index = replace, before, index
+        self.pending: list[cst.EmptyLine] = []  # comments of a removed statement, for the next one
+        self.attach: dict[int, list[cst.EmptyLine]] = {}
 
     def on_visit(self, node: cst.CSTNode) -> bool:
+        if self.pending and isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            self.attach[id(node)], self.pending = self.pending, []  # comments of a removed statement above
         # Only statements are replaced: never walk into expressions or inside simple statements.
         return not isinstance(node, (cst.SimpleStatementLine, cst.BaseExpression))
 
@@ -174,9 +178,14 @@ class _Splice(cst.CSTTransformer):
         if isinstance(original, cst.BaseCompoundStatement) and updated is not original:
             self.index.derive(updated, original, exact=True)  # its body changed, its own lines did not
         key = id(original)
+        if key in self.attach:
+            updated = updated.with_changes(leading_lines=[*self.attach.pop(key), *updated.leading_lines])
         if key not in self.replace and key not in self.before:
             return updated
-        new = [*self.before.get(key, []), *self.replace.get(key, [updated])]
+        replacement = self.replace.get(key)
+        if replacement is not None:
+            replacement = self._keep_comments(updated, replacement)
+        new = [*self.before.get(key, []), *(replacement if replacement is not None else [updated])]
         for stmt in new:
             self.index.derive_tree(stmt, original)
         if not new:
@@ -185,7 +194,31 @@ class _Splice(cst.CSTTransformer):
             return new[0]
         return cst.FlattenSentinel(new)
 
+    def _keep_comments(self, old: cst.CSTNode, replacement: list[Statement]) -> list[Statement]:
+        """The comments of a replaced statement stay: above its first replacement, or, when it is
+        removed, above the next statement (or at the end of its block)."""
+        lines = [ln for ln in getattr(old, "leading_lines", ()) if ln.comment is not None]
+        trailing = getattr(old, "trailing_whitespace", None)
+        if trailing is not None and trailing.comment is not None:
+            lines.append(cst.EmptyLine(comment=trailing.comment))
+        if not lines:
+            return replacement
+        if not replacement:
+            self.pending += lines
+            return replacement
+        first = replacement[0]
+        have = {ln.comment.value for ln in first.leading_lines if ln.comment is not None}
+        lines = [ln for ln in lines if ln.comment is not None and ln.comment.value not in have]
+        return [first.with_changes(leading_lines=[*first.leading_lines, *lines]), *replacement[1:]]
+
+    def leave_Module(self, original, updated):
+        if self.pending:
+            updated, self.pending = updated.with_changes(footer=[*self.pending, *updated.footer]), []
+        return updated
+
     def leave_IndentedBlock(self, original, updated):
+        if self.pending:  # the block's last statement was removed: its comments close the block
+            updated, self.pending = updated.with_changes(footer=[*self.pending, *updated.footer]), []
         if not updated.body:
             return updated.with_changes(body=[cst.SimpleStatementLine([cst.Pass()])])
         return updated
