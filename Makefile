@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-stamp
 # pytest-xdist workers: CI has 2 cores.
 WORKERS ?= 2
 
-.PHONY: venv demo test test-fast lint mypy-baseline bench fuzz clean
+.PHONY: venv demo test test-fast lint mypy-baseline bench fuzz i18n clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -46,6 +46,15 @@ FUZZ_CASES ?= 3000
 FUZZ_SEED ?= 1
 fuzz: $(STAMP)
 	$(PY) tests/fuzz/fuzz_convert.py --cases $(FUZZ_CASES) --seed $(FUZZ_SEED) -j $(WORKERS) --keep build/fuzz
+
+# Messages: extract every _()/ngettext()/N_() of src/ with Babel, merge them into the Chinese catalog
+# (new ones come in untranslated: tests/test_i18n.py fails until they are translated), compile the .mo.
+LOCALES := src/torch2ms/locale
+i18n: $(STAMP)
+	@mkdir -p build
+	$(VENV)/bin/pybabel extract -F babel.cfg --no-location --sort-output -c TRANSLATORS: --project torch2ms -o build/torch2ms.pot src
+	$(VENV)/bin/pybabel update -i build/torch2ms.pot -d $(LOCALES) -D torch2ms --no-fuzzy-matching --ignore-obsolete
+	$(VENV)/bin/pybabel compile -d $(LOCALES) -D torch2ms --statistics
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info

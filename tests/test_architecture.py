@@ -15,8 +15,10 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 
 MAX_FUNCTION_LINES = 80
 # Packages in dependency order: each may import only those before it (and itself). torch2ms.runtime
-# is imported by converted code, so it sits beside the KB, below everything that converts.
+# is imported by converted code, so it sits beside the KB, below everything that converts. torch2ms.i18n
+# (the language messages are shown in) is below everything, so that every layer can speak.
 LAYERS = [
+    {"torch2ms.i18n"},
     {"torch2ms.kb"},
     {"torch2ms.analysis", "torch2ms.runtime", "torch2ms.import_probe", "torch2ms.plots", "torch2ms.progress"},
     {"torch2ms.factory", "torch2ms.cli_support"},

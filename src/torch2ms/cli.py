@@ -12,7 +12,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from .cli_support import exit_codes
+from .cli_support import exit_codes, language_from_argv, localise_argparse
+from .i18n import _, set_language
 
 EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2
 
@@ -25,14 +26,14 @@ def _write(text: str, out: str | None, source: str | None = None) -> None:
     if out:
         path = Path(out)
         if source is not None and path.exists() and (path.suffix == ".py" or _same_file(path, source)):
-            raise UsageError(f"-o {out} would overwrite a source file; choose another report path")
+            raise UsageError(_("-o {out} would overwrite a source file; choose another report path").format(out=out))
         tmp = path.with_name(path.name + ".tmp")
         try:
             tmp.write_text(text, encoding="utf-8")
             tmp.replace(path)  # atomic: a reader never sees half a report
         except OSError as exc:
             tmp.unlink(missing_ok=True)
-            raise UsageError(f"cannot write {out}: {exc.strerror or exc}") from exc
+            raise UsageError(_("cannot write {out}: {why}").format(out=out, why=exc.strerror or exc)) from exc
     else:
         sys.stdout.write(text)
 
@@ -98,22 +99,34 @@ def cmd_convert(args: argparse.Namespace) -> int:
     s = report.to_dict()["summary"]
     out = Console()
     out.print(
-        f"[bold]torch2ms convert[/] {escape(report.src)} → {escape(report.out)}: {s['python_files']} Python files "
-        f"({s['files_changed']} changed, {s['files_failed']} failed), {s['other_files_copied']} other files copied"
+        f"[bold]torch2ms convert[/] {escape(report.src)} → {escape(report.out)}: "
+        + _("{files} Python files ({changed} changed, {failed} failed), {copied} other files copied").format(
+            files=s["python_files"],
+            changed=s["files_changed"],
+            failed=s["files_failed"],
+            copied=s["other_files_copied"],
+        )
     )
     out.print(
-        f"converted {s['converted']}, needs review {s['review']}, not converted {s['not_converted']} "
-        f"— conversion rate {100 * s['conversion_rate']:.1f}%"
+        _(
+            "converted {converted}, needs review {review}, not converted {not_converted} — conversion rate {rate}"
+        ).format(
+            converted=s["converted"],
+            review=s["review"],
+            not_converted=s["not_converted"],
+            rate=f"{100 * s['conversion_rate']:.1f}%",
+        )
     )
     for f in report.failed:
-        out.print(f"[red]failed[/] {escape(f.path)}: {escape(f.error or '')}", soft_wrap=True)
+        out.print("[red]" + _("failed") + f"[/] {escape(f.path)}: {escape(f.error or '')}", soft_wrap=True)
     for path, why in report.not_read:
-        out.print(f"[yellow]not read[/] {escape(path)}: {escape(why)}", soft_wrap=True)
+        out.print("[yellow]" + _("not read") + f"[/] {escape(path)}: {escape(why)}", soft_wrap=True)
     if report.skipped:
         shown = ", ".join(f"{p}/ ({why})" for p, why in report.skipped[:5])
-        more = f" and {len(report.skipped) - 5} more" if len(report.skipped) > 5 else ""
-        out.print(f"[dim]skipped {len(report.skipped)} folders: {escape(shown)}{more}[/]", soft_wrap=True)
-    out.print(f"report: {escape(str(Path(report.out) / 'torch2ms-report.md'))}", soft_wrap=True)
+        more = _(" and {n} more").format(n=len(report.skipped) - 5) if len(report.skipped) > 5 else ""
+        text = _("skipped {n} folders: {shown}").format(n=len(report.skipped), shown=shown)
+        out.print(f"[dim]{escape(text)}{more}[/]", soft_wrap=True)
+    out.print(_("report: {path}").format(path=escape(str(Path(report.out) / "torch2ms-report.md"))), soft_wrap=True)
     return EXIT_FOUND if report.failed or report.not_read else EXIT_OK
 
 
@@ -125,20 +138,20 @@ def cmd_kb_stats(args: argparse.Namespace) -> int:
     if args.json:
         _write(json.dumps({ns: dict(c) for ns, c in stats.items()} | {"total": len(kb)}, indent=2) + "\n", None)
         return EXIT_OK
-    t = Table(title=f"torch2ms knowledge base: {len(kb)} entries")
-    t.add_column("namespace", no_wrap=True, min_width=max(map(len, stats), default=9))
+    t = Table(title=_("torch2ms knowledge base: {n} entries").format(n=len(kb)))
+    t.add_column(_("namespace"), no_wrap=True, min_width=max(map(len, stats), default=9))
     for s in STATUSES:
         t.add_column(s, justify="right")
-    t.add_column("total", justify="right")
+    t.add_column(_("total"), justify="right")
     totals = {s: 0 for s in STATUSES}
     for ns, c in stats.items():
         t.add_row(ns, *(str(c.get(s, 0)) for s in STATUSES), str(sum(c.values())))
         for s in STATUSES:
             totals[s] += c.get(s, 0)
-    t.add_row("[bold]total[/]", *(f"[bold]{totals[s]}[/]" for s in STATUSES), f"[bold]{len(kb)}[/]")
+    t.add_row("[bold]" + _("total") + "[/]", *(f"[bold]{totals[s]}[/]" for s in STATUSES), f"[bold]{len(kb)}[/]")
     cases = sum(len(e.cases) for e in kb)
     Console().print(t)
-    Console().print(f"{cases} differential test cases")
+    Console().print(_("{n} differential test cases").format(n=cases))
     return EXIT_OK
 
 
@@ -156,7 +169,7 @@ def cmd_kb_check(args: argparse.Namespace) -> int:
     for p in problems:
         console.print(f"[red]✗[/] {p}")
     if not problems:
-        console.print("[green]knowledge base OK[/]")
+        console.print("[green]" + _("knowledge base OK") + "[/]")
     return EXIT_FOUND if problems else EXIT_OK
 
 
@@ -200,9 +213,15 @@ def _sub(sub, name: str, help: str, codes: str, description: str | None = None) 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="torch2ms",
-        description="Move a PyTorch project to MindSpore 2.x and prove the move is right.",
-        epilog=exit_codes("success", "the command found something to look at (see each command's --help)"),
+        description=_("Move a PyTorch project to MindSpore 2.x and prove the move is right."),
+        epilog=exit_codes(_("success"), _("the command found something to look at (see each command's --help)")),
         formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    p.add_argument(
+        "--lang",
+        choices=["zh", "en"],
+        help=_("language of messages, reports and code marks (default: from LANGUAGE/LC_ALL/LC_MESSAGES/LANG)"),
     )
     sub = p.add_subparsers(dest="command", required=True)
     _add_lookup_and_scan(sub)
@@ -214,30 +233,33 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_lookup_and_scan(sub: argparse._SubParsersAction) -> None:
     lk = _sub(
-        sub, "lookup", "show the MindSpore mapping of one torch API", exit_codes("the API is known", "unknown API")
+        sub,
+        "lookup",
+        _("show the MindSpore mapping of one torch API"),
+        exit_codes(_("the API is known"), _("unknown API")),
     )
-    lk.add_argument("api", help="e.g. torch.nn.Conv2d, nn.Conv2d, F.relu, Tensor.view")
-    lk.add_argument("--json", action="store_true", help="machine-readable output")
+    lk.add_argument("api", help=_("e.g. torch.nn.Conv2d, nn.Conv2d, F.relu, Tensor.view"))
+    lk.add_argument("--json", action="store_true", help=_("machine-readable output"))
     lk.set_defaults(func=cmd_lookup)
 
     sc = _sub(
         sub,
         "scan",
-        "operator inventory, static-graph risks and effort of a file or project",
+        _("operator inventory, static-graph risks and effort of a file or project"),
         exit_codes(
-            "scanned (files that could not be read are listed in the report)",
-            "a --fail-on condition was found",
-            "usage error: no such path, a report path that cannot be written or would overwrite a source file",
+            _("scanned (files that could not be read are listed in the report)"),
+            _("a --fail-on condition was found"),
+            _("usage error: no such path, a report path that cannot be written or would overwrite a source file"),
         ),
     )
-    sc.add_argument("path")
-    sc.add_argument("--format", choices=["table", "json", "md", "csv"], default="table")
-    sc.add_argument("-o", "--output", help="write the report to this file")
+    sc.add_argument("path", help=_("a Python file or a project folder"))
+    sc.add_argument("--format", choices=["table", "json", "md", "csv"], default="table", help=_("report format"))
+    sc.add_argument("-o", "--output", help=_("write the report to this file"))
     sc.add_argument(
         "--fail-on",
         action="append",
         choices=["unknown", "no-equivalent", "risk", "error"],
-        help="exit 1 when the scan finds this (repeatable; for CI)",
+        help=_("exit 1 when the scan finds this (repeatable; for CI)"),
     )
     sc.set_defaults(func=cmd_scan)
 
@@ -246,53 +268,57 @@ def _add_convert(sub: argparse._SubParsersAction) -> None:
     cv = _sub(
         sub,
         "convert",
-        "convert a PyTorch file or project to MindSpore",
+        _("convert a PyTorch file or project to MindSpore"),
         exit_codes(
-            "every Python file converted (what cannot be converted is marked in the code and the report)",
-            "some files failed (copied unchanged) or could not be read (left out); the report says which and why",
-            "usage error: no such SRC, or an output that would overwrite the input or files torch2ms did not write",
+            _("every Python file converted (what cannot be converted is marked in the code and the report)"),
+            _("some files failed (copied unchanged) or could not be read (left out); the report says which and why"),
+            _("usage error: no such SRC, or an output that would overwrite the input or files torch2ms did not write"),
         ),
     )
-    cv.add_argument("src")
+    cv.add_argument("src", help=_("a Python file or a project folder"))
     cv.add_argument(
         "-o",
         "--output",
         required=True,
-        help="output folder (written atomically; never the input or a folder holding it; an existing folder "
-        "torch2ms did not write, or one inside SRC, only with --force)",
+        help=_(
+            "output folder (written atomically; never the input or a folder holding it; an existing folder "
+            "torch2ms did not write, or one inside SRC, only with --force)"
+        ),
     )
-    cv.add_argument("-j", "--jobs", type=int, default=None, help="worker processes (default: all cores)")
+    cv.add_argument("-j", "--jobs", type=int, default=None, help=_("worker processes (default: all cores)"))
     cv.add_argument(
         "--force",
         action="store_true",
-        help="replace an existing output folder torch2ms did not write, or write inside SRC",
+        help=_("replace an existing output folder torch2ms did not write, or write inside SRC"),
     )
     cv.set_defaults(func=cmd_convert)
 
 
 def _add_kb_and_doctor(sub: argparse._SubParsersAction) -> None:
-    kb = _sub(sub, "kb", "knowledge-base maintenance", exit_codes("OK", "problems found in the knowledge base"))
+    kb = _sub(
+        sub, "kb", _("knowledge-base maintenance"), exit_codes(_("OK"), _("problems found in the knowledge base"))
+    )
     kbsub = kb.add_subparsers(dest="kb_command", required=True)
-    st = _sub(kbsub, "stats", "entry counts by namespace and status", exit_codes("always", "never"))
-    st.add_argument("--json", action="store_true")
+    st = _sub(kbsub, "stats", _("entry counts by namespace and status"), exit_codes(_("always"), _("never")))
+    st.add_argument("--json", action="store_true", help=_("machine-readable output"))
     st.set_defaults(func=cmd_kb_stats)
     ck = _sub(
         kbsub,
         "check",
-        "validate the KB data (schema, duplicates, unknown targets)",
-        exit_codes("the knowledge base is valid", "problems found (listed)"),
+        _("validate the KB data (schema, duplicates, unknown targets)"),
+        exit_codes(_("the knowledge base is valid"), _("problems found (listed)")),
     )
-    ck.add_argument("--no-targets", action="store_true", help="do not import mindspore to resolve targets")
-    ck.add_argument("--priority", help="torch_api_priority.tsv: also report priority APIs without an entry")
+    ck.add_argument("--no-targets", action="store_true", help=_("do not import mindspore to resolve targets"))
+    ck.add_argument("--priority", help=_("torch_api_priority.tsv: also report priority APIs without an entry"))
     ck.set_defaults(func=cmd_kb_check)
 
     dr = _sub(
         sub,
         "doctor",
-        "versions, device target and known-bad combinations",
-        exit_codes("the environment is usable", "errors found (each with the command that fixes it)"),
+        _("versions, device target and known-bad combinations"),
+        exit_codes(_("the environment is usable"), _("errors found (each with the command that fixes it)")),
     )
-    dr.add_argument("--json", action="store_true")
+    dr.add_argument("--json", action="store_true", help=_("machine-readable output"))
     dr.set_defaults(func=cmd_doctor)
 
 
@@ -319,7 +345,20 @@ def _add_framework_commands(sub: argparse._SubParsersAction) -> None:
     add_export_parser(sub)
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("torch2ms")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
+
+
 def main(argv: list[str] | None = None) -> int:
+    lang = language_from_argv(sys.argv[1:] if argv is None else argv)
+    if lang:  # before the parser is built: its help texts are translated as they are added
+        set_language(lang)
+    localise_argparse()
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -328,7 +367,7 @@ def main(argv: list[str] | None = None) -> int:
         _say_error(str(exc))
         return EXIT_USAGE
     except KeyboardInterrupt:
-        _say_error("interrupted")
+        _say_error(_("interrupted"))
         return EXIT_USAGE
     except BrokenPipeError:  # `torch2ms scan . | head`: the reader left; nothing to say
         sys.stderr.close()
@@ -340,8 +379,10 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get("TORCH2MS_DEBUG"):
             raise
         _say_error(
-            f"internal error ({type(exc).__name__}: {exc}); please report it with the command line "
-            "(TORCH2MS_DEBUG=1 shows the traceback)"
+            _(
+                "internal error ({kind}: {exc}); please report it with the command line "
+                "(TORCH2MS_DEBUG=1 shows the traceback)"
+            ).format(kind=type(exc).__name__, exc=exc)
         )
         return EXIT_USAGE
 
@@ -349,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
 def _say_error(message: str) -> None:
     from rich.markup import escape
 
-    Console(stderr=True).print(f"[red]error:[/] {escape(message)}", soft_wrap=True)
+    Console(stderr=True).print("[red]" + _("error:") + f"[/] {escape(message)}", soft_wrap=True)
 
 
 if __name__ == "__main__":

@@ -11,24 +11,70 @@ import sys
 import warnings
 from collections.abc import Callable, Iterator
 
+from .i18n import N_, _
+
 EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2
 
 
-RUN_USAGE = (
+RUN_USAGE = N_(
     "usage or input error: a bad option, spec or file, a model/pipeline that cannot be\n"
     "     imported or built, or a run that could not complete (one line on stderr says which\n"
     "     and what to do)"
 )
+USAGE = N_("usage error: bad arguments, a path that cannot be used")
+
+# argparse's own words (it looks ``_`` and ``ngettext`` up in its module at call time): listed here
+# so that extraction puts them in torch2ms's catalog.
+ARGPARSE_MESSAGES = (
+    N_("usage: "),
+    N_("options"),
+    N_("positional arguments"),
+    N_("show this help message and exit"),
+    N_("show program's version number and exit"),
+    N_("%(prog)s: error: %(message)s\n"),
+    N_("the following arguments are required: %s"),
+    N_("unrecognized arguments: %s"),
+    N_("invalid choice: %(value)r (choose from %(choices)s)"),
+    N_("invalid %(type)s value: %(value)r"),
+    N_("expected one argument"),
+    N_("ambiguous option: %(option)s could match %(matches)s"),
+    N_("argument %(argument_name)s: %(message)s"),
+    N_("not allowed with argument %s"),
+)
 
 
-def exit_codes(ok: str, found: str, usage: str = "usage error: bad arguments, a path that cannot be used") -> str:
+def language_from_argv(argv: list[str]) -> str | None:
+    """``--lang zh`` / ``--lang=zh`` anywhere on the command line, read before the parser exists."""
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            break
+        if arg.startswith("--lang="):
+            value = arg.split("=", 1)[1]
+        elif arg == "--lang" and i + 1 < len(argv):
+            value = argv[i + 1]
+        else:
+            continue
+        return value if value in ("zh", "en") else None
+    return None
+
+
+def localise_argparse() -> None:
+    """argparse's own words (usage:, options, its errors) in the current language."""
+    from . import i18n
+
+    argparse._ = i18n._  # type: ignore[attr-defined]
+    argparse.ngettext = i18n.ngettext  # type: ignore[attr-defined]
+
+
+def exit_codes(ok: str, found: str, usage: str | None = None) -> str:
     """The ``exit codes`` section every subcommand's --help ends with."""
-    return f"exit codes:\n  0  {ok}\n  1  {found}\n  2  {usage}"
+    usage = usage or _(USAGE)
+    return _("exit codes:") + f"\n  0  {ok}\n  1  {found}\n  2  {usage}"
 
 
 def exit_codes_epilog(ok: str, found: str) -> str:
     """The ``exit codes`` section of a command that imports and runs user code (compare, check-data, export)."""
-    return exit_codes(ok, found, RUN_USAGE)
+    return exit_codes(ok, found, _(RUN_USAGE))
 
 
 def add_subcommand(sub: argparse._SubParsersAction, name: str, help_text: str, epilog: str) -> argparse.ArgumentParser:
@@ -39,7 +85,7 @@ def add_subcommand(sub: argparse._SubParsersAction, name: str, help_text: str, e
 
 def add_verbose(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "-v", "--verbose", action="store_true", help="show MindSpore's own log warnings (hidden by default)"
+        "-v", "--verbose", action="store_true", help=_("show MindSpore's own log warnings (hidden by default)")
     )
 
 
@@ -57,7 +103,7 @@ def print_error(message: str) -> None:
     from rich.console import Console
     from rich.markup import escape
 
-    Console(stderr=True).print(f"[red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    Console(stderr=True).print("[red]" + _("error:") + f"[/] {escape(message)}", highlight=False, soft_wrap=True)
 
 
 @contextlib.contextmanager
@@ -83,7 +129,9 @@ def run_guarded(action: Callable[[], int], command: str, verbose: bool) -> int:
             traceback.print_exc()
         text = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
         print_error(
-            f"{command} stopped on an unexpected {type(exc).__name__}: {text}; this input is not handled yet — "
-            "please report it (rerun with -v for the traceback)"
+            _(
+                "{command} stopped on an unexpected {kind}: {text}; this input is not handled yet — "
+                "please report it (rerun with -v for the traceback)"
+            ).format(command=command, kind=type(exc).__name__, text=text)
         )
         return EXIT_USAGE

@@ -45,7 +45,7 @@ def _non_negative(text: str) -> int:
 
 
 def _add_training_arguments(c: argparse.ArgumentParser) -> None:
-    t = c.add_argument_group("training (R26)")
+    t = c.add_argument_group("training")
     t.add_argument("--train-steps", type=_non_negative, default=0, help="also train both sides N steps and compare")
     t.add_argument("--optimizer", choices=["sgd", "adam", "adamw"], default="sgd")
     t.add_argument("--lr", type=float, default=0.01)

@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ..i18n import _
 from ..kb import KB, load_kb
 from .imports import ImportMap
 from .infer import (
@@ -99,7 +100,7 @@ class ScanReport:
         return dict(sorted(inv.items(), key=lambda kv: (-kv[1]["count"], kv[0])))
 
     def by_status(self) -> Counter:
-        return Counter(u.status for _, u in self.uses)
+        return Counter(u.status for _path, u in self.uses)
 
     def effort(self) -> Counter:
         total: Counter = Counter()
@@ -325,7 +326,7 @@ def scan_path(path: str | os.PathLike, kb: KB | None = None) -> ScanReport:
     kb = kb or load_kb()
     root = Path(path)
     if not root.exists() and not root.is_symlink():
-        raise FileNotFoundError(f"{display(root)}: no such file or directory")
+        raise FileNotFoundError(_("{path}: no such file or directory").format(path=display(root)))
     listing = walk_tree(root)
     base = root if root.is_dir() else root.parent
     report = ScanReport(display(root))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.infer import MODULE, MODULE_ONLY_METHODS, OPTIMIZER, SCHEDULER, TENSOR, TENSOR_ONLY_METHODS
+from ..i18n import _
 from ..kb import Entry
 from ..kb.rewrite import CallRewrite, bind, rewrite_call
 from .context import RewriteContext
@@ -31,10 +32,10 @@ def torch_call(
             return special
     entry = ctx.kb.get(full)
     if entry is None:
-        ctx.mark(full, "not in the torch2ms knowledge base; port by hand", ctx.root_of(original.func))
+        ctx.mark(full, _("not in the torch2ms knowledge base; port by hand"), ctx.root_of(original.func))
         return updated
     if entry.status == "no-equivalent":
-        ctx.mark(entry.torch, entry.note or "no MindSpore equivalent", ctx.root_of(original.func))
+        ctx.mark(entry.torch, entry.note_shown or _("no MindSpore equivalent"), ctx.root_of(original.func))
         return updated
     return apply_entry(ctx, entry, original, updated, None, entry.torch)
 
@@ -51,27 +52,27 @@ def apply_entry(
         if receiver is None and entry.kind in ("class", "function"):
             # *args/**kwargs: the arguments are only known at run time.
             ctx.record(
-                api, "review", "*args/**kwargs: torch2ms.runtime.TorchCompat applies the argument rules at run time"
+                api, "review", _("*args/**kwargs: torch2ms.runtime.TorchCompat applies the argument rules at run time")
             )
             return updated.with_changes(func=ctx.parse_ms(f'torch2ms.runtime.TorchCompat("{entry.torch}")'))
-        ctx.mark(api, "*args/**kwargs in the call: convert by hand", None)
+        ctx.mark(api, _("*args/**kwargs in the call: convert by hand"), None)
         return updated
     try:
         res = rewrite_call(entry, *split, receiver=receiver)
     except Exception as exc:  # noqa: BLE001 - a bad rule must not cost the whole file
         ctx.mark(
             api,
-            f"rule failed on this call ({type(exc).__name__}: {exc}); convert by hand",
+            _("rule failed on this call ({kind}: {exc}); convert by hand").format(kind=type(exc).__name__, exc=exc),
             ctx.root_of(original.func),
         )
         return updated
     if not res.ok:
-        ctx.mark(api, "; ".join(res.notes) or entry.note, ctx.root_of(original.func))
+        ctx.mark(api, "; ".join(res.notes) or entry.note_shown, ctx.root_of(original.func))
         return updated
     if res.notes:
         ctx.record(api, "review", "; ".join(res.notes))
     elif entry.status == "composite":
-        ctx.record(api, "converted", entry.note)
+        ctx.record(api, "converted", entry.note_shown)
     else:
         ctx.record(api)
     return build_call(ctx, res, updated)
@@ -177,13 +178,13 @@ def method_call(ctx: RewriteContext, original: cst.Call, updated: cst.Call) -> c
     if confidence == "likely" and split is not None and not _fits(entry, *split):
         return updated  # numpy's img.transpose((2, 0, 1)): arguments torch's method cannot take
     if entry.status == "no-equivalent":
-        ctx.mark(entry.torch, entry.note or "no MindSpore equivalent")
+        ctx.mark(entry.torch, entry.note_shown or _("no MindSpore equivalent"))
         return updated
     result = apply_entry(ctx, entry, original, updated, receiver, entry.torch)
     if confidence == "likely" and result is not updated:
-        ctx.changes[-1].note = (
-            ctx.changes[-1].note + "; " if ctx.changes[-1].note else ""
-        ) + f"receiver assumed to be a {'Tensor' if owner == TENSOR else 'Module'}"
+        ctx.changes[-1].note = (ctx.changes[-1].note + "; " if ctx.changes[-1].note else "") + _(
+            "receiver assumed to be a {kind}"
+        ).format(kind="Tensor" if owner == TENSOR else "Module")
     return result
 
 
@@ -241,13 +242,13 @@ def layer_parameter(ctx: RewriteContext, original: cst.Attribute, updated: cst.A
         return updated
     new = renames.pop()
     if new is None:
-        ctx.mark(api, f"MindSpore's layer has no '{attr}'")
+        ctx.mark(api, _("MindSpore's layer has no '{attr}'").format(attr=attr))
         return updated
     if not new.isidentifier():
-        ctx.record(api, "review", f"MindSpore keeps '{attr}' at '{new}'")
+        ctx.record(api, "review", _("MindSpore keeps '{attr}' at '{new}'").format(attr=attr, new=new))
         return updated
     if new != attr:
-        ctx.record(api, "converted", f"parameter renamed {attr} → {new}")
+        ctx.record(api, "converted", _("parameter renamed {attr} → {new}").format(attr=attr, new=new))
         return updated.with_changes(attr=cst.Name(new))
     return updated
 
@@ -268,7 +269,7 @@ def method_attribute(ctx: RewriteContext, original: cst.Attribute, updated: cst.
     if entry is None or entry.kind != "attribute":
         return updated
     if entry.status == "no-equivalent":
-        ctx.mark(entry.torch, entry.note or "no MindSpore equivalent")
+        ctx.mark(entry.torch, entry.note_shown or _("no MindSpore equivalent"))
         return updated
     if entry.template:
         res = rewrite_call(entry, [], [], code(updated.value).strip())
@@ -292,20 +293,20 @@ def reference(
     entry = ctx.kb.get(full)
     root = ctx.root_of(original)
     if entry is None:
-        ctx.mark(full, "not in the torch2ms knowledge base; port by hand", root)
+        ctx.mark(full, _("not in the torch2ms knowledge base; port by hand"), root)
         return updated
     # A torch2ms.runtime helper without argument rules takes torch's own arguments (that is what it is
     # for: torch.distributions.Normal → torch2ms.runtime.Normal), so its name is the value itself.
     runtime_helper = entry.ms.startswith("torch2ms.runtime.") and not (entry.args or entry.template)
     if entry.status == "no-equivalent" or not entry.ms.startswith(("mindspore.", "torch2ms.runtime.")):
-        ctx.mark(entry.torch, entry.note or "no MindSpore equivalent", root)
+        ctx.mark(entry.torch, entry.note_shown or _("no MindSpore equivalent"), root)
         return updated
     settable = entry.kind == "attribute" and entry.ms.startswith("torch2ms.runtime.")  # cudnn.benchmark = True
     if ctx.in_target and not settable:
-        ctx.mark(entry.torch, "assigned to: MindSpore's name is not the same object; port by hand", root)
+        ctx.mark(entry.torch, _("assigned to: MindSpore's name is not the same object; port by hand"), root)
         return updated
     if ctx.in_pattern:
-        ctx.mark(entry.torch, "a match class pattern: MindSpore's class has other attributes; port by hand", root)
+        ctx.mark(entry.torch, _("a match class pattern: MindSpore's class has other attributes; port by hand"), root)
         return updated
     in_type_position = ctx.in_type_position(original)
     for hook in hooks.kind("reference"):

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..i18n import _
+
 MARK = "# torch2ms:"
 ACTIONS = ("converted", "review", "not-converted")
 
@@ -46,9 +48,9 @@ def earlier_marks(source: str) -> dict[int, set[str]]:
 
 def not_converted_mark(api: str, note: str) -> str:
     """The comment put above a statement holding something left for a person."""
-    return f"{MARK} not converted — {api}: {note}"
+    return f"{MARK} " + _("not converted — {api}: {note}").format(api=api, note=note)
 
 
 def review_mark(api: str, note: str) -> str:
     """The comment put above a statement whose conversion a person should check."""
-    return f"{MARK} review — {api}: {note}"
+    return f"{MARK} " + _("review — {api}: {note}").format(api=api, note=note)

@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 from ..analysis.sourcefiles import display
+from ..i18n import _
 
 REPORT_JSON = "torch2ms-report.json"
 REPORT_MD = "torch2ms-report.md"
@@ -31,7 +32,8 @@ def check_output(src: Path, out: Path, force: bool) -> Path | None:
     """Refuse outputs that could destroy data; return the output folder to leave out of the walk, if inside SRC."""
     if not src.exists():
         raise ConvertError(
-            f"{display(src)}: no such file or directory" + (" (broken symlink)" if src.is_symlink() else "")
+            _("{path}: no such file or directory").format(path=display(src))
+            + (_(" (broken symlink)") if src.is_symlink() else "")
         )
     s, o = src.resolve(), out.resolve()
     if s == o:

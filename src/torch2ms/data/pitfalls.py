@@ -71,7 +71,7 @@ PITFALLS: dict[str, tuple[str, str]] = {
         "labels agree up to a relabelling: pass class_indexing= to ImageFolderDataset (torchvision sorts class folders).",
     ),
     "columns": ("column count differs", "both pipelines must yield the same columns in the same order (image, label)."),
-    "values": ("values differ", "compare the transforms one by one (R25: shape, dtype, per-channel mean/std)."),
+    "values": ("values differ", "compare the transforms one by one (shape, dtype, per-channel mean/std)."),
     "error": ("pipeline raised", "the pipeline fails before the first batches could be compared."),
 }
 

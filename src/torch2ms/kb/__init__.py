@@ -12,7 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from .cache import load_entries
-from .schema import STATUSES, ArgRule, Case, Entry, KBError, entry_from_toml, name_index
+from .schema import STATUSES, ArgRule, Case, Entry, KBError, entry_from_toml, name_index, with_chinese_notes
 
 __all__ = [
     "ArgRule",
@@ -132,18 +132,28 @@ class KB:
         return dict(sorted(out.items()))
 
 
-def _load_file(path: Path) -> list[Entry]:
+def _load_file(path: Path) -> tuple[list[Entry], dict[str, str]]:
+    """The entries of one file and its ``[note_zh]`` table (Chinese notes of entries of any file)."""
     import tomllib  # only when the on-disk cache misses
 
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise KBError(f"{path.name}: not valid TOML: {exc}") from exc
-    return [entry_from_toml(raw, path.name) for raw in data.get("api", [])]
+    notes = data.get("note_zh", {})
+    if not isinstance(notes, dict) or not all(isinstance(v, str) for v in notes.values()):
+        raise KBError(f"{path.name}: [note_zh] must map torch names to strings")
+    return [entry_from_toml(raw, path.name) for raw in data.get("api", [])], notes
 
 
 def _parse_files(files: list[Path]) -> list[Entry]:
-    return [entry for path in files for entry in _load_file(path)]
+    entries: list[Entry] = []
+    notes: dict[str, tuple[str, str]] = {}
+    for path in files:
+        got, zh = _load_file(path)
+        entries += got
+        notes.update({name: (note, path.name) for name, note in zh.items()})
+    return with_chinese_notes(entries, notes)
 
 
 def load_kb(data_dir: Path | None = None) -> KB:

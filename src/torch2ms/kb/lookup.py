@@ -98,6 +98,7 @@ def lookup_dict(res: LookupResult, kb: KB | None = None) -> dict:
         "status": e.status,
         "backends": list(e.backends),
         "note": e.note,
+        "note_zh": e.note_zh,
         "argument_differences": argument_differences(e),
         "parameter_renames": {k: v for k, v in e.params.items() if v != k},
         "example": {"torch": ex[0], "mindspore": ex[1]} if ex else None,

@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ..i18n import _
 from .results import call_returns_tensor
 from .schema import ArgRule, Entry
 from .source import dotted, normalise, paren
@@ -80,7 +81,9 @@ def rewrite_call(
     """Rewrite ``torch_api(*args, **kwargs)`` (or ``receiver.method(...)``) to MindSpore source."""
     notes: list[str] = []
     if entry.status == "no-equivalent":
-        return CallRewrite("", ok=False, notes=[entry.note or f"{entry.torch} has no MindSpore equivalent"])
+        return CallRewrite(
+            "", ok=False, notes=[entry.note_shown or _("{api} has no MindSpore equivalent").format(api=entry.torch)]
+        )
     if not entry.sig and not entry.args and not entry.template:
         # Same arguments: only the name changes.
         parts = list(args) + [f"{k}={v}" for k, v in kwargs]
@@ -162,9 +165,13 @@ def apply_rule(
         default = defaults.get(name)
         if "*" in rule.unsupported:
             if default is None or normalise(src) != normalise(default):
-                raise Unsupported(rule.note or f"{entry.short}({name}={src}) has no MindSpore form")
+                raise Unsupported(
+                    rule.note or _("{call} has no MindSpore form").format(call=f"{entry.short}({name}={src})")
+                )
         elif normalise(src) in {normalise(u) for u in rule.unsupported}:
-            raise Unsupported(rule.note or f"{entry.short}({name}={src}) has no MindSpore form")
+            raise Unsupported(
+                rule.note or _("{call} has no MindSpore form").format(call=f"{entry.short}({name}={src})")
+            )
     if rule.ms is None and rule.transform is None:
         return {}
     if src is None:
@@ -334,7 +341,7 @@ class _ExprRewriter(ast.NodeTransformer):
             # ``x.T``, ``x.is_cuda``: only for receivers whose type is known.
             if entry.status == "no-equivalent":
                 self.failed = True
-                self.notes.append(entry.note or f"{entry.torch} has no MindSpore equivalent")
+                self.notes.append(entry.note_shown or _("{api} has no MindSpore equivalent").format(api=entry.torch))
                 return node
             if entry.template:
                 res = rewrite_call(entry, [], [], receiver)

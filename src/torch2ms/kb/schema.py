@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..i18n import pick
+
 STATUSES = ("direct", "args-differ", "composite", "no-equivalent")
 KINDS = ("class", "function", "method", "attribute", "dtype", "module")
 BACKENDS = ("CPU", "GPU", "Ascend")
@@ -73,6 +75,7 @@ class Entry:
     aliases: tuple[str, ...] = ()
     backends: tuple[str, ...] = ()
     note: str = ""
+    note_zh: str = ""  # the note in Chinese (inline, or from a file's [note_zh] table: see docs/kb.md)
     sig: tuple[str, ...] = ()
     ms_sig: tuple[str, ...] = ()
     args: dict[str, ArgRule] = field(default_factory=dict)
@@ -98,6 +101,11 @@ class Entry:
             if name.startswith(prefix):
                 return short + name[len(prefix) :]
         return name
+
+    @property
+    def note_shown(self) -> str:
+        """The note in the language torch2ms speaks (the English one where no Chinese one is written)."""
+        return pick(self.note, self.note_zh)
 
     @property
     def namespace(self) -> str:
@@ -196,6 +204,7 @@ _ENTRY_KEYS = {
     "aliases",
     "backends",
     "note",
+    "note_zh",
     "sig",
     "ms_sig",
     "args",
@@ -286,6 +295,7 @@ def entry_from_toml(raw: dict, source: str) -> Entry:
         aliases=tuple(raw.get("aliases", ())),
         backends=backends,
         note=raw.get("note", ""),
+        note_zh=raw.get("note_zh", ""),
         sig=tuple(raw.get("sig", ())),
         ms_sig=tuple(raw.get("ms_sig", ())),
         args={k: _arg_rule(k, v, where) for k, v in raw.get("args", {}).items()},
@@ -299,3 +309,18 @@ def entry_from_toml(raw: dict, source: str) -> Entry:
         cases=tuple(_case(c, where) for c in raw.get("case", ())),
         source=source,
     )
+
+
+def with_chinese_notes(entries: list[Entry], notes: dict[str, tuple[str, str]]) -> list[Entry]:
+    """Each entry with its Chinese note from the ``[note_zh]`` tables (torch name or alias → note,
+    with the file it came from). A name no entry has is an error: a translation left behind."""
+    from dataclasses import replace
+
+    index = name_index(entries)
+    for name, (_note, source) in notes.items():
+        if name not in index:
+            raise KBError(f"{source}: [note_zh] names {name!r}, which no entry has")
+        if not entries[index[name]].note:
+            raise KBError(f"{source}: [note_zh] translates {name!r}, whose entry has no English note")
+    by_position = {index[name]: note for name, (note, _source) in notes.items()}
+    return [replace(e, note_zh=by_position[i]) if i in by_position else e for i, e in enumerate(entries)]

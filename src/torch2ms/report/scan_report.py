@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..analysis.scan import AUTO, MANUAL, REVIEW, ScanReport
+from ..i18n import N_, _
 
 STATUS_ORDER = ("direct", "args-differ", "composite", "no-equivalent", "unknown")
 STATUS_STYLE = {
@@ -21,6 +22,21 @@ STATUS_STYLE = {
     "unknown": "magenta",
 }
 MAX_LOCATIONS = 3
+# How each status and effort column is shown to a person (JSON and CSV keep the keys).
+LABELS = {
+    "direct": N_("direct"),
+    "args-differ": N_("args-differ"),
+    "composite": N_("composite"),
+    "no-equivalent": N_("no-equivalent"),
+    "unknown": N_("unknown"),
+    AUTO: N_("automatic"),
+    REVIEW: N_("review"),
+    MANUAL: N_("manual"),
+}
+
+
+def label(key: str) -> str:
+    return _(LABELS[key]) if key in LABELS else key
 
 
 def _locations(locs: list[str]) -> str:
@@ -36,23 +52,22 @@ def render_terminal(report: ScanReport, console: Console | None = None) -> None:
     console = console or Console()
     data = report.to_dict()
     s = data["summary"]
-    console.print(
-        f"[bold]torch2ms scan[/] {report.root}: {s['files']} files, {s['lines']} lines, "
-        f"{s['api_uses']} torch API uses of {s['distinct_apis']} distinct APIs"
-    )
+    console.print(f"[bold]torch2ms scan[/] {report.root}: {_summary_line(s)}")
     for status in STATUS_ORDER:
         rows = [r for r in data["inventory"] if r["status"] == status]
         if not rows:
             continue
         t = Table(
-            title=f"{status} ({len(rows)} APIs, {sum(r['count'] for r in rows)} uses)",
+            title=_("{status} ({apis} APIs, {uses} uses)").format(
+                status=label(status), apis=len(rows), uses=sum(r["count"] for r in rows)
+            ),
             title_style=STATUS_STYLE[status],
             title_justify="left",
         )
         t.add_column("API", no_wrap=True)
-        t.add_column("uses", justify="right")
-        t.add_column("where", overflow="fold")
-        t.add_column("receiver guessed")
+        t.add_column(_("uses"), justify="right")
+        t.add_column(_("where"), overflow="fold")
+        t.add_column(_("receiver guessed"))
         for r in rows:
             t.add_row(
                 escape(r["api"]), str(r["count"]), escape(_locations(r["locations"])), _confidence(r["confidence"])
@@ -60,34 +75,45 @@ def render_terminal(report: ScanReport, console: Console | None = None) -> None:
         console.print(t)
     if data["risks"]:
         t = Table(
-            title=f"static-graph risks in forward ({len(data['risks'])})", title_justify="left", title_style="red"
+            title=_("static-graph risks in forward ({n})").format(n=len(data["risks"])),
+            title_justify="left",
+            title_style="red",
         )
-        t.add_column("where")
-        t.add_column("risk")
-        t.add_column("what to do")
+        t.add_column(_("where"))
+        t.add_column(_("risk"))
+        t.add_column(_("what to do"))
         for r in data["risks"]:
             t.add_row(escape(f"{r['path']}:{r['line']}"), escape(r["message"]), escape(r["fix"]))
         console.print(t)
-    eff = Table(title="effort estimate", title_justify="left")
-    eff.add_column("file")
+    eff = Table(title=_("effort estimate"), title_justify="left")
+    eff.add_column(_("file"))
     for col in (AUTO, REVIEW, MANUAL):
-        eff.add_column(col, justify="right")
+        eff.add_column(label(col), justify="right")
     for f in data["files"]:
         if f["error"] or not f["uses"] and not f["risks"]:
             continue
         eff.add_row(escape(f["path"]), *(str(f["effort"].get(c, 0)) for c in (AUTO, REVIEW, MANUAL)))
     total = s["effort"]
-    eff.add_row("[bold]total[/]", *(f"[bold]{total.get(c, 0)}[/]" for c in (AUTO, REVIEW, MANUAL)))
+    eff.add_row("[bold]" + _("total") + "[/]", *(f"[bold]{total.get(c, 0)}[/]" for c in (AUTO, REVIEW, MANUAL)))
     console.print(eff)
     n = sum(total.values()) or 1
     console.print(
-        f"converted automatically: {100 * total.get(AUTO, 0) / n:.0f}%  needs review: "
-        f"{100 * total.get(REVIEW, 0) / n:.0f}%  manual: {100 * total.get(MANUAL, 0) / n:.0f}%"
+        _("converted automatically: {auto}  needs review: {review}  manual: {manual}").format(
+            auto=f"{100 * total.get(AUTO, 0) / n:.0f}%",
+            review=f"{100 * total.get(REVIEW, 0) / n:.0f}%",
+            manual=f"{100 * total.get(MANUAL, 0) / n:.0f}%",
+        )
     )
     for f in report.errors:
-        console.print(f"[red]not scanned[/] {escape(f.path)}: {escape(f.error or '')}")
+        console.print("[red]" + _("not scanned") + f"[/] {escape(f.path)}: {escape(f.error or '')}")
     for path, why in report.skipped:
-        console.print(f"[dim]skipped folder[/] {escape(path)}: {escape(why)}")
+        console.print("[dim]" + _("skipped folder") + f"[/] {escape(path)}: {escape(why)}")
+
+
+def _summary_line(s: dict) -> str:
+    return _("{files} files, {lines} lines, {uses} torch API uses of {apis} distinct APIs").format(
+        files=s["files"], lines=s["lines"], uses=s["api_uses"], apis=s["distinct_apis"]
+    )
 
 
 def to_json(report: ScanReport) -> str:
@@ -113,34 +139,52 @@ def to_markdown(report: ScanReport) -> str:
     out = [
         f"# torch2ms scan: {report.root}",
         "",
-        f"{s['files']} files, {s['lines']} lines, {s['api_uses']} torch API uses of {s['distinct_apis']} distinct APIs.",
+        _summary_line(s) + ".",
         "",
-        "| status | APIs | uses |",
+        "| " + _("status") + " | APIs | " + _("uses") + " |",
         "|---|---:|---:|",
     ]
     for status in STATUS_ORDER:
         rows = [r for r in data["inventory"] if r["status"] == status]
         if rows:
-            out.append(f"| {status} | {len(rows)} | {sum(r['count'] for r in rows)} |")
-    out += ["", "## Operator inventory", "", "| API | status | uses | where |", "|---|---|---:|---|"]
+            out.append(f"| {label(status)} | {len(rows)} | {sum(r['count'] for r in rows)} |")
+    out += [
+        "",
+        "## " + _("Operator inventory"),
+        "",
+        "| API | " + _("status") + " | " + _("uses") + " | " + _("where") + " |",
+    ]
+    out.append("|---|---|---:|---|")
     for r in data["inventory"]:
-        out.append(f"| `{r['api']}` | {r['status']} | {r['count']} | {_locations(r['locations'])} |")
+        out.append(f"| `{r['api']}` | {label(r['status'])} | {r['count']} | {_locations(r['locations'])} |")
     if data["risks"]:
-        out += ["", "## Static-graph risks", "", "| where | risk | what to do |", "|---|---|---|"]
+        out += [
+            "",
+            "## " + _("Static-graph risks"),
+            "",
+            "| " + _("where") + " | " + _("risk") + " | " + _("what to do") + " |",
+        ]
+        out.append("|---|---|---|")
         for r in data["risks"]:
             out.append(f"| {r['path']}:{r['line']} | {r['message']} | {r['fix']} |")
-    out += ["", "## Effort", "", f"| file | {AUTO} | {REVIEW} | {MANUAL} |", "|---|---:|---:|---:|"]
+    out += [
+        "",
+        "## " + _("Effort"),
+        "",
+        "| " + _("file") + " | " + " | ".join(label(c) for c in (AUTO, REVIEW, MANUAL)) + " |",
+    ]
+    out.append("|---|---:|---:|---:|")
     for f in data["files"]:
         if not f["error"] and (f["uses"] or f["risks"]):
             out.append(
                 f"| {f['path']} | " + " | ".join(str(f["effort"].get(c, 0)) for c in (AUTO, REVIEW, MANUAL)) + " |"
             )
     t = s["effort"]
-    out.append("| **total** | " + " | ".join(f"**{t.get(c, 0)}**" for c in (AUTO, REVIEW, MANUAL)) + " |")
+    out.append("| **" + _("total") + "** | " + " | ".join(f"**{t.get(c, 0)}**" for c in (AUTO, REVIEW, MANUAL)) + " |")
     if report.errors:
-        out += ["", "## Not scanned", ""]
+        out += ["", "## " + _("Not scanned"), ""]
         out += [f"- `{f.path}`: {f.error}" for f in report.errors]
     if report.skipped:
-        out += ["", "## Folders skipped", ""]
+        out += ["", "## " + _("Folders skipped"), ""]
         out += [f"- `{path}`: {why}" for path, why in report.skipped]
     return "\n".join(out) + "\n"

@@ -11,6 +11,8 @@ import argparse
 import json
 import sys
 
+from ..i18n import _
+
 EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2
 
 
@@ -19,7 +21,7 @@ def add_weights_parser(sub) -> None:
 
     from ..cli_support import exit_codes
 
-    about = (
+    about = _(
         "convert a torch checkpoint (.pth/.pt/.bin/.safetensors) to a MindSpore .ckpt, "
         "or a .ckpt back to .pth — without torch"
     )
@@ -28,53 +30,66 @@ def add_weights_parser(sub) -> None:
         help=about,
         description=about,
         epilog=exit_codes(
-            "written (with --net: every parameter loads; with --force: written and readable by MindSpore)",
-            "not written: some parameters would not load (the table says which); or the written file did not load back",
-            "usage or file error: no such file, a malformed or malicious checkpoint (refused, nothing run), "
-            "an output that is the input or a file that is not a checkpoint",
+            _("written (with --net: every parameter loads; with --force: written and readable by MindSpore)"),
+            _(
+                "not written: some parameters would not load (the table says which); "
+                "or the written file did not load back"
+            ),
+            _(
+                "usage or file error: no such file, a malformed or malicious checkpoint (refused, nothing run), "
+                "an output that is the input or a file that is not a checkpoint"
+            ),
         ),
         formatter_class=_argparse.RawDescriptionHelpFormatter,
     )
-    w.add_argument("input", help="torch checkpoint, or a .ckpt to go back to torch")
-    w.add_argument("-o", "--output", required=True, help="OUT.ckpt (or OUT.pth / OUT.safetensors from a .ckpt)")
+    w.add_argument("input", help=_("torch checkpoint, or a .ckpt to go back to torch"))
+    w.add_argument("-o", "--output", required=True, help=_("OUT.ckpt (or OUT.pth / OUT.safetensors from a .ckpt)"))
     w.add_argument(
         "--net",
-        help="module:Factory or path.py:Factory building the converted MindSpore network: "
-        "map by its parameter names/shapes and check every parameter loads",
+        help=_(
+            "module:Factory or path.py:Factory building the converted MindSpore network: "
+            "map by its parameter names/shapes and check every parameter loads"
+        ),
     )
-    w.add_argument("--torch-net", help="module:Factory of the torch model (needs torch): exact layer types")
-    w.add_argument("--key", help="dotted path of the state dict inside the checkpoint (default: found automatically)")
+    w.add_argument("--torch-net", help=_("module:Factory of the torch model (needs torch): exact layer types"))
+    w.add_argument(
+        "--key", help=_("dotted path of the state dict inside the checkpoint (default: found automatically)")
+    )
     w.add_argument(
         "--writer",
         choices=["stream", "mindspore"],
         default="stream",
-        help="stream: one tensor in memory at a time (default); mindspore: mindspore.save_checkpoint",
+        help=_("stream: one tensor in memory at a time (default); mindspore: mindspore.save_checkpoint"),
     )
     w.add_argument(
         "--force",
         action="store_true",
-        help="write the .ckpt even if some parameters would not load (exit 0 if MindSpore loads what was "
-        "written); replace an existing -o that is not a checkpoint",
+        help=_(
+            "write the .ckpt even if some parameters would not load (exit 0 if MindSpore loads what was "
+            "written); replace an existing -o that is not a checkpoint"
+        ),
     )
-    w.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
+    w.add_argument("--json", action="store_true", help=_("machine-readable summary on stdout"))
     w.set_defaults(func=cmd_weights)
 
 
 def _table(report, console) -> None:
     from rich.table import Table
 
-    t = Table(title="parameters that would not load")
-    for col in ("problem", "name", "shape", "likely match"):
+    t = Table(title=_("parameters that would not load"))
+    for col in (_("problem"), _("name"), _("shape"), _("likely match")):
         t.add_column(col)
+    missing = "[red]" + _("missing") + "[/] " + _("(in net, not in checkpoint)")
+    unexpected = "[yellow]" + _("unexpected") + "[/] " + _("(in checkpoint, not in net)")
     for name, shape, likely in report.missing:
-        t.add_row("[red]missing[/] (in net, not in checkpoint)", name, str(tuple(shape)), likely or "—")
+        t.add_row(missing, name, str(tuple(shape)), likely or "—")
     for name, shape, likely in report.unexpected:
-        t.add_row("[yellow]unexpected[/] (in checkpoint, not in net)", name, str(tuple(shape)), likely or "—")
+        t.add_row(unexpected, name, str(tuple(shape)), likely or "—")
     for ms_name, torch_key, ms_shape, t_shape in report.mismatched:
         t.add_row(
-            "[magenta]shape mismatch[/]",
+            "[magenta]" + _("shape mismatch") + "[/]",
             f"{ms_name} ← {torch_key}",
-            f"net {tuple(ms_shape)} vs checkpoint {tuple(t_shape)}",
+            _("net {net} vs checkpoint {ckpt}").format(net=tuple(ms_shape), ckpt=tuple(t_shape)),
             torch_key,
         )
     if t.row_count:
@@ -85,62 +100,71 @@ def _buffers(report, console) -> None:
     from rich.markup import escape
 
     for name, shape, note in report.net_buffers:
-        console.print(f"[dim]not loaded, not needed[/] {escape(name)} {tuple(shape)}: {escape(note)}", soft_wrap=True)
+        label = _("not loaded, not needed")
+        console.print(f"[dim]{label}[/] {escape(name)} {tuple(shape)}: {escape(note)}", soft_wrap=True)
 
 
 def _left_out(res) -> str:
     """One line saying where every checkpoint tensor that was not written went."""
     parts = []
     if res.dropped:
-        parts.append(f"{len(res.dropped)} dropped by the layer rules ({', '.join(res.dropped[:3])})")
+        parts.append(
+            _("{n} dropped by the layer rules").format(n=len(res.dropped)) + f" ({', '.join(res.dropped[:3])})"
+        )
     rep = res.report
     if rep is not None:
-        for items, what in (
-            (rep.unexpected, "not in the network"),
-            (rep.mismatched, "shape mismatch"),
-            (rep.net_buffers, "built by the network itself"),
+        for items, what, name_at in (
+            (rep.unexpected, _("{n} not in the network"), 0),
+            (rep.mismatched, _("{n} shape mismatch"), 1),
+            (rep.net_buffers, _("{n} built by the network itself"), 0),
         ):
             if items:
-                names = [i[1] if what == "shape mismatch" else i[0] for i in items]
-                parts.append(f"{len(items)} {what} ({', '.join(names[:3])})")
-    return "; left out " + ", ".join(parts) if parts else ""
+                names = [i[name_at] for i in items]
+                parts.append(what.format(n=len(items)) + f" ({', '.join(names[:3])})")
+    return _("; left out ") + ", ".join(parts) if parts else ""
 
 
 def _summary(args: argparse.Namespace, res, out) -> None:
     from rich.markup import escape
 
-    where = f" (state dict at '{res.info['found_at']}')" if res.info.get("found_at") else ""
-    strip = f", stripped prefix '{res.info['stripped_prefix']}'" if res.info.get("stripped_prefix") else ""
+    found_at, prefix = res.info.get("found_at"), res.info.get("stripped_prefix")
+    where = _(" (state dict at '{key}')").format(key=found_at) if found_at else ""
+    strip = _(", stripped prefix '{prefix}'").format(prefix=prefix) if prefix else ""
     rep = res.report
     if not res.written:
-        out.print(
-            f"[red]not written[/]: {len(rep.missing)} missing, {len(rep.unexpected)} unexpected, "
-            f"{len(rep.mismatched)} shape mismatches (--force writes the rest anyway)"
+        counts = _("{missing} missing, {unexpected} unexpected, {mismatched} shape mismatches").format(
+            missing=len(rep.missing), unexpected=len(rep.unexpected), mismatched=len(rep.mismatched)
         )
+        out.print("[red]" + _("not written") + "[/]: " + counts + _(" (--force writes the rest anyway)"))
         return
     out.print(
         escape(
-            f"torch2ms weights {args.input} → {args.output}: wrote {res.params} of the checkpoint's {res.tensors} "
-            f"tensors, {res.bytes} bytes{where}{strip}{_left_out(res)}"
+            f"torch2ms weights {args.input} → {args.output}: "
+            + _("wrote {params} of the checkpoint's {tensors} tensors, {bytes} bytes").format(
+                params=res.params, tensors=res.tensors, bytes=res.bytes
+            )
+            + f"{where}{strip}{_left_out(res)}"
         ),
         soft_wrap=True,
     )
     for keys in res.tied:
-        out.print(escape(f"tied (one tensor, written under each name): {', '.join(keys)}"), soft_wrap=True)
+        tied = _("tied (one tensor, written under each name): {names}").format(names=", ".join(keys))
+        out.print(escape(tied), soft_wrap=True)
     if res.verified is None:
         return
     if not res.verified:
         out.print(
-            f"[red]MindSpore did not load the written file as planned[/]: {escape(', '.join(res.not_loaded[:5]))}"
+            "[red]" + _("MindSpore did not load the written file as planned") + "[/]: "
+            f"{escape(', '.join(res.not_loaded[:5]))}"
         )
     elif res.not_loaded:
-        out.print(
-            f"[yellow]loaded into the network; {len(res.not_loaded)} network parameters keep their initial "
-            f"values[/] (not in the checkpoint: {escape(', '.join(res.not_loaded[:5]))})",
-            soft_wrap=True,
+        kept = _("loaded into the network; {n} network parameters keep their initial values").format(
+            n=len(res.not_loaded)
         )
+        names = _("(not in the checkpoint: {names})").format(names=", ".join(res.not_loaded[:5]))
+        out.print(f"[yellow]{kept}[/] {escape(names)}", soft_wrap=True)
     else:
-        out.print("[green]every network parameter loaded[/]")
+        out.print("[green]" + _("every network parameter loaded") + "[/]")
 
 
 def _json(res) -> str:
@@ -187,17 +211,20 @@ def cmd_weights(args: argparse.Namespace) -> int:
             if args.json:
                 sys.stdout.write(json.dumps({"written": True, "output": args.output, "params": len(mapping)}) + "\n")
             else:
-                out.print(f"[bold]torch2ms weights[/] {_esc(args.input)} → {_esc(args.output)}: {len(mapping)} tensors")
+                out.print(
+                    f"[bold]torch2ms weights[/] {_esc(args.input)} → {_esc(args.output)}: "
+                    + _("{n} tensors").format(n=len(mapping))
+                )
             return EXIT_OK
         res = convert_checkpoint(
             args.input, args.output, net=args.net, layer_types=types, key=args.key, writer=args.writer, force=args.force
         )
     except UnsafePickleError as exc:
-        err.print("[red]refused:[/] " + _esc(str(exc)), soft_wrap=True)
+        err.print("[red]" + _("refused:") + "[/] " + _esc(str(exc)), soft_wrap=True)
         return EXIT_USAGE
     except (WeightsError, CheckpointFormatError, CkptFormatError, OSError) as exc:
         msg = str(exc) if not isinstance(exc, OSError) else f"{exc.strerror or exc}: {exc.filename or args.input}"
-        err.print("[red]error:[/] " + _esc(msg), soft_wrap=True)
+        err.print("[red]" + _("error:") + "[/] " + _esc(msg), soft_wrap=True)
         return EXIT_USAGE
     if args.json:
         sys.stdout.write(_json(res))

@@ -86,7 +86,7 @@ def _run(
     except Unsupported as exc:
         ctx.mark(entry.torch, str(exc), ctx.root_of(original.func))
         return updated
-    ctx.record(entry.torch, "review" if note else "converted", note or entry.note)
+    ctx.record(entry.torch, "review" if note else "converted", note or entry.note_shown)
     return ctx.parse_ms(src)
 
 
