@@ -93,7 +93,9 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
     console = Console(stderr=True)
     try:
-        report = convert_tree(args.src, args.output, jobs=args.jobs, progress=console.is_terminal, force=args.force)
+        report = convert_tree(
+            args.src, args.output, jobs=args.jobs, progress=console.is_terminal, force=args.force, runtime=args.runtime
+        )
     except ConvertError as exc:
         raise UsageError(str(exc)) from exc
     s = report.to_dict()["summary"]
@@ -290,6 +292,14 @@ def _add_convert(sub: argparse._SubParsersAction) -> None:
         "--force",
         action="store_true",
         help=_("replace an existing output folder torch2ms did not write, or write inside SRC"),
+    )
+    cv.add_argument(
+        "--runtime",
+        choices=("vendor", "package"),
+        default="vendor",
+        help="vendor (default): the torch2ms.runtime helpers the converted code uses are written into the output "
+        "as torch2ms_runtime/ and imported from there, so the project runs with MindSpore alone; package: the "
+        "converted code imports torch2ms.runtime (torch2ms must be installed where it runs)",
     )
     cv.set_defaults(func=cmd_convert)
 

@@ -72,7 +72,28 @@ def parse_spec(text: str) -> Spec:
     return Spec(text, module, target)
 
 
+VENDORED_RUNTIME = (
+    "torch2ms_runtime"  # what ``convert`` writes at a converted project's root (convert/runtime_vendor.py)
+)
+
+
+def _use_vendored_runtime(path: Path) -> None:
+    """A converted file imports ``torch2ms_runtime`` from its project's root: put the nearest folder above
+    it that holds one on sys.path, and forget one imported earlier from another project (each holds only
+    the helpers its own project uses)."""
+    home = next((d for d in path.parents if (d / VENDORED_RUNTIME / "__init__.py").is_file()), None)
+    if home is None:
+        return
+    loaded = sys.modules.get(VENDORED_RUNTIME)
+    if loaded is not None and Path(getattr(loaded, "__file__", "") or "").parent.parent != home:
+        for name in [n for n in sys.modules if n == VENDORED_RUNTIME or n.startswith(VENDORED_RUNTIME + ".")]:
+            del sys.modules[name]
+    if str(home) not in sys.path:
+        sys.path.insert(0, str(home))
+
+
 def _exec_file(path: Path, tag: str) -> ModuleType:
+    _use_vendored_runtime(path)
     root, dotted = package_root(path)
     if "." in dotted:  # inside a package: import it as such so that relative imports work
         sys.path.insert(0, str(root))

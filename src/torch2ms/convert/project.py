@@ -39,6 +39,7 @@ from .project_paths import (
     swap_into_place,
 )
 from .project_pool import Job, Outcome, run_jobs
+from .runtime_vendor import RuntimeVendor
 
 __all__ = ["REPORT_JSON", "REPORT_MD", "ConvertError", "ConvertReport", "FileResult", "convert_tree", "to_markdown"]
 PARALLEL_MIN_FILES = 8
@@ -269,8 +270,15 @@ def convert_tree(
     jobs: int | None = None,
     progress: bool = False,
     force: bool = False,
+    runtime: str = "vendor",
 ) -> ConvertReport:
-    """Convert SRC (file or directory) into OUT. OUT appears whole or not at all."""
+    """Convert SRC (file or directory) into OUT. OUT appears whole or not at all.
+
+    ``runtime="vendor"``: the torch2ms.runtime helpers the converted code uses are written into OUT as
+    ``torch2ms_runtime/`` and imported from there (the project runs without torch2ms); ``"package"``:
+    the converted code imports them from ``torch2ms.runtime``."""
+    if runtime not in RUNTIME_CHOICES:
+        raise ConvertError(f"--runtime {runtime}: choose one of {', '.join(RUNTIME_CHOICES)}")
     src_p, out_p = Path(src), Path(out)
     exclude = check_output(src_p, out_p, force)
     listing, base = _listing(src_p, exclude)
@@ -282,14 +290,22 @@ def convert_tree(
     tmp = fresh_temp_dir(out_p)
     spill = _Spill()
     uses_vision_package = False
+    vendor = RuntimeVendor() if runtime == "vendor" else None
+    packages = _package_dirs(listing.python, base) if src_p.is_dir() else frozenset()
     try:
         for job, outcome in _run(listing.python, base, roots, modules, names, jobs, progress):
+            uses_vision_package |= outcome.code is not None and vision_models.uses_package(outcome.code)
+            if vendor is not None and outcome.code is not None:
+                outcome.code = vendor.rewrite(
+                    outcome.code, display(job.rel), _import_level(job.rel, packages, outcome.code)
+                )
             result = _write_result(tmp, base, job, outcome)
             result.spill(spill)
             report.files.append(result)
-            uses_vision_package |= outcome.code is not None and vision_models.uses_package(outcome.code)
         if uses_vision_package:
             report.generated.append(vision_models.write_package_or_reason(tmp))
+        if vendor is not None:
+            report.generated += _vendor_runtime(vendor, tmp)
         for p in listing.other:
             _copy_other(p, base, tmp, report)
         report.files.sort(key=lambda f: f.path)
@@ -302,6 +318,38 @@ def convert_tree(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return report
+
+
+RUNTIME_CHOICES = ("vendor", "package")
+
+
+def _package_dirs(files: list[Path], base: Path) -> frozenset[str]:
+    """The project's folders that are packages (hold an ``__init__.py``), relative to the root ("" = the root)."""
+    return frozenset(
+        "" if p.parent == base else p.parent.relative_to(base).as_posix() for p in files if p.name == "__init__.py"
+    )
+
+
+def _import_level(rel: str, packages: frozenset[str], code: str) -> int:
+    """0: the file imports the vendored runtime by its absolute name (the converted root is on sys.path,
+    as when a script there runs). A module of a package that is the converted root itself and that
+    imports its package's modules relatively (run as ``python -m root.module``) imports it relatively."""
+    parts = Path(rel).parts[:-1]
+    chain = ["/".join(parts[:i]) for i in range(len(parts) + 1)]
+    if not all(d in packages for d in chain) or not re.search(r"^\s*from\s+\.", code, re.MULTILINE):
+        return 0
+    return len(parts) + 1
+
+
+def _vendor_runtime(vendor: RuntimeVendor, tmp: Path) -> list[str]:
+    """The generated torchvision_ms package imports the vendored runtime too; then write it (report lines)."""
+    generated = tmp / vision_models.PACKAGE
+    for path in sorted(generated.rglob("*.py")) if generated.is_dir() else []:
+        text = path.read_text(encoding="utf-8")
+        rewritten = vendor.rewrite(text, display(path.relative_to(tmp)))
+        if rewritten != text:
+            path.write_text(rewritten, encoding="utf-8")
+    return vendor.write(tmp)
 
 
 def _rel(path: Path, base: Path) -> str:
