@@ -28,6 +28,7 @@ from typing import IO
 from ..analysis.imports import ImportMap
 from ..analysis.project_names import module_name, project_bindings
 from ..analysis.sourcefiles import BadInput, TreeListing, display, read_python, skip_reason, walk_tree
+from ..progress import Progress
 from .constructs import vision_models
 from .project_paths import (
     REPORT_JSON,
@@ -267,10 +268,12 @@ def convert_tree(
     src: str | os.PathLike,
     out: str | os.PathLike,
     jobs: int | None = None,
-    progress: bool = False,
+    progress: bool | Progress = False,
     force: bool = False,
 ) -> ConvertReport:
-    """Convert SRC (file or directory) into OUT. OUT appears whole or not at all."""
+    """Convert SRC (file or directory) into OUT. OUT appears whole or not at all.
+
+    ``progress``: True draws a bar on stderr; a :class:`Progress` receives the file counts."""
     src_p, out_p = Path(src), Path(out)
     exclude = check_output(src_p, out_p, force)
     listing, base = _listing(src_p, exclude)
@@ -312,7 +315,13 @@ def _rel(path: Path, base: Path) -> str:
 
 
 def _run(
-    files: list[Path], base: Path, roots, modules, names: dict[str, dict[str, str]], jobs: int | None, progress: bool
+    files: list[Path],
+    base: Path,
+    roots,
+    modules,
+    names: dict[str, dict[str, str]],
+    jobs: int | None,
+    progress: bool | Progress,
 ) -> Iterator[tuple[Job, Outcome]]:
     from ..kb import load_kb
 
@@ -381,16 +390,22 @@ def _copy_other(p: Path, base: Path, tmp: Path, report: ConvertReport) -> None:
         report.not_read.append((display(rel), f"not copied: {exc.strerror or exc}"))
 
 
-def _with_progress(it, total: int, enabled: bool):
-    if not enabled:
+def _with_progress(it, total: int, progress: bool | Progress):
+    """Count the files as they come back: a bar with elapsed time on stderr when asked (a terminal)."""
+    if progress is False:
         yield from it
         return
-    from rich.progress import Progress
+    if progress is True:
+        from rich.console import Console
 
-    with Progress(transient=True) as bar:
-        task = bar.add_task("converting", total=total)
-        for item in it:
-            bar.advance(task)
+        from ..progress import RichProgress
+
+        progress = RichProgress(Console(stderr=True))
+    step = progress.steps("converting Python files")
+    with progress:
+        step(0, total)
+        for done, item in enumerate(it, 1):
+            step(done, total)
             yield item
 
 

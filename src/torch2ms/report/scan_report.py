@@ -49,7 +49,7 @@ def render_terminal(report: ScanReport, console: Console | None = None) -> None:
             title_style=STATUS_STYLE[status],
             title_justify="left",
         )
-        t.add_column("API", no_wrap=True)
+        t.add_column("API", overflow="fold")  # a name is the point: wrap it, never cut it with "…"
         t.add_column("uses", justify="right")
         t.add_column("where", overflow="fold")
         t.add_column("receiver guessed")
@@ -62,14 +62,14 @@ def render_terminal(report: ScanReport, console: Console | None = None) -> None:
         t = Table(
             title=f"static-graph risks in forward ({len(data['risks'])})", title_justify="left", title_style="red"
         )
-        t.add_column("where")
-        t.add_column("risk")
-        t.add_column("what to do")
+        t.add_column("where", overflow="fold")
+        t.add_column("risk", overflow="fold")
+        t.add_column("what to do", overflow="fold")
         for r in data["risks"]:
             t.add_row(escape(f"{r['path']}:{r['line']}"), escape(r["message"]), escape(r["fix"]))
         console.print(t)
     eff = Table(title="effort estimate", title_justify="left")
-    eff.add_column("file")
+    eff.add_column("file", overflow="fold")
     for col in (AUTO, REVIEW, MANUAL):
         eff.add_column(col, justify="right")
     for f in data["files"]:
