@@ -65,12 +65,15 @@ def _assigned_once(body: list[ast.stmt], stores: Counter[str], known: set[str], 
     """``known`` grown by the names of ``body`` (top-level statements) bound once to an int expression."""
     known = set(known)
     for stmt in body:
-        target, value = None, None
+        target: ast.expr | None = None
+        value: ast.expr | None = None
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
             target, value = stmt.targets[0], stmt.value
         elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
             target, value = stmt.target, stmt.value
-        if isinstance(target, ast.Name) and stores[target.id] == 1 and _is_int(value, known, shadowed):
+        if value is None or not isinstance(target, ast.Name):
+            continue
+        if stores[target.id] == 1 and _is_int(value, known, shadowed):
             known.add(target.id)
     return known
 
