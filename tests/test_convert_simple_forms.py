@@ -96,3 +96,36 @@ def test_r6_simple_layernorm_form_runs_like_torch():
     got = [t.asnumpy() for t in port(ms.Tensor(x), ms.Tensor(y))]
     for g, e in zip(got, expected):
         np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-5)
+
+
+CONFIG_SOURCE = textwrap.dedent("""
+    from dataclasses import dataclass
+
+    import torch.nn as nn
+
+
+    @dataclass
+    class Config:
+        n_embd: int = 32
+        name: str = "gpt"
+
+
+    class Block(nn.Module):
+        def __init__(self, config: Config):
+            super().__init__()
+            self.ln = nn.LayerNorm(config.n_embd)
+
+
+    class Rebinds(nn.Module):
+        def __init__(self, config: Config):
+            super().__init__()
+            config = make(config)
+            self.ln = nn.LayerNorm(config.n_embd)
+""")
+
+
+def test_r6_dataclass_field_declared_int_is_the_simple_form():
+    code = convert_source(CONFIG_SOURCE).code
+    layernorms = [ln.strip() for ln in code.splitlines() if "nn.LayerNorm(" in ln]
+    assert layernorms[0] == "self.ln = nn.LayerNorm((config.n_embd,), epsilon=1e-05)"
+    assert RUNTIME_FORM in layernorms[1]  # the parameter is rebound: its type is no longer shown

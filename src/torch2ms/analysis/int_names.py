@@ -3,8 +3,9 @@
 
 A name counts only when the source shows it: a parameter annotated ``int``, or a name assigned once from
 an int literal or int arithmetic of such names (``hidden = 4 * width``), in the function or at module
-level, and bound nowhere else (no loop target, augmented assignment, ``global``, second assignment).
-Anything else keeps the run-time form.
+level, and bound nowhere else (no loop target, augmented assignment, ``global``, second assignment); and
+``config.n_embd`` where the parameter is annotated with a dataclass of this file that declares
+``n_embd: int`` (and the function does not assign to it). Anything else keeps the run-time form.
 """
 
 from __future__ import annotations
@@ -84,13 +85,57 @@ def module_int_names(tree: ast.Module) -> frozenset[str]:
     return frozenset(_assigned_once(tree.body, stores, set(), stores))
 
 
-def function_int_names(fn: ast.FunctionDef | ast.AsyncFunctionDef, module_ints: frozenset[str]) -> frozenset[str]:
+def _is_dataclass(cls: ast.ClassDef) -> bool:
+    for deco in cls.decorator_list:
+        target = deco.func if isinstance(deco, ast.Call) else deco
+        if (isinstance(target, ast.Name) and target.id == "dataclass") or (
+            isinstance(target, ast.Attribute) and target.attr == "dataclass"
+        ):
+            return True
+    return False
+
+
+def dataclass_int_fields(tree: ast.Module) -> dict[str, frozenset[str]]:
+    """Module-level dataclasses → their fields declared ``int`` (``n_embd: int = 64``)."""
+    out = {}
+    for cls in tree.body:
+        if isinstance(cls, ast.ClassDef) and _is_dataclass(cls):
+            out[cls.name] = frozenset(
+                stmt.target.id
+                for stmt in cls.body
+                if isinstance(stmt, ast.AnnAssign)
+                and isinstance(stmt.target, ast.Name)
+                and isinstance(stmt.annotation, ast.Name)
+                and stmt.annotation.id == "int"
+            )
+    return out
+
+
+def _assigned_attributes(fn: ast.AST) -> set[str]:
+    return {
+        f"{node.value.id}.{node.attr}"
+        for node in ast.walk(fn)
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name)
+    }
+
+
+def function_int_names(
+    fn: ast.FunctionDef | ast.AsyncFunctionDef,
+    module_ints: frozenset[str],
+    int_fields: dict[str, frozenset[str]] | None = None,
+) -> frozenset[str]:
     """Names provably int inside ``fn``: module ints it does not rebind, ``int``-annotated parameters
-    it never rebinds, and its own names assigned once (at the top level of its body) from int expressions."""
+    it never rebinds, ``param.field`` for a parameter annotated with a dataclass whose field is declared
+    ``int`` (``int_fields``), and its own names assigned once (at the top level of its body) from int expressions."""
     stores = _stores(fn)
     known = {name for name in module_ints if not stores[name]}
+    assigned = _assigned_attributes(fn)
     for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs:
         annotation = a.annotation
-        if isinstance(annotation, ast.Name) and annotation.id == "int" and stores[a.arg] == 1:
+        if not isinstance(annotation, ast.Name) or stores[a.arg] != 1:
+            continue
+        if annotation.id == "int":
             known.add(a.arg)
+        fields = (int_fields or {}).get(annotation.id, frozenset())
+        known |= {f"{a.arg}.{field}" for field in fields} - assigned
     return frozenset(_assigned_once(fn.body, stores, known, stores))

@@ -13,7 +13,7 @@ import functools
 import libcst as cst
 
 from ..analysis.infer import Scope, expr_type
-from ..analysis.int_names import function_int_names, module_int_names
+from ..analysis.int_names import dataclass_int_fields, function_int_names, module_int_names
 from ..kb import KB
 from .changes import Change, not_converted_mark, review_mark
 from .cstutil import code, dotted
@@ -46,7 +46,9 @@ def _int_names(tree: ast.Module | None, cls: str, fn: str) -> frozenset[str]:
         inner = node.name if isinstance(node, ast.ClassDef) else owner
         stack.extend((child, inner) for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt))
     # two functions of that name (redefinitions, nested helpers): which one is being converted is not known
-    return function_int_names(found[0], module_ints) if len(found) == 1 else frozenset()
+    if len(found) != 1:
+        return frozenset()
+    return function_int_names(found[0], module_ints, dataclass_int_fields(tree))
 
 
 class RewriteContext:
