@@ -47,12 +47,15 @@ def _chromium(browser: str, page: Path, profile: Path, *args: str) -> subprocess
 
 
 def open_page(browser: str, page: Path, tmp: Path, shot: Path) -> tuple[str, list[str]]:
-    """(the DOM after load, the page's console messages); a screenshot is saved to ``shot``."""
-    dom = _chromium(browser, page, tmp / "profile", "--enable-logging=stderr", "--v=0", "--dump-dom")
+    """(the DOM after load, the page's console messages); a screenshot is saved to ``shot``.
+
+    Each run has its own profile: a browser's helper processes may outlive it on a loaded machine and
+    still hold the profile lock, and a second run on that profile would hand its work to them."""
+    dom = _chromium(browser, page, tmp / "profile-dom", "--enable-logging=stderr", "--v=0", "--dump-dom")
     assert dom.returncode == 0, dom.stderr[-2000:]
     console = [line for line in dom.stderr.splitlines() if ":CONSOLE" in line]
     shot.parent.mkdir(parents=True, exist_ok=True)
-    screenshot = _chromium(browser, page, tmp / "profile", f"--screenshot={shot}", "--window-size=1280,2600")
+    screenshot = _chromium(browser, page, tmp / "profile-shot", f"--screenshot={shot}", "--window-size=1280,2600")
     assert screenshot.returncode == 0 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", screenshot.stderr[-2000:]
     return dom.stdout, console
 
@@ -119,10 +122,12 @@ def test_r30_compare_report_renders_with_plots(browser, tmp_path):
     ):
         assert text in labels, text
     assert "First divergence (forward): act" in dom and "GELU approximation differs" in dom
+    assert "(GRAPH_MODE not run)" in dom and "also run in GRAPH_MODE" not in dom  # graph=False: not claimed
 
 
 def test_r30_check_data_report_renders_with_plots(browser, tmp_path):
     from torch2ms.data import Side, compare_sides
+    from torch2ms.data.report_html import write_reports
 
     rng = np.random.default_rng(0)
     images = rng.random((6, 3, 8, 8)).astype(np.float32)
@@ -133,7 +138,7 @@ def test_r30_check_data_report_renders_with_plots(browser, tmp_path):
     ms_side = Side("MindSpore", batches=ms_batches, columns=["image", "label"], batches_per_epoch=2)
     report = compare_sides(torch_side, ms_side)
     assert not report.ok
-    report.write(tmp_path / "r")
+    write_reports(report, tmp_path / "r")
     dom, console = open_page(browser, tmp_path / "r" / "report.html", tmp_path, SHOTS / "check_data.png")
     assert console == [], console
     _assert_self_contained(dom)

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .progress import Progress
+
 EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2
 DTYPES = ("float32", "float16", "float64", "int32", "int64")
 
@@ -121,26 +123,10 @@ def load_net_with_checkpoint(net_spec: str, ckpt: str | Path) -> tuple[Any, int,
     return net, len(list(net.get_parameters())), sorted(unused)
 
 
-def export_mindir(
-    net_spec: str,
-    ckpt: str | Path,
-    input_shapes: Sequence[Sequence[int]],
-    output: str | Path,
-    *,
-    dtypes: Sequence[str] = ("float32",),
-    seed: int = 0,
-    verify: bool = True,
-    atol: float = 1e-5,
-    rtol: float = 1e-5,
-) -> ExportResult:
-    """Write ``output`` (.mindir) for the converted network with the checkpoint's weights.
-
-    ``input_shapes``: one shape per network input; ``dtypes``: one per input, or one for all.
-    Raises ExportError (exit_code 2: usage/file; 1: parameters not loaded or the check failed).
-    """
-    import mindspore as ms
-    import numpy as np
-
+def _checked_arguments(
+    input_shapes: Sequence[Sequence[int]], dtypes: Sequence[str], output: str | Path
+) -> tuple[list[tuple[int, ...]], list[str], Path]:
+    """(shapes, one dtype per shape, the .mindir path) or ExportError for what can be seen before building."""
     shapes = [tuple(int(d) for d in s) for s in input_shapes]
     if not shapes:
         raise ExportError("give at least one --input-shape")
@@ -155,21 +141,23 @@ def export_mindir(
         out = out.with_name(out.name + ".mindir")  # what mindspore.export would write anyway
     if not out.parent.is_dir():
         raise ExportError(f"{out.parent}: output directory does not exist")
+    return shapes, dts, out
 
-    ms.set_context(mode=ms.PYNATIVE_MODE)
-    ms.set_seed(seed)
-    net, n_params, unused = load_net_with_checkpoint(net_spec, ckpt)
-    net.set_train(False)
-    arrays = _inputs(shapes, dts, seed)
-    tensors = [ms.Tensor(a) for a in arrays]
+
+def _run_once(net: Any, tensors: list[Any], shapes: list[tuple[int, ...]], dts: list[str]) -> list[Any]:
     try:
-        expected = _flat(net(*tensors))
+        return _flat(net(*tensors))
     except Exception as exc:
         given = " and ".join(f"{list(s)} {d}" for s, d in zip(shapes, dts))
         raise ExportError(
             f"the network does not run on an input of shape {given}: {_first_line(exc)}; "
             "check --input-shape (one per construct argument) and --dtype"
         ) from exc
+
+
+def _export_file(net: Any, tensors: list[Any], out: Path) -> None:
+    import mindspore as ms
+
     try:
         ms.export(net, *tensors, file_name=str(out), file_format="MINDIR")
     except Exception as exc:
@@ -180,20 +168,62 @@ def export_mindir(
         ) from exc
     if not out.is_file():
         raise ExportError(f"mindspore.export wrote no {out}", EXIT_FOUND)
+
+
+def _verify(result: ExportResult, tensors: list[Any], expected: list[Any], atol: float, rtol: float) -> None:
+    """Load the MindIR back and run it on the same input: it must give the network's output."""
+    import mindspore as ms
+    import numpy as np
+
+    got = _flat(ms.nn.GraphCell(ms.load(result.path))(*tensors))
+    if len(got) != len(expected) or any(g.shape != e.shape for g, e in zip(got, expected)):
+        result.verified = False
+        return
+    result.max_abs_diff = max(
+        float(np.max(np.abs(g.astype(np.float64) - e.astype(np.float64)), initial=0.0)) for g, e in zip(got, expected)
+    )
+    result.verified = all(np.allclose(g, e, atol=atol, rtol=rtol) for g, e in zip(got, expected))
+
+
+def export_mindir(
+    net_spec: str,
+    ckpt: str | Path,
+    input_shapes: Sequence[Sequence[int]],
+    output: str | Path,
+    *,
+    dtypes: Sequence[str] = ("float32",),
+    seed: int = 0,
+    verify: bool = True,
+    atol: float = 1e-5,
+    rtol: float = 1e-5,
+    progress: Progress | None = None,
+) -> ExportResult:
+    """Write ``output`` (.mindir) for the converted network with the checkpoint's weights.
+
+    ``input_shapes``: one shape per network input; ``dtypes``: one per input, or one for all.
+    ``progress``: told each phase (build, forward, export, check). Raises ExportError (exit_code 2:
+    usage/file; 1: parameters not loaded or the check failed).
+    """
+    import mindspore as ms
+
+    progress = progress or Progress()
+    shapes, dts, out = _checked_arguments(input_shapes, dtypes, output)
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    ms.set_seed(seed)
+    with progress.phase("building the network and loading the checkpoint"):
+        net, n_params, unused = load_net_with_checkpoint(net_spec, ckpt)
+    net.set_train(False)
+    tensors = [ms.Tensor(a) for a in _inputs(shapes, dts, seed)]
+    with progress.phase("running the network once"):
+        expected = _run_once(net, tensors, shapes, dts)
+    with progress.phase("mindspore.export (GRAPH_MODE compile)"):
+        _export_file(net, tensors, out)
     result = ExportResult(
         str(out), out.stat().st_size, shapes, dts, n_params, [tuple(e.shape) for e in expected], unused_ckpt_keys=unused
     )
     if verify:
-        graph = ms.nn.GraphCell(ms.load(str(out)))
-        got = _flat(graph(*tensors))
-        if len(got) != len(expected) or any(g.shape != e.shape for g, e in zip(got, expected)):
-            result.verified = False
-            return result
-        result.max_abs_diff = max(
-            float(np.max(np.abs(g.astype(np.float64) - e.astype(np.float64)), initial=0.0))
-            for g, e in zip(got, expected)
-        )
-        result.verified = all(np.allclose(g, e, atol=atol, rtol=rtol) for g, e in zip(got, expected))
+        with progress.phase("loading the MindIR back and running it"):
+            _verify(result, tensors, expected, atol, rtol)
     return result
 
 
@@ -251,12 +281,21 @@ def cmd_export(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     from rich.console import Console
 
+    from .progress import for_console
+
     err, out = Console(stderr=True), Console()
     try:
         shapes = [parse_shape(s) for s in args.input_shapes]
-        res = export_mindir(
-            args.net, args.ckpt, shapes, args.output, dtypes=args.dtypes or ["float32"], verify=not args.no_verify
-        )
+        with for_console(err) as progress:
+            res = export_mindir(
+                args.net,
+                args.ckpt,
+                shapes,
+                args.output,
+                dtypes=args.dtypes or ["float32"],
+                verify=not args.no_verify,
+                progress=progress,
+            )
     except ExportError as exc:
         err.print(f"[red]error:[/] {exc}")
         return exc.exit_code

@@ -1,5 +1,5 @@
-"""Progress for the long commands (compare, check-data): one line per phase with its elapsed time, and a
-bar for phases that count steps. :class:`Progress` itself shows nothing (library callers, logs);
+"""Progress for the long commands (convert, weights, compare, check-data, export): one line per phase with
+its elapsed time, and a bar for phases that count steps (or bytes). :class:`Progress` itself shows nothing (library callers, logs);
 :class:`RichProgress` draws on a terminal."""
 
 from __future__ import annotations
@@ -20,6 +20,9 @@ class Progress:
 
     def update(self, phase: str, done: int, total: int | None = None) -> None:
         """``done`` of ``total`` steps of ``phase`` (the phase starts at its first update)."""
+
+    def update_bytes(self, phase: str, done: int, total: int, items: str = "") -> None:
+        """``done`` of ``total`` bytes of ``phase``; ``items``: what else to show (e.g. "3/12 tensors")."""
 
     def finish(self, phase: str) -> None:
         """The phase is over."""
@@ -70,6 +73,18 @@ class RichProgress(Progress):
         if total is not None and done >= total:
             self._bar.stop_task(task)
 
+    def update_bytes(self, phase: str, done: int, total: int, items: str = "") -> None:
+        from rich.filesize import decimal
+
+        task = self._tasks.get(phase)
+        if task is None:
+            task = self._tasks[phase] = self._bar.add_task(phase, total=total, steps="")
+            self._counted[task] = False
+        shown = f"{decimal(done)}/{decimal(total)}" + (f", {items}" if items else "")
+        self._bar.update(task, completed=done, total=total, steps=shown)
+        if done >= total:
+            self._bar.stop_task(task)
+
     def finish(self, phase: str) -> None:
         task = self._tasks.get(phase)
         if task is not None:
@@ -80,6 +95,7 @@ class RichProgress(Progress):
         self._bar.stop()
 
 
-def for_console(console: Any) -> Progress:
-    """RichProgress on a terminal, the silent Progress elsewhere (a log file gets the report only)."""
-    return RichProgress(console) if console.is_terminal else Progress()
+def for_console(console: Any, quiet: bool = False) -> Progress:
+    """RichProgress on a terminal, the silent Progress elsewhere (a log file gets the report only) or when
+    ``quiet`` (--json: a program reads the output)."""
+    return RichProgress(console) if console.is_terminal and not quiet else Progress()

@@ -153,7 +153,7 @@ def _compare(args: argparse.Namespace) -> int:
     from .report_text import print_report
 
     try:
-        with for_console(Console(stderr=True)) as progress, stdout_to_stderr(args.json):
+        with for_console(Console(stderr=True), quiet=args.json) as progress, stdout_to_stderr(args.json):
             rep = compare_models(args.torch, args.ms, options_from(args), progress)
     except CompareUsageError as exc:
         print_error(str(exc))

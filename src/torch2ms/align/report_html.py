@@ -174,13 +174,14 @@ def render_html(rep: CompareReport) -> str:
     e = html.escape
     title = f"torch2ms compare: {rep.status.upper()}"
     process = "; torch ran in its own process" if rep.two_process else ""
+    graph = "; the final output was also run in GRAPH_MODE" if "graph" in rep.output else " (GRAPH_MODE not run)"
     parts = [
         f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{e(title)}</title>"
         f"<style>{_CSS}</style></head><body>",
         f"<h1>torch2ms compare: <span class='{'ok' if rep.ok else 'bad'}'>{rep.status.upper()}</span></h1>",
         f"<p>torch <code>{e(rep.torch_spec)}</code> vs MindSpore <code>{e(rep.ms_spec)}</code>; seed {rep.seed}; "
         f"inputs {e(str(rep.input_shapes))}; layers paired by {e(rep.alignment)}{process}. Layer outputs were "
-        "recorded with forward hooks in PyNative; the final output was also run in GRAPH_MODE.</p>",
+        f"recorded with forward hooks in PyNative{graph}.</p>",
         _divergence_html(rep),
         _outputs_html(rep),
         "<h2>Per-layer error</h2>" + _figure_html(_layer_figure(rep), "per-layer error"),

@@ -14,6 +14,7 @@ from ..analysis.infer import MODULE, MODULE_ONLY_METHODS, OPTIMIZER, SCHEDULER, 
 from ..i18n import _
 from ..kb import Entry
 from ..kb.rewrite import CallRewrite, bind, rewrite_call
+from ..kb.source import known_ints
 from .context import RewriteContext
 from .cstutil import code
 from .hooks import ActiveHooks
@@ -58,7 +59,8 @@ def apply_entry(
         ctx.mark(api, _("*args/**kwargs in the call: convert by hand"), None)
         return updated
     try:
-        res = rewrite_call(entry, *split, receiver=receiver)
+        with known_ints(ctx.int_names()):  # rules may write the simple form for ints (LayerNorm((n,), ...))
+            res = rewrite_call(entry, *split, receiver=receiver)
     except Exception as exc:  # noqa: BLE001 - a bad rule must not cost the whole file
         ctx.mark(
             api,

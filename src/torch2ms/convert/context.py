@@ -13,6 +13,7 @@ import functools
 import libcst as cst
 
 from ..analysis.infer import Scope, expr_type
+from ..analysis.int_names import dataclass_int_fields, function_int_names, module_int_names
 from ..kb import KB
 from .changes import Change, not_converted_mark, review_mark
 from .cstutil import code, dotted
@@ -28,6 +29,26 @@ from .plan import change_keys
 def _parse_expression(source: str) -> cst.BaseExpression:
     """Parsed once per distinct text: libcst nodes are immutable, so one node may sit in many places."""
     return cst.parse_expression(source)
+
+
+def _int_names(tree: ast.Module | None, cls: str, fn: str) -> frozenset[str]:
+    if tree is None:
+        return frozenset()
+    module_ints = module_int_names(tree)
+    if not fn:
+        return module_ints
+    found = []
+    stack: list[tuple[ast.AST, str]] = [(node, "") for node in tree.body]
+    while stack:
+        node, owner = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == fn and owner == cls:
+            found.append(node)
+        inner = node.name if isinstance(node, ast.ClassDef) else owner
+        stack.extend((child, inner) for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt))
+    # two functions of that name (redefinitions, nested helpers): which one is being converted is not known
+    if len(found) != 1:
+        return frozenset()
+    return function_int_names(found[0], module_ints, dataclass_int_fields(tree))
 
 
 class RewriteContext:
@@ -166,6 +187,15 @@ class RewriteContext:
         cls = self.class_stack[-1] if self.class_stack else ""
         fn = self.func_stack[-1] if self.func_stack else ""
         return self.facts.scopes.get((cls, fn)) or Scope(dict(self.facts.module_classes))
+
+    def int_names(self) -> frozenset[str]:
+        """Names provably int where the converter is (analysis/int_names.py); empty when unsure."""
+        cls = self.class_stack[-1] if self.class_stack else ""
+        fn = self.func_stack[-1] if self.func_stack else ""
+        key = f"int_names:{cls}:{fn}"
+        if key not in self.memo:
+            self.memo[key] = _int_names(self.facts.tree, cls, fn)
+        return self.memo[key]  # type: ignore[return-value]
 
     def self_attrs(self) -> dict[str, str]:
         return self.facts.self_attrs.get(self.class_stack[-1], {}) if self.class_stack else {}

@@ -28,6 +28,7 @@ from typing import IO
 from ..analysis.imports import ImportMap
 from ..analysis.project_names import module_name, project_bindings
 from ..analysis.sourcefiles import BadInput, TreeListing, display, read_python, skip_reason, walk_tree
+from ..progress import Progress
 from .constructs import vision_models
 from .project_paths import (
     REPORT_JSON,
@@ -268,7 +269,7 @@ def convert_tree(
     src: str | os.PathLike,
     out: str | os.PathLike,
     jobs: int | None = None,
-    progress: bool = False,
+    progress: bool | Progress = False,
     force: bool = False,
     runtime: str = "vendor",
 ) -> ConvertReport:
@@ -276,7 +277,8 @@ def convert_tree(
 
     ``runtime="vendor"``: the torch2ms.runtime helpers the converted code uses are written into OUT as
     ``torch2ms_runtime/`` and imported from there (the project runs without torch2ms); ``"package"``:
-    the converted code imports them from ``torch2ms.runtime``."""
+    the converted code imports them from ``torch2ms.runtime``.
+    ``progress``: True draws a bar on stderr; a :class:`Progress` receives the file counts."""
     if runtime not in RUNTIME_CHOICES:
         raise ConvertError(f"--runtime {runtime}: choose one of {', '.join(RUNTIME_CHOICES)}")
     src_p, out_p = Path(src), Path(out)
@@ -360,7 +362,13 @@ def _rel(path: Path, base: Path) -> str:
 
 
 def _run(
-    files: list[Path], base: Path, roots, modules, names: dict[str, dict[str, str]], jobs: int | None, progress: bool
+    files: list[Path],
+    base: Path,
+    roots,
+    modules,
+    names: dict[str, dict[str, str]],
+    jobs: int | None,
+    progress: bool | Progress,
 ) -> Iterator[tuple[Job, Outcome]]:
     from ..kb import load_kb
 
@@ -429,16 +437,22 @@ def _copy_other(p: Path, base: Path, tmp: Path, report: ConvertReport) -> None:
         report.not_read.append((display(rel), f"not copied: {exc.strerror or exc}"))
 
 
-def _with_progress(it, total: int, enabled: bool):
-    if not enabled:
+def _with_progress(it, total: int, progress: bool | Progress):
+    """Count the files as they come back: a bar with elapsed time on stderr when asked (a terminal)."""
+    if progress is False:
         yield from it
         return
-    from rich.progress import Progress
+    if progress is True:
+        from rich.console import Console
 
-    with Progress(transient=True) as bar:
-        task = bar.add_task("converting", total=total)
-        for item in it:
-            bar.advance(task)
+        from ..progress import RichProgress
+
+        progress = RichProgress(Console(stderr=True))
+    step = progress.steps("converting Python files")
+    with progress:
+        step(0, total)
+        for done, item in enumerate(it, 1):
+            step(done, total)
             yield item
 
 

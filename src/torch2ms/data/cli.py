@@ -88,7 +88,7 @@ def _check_data(args: argparse.Namespace) -> int:
         print_error(problem)
         return EXIT_USAGE
     try:
-        with for_console(Console(stderr=True)) as progress, stdout_to_stderr(args.json):
+        with for_console(Console(stderr=True), quiet=args.json) as progress, stdout_to_stderr(args.json):
             report = check_data(
                 args.torch,
                 args.ms,

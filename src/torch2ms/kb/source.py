@@ -8,9 +8,12 @@ sits at the bottom of torch2ms and imports nothing above it.
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
-__all__ = ["NOT_LITERAL", "dotted", "literal", "normalise", "paren"]
+__all__ = ["NOT_LITERAL", "dotted", "is_int", "known_ints", "literal", "normalise", "paren"]
 
 # Fragments that never need parentheses around them before ``.attr``, ``[i]`` or an operator.
 _ATOMIC = (ast.Name, ast.Constant, ast.Attribute, ast.Call, ast.Subscript, ast.Tuple, ast.List, ast.Dict)
@@ -38,6 +41,28 @@ def literal(src: str | None) -> Any:
         return ast.literal_eval(src)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return NOT_LITERAL
+
+
+# Names the caller (the converter) has shown to be ints where the call is made: see analysis/int_names.py.
+_KNOWN_INTS: ContextVar[frozenset[str]] = ContextVar("torch2ms_known_ints", default=frozenset())
+
+
+@contextmanager
+def known_ints(names: frozenset[str]) -> Iterator[None]:
+    """While rules run on one call: these names are ints there (``is_int`` answers for them)."""
+    token = _KNOWN_INTS.set(names)
+    try:
+        yield
+    finally:
+        _KNOWN_INTS.reset(token)
+
+
+def is_int(src: str | None) -> bool:
+    """Is the fragment an int: an int literal, or a name the converter has shown to be one?"""
+    value = literal(src)
+    if value is not NOT_LITERAL:
+        return type(value) is int
+    return src is not None and src.strip() in _KNOWN_INTS.get()
 
 
 def _wrapped(src: str) -> bool:

@@ -18,8 +18,8 @@ def render_lookup(d: dict, console: Console | None = None) -> None:
             console.print(_("Did you mean: ") + ", ".join(d["suggestions"]))
         return
     t = Table(show_header=False, box=None, pad_edge=False)
-    t.add_column(style="bold")
-    t.add_column()
+    t.add_column(style="bold", no_wrap=True)
+    t.add_column(overflow="fold")
     t.add_row(
         "torch",
         escape(d["torch"]) + (_("  (also {names})").format(names=", ".join(d["aliases"])) if d["aliases"] else ""),

@@ -64,7 +64,7 @@ def render_terminal(report: ScanReport, console: Console | None = None) -> None:
             title_style=STATUS_STYLE[status],
             title_justify="left",
         )
-        t.add_column("API", no_wrap=True)
+        t.add_column("API", overflow="fold")  # a name is the point: wrap it, never cut it with "…"
         t.add_column(_("uses"), justify="right")
         t.add_column(_("where"), overflow="fold")
         t.add_column(_("receiver guessed"))
@@ -79,14 +79,14 @@ def render_terminal(report: ScanReport, console: Console | None = None) -> None:
             title_justify="left",
             title_style="red",
         )
-        t.add_column(_("where"))
-        t.add_column(_("risk"))
-        t.add_column(_("what to do"))
+        t.add_column(_("where"), overflow="fold")
+        t.add_column(_("risk"), overflow="fold")
+        t.add_column(_("what to do"), overflow="fold")
         for r in data["risks"]:
             t.add_row(escape(f"{r['path']}:{r['line']}"), escape(r["message"]), escape(r["fix"]))
         console.print(t)
     eff = Table(title=_("effort estimate"), title_justify="left")
-    eff.add_column(_("file"))
+    eff.add_column(_("file"), overflow="fold")
     for col in (AUTO, REVIEW, MANUAL):
         eff.add_column(label(col), justify="right")
     for f in data["files"]:

@@ -19,7 +19,7 @@ EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2
 def add_weights_parser(sub) -> None:
     import argparse as _argparse
 
-    from ..cli_support import exit_codes
+    from ..cli_support import add_verbose, exit_codes
 
     about = _(
         "convert a torch checkpoint (.pth/.pt/.bin/.safetensors) to a MindSpore .ckpt, "
@@ -70,6 +70,7 @@ def add_weights_parser(sub) -> None:
         ),
     )
     w.add_argument("--json", action="store_true", help=_("machine-readable summary on stdout"))
+    add_verbose(w)
     w.set_defaults(func=cmd_weights)
 
 
@@ -78,7 +79,7 @@ def _table(report, console) -> None:
 
     t = Table(title=_("parameters that would not load"))
     for col in (_("problem"), _("name"), _("shape"), _("likely match")):
-        t.add_column(col)
+        t.add_column(col, overflow="fold")  # parameter names wrap, never end in "…"
     missing = "[red]" + _("missing") + "[/] " + _("(in net, not in checkpoint)")
     unexpected = "[yellow]" + _("unexpected") + "[/] " + _("(in checkpoint, not in net)")
     for name, shape, likely in report.missing:
@@ -191,10 +192,13 @@ def cmd_weights(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
+    from ..cli_support import quiet_frameworks
+    from ..progress import for_console
     from .ckpt_io import CkptFormatError
     from .convert import WeightsError, check_output_path, ckpt_to_torch, convert_checkpoint, torch_layer_types
     from .torch_format import CheckpointFormatError, UnsafePickleError, sniff_format
 
+    quiet_frameworks(args.verbose)  # --net builds a MindSpore network: its log warnings only with -v
     err = Console(stderr=True)
     out = Console()
     try:
@@ -216,9 +220,17 @@ def cmd_weights(args: argparse.Namespace) -> int:
                     + _("{n} tensors").format(n=len(mapping))
                 )
             return EXIT_OK
-        res = convert_checkpoint(
-            args.input, args.output, net=args.net, layer_types=types, key=args.key, writer=args.writer, force=args.force
-        )
+        with for_console(err, quiet=args.json) as progress:
+            res = convert_checkpoint(
+                args.input,
+                args.output,
+                net=args.net,
+                layer_types=types,
+                key=args.key,
+                writer=args.writer,
+                force=args.force,
+                progress=progress,
+            )
     except UnsafePickleError as exc:
         err.print("[red]" + _("refused:") + "[/] " + _esc(str(exc)), soft_wrap=True)
         return EXIT_USAGE

@@ -24,6 +24,7 @@ import numpy as np
 
 from ..analysis.sourcefiles import display, regular_file_error
 from ..kb import KB, load_kb
+from ..progress import Progress
 from .ckpt_io import ckpt_size, read_ckpt, save_with_mindspore, write_ckpt
 from .dataflow import embeddings_by_dataflow
 from .layers import layer_types
@@ -563,22 +564,27 @@ def convert_checkpoint(
     writer: str = "stream",
     force: bool = False,
     verify: bool = True,
+    progress: Progress | None = None,
 ) -> ConversionResult:
     """Convert a torch checkpoint file into a MindSpore .ckpt.
 
     ``net``: a MindSpore Cell (or a ``module:Factory`` spec) to map onto and check against; if any
     of its parameters would stay unloaded (or a torch key unused) nothing is written unless
     ``force``. ``writer``: ``"stream"`` (default; one tensor in memory at a time) or
-    ``"mindspore"`` (``mindspore.save_checkpoint`` from a dict of numpy arrays).
+    ``"mindspore"`` (``mindspore.save_checkpoint`` from a dict of numpy arrays). ``progress``: told
+    each phase and the tensors/bytes written.
     """
     kb = kb or load_kb()
+    progress = progress or Progress()
     check_output_path(src, out, force=True)  # the CLI checks the rest, with the user's --force
-    state, info = read_state_dict(src, key)
+    with progress.phase("reading the checkpoint"):
+        state, info = read_state_dict(src, key)
     shapes = {k: v.shape for k, v in state.items()}
     report = None
     tied = tied_groups(state)
     if isinstance(net, str):
-        net = load_net(net)
+        with progress.phase("building the MindSpore network"):
+            net = load_net(net)
     if net is not None:
         plan, dropped, report = match_to_shapes(shapes, net_param_shapes(net), kb, layer_types, tied)
         classify_net_buffers(report, net, state)
@@ -602,19 +608,37 @@ def convert_checkpoint(
     result.tensors = len(state)
     if report is not None and not report.ok and not force:
         return result
-    if writer == "stream":
-        size = ckpt_size((a.ms_name, a.shape, state[a.torch_key].dtype) for a in plan)
-        result.bytes = write_ckpt(_materialize(plan, state), out, size_hint=size)
-    elif writer == "mindspore":
-        save_with_mindspore({n: (a, d) for n, a, d, _ in _materialize(plan, state, copy_ranges=False)}, out)
-        result.bytes = Path(out).stat().st_size
-    else:
-        raise WeightsError(f"unknown writer {writer!r} (stream | mindspore)")
+    result.bytes = _write(plan, state, out, writer, progress)
     result.written, result.params = True, len(plan)
     result.forced = force
     if net is not None and verify:
-        result.verified, result.not_loaded = _load_back(net, out, report)
+        with progress.phase("loading the file back into the network"):
+            result.verified, result.not_loaded = _load_back(net, out, report)
     return result
+
+
+def _counted(items: Iterator[tuple], plan: list[Assignment], state: Mapping[str, TensorRef], progress: Progress):
+    """``items`` as they are written, with the tensors and bytes done told to ``progress``."""
+    total = sum(state[a.torch_key].nbytes for a in plan)
+    phase, done = f"writing {len(plan)} tensors", 0
+    progress.update_bytes(phase, 0, total, f"0/{len(plan)} tensors")
+    for i, (a, item) in enumerate(zip(plan, items), 1):
+        yield item  # the writer asks for the next one once this one is written
+        done += state[a.torch_key].nbytes
+        progress.update_bytes(phase, done, total, f"{i}/{len(plan)} tensors")
+    progress.finish(phase)
+
+
+def _write(plan: list[Assignment], state: Mapping[str, TensorRef], out: str | Path, writer: str, progress: Progress):
+    """Write the planned tensors with the chosen writer; the file's size in bytes."""
+    if writer == "stream":
+        size = ckpt_size((a.ms_name, a.shape, state[a.torch_key].dtype) for a in plan)
+        return write_ckpt(_counted(_materialize(plan, state), plan, state, progress), out, size_hint=size)
+    if writer == "mindspore":
+        items = _counted(_materialize(plan, state, copy_ranges=False), plan, state, progress)
+        save_with_mindspore({n: (a, d) for n, a, d, _ in items}, out)
+        return Path(out).stat().st_size
+    raise WeightsError(f"unknown writer {writer!r} (stream | mindspore)")
 
 
 def _load_back(net: Any, out: str | Path, report: LoadReport | None) -> tuple[bool, list[str]]:

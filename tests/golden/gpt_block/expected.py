@@ -34,9 +34,9 @@ class SelfAttention(nn.Cell):
 class Block(nn.Cell):
     def __init__(self, width: int, heads: int, context: int):
         super().__init__()
-        self.ln1 = nn.LayerNorm((tuple(width) if isinstance(width, (list, tuple)) else (width,)), epsilon=1e-05)
+        self.ln1 = nn.LayerNorm((width,), epsilon=1e-05)
         self.attn = SelfAttention(width, heads, context)
-        self.ln2 = nn.LayerNorm((tuple(width) if isinstance(width, (list, tuple)) else (width,)), epsilon=1e-05)
+        self.ln2 = nn.LayerNorm((width,), epsilon=1e-05)
         self.mlp = nn.SequentialCell(nn.Dense(width, 4 * width), nn.GELU(approximate=False), nn.Dense(4 * width, width))
 
     def construct(self, x):
@@ -50,7 +50,7 @@ class TinyGPT(nn.Cell):
         self.tok = nn.Embedding(vocab, width)
         self.pos = ms.Parameter(ops.zeros((1, context, width)))
         self.blocks = nn.CellList([Block(width, heads, context) for _ in range(layers)])
-        self.ln_f = nn.LayerNorm((tuple(width) if isinstance(width, (list, tuple)) else (width,)), epsilon=1e-05)
+        self.ln_f = nn.LayerNorm((width,), epsilon=1e-05)
         self.head = nn.Dense(width, vocab, has_bias=False)
         self.apply(self._init_weights)
 

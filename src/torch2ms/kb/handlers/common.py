@@ -6,7 +6,7 @@ import ast
 from collections.abc import Callable
 
 from ..schema import Entry
-from ..source import NOT_LITERAL, literal
+from ..source import NOT_LITERAL, is_int, literal
 from ..transforms import Unsupported, handler, registry_name, transform
 
 
@@ -112,6 +112,8 @@ def to_tuple(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str
         return {key: f"({v},)"}
     if isinstance(v, (list, tuple)):
         return {key: repr(tuple(v))}
+    if is_int(value):
+        return {key: f"({value},)"}
     return {key: f"(tuple({value}) if isinstance({value}, (list, tuple)) else ({value},))"}
 
 

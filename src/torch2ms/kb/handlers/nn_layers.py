@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..schema import Entry
-from ..source import NOT_LITERAL, literal
+from ..source import NOT_LITERAL, is_int, literal
 from ..transforms import Unsupported, handler, transform
 from .common import conv_padding, spatial_dims
 
@@ -143,6 +143,8 @@ def layernorm_shape(value: str | None, bound: dict[str, str], entry: Entry) -> d
                 "(a positive axis; MindSpore rejects -2)"
             )
         return {"normalized_shape": repr(tuple(v))}
+    if is_int(value):  # a name the source shows is an int (an int-annotated parameter, n = 64): the simple form
+        return {"normalized_shape": f"({value},)"}
     return {"normalized_shape": f"(tuple({value}) if isinstance({value}, (list, tuple)) else ({value},))"}
 
 
