@@ -16,7 +16,7 @@ from ..kb import Entry
 from ..kb.rewrite import CallRewrite, bind, rewrite_call
 from ..kb.source import known_ints
 from .context import RewriteContext
-from .cstutil import code
+from .cstutil import code, comments_in
 from .hooks import ActiveHooks
 
 
@@ -82,7 +82,7 @@ def apply_entry(
 
 def build_call(ctx: RewriteContext, res: CallRewrite, updated: cst.Call) -> cst.BaseExpression:
     if res.func is None or res.args is None:
-        return ctx.parse_ms(res.source)
+        return _comments_above(ctx, updated, ctx.parse_ms(res.source))
     # Reuse the original argument nodes whose source is unchanged (keeps comments/format):
     # positional by position first, keywords by name, then any unused argument of the same source.
     srcs = [code(a.value).strip() for a in updated.args]
@@ -114,7 +114,42 @@ def build_call(ctx: RewriteContext, res: CallRewrite, updated: cst.Call) -> cst.
         else:
             new_args.append(cst.Arg(ctx.parse_ms(src), keyword=cst.Name(k), equal=eq))
     new_args = _fix_commas(new_args, list(updated.args))
-    return updated.with_changes(func=ctx.parse_ms(res.func), args=new_args)
+    lost = [c for i, a in enumerate(updated.args) if i not in used and (c := _comma_comment(a)) is not None]
+    if lost:
+        new_args = _keep_comments(new_args, set(map(id, updated.args)), lost)
+    return _comments_above(ctx, updated, updated.with_changes(func=ctx.parse_ms(res.func), args=new_args))
+
+
+def _comments_above(ctx: RewriteContext, old: cst.CSTNode, new: cst.BaseExpression) -> cst.BaseExpression:
+    """Comments inside a call the rewrite could not keep in place go above its statement, never away."""
+    before = comments_in(old)
+    if before and ctx.markers:
+        kept = set(comments_in(new))
+        ctx.markers[-1].extend(c for c in before if c not in kept)
+    return new
+
+
+def _comma_comment(arg: cst.Arg) -> cst.Comment | None:
+    """``padding=p,  # type: ignore[arg-type]``: the comment after an argument of a one-per-line call."""
+    ws = arg.comma.whitespace_after if isinstance(arg.comma, cst.Comma) else None
+    return ws.first_line.comment if isinstance(ws, cst.ParenthesizedWhitespace) else None
+
+
+def _keep_comments(args: list[cst.Arg], reused: set[int], lost: list[cst.Comment]) -> list[cst.Arg]:
+    """The comments of rewritten arguments go after the arguments written in their place, in order."""
+    out = []
+    for a in args:
+        ws = a.comma.whitespace_after if isinstance(a.comma, cst.Comma) else None
+        if (
+            lost
+            and id(a) not in reused
+            and isinstance(ws, cst.ParenthesizedWhitespace)
+            and ws.first_line.comment is None
+        ):
+            first = ws.first_line.with_changes(comment=lost.pop(0), whitespace=cst.SimpleWhitespace("  "))
+            a = a.with_changes(comma=a.comma.with_changes(whitespace_after=ws.with_changes(first_line=first)))
+        out.append(a)
+    return out
 
 
 def method_owner(ctx: RewriteContext, receiver: cst.BaseExpression, attr: str) -> tuple[str | None, str]:

@@ -120,3 +120,19 @@ class FastDispatch:
             hook = self._field_hook(original, attribute, "leave")
             if hook is not None:
                 hook(self, original)
+
+
+class _Comments(cst.CSTVisitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[str] = []
+
+    def visit_Comment(self, node: cst.Comment) -> None:
+        self.found.append(node.value)
+
+
+def comments_in(node: cst.CSTNode) -> list[str]:
+    """Every comment inside ``node``, in order."""
+    seen = _Comments()
+    node.visit(seen)
+    return seen.found

@@ -10,11 +10,13 @@ autograd.Function, in-place statements) plug in through hooks (hooks.py, constru
 
 from __future__ import annotations
 
+from collections import Counter
+
 import libcst as cst
 
 from .calls import method_attribute, method_call, reference, torch_call
 from .context import RewriteContext
-from .cstutil import FastDispatch
+from .cstutil import FastDispatch, comments_in
 from .hooks import ActiveHooks
 from .index import StatementInfo
 
@@ -71,6 +73,18 @@ _OPAQUE = frozenset(
 )
 # Parts of a def/class header, skipped when the header mentions nothing to convert.
 _HEADER_PARTS = frozenset({cst.Parameters, cst.Decorator, cst.Annotation, cst.Arg})
+
+
+def _keep_lost_comments(original: cst.SimpleStatementLine, updated):
+    """A comment inside a rewritten statement (``x,  # type: ignore`` in a multi-line call) that the
+    rewrite could not keep in place goes above the statement: a conversion never deletes comments."""
+    if not isinstance(updated, cst.SimpleStatementLine):
+        return updated
+    lost = Counter(comments_in(original)) - Counter(comments_in(updated))
+    if not lost:
+        return updated
+    above = [cst.EmptyLine(comment=cst.Comment(c)) for c in lost.elements()]
+    return updated.with_changes(leading_lines=[*updated.leading_lines, *above])
 
 
 class Rewriter(FastDispatch, cst.CSTTransformer):
@@ -150,6 +164,8 @@ class Rewriter(FastDispatch, cst.CSTTransformer):
             if not isinstance(updated, cst.CSTNode) or type(updated) is not type(original):
                 break  # a hook replaced or removed the statement
             updated = hook(self.ctx, original, updated)
+        if isinstance(original, cst.SimpleStatementLine) and updated is not original:
+            updated = _keep_lost_comments(original, updated)
         return updated
 
     visit_SimpleStatementLine = visit_If = visit_For = visit_While = visit_With = visit_Try = _open

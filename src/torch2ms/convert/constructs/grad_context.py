@@ -78,7 +78,12 @@ def drop_decorators(ctx: RewriteContext, original: cst.FunctionDef, fn: cst.Func
             keep.append(d)
     if len(keep) == len(fn.decorators):
         return fn
-    lines = [line for d in fn.decorators if d not in keep for line in d.leading_lines if line.comment]
+    lines = []
+    for d in fn.decorators:
+        if d not in keep:  # its comments stay: those above it and the one after it on its line
+            lines += [line for line in d.leading_lines if line.comment]
+            if d.trailing_whitespace.comment is not None:
+                lines.append(cst.EmptyLine(comment=d.trailing_whitespace.comment))
     if lines:
         fn = fn.with_changes(leading_lines=[*fn.leading_lines, *lines])
     return fn.with_changes(decorators=keep)
