@@ -9,9 +9,13 @@ run time; ``convert`` (``--runtime vendor``) writes those entries and the rule e
 from __future__ import annotations
 
 import ast
+import dataclasses
+import importlib
 import json
 import re
 import shutil
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -21,6 +25,9 @@ from test_runtime_vendor import CORPUS, _run, _tree
 
 from torch2ms.cli import main as cli_main
 from torch2ms.convert import convert_tree
+from torch2ms.convert.runtime_kb import kb_snapshot
+from torch2ms.kb import load_kb
+from torch2ms.kb.rewrite import rewrite_call
 
 MODEL = """\
 from functools import partial
@@ -194,6 +201,93 @@ def test_r6_vendored_kb_is_byte_identical_twice(tmp_path):
         a.pop(name), b.pop(name)
     assert a == b
     assert "torch2ms_runtime/_kb/__init__.py" in a and "torch2ms_runtime/_kb/kb/rewrite.py" in a
+
+
+def test_r1_convert_writing_the_vendored_kb_imports_no_framework(tmp_path):
+    """Writing ``_kb/`` is static like the rest of ``convert``: torch, MindSpore and numpy stay unimported."""
+    src = _project(tmp_path)
+    code = STATIC_BLOCK + textwrap.dedent(f"""
+        from torch2ms.cli import main
+        assert main(["convert", {str(src)!r}, "-o", {str(tmp_path / "out")!r}]) == 0
+        assert not any(m.split(".")[0] in ("torch", "mindspore", "numpy") for m in sys.modules)
+        print("STATIC-OK")
+    """)
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert "STATIC-OK" in res.stdout, res.stderr[-2000:]
+    assert (tmp_path / "out" / "torch2ms_runtime" / "_kb" / "kb" / "handlers" / "common.py").is_file()
+
+
+STATIC_BLOCK = """
+import sys
+class _Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("torch", "torchvision", "mindspore", "numpy"):
+            raise ImportError(f"{name} is blocked in this test")
+sys.meta_path.insert(0, _Block())
+"""
+
+
+def _import_snapshot(files: dict[str, str], folder: Path, package: str):
+    for rel, text in files.items():
+        path = folder / package / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    sys.path.insert(0, str(folder))
+    try:
+        return importlib.import_module(package)
+    finally:
+        sys.path.remove(str(folder))
+
+
+def _calls(entry) -> list[tuple[list[str], list[tuple[str, str]]]]:
+    """Arguments to try: the required ones by name, plus optional ones as names, literals and their defaults."""
+    args = [f"a{i}" for i, p in enumerate(entry.sig) if "=" not in p and not p.startswith("*")]
+    optional = [tuple(p.split("=", 1)) for p in entry.sig if "=" in p and not p.startswith("*")]
+    return [
+        (args, []),
+        (args, [(k, "v") for k, _ in optional[:4]]),
+        (args, [(k, "1") for k, _ in optional[:2]]),
+        (args, [(k, d) for k, d in optional[:4]]),
+    ]
+
+
+def _outcome(rewrite, entry, args, kwargs):
+    try:
+        res = rewrite(entry, args, kwargs)
+    except Exception as exc:  # noqa: BLE001 - the two engines must fail alike too
+        return repr(exc)
+    return res.source, res.ok, res.notes
+
+
+def test_r6_vendored_kb_rewrites_every_call_as_torch2ms_does(tmp_path):
+    """The vendored engine is torch2ms's own rules: the same MindSpore source for every entry TorchCompat can
+    take (all in one snapshot), and, vendored alone, the entries of each handler module (pruned to what it uses)."""
+    kb = load_kb()
+    names = sorted(
+        e.torch
+        for e in kb.entries
+        if e.kind in ("class", "function") and e.status != "no-equivalent" and (e.args or e.template or e.sig)
+    )
+    alone: dict[str, str] = {}  # handler module → the first entry that uses it
+    for name in names:
+        for registered in _registered(kb.get(name)):
+            alone.setdefault(registered.split(".")[0], name)
+    assert len(names) > 500 and len(alone) >= 10
+    groups = [("snap_all", names)] + [(f"snap_{module}", [name]) for module, name in sorted(alone.items())]
+    dropped = {"cases": (), "source": "", "proven_by": "", "params": {}, "layout": {}}
+    for package, group in groups:
+        vendored = _import_snapshot(kb_snapshot(group).files, tmp_path, package)
+        for name in group:
+            entry, copy = kb.get(name), vendored.kb_entry(name)
+            assert repr(copy) == repr(dataclasses.replace(entry, **dropped)), name
+            for args, kwargs in _calls(entry):
+                expected = _outcome(rewrite_call, entry, args, kwargs)
+                assert _outcome(vendored.rewrite_call, copy, args, kwargs) == expected, (package, name, kwargs)
+
+
+def _registered(entry) -> list[str]:
+    names = [r.transform for r in entry.args.values() if r.transform]
+    return names + ([entry.template[1:]] if entry.template.startswith("@") else [])
 
 
 # Real files whose conversions use TorchCompat / compat_base: (files to copy, module, factory, input).
