@@ -1,4 +1,4 @@
-"""The ``torch2ms.runtime`` sources read as syntax trees, and what one helper needs of them.
+"""The ``torch2ms.runtime`` (and ``torch2ms.kb``) sources read as syntax trees, and what one helper needs of them.
 
 ``convert --runtime vendor`` copies into the output tree only the helpers the converted code uses;
 this module follows a helper's names through the runtime package with ``ast`` (never importing it:
@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 RUNTIME_DIR = Path(__file__).resolve().parents[1] / "runtime"
+KB_LINK = "_kb.py"  # runtime/_kb.py: how TorchCompat and compat_base reach the knowledge base
 
 Need = tuple[str, str | None]
 
@@ -27,15 +28,12 @@ class RuntimeModule:
     tree: ast.Module
     binds: dict[str, list[int]]  # top-level name → the statements that bind it
     exported: tuple[str, ...]  # its __all__
+    whole: bool = False  # taken whole, never pruned
 
     @property
     def package(self) -> str:
-        """The package this module's relative imports start from ("" = runtime itself)."""
+        """The package this module's relative imports start from ("" = the tree's root)."""
         return self.key.rpartition("/")[0]
-
-    @property
-    def whole(self) -> bool:
-        return "/" in self.key and not self.key.endswith("__init__.py")
 
 
 @dataclass
@@ -46,6 +44,7 @@ class Closure:
     statements: dict[str, set[int]] = field(default_factory=dict)
     aliases: dict[tuple[str, int], set[str]] = field(default_factory=dict)
     outside: list[str] = field(default_factory=list)
+    generated: set[str] = field(default_factory=set)  # modules the vendor writes itself (runtime/_kb.py)
 
 
 def bound_names(stmt: ast.stmt) -> list[str]:
@@ -66,7 +65,7 @@ def bound_names(stmt: ast.stmt) -> list[str]:
     return [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
 
 
-def _read(path: Path) -> RuntimeModule:
+def _read(path: Path, root: Path, whole_subpackages: bool) -> RuntimeModule:
     text = path.read_text(encoding="utf-8")
     tree = ast.parse(text)
     binds: dict[str, list[int]] = {}
@@ -76,25 +75,23 @@ def _read(path: Path) -> RuntimeModule:
             binds.setdefault(name, []).append(i)
         if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in stmt.targets):
             exported = tuple(ast.literal_eval(stmt.value))
-    return RuntimeModule(display_key(path), text, tree, binds, exported)
+    key = path.relative_to(root).as_posix()
+    whole = whole_subpackages and "/" in key and not key.endswith("__init__.py")
+    return RuntimeModule(key, text, tree, binds, exported, whole)
 
 
-def display_key(path: Path) -> str:
-    return path.relative_to(RUNTIME_DIR).as_posix()
+class SourceTree:
+    """Python modules under one folder, parsed once; what a set of needs reaches among them.
 
+    ``generated``: modules the vendor writes itself, so their imports are not followed.
+    ``whole_subpackages``: the modules of a subpackage are taken whole (they may register themselves).
+    """
 
-class RuntimeSources:
-    """Every module of ``torch2ms.runtime``, parsed once."""
-
-    def __init__(self, root: Path = RUNTIME_DIR) -> None:
-        self.modules = {display_key(p): _read(p) for p in sorted(root.rglob("*.py"))}
-        init = self.modules["__init__.py"]
-        self.builders = _builders(init.tree)
-        # Helper name → the module directly in runtime/ that exports it (what runtime.__getattr__ reads).
-        self.helper_modules: dict[str, str] = {}
-        for key, mod in self.modules.items():
-            if "/" not in key and not key.startswith("_"):
-                self.helper_modules.update(dict.fromkeys(mod.exported, key))
+    def __init__(
+        self, paths: list[Path], root: Path, generated: frozenset[str] = frozenset(), whole_subpackages: bool = False
+    ) -> None:
+        self.modules = {m.key: m for m in (_read(p, root, whole_subpackages) for p in sorted(paths))}
+        self.generated = generated
 
     def module_key(self, package: str, dotted: str) -> str | None:
         """The module ``from .<dotted>`` names inside ``package`` (a package's ``__init__``), if any."""
@@ -102,24 +99,6 @@ class RuntimeSources:
         for key in (f"{base}.py", f"{base}/__init__.py"):
             if key in self.modules:
                 return key
-        return None
-
-    def resolve(self, submodule: str, name: str) -> tuple[Need, str | None] | None:
-        """How the package ``__init__`` reaches a requested helper: the need, and the line it adds there
-        (``from .einops import rearrange``, ``Sequential = _sequential_cell()``) or None."""
-        if submodule:
-            key = self.module_key("", submodule)
-            return ((key, name), f"from .{submodule} import {name}") if key else None
-        if name in self.modules["__init__.py"].binds:
-            return ("__init__.py", name), None
-        if name in self.helper_modules:
-            key = self.helper_modules[name]
-            return (key, name), f"from .{key[:-3]} import {name}"
-        if name in self.builders:
-            return ("__init__.py", self.builders[name]), f"{name} = {self.builders[name]}()"
-        sub = self.modules.get("distributions/__init__.py")
-        if sub is not None and name in sub.exported:
-            return ("distributions/__init__.py", name), f"from .distributions import {name}"
         return None
 
     def closure(self, needs: list[Need]) -> Closure:
@@ -133,6 +112,9 @@ class RuntimeSources:
                 continue
             seen.add(need)
             key, name = need
+            if key in self.generated:
+                out.generated.add(key)
+                continue
             mod = self.modules[key]
             if mod.whole and name is not None:
                 todo.append((key, None))
@@ -184,6 +166,39 @@ class RuntimeSources:
             key = self.module_key(base, node.module)
             return [(key, a.name) for a in aliases] if key else []
         return [(key, None) for a in aliases if (key := self.module_key(base, a.name)) is not None]
+
+
+class RuntimeSources(SourceTree):
+    """Every module of ``torch2ms.runtime``, parsed once (``_kb.py``, its link to the knowledge base,
+    is written by the vendor: :mod:`.runtime_kb`)."""
+
+    def __init__(self, root: Path = RUNTIME_DIR) -> None:
+        super().__init__(list(root.rglob("*.py")), root, generated=frozenset({KB_LINK}), whole_subpackages=True)
+        init = self.modules["__init__.py"]
+        self.builders = _builders(init.tree)
+        # Helper name → the module directly in runtime/ that exports it (what runtime.__getattr__ reads).
+        self.helper_modules: dict[str, str] = {}
+        for key, mod in self.modules.items():
+            if "/" not in key and not key.startswith("_"):
+                self.helper_modules.update(dict.fromkeys(mod.exported, key))
+
+    def resolve(self, submodule: str, name: str) -> tuple[Need, str | None] | None:
+        """How the package ``__init__`` reaches a requested helper: the need, and the line it adds there
+        (``from .einops import rearrange``, ``Sequential = _sequential_cell()``) or None."""
+        if submodule:
+            key = self.module_key("", submodule)
+            return ((key, name), f"from .{submodule} import {name}") if key else None
+        if name in self.modules["__init__.py"].binds:
+            return ("__init__.py", name), None
+        if name in self.helper_modules:
+            key = self.helper_modules[name]
+            return (key, name), f"from .{key[:-3]} import {name}"
+        if name in self.builders:
+            return ("__init__.py", self.builders[name]), f"{name} = {self.builders[name]}()"
+        sub = self.modules.get("distributions/__init__.py")
+        if sub is not None and name in sub.exported:
+            return ("distributions/__init__.py", name), f"from .distributions import {name}"
+        return None
 
 
 def _builders(init: ast.Module) -> dict[str, str]:

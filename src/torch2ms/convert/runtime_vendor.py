@@ -4,40 +4,27 @@ Converted code imports helpers from ``torch2ms.runtime`` (``from torch2ms.runtim
 With ``vendor`` (the default), the converted tree gets the package ``torch2ms_runtime/`` at its root
 holding only those helpers and what they need (followed with ``ast``, :mod:`.runtime_sources`), and
 the imports point there — the project then runs with MindSpore alone, neither torch nor torch2ms
-installed. A helper that needs torch2ms itself at run time (``TorchCompat`` and ``compat_base`` apply
-the knowledge base's argument rules to run-time values) keeps its ``torch2ms.runtime`` import, and the
-report says so. The package is the runtime's own layout, pruned, so its relative imports stay as they
-are (two runtime modules define private names alike, so one flat module would not do).
+installed. ``TorchCompat`` and ``compat_base`` apply the knowledge base's argument rules to run-time
+values: they come with ``_kb/``, the entries the project names and the rule engine (:mod:`.runtime_kb`).
+A helper that would still need torch2ms keeps its ``torch2ms.runtime`` import, and the report says so.
+The package is the runtime's own layout, pruned, so its relative imports stay as they are (two runtime
+modules define private names alike, so one flat module would not do).
 """
 
 from __future__ import annotations
 
 import ast
-import importlib.metadata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .runtime_sources import Closure, RuntimeModule, RuntimeSources, bound_names, runtime_sources
+from .runtime_kb import kb_snapshot
+from .runtime_render import PACKAGE, render
+from .runtime_sources import KB_LINK, Closure, RuntimeSources, runtime_sources
 
 __all__ = ["PACKAGE", "RuntimeVendor"]
 
-PACKAGE = "torch2ms_runtime"
 _SOURCE = "torch2ms.runtime"
-
-
-def _version() -> str:
-    try:
-        return importlib.metadata.version("torch2ms")
-    except importlib.metadata.PackageNotFoundError:
-        return "(version unknown)"
-
-
-__version__ = _version()
-HEADER = (
-    f"# {PACKAGE}: the torch2ms.runtime helpers this converted project uses, written by torch2ms "
-    f"{__version__}\n# (only those helpers and what they need). It imports neither torch nor torch2ms; you may edit it.\n"
-)
 
 
 @dataclass
@@ -47,6 +34,7 @@ class RuntimeVendor:
     sources: RuntimeSources = field(default_factory=runtime_sources)
     requests: set[tuple[str, str]] = field(default_factory=set)  # (submodule or "", name)
     kept_on_package: dict[str, set[str]] = field(default_factory=dict)  # helper → files still importing torch2ms
+    compat_apis: set[str] = field(default_factory=set)  # torch names given to TorchCompat / compat_base
 
     def vendorable(self, submodule: str, name: str) -> bool:
         found = self.sources.resolve(submodule, name)
@@ -61,6 +49,7 @@ class RuntimeVendor:
             tree = ast.parse(code)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return code
+        self.compat_apis |= set(_compat_apis(tree))
         lines = code.splitlines(keepends=True)
         for node in sorted(_runtime_imports(tree), key=lambda n: -n.lineno):
             new = self._replacement(node, path, level)
@@ -109,22 +98,34 @@ class RuntimeVendor:
         return notes
 
     def package_files(self) -> dict[str, str]:
-        """The vendored package: path inside it → text."""
-        needs, lines = [], []
-        for submodule, name in sorted(self.requests):
-            found = self.sources.resolve(submodule, name)
-            if found is not None:
-                needs.append(found[0])
-                if found[1] is not None and found[1] not in lines:
-                    lines.append(found[1])
-        closure = self.sources.closure(needs)
+        """The vendored package: path inside it → text (``_kb/``: the KB snapshot TorchCompat / compat_base read)."""
+        closure, lines = self._closure(self.requests)
+        snapshot = kb_snapshot(self.compat_apis) if KB_LINK in closure.generated else None
+        if snapshot is not None:
+            # Helpers the entries' MindSpore source names (torch2ms.runtime.GRU, .ckpt_path) come along.
+            more = {("", n) for n in snapshot.runtime_names if self.sources.resolve("", n) is not None}
+            if not more <= self.requests:
+                closure, lines = self._closure(self.requests | more)
         closure.statements.setdefault("__init__.py", set())
         files = {}
         for key in sorted(closure.statements):
             mod = self.sources.modules[key]
             extra = lines if key == "__init__.py" else []
             files[key] = render(mod, closure, extra)
+        if snapshot is not None:
+            files.update({f"{KB_LINK[:-3]}/{rel}": text for rel, text in snapshot.files.items()})
         return files
+
+    def _closure(self, requests: set[tuple[str, str]]) -> tuple[Closure, list[str]]:
+        """What the requested helpers reach, and the lines the package ``__init__`` adds to reach them."""
+        needs, lines = [], []
+        for submodule, name in sorted(requests):
+            found = self.sources.resolve(submodule, name)
+            if found is not None:
+                needs.append(found[0])
+                if found[1] is not None and found[1] not in lines:
+                    lines.append(found[1])
+        return self.sources.closure(needs), lines
 
 
 def _runtime_imports(tree: ast.Module) -> Iterable[ast.ImportFrom]:
@@ -134,90 +135,15 @@ def _runtime_imports(tree: ast.Module) -> Iterable[ast.ImportFrom]:
                 yield node
 
 
-def render(mod: RuntimeModule, closure: Closure, extra: list[str]) -> str:
-    """A runtime module as the vendored package holds it: header, then its kept statements in their order
-    (``extra``: the package ``__init__``'s re-exports, after its imports, and built classes, at its end)."""
-    header = (
-        HEADER
-        if mod.key == "__init__.py"
-        else f"# Part of {PACKAGE}, written by torch2ms {__version__}; you may edit it.\n"
-    )
-    if mod.whole:
-        return header + mod.text
-    imports = _merged_imports([line for line in extra if line.startswith("from ")])
-    kept = closure.statements.get(mod.key, set())
-    body, lines = mod.tree.body, mod.text.splitlines(keepends=True)
-    parts: list[str] = []
-    previous = -1
-    for i, stmt in enumerate(body):
-        text = _statement_text(mod, closure, i, stmt, kept, lines)
-        if text is None:
+_COMPAT_HELPERS = ("TorchCompat", "compat_base")
+
+
+def _compat_apis(tree: ast.Module) -> Iterable[str]:
+    """The torch names in ``TorchCompat("torch.nn.Conv2d")`` / ``compat_base("torch.nn.Linear")`` calls."""
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)):
             continue
-        is_import = isinstance(stmt, (ast.Import, ast.ImportFrom)) or (i == 0 and isinstance(stmt, ast.Expr))
-        if imports and not is_import:
-            parts.append("\n" + "".join(f"{line}\n" for line in imports))
-            imports, previous = [], -1
-        if previous == i - 1 and previous >= 0:
-            gap = "".join(lines[body[previous].end_lineno or 0 : _first_line(stmt) - 1])
-        else:
-            spacing = "\n\n" if isinstance(stmt, (ast.FunctionDef, ast.ClassDef)) else "\n"
-            gap = (spacing if parts else "") + _leading_comments(lines, _first_line(stmt))
-        parts.append(gap + text)
-        previous = i
-    if imports:
-        parts.append("\n" + "".join(f"{line}\n" for line in imports))
-    built = [line for line in extra if not line.startswith("from ")]
-    if built:
-        parts.append("\n\n" + "".join(f"{line}\n" for line in built))
-    return header + "".join(parts)
-
-
-def _merged_imports(lines: list[str]) -> list[str]:
-    """``from .vision import a`` + ``from .vision import b`` → ``from .vision import a, b`` (sorted)."""
-    by_module: dict[str, list[str]] = {}
-    for line in lines:
-        module, _, name = line.partition(" import ")
-        by_module.setdefault(module, []).append(name)
-    return [f"{module} import {', '.join(sorted(set(names)))}" for module, names in sorted(by_module.items())]
-
-
-def _statement_text(
-    mod: RuntimeModule, closure: Closure, i: int, stmt: ast.stmt, kept: set[int], lines: list[str]
-) -> str | None:
-    """The source of one top-level statement as vendored, or None when it is left out."""
-    docstring = i == 0 and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
-    future = isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__"
-    if "__all__" in bound_names(stmt) and not isinstance(stmt, (ast.Import, ast.ImportFrom)):
-        names = sorted(_kept_names(mod, closure, kept) & set(mod.exported))
-        return f"__all__ = {names!r}\n".replace("'", '"') if names else None
-    if not (docstring or future or i in kept):
-        return None
-    if isinstance(stmt, (ast.Import, ast.ImportFrom)) and not future:
-        wanted = closure.aliases.get((mod.key, i), set())
-        aliases = [a for a in stmt.names if (a.asname or a.name).split(".")[0] in wanted]
-        if len(aliases) < len(stmt.names):
-            return ast.unparse(type(stmt)(**{**stmt.__dict__, "names": aliases})) + "\n"
-    return "".join(lines[_first_line(stmt) - 1 : stmt.end_lineno])
-
-
-def _first_line(stmt: ast.stmt) -> int:
-    decorators = getattr(stmt, "decorator_list", [])
-    return min([stmt.lineno, *(d.lineno for d in decorators)])
-
-
-def _leading_comments(lines: list[str], first: int) -> str:
-    """The comment lines right above a statement (what explains it)."""
-    start = first - 1
-    while start > 0 and lines[start - 1].lstrip().startswith("#"):
-        start -= 1
-    return "".join(lines[start : first - 1])
-
-
-def _kept_names(mod: RuntimeModule, closure: Closure, kept: set[int]) -> set[str]:
-    """The top-level names the kept statements bind (an import: only its kept aliases)."""
-    out: set[str] = set()
-    for j in kept:
-        stmt = mod.tree.body[j]
-        is_import = isinstance(stmt, (ast.Import, ast.ImportFrom))
-        out |= closure.aliases.get((mod.key, j), set()) if is_import else set(bound_names(stmt))
-    return out
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+        if name in _COMPAT_HELPERS and isinstance(node.args[0].value, str):
+            yield node.args[0].value

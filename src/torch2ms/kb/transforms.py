@@ -21,7 +21,8 @@ from typing import Any
 
 __all__ = ["HANDLERS", "TRANSFORMS", "Registry", "Unsupported", "handler", "registry_name", "transform"]
 
-_HANDLER_PACKAGE = "torch2ms.kb.handlers"
+# Relative to this package: a converted project's torch2ms_runtime carries a copy of it (convert/runtime_kb.py).
+_HANDLER_PACKAGE = f"{__package__ or 'torch2ms.kb'}.handlers"
 
 
 class Unsupported(Exception):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 import importlib
-from functools import cache, lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -20,62 +20,6 @@ from .vision import (  # noqa: F401 - re-exported: converted torchvision code im
     tv_models,
     tv_ops,
 )
-
-_LITERALS = (int, float, str, bool, type(None))
-
-
-@lru_cache(maxsize=1)
-def _kb():
-    from ..kb import load_kb
-
-    return load_kb()
-
-
-def _source(value: Any, ns: dict[str, Any]) -> str:
-    """Source text for a run-time value: a literal when it round-trips, else a bound name."""
-    if isinstance(value, _LITERALS) or (
-        isinstance(value, (tuple, list)) and all(isinstance(v, _LITERALS) for v in value)
-    ):
-        src = repr(value)
-        try:
-            if ast.literal_eval(src) == value:
-                return src
-        except (ValueError, SyntaxError):
-            pass
-    name = f"_t2m_{len(ns)}"
-    ns[name] = value
-    return name
-
-
-class TorchCompat:
-    """A torch layer or function used as a value (``conv_layer=nn.Conv2d``, ``partial(nn.LayerNorm, eps=1e-6)``).
-
-    Calling it applies the knowledge base's argument rules to the actual arguments, exactly as the
-    converter does for a written-out call, and builds the MindSpore object.
-    """
-
-    def __init__(self, torch_name: str) -> None:
-        entry = _kb().get(torch_name)
-        if entry is None or entry.status == "no-equivalent":
-            raise TypeError(f"torch2ms: {torch_name} has no MindSpore equivalent")
-        self.torch_name = entry.torch
-        self._entry = entry
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        import mindspore
-
-        from ..kb.rewrite import rewrite_call
-
-        ns: dict[str, Any] = {}
-        res = rewrite_call(
-            self._entry, [_source(a, ns) for a in args], [(k, _source(v, ns)) for k, v in kwargs.items()]
-        )
-        if not res.ok:
-            raise TypeError(f"torch2ms: cannot convert this call of {self.torch_name}: {'; '.join(res.notes)}")
-        return eval(res.source, {"mindspore": mindspore, **ns})
-
-    def __repr__(self) -> str:
-        return f"TorchCompat({self.torch_name!r})"
 
 
 def ckpt_path(path: Any) -> Any:
@@ -257,39 +201,6 @@ def _module_dict_cell():
             return cell
 
     return ModuleDict
-
-
-@cache
-def compat_base(torch_name: str) -> type:
-    """A base class for user classes that subclass a torch layer whose arguments differ.
-
-    ``class LayerNorm2d(nn.LayerNorm)`` calls ``super().__init__(C, eps=1e-6)`` with torch's
-    arguments; this base translates them by the KB rules before MindSpore's __init__ sees them.
-    """
-    import mindspore
-
-    from ..kb.rewrite import rewrite_call
-
-    entry = _kb().get(torch_name)
-    if entry is None or not entry.ms.startswith(("mindspore.", "torch2ms.runtime.")):
-        raise TypeError(f"torch2ms: {torch_name} cannot be subclassed in MindSpore")
-    if entry.ms.startswith("torch2ms.runtime."):
-        ms_cls = __getattr__(entry.ms.rsplit(".", 1)[1])  # a helper of this package (built on first use)
-    else:
-        ms_cls = eval(entry.ms, {"mindspore": mindspore})
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        ns: dict[str, Any] = {"mindspore": mindspore}
-        res = rewrite_call(entry, [_source(a, ns) for a in args], [(k, _source(v, ns)) for k, v in kwargs.items()])
-        if not res.ok or res.args is None:
-            raise TypeError(f"torch2ms: cannot convert {torch_name}(...) here: {'; '.join(res.notes)}")
-        ms_cls.__init__(
-            self,
-            *[eval(a, ns) for a in res.args],
-            **{k: eval(v, ns) for k, v in res.kwargs or []},
-        )
-
-    return type(ms_cls.__name__, (ms_cls,), {"__init__": __init__, "__module__": __name__})
 
 
 def _multihead_attention():
