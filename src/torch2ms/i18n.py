@@ -68,3 +68,8 @@ def N_(message: str) -> str:
 def pick(english: str, chinese: str) -> str:
     """A text held as data in both languages (a KB note): the Chinese one when speaking Chinese and it exists."""
     return chinese if chinese and language() == "zh" else english
+
+
+def html_lang() -> str:
+    """The ``lang`` attribute of an HTML report in the current language."""
+    return "zh-CN" if language() == "zh" else "en"
