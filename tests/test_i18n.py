@@ -322,3 +322,54 @@ def test_export_and_doctor_in_chinese(tmp_path, monkeypatch):
     monkeypatch.setenv("TORCH2MS_LANG", "zh")
     lines = main_text(DoctorReport(versions={"python": "3.11", "torch": None}))
     assert any("未安装" in line for line in lines) and level_word(Finding("warn", "").level) == "警告"
+
+
+TRAIN_LOOP = """import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x):
+        try:
+            y = self.fc(x)
+        except RuntimeError:
+            y = x
+        return y
+
+
+model = Net()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loss_fn = nn.CrossEntropyLoss()
+for x, y in [(torch.randn(3, 4), torch.tensor([0, 1, 0]))]:
+    opt.zero_grad()
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    opt.step()
+    z = torch.frobnicate(x)
+"""
+
+
+def test_training_loop_and_graph_mode_marks_in_chinese_are_stable_when_converted_again(tmp_path):
+    (tmp_path / "train.py").write_text(TRAIN_LOOP, encoding="utf-8")
+    first = _run(["--lang", "zh", "convert", "train.py", "-o", "out1"], tmp_path)
+    assert first.returncode == 0, first.stderr
+    code = (tmp_path / "out1" / "train.py").read_text(encoding="utf-8")
+    marks = [line.strip() for line in code.splitlines() if "# torch2ms:" in line]
+    assert any("torch 模块默认处于训练模式" in m for m in marks), marks
+    assert any("前向、loss.backward()、opt.step()" in m for m in marks), marks
+    assert any("construct 中的 try/except 不会被编译" in m for m in marks), marks
+    assert any("保留了 torch 导入" in m for m in marks), marks
+    assert not any(word in m for m in marks for word in ("training mode", "is not compiled", "import kept"))
+    second = _run(["--lang", "zh", "convert", "out1/train.py", "-o", "out2"], tmp_path)
+    assert second.returncode == 0, second.stderr
+    assert (tmp_path / "out2" / "train.py").read_bytes() == (tmp_path / "out1" / "train.py").read_bytes()
+    english = _run(["--lang", "en", "convert", "train.py", "-o", "out3"], tmp_path)
+    assert english.returncode == 0, english.stderr
+    en_code = (tmp_path / "out3" / "train.py").read_text(encoding="utf-8")
+    assert "a torch module starts in training mode" in en_code and not _has_chinese(en_code)
+    assert _run(["--lang", "en", "convert", "out3/train.py", "-o", "out4"], tmp_path).returncode == 0
+    assert (tmp_path / "out4" / "train.py").read_bytes() == (tmp_path / "out3" / "train.py").read_bytes()

@@ -73,3 +73,10 @@ def pick(english: str, chinese: str) -> str:
 def html_lang() -> str:
     """The ``lang`` attribute of an HTML report in the current language."""
     return "zh-CN" if language() == "zh" else "en"
+
+
+def every_language(message: str) -> list[str]:
+    """``message`` as written (English) and as each catalog translates it: to recognise a text that an
+    earlier run wrote in either language (a mark in converted code)."""
+    translated = (_translations(lang).gettext(message) for lang in _CATALOG)
+    return [message, *dict.fromkeys(t for t in translated if t != message)]
