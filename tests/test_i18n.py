@@ -210,3 +210,166 @@ def test_a_chinese_note_for_an_unknown_name_is_refused(tmp_path):
     (data / "zh.toml").write_text('[note_zh]\n"torch.nn.NoSuchLayer" = "没有这个层"\n', encoding="utf-8")
     with pytest.raises(KBError, match="NoSuchLayer"):
         load_kb(data)
+
+
+PAIR_TORCH = """import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+        self.act = nn.ReLU()
+
+    def forward(self, x):
+        return self.act(self.fc(x))
+"""
+
+
+@pytest.mark.slow
+def test_compare_speaks_chinese_in_the_terminal_and_the_report(tmp_path):
+    pytest.importorskip("torch")
+    pytest.importorskip("mindspore")
+    from torch2ms.convert import convert_source
+
+    (tmp_path / "t.py").write_text(PAIR_TORCH, encoding="utf-8")
+    (tmp_path / "m.py").write_text(convert_source(PAIR_TORCH).code, encoding="utf-8")
+    args = ["compare", "--torch", "t.py:Net", "--ms", "m.py:Net", "--input-shape", "2,4", "--no-graph", "--out", "r"]
+    zh = _run(["--lang", "zh", *args], tmp_path, GLOG_v="3")
+    assert zh.returncode == 0, zh.stderr
+    assert "一致" in zh.stdout and "最终输出 pynative：" in zh.stdout and "报告：" in zh.stdout
+    assert "final output" not in zh.stdout and "MATCH" not in zh.stdout
+    page = (tmp_path / "r" / "report.html").read_text(encoding="utf-8")
+    assert "<html lang='zh-CN'>" in page and "逐层误差" in page and "Per-layer error" not in page
+    assert '"status": "match"' in (tmp_path / "r" / "report.json").read_text(encoding="utf-8")
+    en = _run(["--lang", "en", *args], tmp_path, GLOG_v="3", LANG="zh_CN.UTF-8")
+    assert en.returncode == 0 and "MATCH" in en.stdout and not _has_chinese(en.stdout)
+
+
+def _rendered(render, width: int = 200) -> str:
+    from rich.console import Console
+
+    console = Console(record=True, width=width, color_system=None)
+    render(console)
+    return console.export_text()
+
+
+def test_check_data_report_in_chinese(monkeypatch):
+    import numpy as np
+
+    from torch2ms.data import Side, compare_sides
+
+    images = np.random.default_rng(0).random((2, 3, 4, 4)).astype(np.float32)
+    torch_side = Side("torch", batches=[(images, np.array([0, 1]))], batches_per_epoch=1)
+    ms_side = Side("MindSpore", batches=[(images * 2, np.array([0, 1]))], batches_per_epoch=1)
+    monkeypatch.setenv("TORCH2MS_LANG", "zh")
+    report = compare_sides(torch_side, ms_side)
+    text = _rendered(report.render)
+    assert "数据管道不同" in text and "每个 epoch 的批次数：torch 1，MindSpore 1" in text and "通道均值" in text
+    assert "错误" in text and "pipelines differ" not in text
+    markdown = report.to_markdown()
+    assert "## 发现" in markdown and "| 列 | 形状 torch / MS |" in markdown and "修复：" in markdown
+    assert report.to_dict()["verdict"] == "pipelines differ"  # JSON keeps English keys and values
+    monkeypatch.setenv("TORCH2MS_LANG", "en")
+    assert "pipelines differ" in _rendered(report.render) and "## Findings" in report.to_markdown()
+
+
+def _train_report(status: str):
+    from torch2ms.trainrun.report import TrainReport
+
+    rows = [
+        {"index": i, "step": i + 1, "opt": 0, "torch_loss": 1.0, "ms_loss": 1.0 + 0.1 * (i > 0), "rel": 0.1 * (i > 0),
+         "torch_inputs": None, "ms_inputs": None}
+        for i in range(3)
+    ]  # fmt: skip
+    first = {
+        "index": 1,
+        "step": 2,
+        "torch_loss": 1.0,
+        "ms_loss": 1.1,
+        "rel_text": "1.0e-01",
+        "cause": "lr",
+        "facts": [],
+    }
+    return TrainReport(status, "a.py", "b.py", 3, 1e-4, "pynative", "replay", 0, rows, first)
+
+
+def test_compare_train_verdict_lines_in_chinese(monkeypatch):
+    from torch2ms.trainrun.report import print_report
+
+    monkeypatch.setenv("TORCH2MS_LANG", "zh")
+    text = _rendered(lambda c: print_report(_train_report("different"), c))
+    assert "不同 从第 2 步起" in text and "最可能的原因：" in text and "torch 损失" in text and "回放数据" in text
+    assert "DIFFERENT" not in text and "likeliest cause" not in text
+    monkeypatch.setenv("TORCH2MS_LANG", "en")
+    english = _rendered(lambda c: print_report(_train_report("different"), c))
+    assert "DIFFERENT from step 2: torch 1.000000, MindSpore 1.100000 (1.0e-01)" in english and not _has_chinese(
+        english
+    )
+
+
+def test_export_and_doctor_in_chinese(tmp_path, monkeypatch):
+    bad_shape = _run(["--lang", "zh", "export", "--net", "m.py:Net", "--ckpt", "w.ckpt", "--input-shape", "1,a",
+                      "-o", "m.mindir"], tmp_path)  # fmt: skip
+    assert bad_shape.returncode == 2 and "错误：" in bad_shape.stderr and "应为逗号分隔的整数" in bad_shape.stderr
+    no_ckpt = _run(["--lang", "zh", "export", "--net", "m.py:Net", "--ckpt", "w.ckpt", "--input-shape", "1,2",
+                    "-o", "m.mindir"], tmp_path)  # fmt: skip
+    assert no_ckpt.returncode == 2 and "没有这个检查点文件" in no_ckpt.stderr
+    assert "export" in _run(["--lang", "zh", "export", "--help"], tmp_path).stdout
+    assert "构建转换后 MindSpore 网络" in _run(["--lang", "zh", "export", "--help"], tmp_path).stdout
+    from torch2ms.doctor import DoctorReport, Finding, level_word, main_text
+
+    monkeypatch.setenv("TORCH2MS_LANG", "zh")
+    lines = main_text(DoctorReport(versions={"python": "3.11", "torch": None}))
+    assert any("未安装" in line for line in lines) and level_word(Finding("warn", "").level) == "警告"
+
+
+TRAIN_LOOP = """import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x):
+        try:
+            y = self.fc(x)
+        except RuntimeError:
+            y = x
+        return y
+
+
+model = Net()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loss_fn = nn.CrossEntropyLoss()
+for x, y in [(torch.randn(3, 4), torch.tensor([0, 1, 0]))]:
+    opt.zero_grad()
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    opt.step()
+    z = torch.frobnicate(x)
+"""
+
+
+def test_training_loop_and_graph_mode_marks_in_chinese_are_stable_when_converted_again(tmp_path):
+    (tmp_path / "train.py").write_text(TRAIN_LOOP, encoding="utf-8")
+    first = _run(["--lang", "zh", "convert", "train.py", "-o", "out1"], tmp_path)
+    assert first.returncode == 0, first.stderr
+    code = (tmp_path / "out1" / "train.py").read_text(encoding="utf-8")
+    marks = [line.strip() for line in code.splitlines() if "# torch2ms:" in line]
+    assert any("torch 模块默认处于训练模式" in m for m in marks), marks
+    assert any("前向、loss.backward()、opt.step()" in m for m in marks), marks
+    assert any("construct 中的 try/except 不会被编译" in m for m in marks), marks
+    assert any("保留了 torch 导入" in m for m in marks), marks
+    assert not any(word in m for m in marks for word in ("training mode", "is not compiled", "import kept"))
+    second = _run(["--lang", "zh", "convert", "out1/train.py", "-o", "out2"], tmp_path)
+    assert second.returncode == 0, second.stderr
+    assert (tmp_path / "out2" / "train.py").read_bytes() == (tmp_path / "out1" / "train.py").read_bytes()
+    english = _run(["--lang", "en", "convert", "train.py", "-o", "out3"], tmp_path)
+    assert english.returncode == 0, english.stderr
+    en_code = (tmp_path / "out3" / "train.py").read_text(encoding="utf-8")
+    assert "a torch module starts in training mode" in en_code and not _has_chinese(en_code)
+    assert _run(["--lang", "en", "convert", "out3/train.py", "-o", "out4"], tmp_path).returncode == 0
+    assert (tmp_path / "out4" / "train.py").read_bytes() == (tmp_path / "out3" / "train.py").read_bytes()

@@ -38,7 +38,10 @@ KB_MODULES = sorted(KB_DIR.rglob("*.py"))
 @pytest.mark.parametrize("path", KB_MODULES, ids=lambda p: str(p.relative_to(KB_DIR)))
 def test_issue10_kb_imports_nothing_above_it(path):
     imports = _torch2ms_imports(path.read_text(encoding="utf-8"), path)
-    bad = [f"{path.name}:{line} imports {m}" for line, m in imports if not m.startswith("torch2ms.kb")]
+    # torch2ms.i18n (message catalogs, standard library only) is the one module below the KB
+    bad = [
+        f"{path.name}:{line} imports {m}" for line, m in imports if not m.startswith(("torch2ms.kb", "torch2ms.i18n"))
+    ]
     assert not bad, bad
 
 

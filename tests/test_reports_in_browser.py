@@ -153,3 +153,84 @@ def test_r30_check_data_report_renders_with_plots(browser, tmp_path):
     ):
         assert text in labels_text, text
     assert "pipelines differ" in dom and report.findings[0].title in dom
+
+
+def _cjk(text: str) -> bool:
+    return any("\u4e00" <= ch <= "\u9fff" for ch in text)
+
+
+@pytest.mark.differential
+def test_r30_compare_report_in_chinese_declares_lang_and_renders_cjk(browser, tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    pytest.importorskip("mindspore")
+    from torch2ms.align import CompareOptions, TrainOptions, compare_models
+    from torch2ms.convert import convert_source
+
+    monkeypatch.setenv("TORCH2MS_LANG", "zh")
+    (tmp_path / "t.py").write_text(TORCH, encoding="utf-8")
+    port = convert_source(TORCH).code.replace("approximate=False", "approximate=True")
+    (tmp_path / "m.py").write_text(port, encoding="utf-8")
+    opts = CompareOptions(input_shapes=[(2, 3, 8, 8)], train=TrainOptions(steps=4), graph=False, out_dir=tmp_path / "r")
+    rep = compare_models(f"{tmp_path}/t.py:Net", f"{tmp_path}/m.py:Net", opts)
+    assert rep.status == "divergence"  # report.json keeps the English status
+    dom, console = open_page(browser, tmp_path / "r" / "report.html", tmp_path, SHOTS / "compare_zh.png")
+    assert console == [], console
+    assert '<html lang="zh-CN">' in dom
+    labels = _svg_texts(dom)
+    for text in ("层调用（执行顺序", "误差 / 输出尺度", "训练步骤", "损失（ce，无单位）", "首个偏离：act"):
+        assert text in labels, text
+    assert 'torch2ms compare: <span class="bad">不一致</span>' in dom and "首个偏离（前向）：act" in dom
+    assert "layer call" not in labels and "Per-layer error" not in dom
+
+
+def test_r30_check_data_report_in_chinese(browser, tmp_path, monkeypatch):
+    from torch2ms.data import Side, compare_sides
+    from torch2ms.data.report_html import write_reports
+
+    monkeypatch.setenv("TORCH2MS_LANG", "zh")
+    rng = np.random.default_rng(0)
+    images = rng.random((4, 3, 8, 8)).astype(np.float32)
+    labels = np.array([0, 1, 1, 2])
+    torch_side = Side("torch", batches=[(images[:2], labels[:2]), (images[2:], labels[2:])], batches_per_epoch=2)
+    ms_side = Side(
+        "MindSpore", batches=[(images[:2] * 2, labels[:2]), (images[2:] * 2, labels[2:])], batches_per_epoch=2
+    )
+    report = compare_sides(torch_side, ms_side)
+    write_reports(report, tmp_path / "r")
+    markdown = (tmp_path / "r" / "report.md").read_text(encoding="utf-8")
+    assert markdown.startswith("# torch2ms check-data: 数据管道不同") and "## 发现" in markdown
+    assert '"verdict": "pipelines differ"' in (tmp_path / "r" / "report.json").read_text(encoding="utf-8")
+    dom, console = open_page(browser, tmp_path / "r" / "report.html", tmp_path, SHOTS / "check_data_zh.png")
+    assert console == [], console
+    assert '<html lang="zh-CN">' in dom and "<h2>逐通道统计</h2>" in dom
+    labels_text = _svg_texts(dom)
+    for text in ("通道（批次的第 1 轴）", "逐通道均值（管道输出的单位）", "密度（每单位数值的元素占比）"):
+        assert text in labels_text, text
+    assert not any(word in labels_text for word in ("channel (axis", "density (share"))
+
+
+def test_r30_compare_train_report_in_chinese(browser, tmp_path, monkeypatch):
+    from torch2ms.trainrun.report import TrainReport
+
+    monkeypatch.setenv("TORCH2MS_LANG", "zh")
+    rows = [
+        {"index": i, "step": i + 1, "opt": 0, "torch_loss": 2.0 - 0.1 * i, "ms_loss": 2.0 - 0.1 * i + (0.05 if i > 2 else 0),
+         "rel": 0.05 / (2.0 - 0.1 * i) if i > 2 else 0.0, "torch_lr": 0.1, "ms_lr": 0.1, "torch_grad_norm": 1.0,
+         "ms_grad_norm": 1.0, "same_inputs": True}
+        for i in range(6)
+    ]  # fmt: skip
+    divergence = {
+        "index": 3,
+        "step": 4,
+        "torch_loss": 1.7,
+        "ms_loss": 1.75,
+        "rel_text": "2.9e-02",
+        "cause": "lr",
+        "facts": [],
+    }
+    rep = TrainReport("different", "train.py", "train_ms.py", 6, 1e-4, "pynative", "replay", 0, rows, divergence)
+    paths = rep.write(tmp_path / "r")
+    dom, console = open_page(browser, paths["html"], tmp_path, SHOTS / "compare_train_zh.png")
+    assert console == [], console
+    assert '<html lang="zh-CN">' in dom and "compare-train: 不同" in dom and "<th>torch 损失</th>" in dom
+    assert "第一个超出容差的步骤：4" in dom

@@ -176,7 +176,7 @@ def cmd_kb_check(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from .doctor import diagnose, main_text
+    from .doctor import diagnose, level_word, main_text
 
     rep = diagnose()
     if args.json:
@@ -198,7 +198,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         console.print(line)
     style = {"ok": "green", "warn": "yellow", "error": "red"}
     for f in rep.findings:
-        console.print(f"[{style[f.level]}]{f.level:5s}[/] {f.message}" + (f"\n      → {f.fix}" if f.fix else ""))
+        level = level_word(f.level)
+        console.print(f"[{style[f.level]}]{level:5s}[/] {f.message}" + (f"\n      → {f.fix}" if f.fix else ""))
     return EXIT_OK if rep.ok else EXIT_FOUND
 
 

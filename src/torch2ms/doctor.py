@@ -8,6 +8,8 @@ import sys
 from dataclasses import dataclass, field
 from importlib import metadata
 
+from .i18n import N_, _
+
 PACKAGES = ("torch", "torchvision", "mindspore", "numpy", "libcst", "rich", "safetensors")
 PINNED = {"mindspore": "2.10.0", "torch": "2.14.1", "torchvision": "0.29.1"}
 # MindSpore's documented switches for single-threaded PyNative dispatch (bench/train_step_bench.py).
@@ -59,11 +61,17 @@ def diagnose(versions: dict[str, str | None] | None = None, probe_device: bool =
 
             rep.device_target = mindspore.get_context("device_target")
         except Exception as exc:  # noqa: BLE001 - any import failure is a finding for the user
-            rep.findings.append(Finding("error", f"import mindspore failed: {exc}", "reinstall mindspore with numpy<2"))
+            rep.findings.append(
+                Finding(
+                    "error",
+                    _("import mindspore failed: {error}").format(error=exc),
+                    _("reinstall mindspore with numpy<2"),
+                )
+            )
     if rep.versions.get("mindspore") and rep.device_target in (None, "CPU"):
         rep.findings += _cpu_findings()
     if not rep.findings or all(f.level == "ok" for f in rep.findings):
-        rep.findings.append(Finding("ok", "no known-bad combination found"))
+        rep.findings.append(Finding("ok", _("no known-bad combination found")))
     return rep
 
 
@@ -72,13 +80,21 @@ def _version_findings(v: dict[str, str | None]) -> list[Finding]:
     out = []
     py = v["python"] or ""
     if not py.startswith("3.11"):
-        out.append(Finding("warn", f"Python {py}: torch2ms is tested on Python 3.11", "use a Python 3.11 environment"))
+        out.append(
+            Finding(
+                "warn",
+                _("Python {version}: torch2ms is tested on Python 3.11").format(version=py),
+                _("use a Python 3.11 environment"),
+            )
+        )
     ms, torch, np_ = v.get("mindspore"), v.get("torch"), v.get("numpy")
     if ms is None:
         out.append(
             Finding(
                 "warn",
-                "mindspore is not installed: convert/scan/lookup work, compare and weight checks against a net do not",
+                _(
+                    "mindspore is not installed: convert/scan/lookup work, compare and weight checks against a net do not"
+                ),
                 f"pip install mindspore=={PINNED['mindspore']} 'numpy<2'",
             )
         )
@@ -86,7 +102,9 @@ def _version_findings(v: dict[str, str | None]) -> list[Finding]:
         out.append(
             Finding(
                 "warn",
-                f"mindspore {ms}: the knowledge base was proven on {PINNED['mindspore']}",
+                _("mindspore {version}: the knowledge base was proven on {pinned}").format(
+                    version=ms, pinned=PINNED["mindspore"]
+                ),
                 f"pip install mindspore=={PINNED['mindspore']}",
             )
         )
@@ -94,8 +112,10 @@ def _version_findings(v: dict[str, str | None]) -> list[Finding]:
         out.append(
             Finding(
                 "error",
-                f"numpy {np_} with mindspore: mindspore.dataset.GeneratorDataset fails on python/numpy-scalar items "
-                "('Unable to avoid copy while creating an array')",
+                _(
+                    "numpy {version} with mindspore: mindspore.dataset.GeneratorDataset fails on python/numpy-scalar "
+                    "items ('Unable to avoid copy while creating an array')"
+                ).format(version=np_),
                 "pip install 'numpy<2'",
             )
         )
@@ -103,15 +123,15 @@ def _version_findings(v: dict[str, str | None]) -> list[Finding]:
         out.append(
             Finding(
                 "warn",
-                "torch is not installed: fine for the MindSpore side; compare needs --torch-python PY",
-                "point compare at a torch environment with --torch-python",
+                _("torch is not installed: fine for the MindSpore side; compare needs --torch-python PY"),
+                _("point compare at a torch environment with --torch-python"),
             )
         )
     if torch and v.get("torchvision") is None:
         out.append(
             Finding(
                 "warn",
-                "torchvision is not installed: data-pipeline checks of torchvision transforms are unavailable",
+                _("torchvision is not installed: data-pipeline checks of torchvision transforms are unavailable"),
                 f"pip install torchvision=={PINNED['torchvision']}",
             )
         )
@@ -119,13 +139,21 @@ def _version_findings(v: dict[str, str | None]) -> list[Finding]:
         out.append(
             Finding(
                 "ok",
-                "torch and mindspore share this environment: fine for compare; to keep them apart (often wanted "
-                "in production), install them in two environments and give compare --torch-python",
+                _(
+                    "torch and mindspore share this environment: fine for compare; to keep them apart (often wanted "
+                    "in production), install them in two environments and give compare --torch-python"
+                ),
             )
         )
     for pkg in ("libcst", "rich"):
         if v.get(pkg) is None:
-            out.append(Finding("error", f"{pkg} is missing: torch2ms itself needs it", f"pip install {pkg}"))
+            out.append(
+                Finding(
+                    "error",
+                    _("{package} is missing: torch2ms itself needs it").format(package=pkg),
+                    f"pip install {pkg}",
+                )
+            )
     return out
 
 
@@ -136,9 +164,11 @@ def _cpu_findings() -> list[Finding]:
         out.append(
             Finding(
                 "warn",
-                "this CPU has AVX-512: MindSpore 2.10's bundled oneDNN then picks a naive convolution "
-                "(measured 155 ms vs 4 ms for one 32x3x32x32 conv; training steps 20x slower)",
-                "export ONEDNN_MAX_CPU_ISA=AVX2 before starting MindSpore",
+                _(
+                    "this CPU has AVX-512: MindSpore 2.10's bundled oneDNN then picks a naive convolution "
+                    "(measured 155 ms vs 4 ms for one 32x3x32x32 conv; training steps 20x slower)"
+                ),
+                _("export ONEDNN_MAX_CPU_ISA=AVX2 before starting MindSpore"),
             )
         )
     unset = [k for k in CPU_DISPATCH_ENV if os.environ.get(k) != "1"]
@@ -146,10 +176,12 @@ def _cpu_findings() -> list[Finding]:
         out.append(
             Finding(
                 "warn",
-                "PyNative dispatches ops and compiled steps across threads: on a CPU target that "
-                "costs ~3 ms per eager op and makes a compiled training step that returns several tensors "
-                "1.7x slower (measured 21.6 vs 12.7 ms per step on 2 cores)",
-                " ".join(f"export {k}=1" for k in unset) + " (single-threaded dispatch; CPU only)",
+                _(
+                    "PyNative dispatches ops and compiled steps across threads: on a CPU target that "
+                    "costs ~3 ms per eager op and makes a compiled training step that returns several tensors "
+                    "1.7x slower (measured 21.6 vs 12.7 ms per step on 2 cores)"
+                ),
+                " ".join(f"export {k}=1" for k in unset) + " " + _("(single-threaded dispatch; CPU only)"),
             )
         )
     return out
@@ -164,7 +196,17 @@ def _has_avx512(cpuinfo: str = "/proc/cpuinfo") -> bool:
 
 
 def main_text(rep: DoctorReport) -> list[str]:
-    lines = [f"{k:12s} {val or 'not installed'}" for k, val in rep.versions.items()]
-    lines.append(f"{'device':12s} {rep.device_target or 'unknown (mindspore not imported)'}")
-    lines.append(f"{'platform':12s} {platform.platform()} ({sys.executable})")
+    missing, device, where = _("not installed"), _("device"), _("platform")
+    lines = [f"{k:12s} {val or missing}" for k, val in rep.versions.items()]
+    unknown = _("unknown (mindspore not imported)")
+    lines.append(f"{device:12s} {rep.device_target or unknown}")
+    lines.append(f"{where:12s} {platform.platform()} ({sys.executable})")
     return lines
+
+
+_LEVEL_WORDS = {"ok": N_("ok"), "warn": N_("warn"), "error": N_("error")}
+
+
+def level_word(level: str) -> str:
+    """A finding's level in the current language (--json keeps the English one)."""
+    return _(_LEVEL_WORDS[level]) if level in _LEVEL_WORDS else level

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .i18n import _
 from .progress import Progress
 
 EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2
@@ -51,9 +52,11 @@ def parse_shape(text: str) -> tuple[int, ...]:
     try:
         shape = tuple(int(p) for p in parts)
     except ValueError:
-        raise ExportError(f"--input-shape {text!r}: expected comma-separated integers such as 1,3,32,32") from None
+        raise ExportError(
+            _("--input-shape {text}: expected comma-separated integers such as 1,3,32,32").format(text=repr(text))
+        ) from None
     if not shape or any(d <= 0 for d in shape):
-        raise ExportError(f"--input-shape {text!r}: every dimension must be a positive integer")
+        raise ExportError(_("--input-shape {text}: every dimension must be a positive integer").format(text=repr(text)))
     return shape
 
 
@@ -94,30 +97,37 @@ def load_net_with_checkpoint(net_spec: str, ckpt: str | Path) -> tuple[Any, int,
 
     path = Path(ckpt)
     if not path.is_file():
-        raise ExportError(f"{ckpt}: no such checkpoint file")
+        raise ExportError(_("{ckpt}: no such checkpoint file").format(ckpt=ckpt))
     try:
         net = load_net(net_spec)
     except WeightsError as exc:
         raise ExportError(str(exc)) from exc
     except Exception as exc:
-        raise ExportError(f"{net_spec}: building the network failed ({_first_line(exc)})") from exc
+        raise ExportError(
+            _("{net}: building the network failed ({error})").format(net=net_spec, error=_first_line(exc))
+        ) from exc
     try:
         fmt = "safetensors" if path.suffix == ".safetensors" else "ckpt"
         params = ms.load_checkpoint(str(path), format=fmt)
     except Exception as exc:
         raise ExportError(
-            f"{ckpt}: not a readable MindSpore checkpoint ({_first_line(exc)}); "
-            "convert torch weights first with `torch2ms weights IN -o OUT.ckpt --net ...`"
+            _(
+                "{ckpt}: not a readable MindSpore checkpoint ({error}); "
+                "convert torch weights first with `torch2ms weights IN -o OUT.ckpt --net ...`"
+            ).format(ckpt=ckpt, error=_first_line(exc))
         ) from exc
     try:
         not_loaded, unused = ms.load_param_into_net(net, params)
     except RuntimeError as exc:  # shape mismatch
-        raise ExportError(f"{ckpt} does not fit {net_spec}: {_first_line(exc)}", EXIT_FOUND) from exc
+        raise ExportError(
+            _("{ckpt} does not fit {net}: {error}").format(ckpt=ckpt, net=net_spec, error=_first_line(exc)), EXIT_FOUND
+        ) from exc
     if not_loaded:
         shown = ", ".join(not_loaded[:8]) + (f" … (+{len(not_loaded) - 8})" if len(not_loaded) > 8 else "")
         raise ExportError(
-            f"{len(not_loaded)} parameter(s) of {net_spec} are not in {ckpt}: {shown}; "
-            "an exported model would run with untrained values",
+            _(
+                "{n} parameter(s) of {net} are not in {ckpt}: {shown}; an exported model would run with untrained values"
+            ).format(n=len(not_loaded), net=net_spec, ckpt=ckpt, shown=shown),
             EXIT_FOUND,
         )
     return net, len(list(net.get_parameters())), sorted(unused)
@@ -129,18 +139,20 @@ def _checked_arguments(
     """(shapes, one dtype per shape, the .mindir path) or ExportError for what can be seen before building."""
     shapes = [tuple(int(d) for d in s) for s in input_shapes]
     if not shapes:
-        raise ExportError("give at least one --input-shape")
+        raise ExportError(_("give at least one --input-shape"))
     dts = list(dtypes) * len(shapes) if len(dtypes) == 1 else list(dtypes)
     if len(dts) != len(shapes):
-        raise ExportError(f"{len(dts)} dtypes for {len(shapes)} input shapes: give one --dtype, or one per input")
+        raise ExportError(
+            _("{n} dtypes for {m} input shapes: give one --dtype, or one per input").format(n=len(dts), m=len(shapes))
+        )
     bad = [d for d in dts if d not in DTYPES]
     if bad:
-        raise ExportError(f"--dtype {bad[0]!r}: one of {', '.join(DTYPES)}")
+        raise ExportError(_("--dtype {dtype}: one of {choices}").format(dtype=repr(bad[0]), choices=", ".join(DTYPES)))
     out = Path(output)
     if out.suffix != ".mindir":
         out = out.with_name(out.name + ".mindir")  # what mindspore.export would write anyway
     if not out.parent.is_dir():
-        raise ExportError(f"{out.parent}: output directory does not exist")
+        raise ExportError(_("{path}: output directory does not exist").format(path=out.parent))
     return shapes, dts, out
 
 
@@ -150,8 +162,10 @@ def _run_once(net: Any, tensors: list[Any], shapes: list[tuple[int, ...]], dts: 
     except Exception as exc:
         given = " and ".join(f"{list(s)} {d}" for s, d in zip(shapes, dts))
         raise ExportError(
-            f"the network does not run on an input of shape {given}: {_first_line(exc)}; "
-            "check --input-shape (one per construct argument) and --dtype"
+            _(
+                "the network does not run on an input of shape {given}: {error}; "
+                "check --input-shape (one per construct argument) and --dtype"
+            ).format(given=given, error=_first_line(exc))
         ) from exc
 
 
@@ -162,12 +176,14 @@ def _export_file(net: Any, tensors: list[Any], out: Path) -> None:
         ms.export(net, *tensors, file_name=str(out), file_format="MINDIR")
     except Exception as exc:
         raise ExportError(
-            f"mindspore.export failed: {_first_line(exc)} (the network must compile in GRAPH_MODE; "
-            "`torch2ms compare` names the construct that does not)",
+            _(
+                "mindspore.export failed: {error} (the network must compile in GRAPH_MODE; "
+                "`torch2ms compare` names the construct that does not)"
+            ).format(error=_first_line(exc)),
             EXIT_FOUND,
         ) from exc
     if not out.is_file():
-        raise ExportError(f"mindspore.export wrote no {out}", EXIT_FOUND)
+        raise ExportError(_("mindspore.export wrote no {path}").format(path=out), EXIT_FOUND)
 
 
 def _verify(result: ExportResult, tensors: list[Any], expected: list[Any], atol: float, rtol: float) -> None:
@@ -234,10 +250,12 @@ def add_export_parser(sub) -> None:
     from .cli_support import add_subcommand, add_verbose, exit_codes_epilog
 
     epilog = exit_codes_epilog(
-        "the MindIR was written and, loaded back, reproduces the network's output",
-        "parameters missing from the checkpoint, mindspore.export failed, or the MindIR does not reproduce the output",
+        _("the MindIR was written and, loaded back, reproduces the network's output"),
+        _(
+            "parameters missing from the checkpoint, mindspore.export failed, or the MindIR does not reproduce the output"
+        ),
     )
-    help_text = (
+    help_text = _(
         "write the converted model with its weights as MindIR (mindspore.export) and check the file gives "
         "the network's output"
     )
@@ -246,28 +264,30 @@ def add_export_parser(sub) -> None:
     ex.add_argument(
         "--net",
         required=True,
-        help="PATH_OR_MODULE:FACTORY building the converted MindSpore network (a name, or an expression such "
-        "as model.py:'UNet(n_classes=2)')",
+        help=_(
+            "PATH_OR_MODULE:FACTORY building the converted MindSpore network (a name, or an expression such "
+            "as model.py:'UNet(n_classes=2)')"
+        ),
     )
     ex.add_argument(
-        "--ckpt", required=True, help="MindSpore checkpoint (.ckpt / .safetensors), e.g. from `torch2ms weights`"
+        "--ckpt", required=True, help=_("MindSpore checkpoint (.ckpt / .safetensors), e.g. from `torch2ms weights`")
     )
     ex.add_argument(
         "--input-shape",
         required=True,
         action="append",
         dest="input_shapes",
-        help="e.g. 1,3,32,32 (the MindIR's fixed input shape); repeat for each construct argument",
+        help=_("e.g. 1,3,32,32 (the MindIR's fixed input shape); repeat for each construct argument"),
     )
     ex.add_argument(
         "--dtype",
         action="append",
         dest="dtypes",
         choices=DTYPES,
-        help="input dtype (default float32); repeat for each input",
+        help=_("input dtype (default float32); repeat for each input"),
     )
-    ex.add_argument("-o", "--output", required=True, help="OUT.mindir")
-    ex.add_argument("--no-verify", action="store_true", help="skip loading the MindIR back")
+    ex.add_argument("-o", "--output", required=True, help=_("OUT.mindir"))
+    ex.add_argument("--no-verify", action="store_true", help=_("skip loading the MindIR back"))
     ex.set_defaults(func=cmd_export)
 
 
@@ -297,25 +317,30 @@ def _export(args: argparse.Namespace) -> int:
                 progress=progress,
             )
     except ExportError as exc:
-        err.print(f"[red]error:[/] {exc}")
+        err.print("[red]" + _("error:") + f"[/] {exc}")
         return exc.exit_code
     ins = ", ".join(f"{list(s)} {d}" for s, d in zip(res.input_shapes, res.dtypes))
-    out.print(
-        f"[bold]torch2ms export[/] {args.net} → {res.path} ({res.bytes:,} bytes, {res.params} parameters, input {ins})"
+    sizes = _("{bytes} bytes, {params} parameters, input {inputs}").format(
+        bytes=f"{res.bytes:,}", params=res.params, inputs=ins
     )
+    out.print(f"[bold]torch2ms export[/] {args.net} → {res.path} ({sizes})")
     if res.unused_ckpt_keys:
-        out.print(
-            f"[yellow]note:[/] {len(res.unused_ckpt_keys)} checkpoint entries the network does not use: "
-            + ", ".join(res.unused_ckpt_keys[:5])
-        )
+        unused = _("{n} checkpoint entries the network does not use:").format(n=len(res.unused_ckpt_keys))
+        out.print("[yellow]" + _("note:") + f"[/] {unused} " + ", ".join(res.unused_ckpt_keys[:5]))
     if res.verified is None:
         return EXIT_OK
     if not res.verified:
-        diff = "shapes differ" if res.max_abs_diff is None else f"max abs diff {res.max_abs_diff:.3g}"
-        err.print(f"[red]verification failed:[/] the MindIR does not reproduce the network's output ({diff})")
+        diff = (
+            _("shapes differ")
+            if res.max_abs_diff is None
+            else _("max abs diff {diff}").format(diff=f"{res.max_abs_diff:.3g}")
+        )
+        text = _("the MindIR does not reproduce the network's output ({diff})").format(diff=diff)
+        err.print("[red]" + _("verification failed:") + f"[/] {text}")
         return EXIT_FOUND
     out.print(
-        f"verified: mindspore.load + nn.GraphCell reproduces the network's output "
-        f"{[list(s) for s in res.output_shapes]}, max abs diff {res.max_abs_diff:.3g}"
+        _(
+            "verified: mindspore.load + nn.GraphCell reproduces the network's output {shapes}, max abs diff {diff}"
+        ).format(shapes=[list(s) for s in res.output_shapes], diff=f"{res.max_abs_diff:.3g}")
     )
     return EXIT_OK

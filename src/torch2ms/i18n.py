@@ -68,3 +68,15 @@ def N_(message: str) -> str:
 def pick(english: str, chinese: str) -> str:
     """A text held as data in both languages (a KB note): the Chinese one when speaking Chinese and it exists."""
     return chinese if chinese and language() == "zh" else english
+
+
+def html_lang() -> str:
+    """The ``lang`` attribute of an HTML report in the current language."""
+    return "zh-CN" if language() == "zh" else "en"
+
+
+def every_language(message: str) -> list[str]:
+    """``message`` as written (English) and as each catalog translates it: to recognise a text that an
+    earlier run wrote in either language (a mark in converted code)."""
+    translated = (_translations(lang).gettext(message) for lang in _CATALOG)
+    return [message, *dict.fromkeys(t for t in translated if t != message)]

@@ -4,7 +4,27 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..i18n import N_, _
 from .rows import LayerRow, TrainingResult
+
+# The words shown for a row's verdict and the report's status (report.json keeps the English values).
+_VERDICT_WORDS = {"ok": N_("ok"), "missing": N_("missing"), "downstream": N_("downstream"), "DIVERGES": N_("DIVERGES")}
+_STATUS_WORDS = {"match": N_("MATCH"), "divergence": N_("DIVERGENCE")}
+_PHASE_WORDS = {"forward": N_("forward"), "after training": N_("after training")}
+
+
+def verdict_word(verdict: str) -> str:
+    """A row's verdict in the current language."""
+    return _(_VERDICT_WORDS[verdict]) if verdict in _VERDICT_WORDS else verdict
+
+
+def status_word(status: str) -> str:
+    """MATCH / DIVERGENCE in the current language."""
+    return _(_STATUS_WORDS[status]) if status in _STATUS_WORDS else status.upper()
+
+
+def phase_word(phase: str) -> str:
+    return _(_PHASE_WORDS[phase]) if phase in _PHASE_WORDS else phase
 
 
 def fmt(value: Any, digits: int = 2) -> str:
@@ -37,25 +57,35 @@ def training_lines(tr: TrainingResult) -> list[tuple[str, str]]:
         lines.append(("bad", tr.error))
     if tr.ms_losses and len(tr.ms_losses) == len(tr.torch_losses):
         cmp = "≤" if tr.losses_ok else ">"
-        text = f"losses: max relative difference {fmt(tr.max_loss_rel)} {cmp} tolerance {tr.loss_tol:g}"
+        text = _("losses: max relative difference {diff} {cmp} tolerance {tol}").format(
+            diff=fmt(tr.max_loss_rel), cmp=cmp, tol=f"{tr.loss_tol:g}"
+        )
         lines.append(("ok" if tr.losses_ok else "bad", text))
     else:
-        lines.append(("bad", f"losses: MindSpore ran {len(tr.ms_losses)} of {tr.steps} steps"))
+        text = _("losses: MindSpore ran {ran} of {steps} steps").format(ran=len(tr.ms_losses), steps=tr.steps)
+        lines.append(("bad", text))
     if tr.worst_param is not None:
-        cmp = "≤" if tr.params_ok else ">"
-        text = (
-            f"parameters after training: worst {tr.worst_param} {fmt(tr.worst_param_rel)} of its scale "
-            f"{cmp} tolerance {tr.param_tol:g}"
-        )
-        if not tr.params_ok and not tr.params_matter:
-            text += (
-                "; the eval forward after training agrees, so they differ only in directions the output does not "
-                "depend on (e.g. an attention key bias, a bias before BatchNorm: rounding noise that Adam scales up)"
-            )
-        lines.append(("ok" if tr.params_ok else "note" if not tr.params_matter else "bad", text))
+        lines.append(_parameter_line(tr))
     if tr.post_checked:
-        text = f"eval forward after training: no layer beyond its noise and the floor {tr.post_floor:g}"
+        text = _("eval forward after training: no layer beyond its noise and the floor {floor}").format(
+            floor=f"{tr.post_floor:g}"
+        )
         if tr.post_divergence:
-            text = f"eval forward after training (floor {tr.post_floor:g}): {tr.post_divergence}"
+            text = _("eval forward after training (floor {floor}): {divergence}").format(
+                floor=f"{tr.post_floor:g}", divergence=tr.post_divergence
+            )
         lines.append(("ok" if tr.post_layers_ok else "bad", text))
     return lines
+
+
+def _parameter_line(tr: TrainingResult) -> tuple[str, str]:
+    cmp = "≤" if tr.params_ok else ">"
+    text = _("parameters after training: worst {name} {rel} of its scale {cmp} tolerance {tol}").format(
+        name=tr.worst_param, rel=fmt(tr.worst_param_rel), cmp=cmp, tol=f"{tr.param_tol:g}"
+    )
+    if not tr.params_ok and not tr.params_matter:
+        text += _(
+            "; the eval forward after training agrees, so they differ only in directions the output does not "
+            "depend on (e.g. an attention key bias, a bias before BatchNorm: rounding noise that Adam scales up)"
+        )
+    return ("ok" if tr.params_ok else "note" if not tr.params_matter else "bad", text)

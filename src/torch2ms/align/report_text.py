@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from rich.markup import escape
 from rich.table import Table
 
+from ..i18n import N_, _
 from .metrics import OUTPUT_TOL
-from .report_format import fmt, sorted_rows, training_lines
+from .report_format import fmt, phase_word, sorted_rows, status_word, training_lines, verdict_word
 from .rows import LayerRow
 
 if TYPE_CHECKING:
@@ -16,18 +17,18 @@ if TYPE_CHECKING:
 
 COLUMNS: tuple[tuple[str, Literal["left", "right"]], ...] = (
     ("#", "right"),
-    ("layer", "left"),
+    (N_("layer"), "left"),
     ("torch", "left"),
     ("MindSpore", "left"),
-    ("shape", "left"),
-    ("max abs", "right"),
-    ("max rel", "right"),
-    ("err/scale", "right"),
-    ("cosine", "right"),
-    ("within tol", "right"),
-    ("local err", "right"),
-    ("noise", "right"),
-    ("verdict", "left"),
+    (N_("shape"), "left"),
+    (N_("max abs"), "right"),
+    (N_("max rel"), "right"),
+    (N_("err/scale"), "right"),
+    (N_("cosine"), "right"),
+    (N_("within tol"), "right"),
+    (N_("local err"), "right"),
+    (N_("noise"), "right"),
+    (N_("verdict"), "left"),
 )
 
 
@@ -46,7 +47,7 @@ def row_cells(row: LayerRow) -> list[str]:
         f"{100 * row.within:.1f}%" if row.within is not None else "—",
         fmt(row.local_rel),
         fmt(row.noise_rel),
-        row.verdict,
+        verdict_word(row.verdict),
     ]
 
 
@@ -54,13 +55,14 @@ def layer_table(rows: list[LayerRow], title: str, max_rows: int) -> Table:
     table = Table(title=title, show_lines=False)
     for name, justify in COLUMNS:
         # Names are the point of the table: wrap them, never cut them with "…".
-        table.add_column(name, justify=justify, overflow="fold")
+        table.add_column(_(name), justify=justify, overflow="fold")
     shown = sorted_rows(rows)[:max_rows]
     for row in shown:
         style = {"DIVERGES": "bold red", "missing": "yellow"}.get(row.verdict)
         table.add_row(*(escape(c) for c in row_cells(row)), style=style)
     if len(rows) > len(shown):
-        table.caption = f"{len(rows) - len(shown)} more layers in report.json / report.html"
+        more = len(rows) - len(shown)
+        table.caption = _("{n} more layers in report.json / report.html").format(n=more)
     return table
 
 
@@ -68,23 +70,27 @@ def _print_divergence(rep: CompareReport, console: Any) -> None:
     fd = rep.first_divergence
     if fd is None:
         return
+    model = _("(model)")
     console.print(
-        f"[bold red]first divergence[/] ({escape(fd.phase)}): [bold]{escape(fd.layer or '(model)')}[/] "
+        "[bold red]" + _("first divergence") + f"[/] ({escape(phase_word(fd.phase))}): "
+        f"[bold]{escape(fd.layer or model)}[/] "
         f"({escape(fd.torch_type or '?')} → {escape(fd.ms_type or '?')}), {fd.kind}: {escape(fd.detail)}"
     )
     if fd.hint:
-        console.print(f"  [yellow]hint:[/] {escape(fd.hint)}")
+        console.print("  [yellow]" + _("hint:") + f"[/] {escape(fd.hint)}")
 
 
 def _print_outputs(rep: CompareReport, console: Any) -> None:
     for mode, check in rep.output.items():
         if check.error:
-            console.print(f"final output {mode}: [red]failed[/] {escape(check.error)}")
+            head = _("final output {mode}:").format(mode=mode)
+            console.print(f"{head} [red]" + _("failed") + f"[/] {escape(check.error)}")
         else:
-            mark = "[green]ok[/]" if check.ok else "[red]differs[/]"
+            mark = "[green]" + _("ok") + "[/]" if check.ok else "[red]" + _("differs") + "[/]"
             console.print(
-                f"final output {mode}: {mark} max abs {fmt(check.max_abs)}, err/scale {fmt(check.rel)} "
-                f"(tolerance {OUTPUT_TOL:g})"
+                _("final output {mode}: {mark} max abs {max_abs}, err/scale {rel} (tolerance {tol})").format(
+                    mode=mode, mark=mark, max_abs=fmt(check.max_abs), rel=fmt(check.rel), tol=f"{OUTPUT_TOL:g}"
+                )
             )
 
 
@@ -92,38 +98,44 @@ def _print_weights_and_layers(rep: CompareReport, console: Any) -> None:
     w = rep.weights
     if w.get("unloaded"):
         names = escape(", ".join(w["unloaded"][:10]))
-        console.print(f"[red]MindSpore parameters not loaded[/] ({len(w['unloaded'])}): {names}")
+        console.print("[red]" + _("MindSpore parameters not loaded") + f"[/] ({len(w['unloaded'])}): {names}")
     if w.get("shape_mismatch"):
-        console.print(f"[red]weight shape mismatch[/]: {escape(str(w['shape_mismatch'][:5]))}")
+        console.print("[red]" + _("weight shape mismatch") + f"[/]: {escape(str(w['shape_mismatch'][:5]))}")
     if rep.missing_layers:
         names = escape(", ".join(rep.missing_layers[:10]))
-        console.print(f"[yellow]torch layers with no MindSpore counterpart[/]: {names}")
+        console.print("[yellow]" + _("torch layers with no MindSpore counterpart") + f"[/]: {names}")
 
 
 def _print_training(rep: CompareReport, console: Any) -> None:
     tr = rep.training
     if tr is None:
         return
-    verdict = "[green]agrees[/]" if tr.ok else "[red]differs[/]"
-    console.print(f"training ({tr.optimizer}, lr {tr.lr:g}, loss {tr.loss}, {tr.steps} steps): {verdict}")
+    verdict = "[green]" + _("agrees") + "[/]" if tr.ok else "[red]" + _("differs") + "[/]"
+    console.print(
+        _("training ({optimizer}, lr {lr}, loss {loss}, {steps} steps): {verdict}").format(
+            optimizer=tr.optimizer, lr=f"{tr.lr:g}", loss=tr.loss, steps=tr.steps, verdict=verdict
+        )
+    )
     marks = {"ok": "[green]✓[/]", "note": "[yellow]![/]", "bad": "[red]✗[/]"}
     for state, text in training_lines(tr):
         console.print(f"  {marks[state]} {escape(text)}")
 
 
 def print_report(rep: CompareReport, console: Any, max_rows: int = 25) -> None:
-    console.print(layer_table(rep.layers, f"torch2ms compare — {len(rep.layers)} layer calls, worst first", max_rows))
+    title = _("torch2ms compare — {n} layer calls, worst first").format(n=len(rep.layers))
+    console.print(layer_table(rep.layers, title, max_rows))
     if rep.post_training_layers:
-        console.print(layer_table(rep.post_training_layers, "after training (eval forward)", max_rows))
+        console.print(layer_table(rep.post_training_layers, _("after training (eval forward)"), max_rows))
     colour = "green" if rep.ok else "red"
-    process = "; torch in its own process" if rep.two_process else ""
+    process = _("; torch in its own process") if rep.two_process else ""
+    pairing = _("layers paired by {alignment}").format(alignment=rep.alignment)
     console.print(
-        f"[bold {colour}]{rep.status.upper()}[/]  torch {escape(rep.torch_spec)}  vs  MindSpore "
-        f"{escape(rep.ms_spec)}  (layers paired by {rep.alignment}{process})"
+        f"[bold {colour}]{status_word(rep.status)}[/]  torch {escape(rep.torch_spec)}  vs  MindSpore "
+        f"{escape(rep.ms_spec)}  ({pairing}{process})"
     )
     _print_divergence(rep, console)
     _print_outputs(rep, console)
     _print_weights_and_layers(rep, console)
     _print_training(rep, console)
     for problem in rep.problems:
-        console.print(f"[red]problem:[/] {escape(problem)}")
+        console.print("[red]" + _("problem:") + f"[/] {escape(problem)}")

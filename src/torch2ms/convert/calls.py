@@ -139,15 +139,17 @@ def _keep_comments(args: list[cst.Arg], reused: set[int], lost: list[cst.Comment
     """The comments of rewritten arguments go after the arguments written in their place, in order."""
     out = []
     for a in args:
-        ws = a.comma.whitespace_after if isinstance(a.comma, cst.Comma) else None
+        comma = a.comma
+        ws = comma.whitespace_after if isinstance(comma, cst.Comma) else None
         if (
             lost
+            and isinstance(comma, cst.Comma)
             and id(a) not in reused
             and isinstance(ws, cst.ParenthesizedWhitespace)
             and ws.first_line.comment is None
         ):
             first = ws.first_line.with_changes(comment=lost.pop(0), whitespace=cst.SimpleWhitespace("  "))
-            a = a.with_changes(comma=a.comma.with_changes(whitespace_after=ws.with_changes(first_line=first)))
+            a = a.with_changes(comma=comma.with_changes(whitespace_after=ws.with_changes(first_line=first)))
         out.append(a)
     return out
 

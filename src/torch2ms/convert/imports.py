@@ -15,6 +15,7 @@ import libcst as cst
 
 from ..analysis.astwalk import nodes
 from ..analysis.imports import ImportMap
+from ..i18n import N_, _, every_language
 from .changes import MARK
 from .context import RewriteContext
 from .cstutil import Statement, block
@@ -23,6 +24,13 @@ from .names import ALIASES
 # The short MindSpore aliases the rewrite stage writes (nn, ops, ms, ...): a torch name still in use
 # must not be shadowed by one of them.
 ALIAS_ROOTS = frozenset(short.rstrip(".").split(".")[0] for _, short, _ in ALIASES)
+
+TORCH_KEPT = N_("torch import kept: unconverted code still uses it")
+
+
+def torch_kept_marks() -> set[str]:
+    """The "torch import kept" mark in every language an earlier conversion may have written it in."""
+    return {f"{MARK} {text}" for text in every_language(TORCH_KEPT)}
 
 
 def settle_imports(module: cst.Module, ctx: RewriteContext) -> str:
@@ -33,7 +41,7 @@ def settle_imports(module: cst.Module, ctx: RewriteContext) -> str:
     keep = set(ctx.still_needed) | reexports
     interop = _numpy_interop(ctx)
     aliases = aliases_in_use(ctx)
-    for _ in range(3):
+    for _attempt in range(3):
         settled = _settle_imports(module, ctx, keep, interop)
         if facts.nested_torch_imports:
             settled = settled.visit(_NestedImports(facts.imap, aliases, reexports))
@@ -168,12 +176,12 @@ def _settle_imports(
             if names is None:
                 carried_lines += [*stmt.leading_lines, *_trailing_comment(stmt)]
                 continue
-            note = f"{MARK} torch import kept: unconverted code still uses it"
+            note = f"{MARK} " + _(TORCH_KEPT)
             lines = list(stmt.leading_lines)
             # The first statement's comments live in the module header.
             seen = [*lines, *(module.header if not new_body else [])]
             torch_kept = isinstance(names, cst.ImportStar) or any(_local(a) in keep_locals for a in names)
-            if torch_kept and not any(line.comment and line.comment.value == note for line in seen):
+            if torch_kept and not any(line.comment and line.comment.value in torch_kept_marks() for line in seen):
                 lines.append(cst.EmptyLine(comment=cst.Comment(note)))
             new_body.append(stmt.with_changes(body=[imp.with_changes(names=names)], leading_lines=lines))
             continue

@@ -22,39 +22,46 @@ from ..cli_support import (
     run_guarded,
     stdout_to_stderr,
 )
+from ..i18n import N_, _
 
-SPEC_HELP = (
+SPEC_HELP = N_(
     "PATH_OR_MODULE:FACTORY — a function or class called with no arguments, an expression evaluated in the "
     "module (data.py:'make_loader(batch_size=8)'), or a module-level loader/dataset object"
 )
 
 
 def add_check_data_parser(sub) -> None:
-    help_text = (
+    help_text = _(
         "run a torch and a MindSpore data pipeline on the same data and compare shapes, dtypes, "
         "per-channel mean/std, values, labels and batches per epoch"
     )
     epilog = exit_codes_epilog(
-        "the pipelines agree (warnings and notes may still be printed)",
-        "the pipelines differ, or one of them raised while being read: the findings say why",
+        _("the pipelines agree (warnings and notes may still be printed)"),
+        _("the pipelines differ, or one of them raised while being read: the findings say why"),
     )
     p = add_subcommand(sub, "check-data", help_text, epilog)
-    p.add_argument("--torch", required=True, metavar="SPEC", help=f"the DataLoader or iterable of batches: {SPEC_HELP}")
-    p.add_argument("--ms", required=True, metavar="SPEC", help=f"the mindspore.dataset or iterable: {SPEC_HELP}")
-    p.add_argument("--batches", type=int, default=2, metavar="K", help="compare the first K batches (default 2)")
-    p.add_argument("--atol", type=float, default=1e-3, help="tolerance on mean/std and max |Δ| (default 1e-3)")
     p.add_argument(
-        "--stats-only", action="store_true", help="skip the paired max |Δ| test (pipelines with random augmentation)"
+        "--torch", required=True, metavar="SPEC", help=_("the DataLoader or iterable of batches:") + " " + _(SPEC_HELP)
     )
-    p.add_argument("--out", metavar="DIR", help="write report.json, report.md and report.html here")
-    p.add_argument("--json", action="store_true", help="print the JSON report instead of the table")
+    p.add_argument(
+        "--ms", required=True, metavar="SPEC", help=_("the mindspore.dataset or iterable:") + " " + _(SPEC_HELP)
+    )
+    p.add_argument("--batches", type=int, default=2, metavar="K", help=_("compare the first K batches (default 2)"))
+    p.add_argument("--atol", type=float, default=1e-3, help=_("tolerance on mean/std and max |Δ| (default 1e-3)"))
+    p.add_argument(
+        "--stats-only", action="store_true", help=_("skip the paired max |Δ| test (pipelines with random augmentation)")
+    )
+    p.add_argument("--out", metavar="DIR", help=_("write report.json, report.md and report.html here"))
+    p.add_argument("--json", action="store_true", help=_("print the JSON report instead of the table"))
     p.add_argument(
         "--import-timeout",
         type=float,
         default=None,
         metavar="SECONDS",
-        help="a file that runs code at import is first imported in a child process with this limit "
-        "(default 60; 0 turns the check off)",
+        help=_(
+            "a file that runs code at import is first imported in a child process with this limit "
+            "(default 60; 0 turns the check off)"
+        ),
     )
     add_verbose(p)
     p.set_defaults(func=cmd_check_data)
@@ -62,11 +69,13 @@ def add_check_data_parser(sub) -> None:
 
 def _usage_problem(args: argparse.Namespace) -> str | None:
     if args.batches < 1:
-        return "--batches must be at least 1"
+        return _("--batches must be at least 1")
     if args.atol < 0 or args.atol != args.atol:
-        return f"--atol {args.atol}: must be a number ≥ 0"
+        return _("--atol {value}: must be a number ≥ 0").format(value=args.atol)
     if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
-        return f"--out {args.out}: is a file; give a directory for report.json, report.md and report.html"
+        return _("--out {path}: is a file; give a directory for report.json, report.md and report.html").format(
+            path=args.out
+        )
     return None
 
 
@@ -108,5 +117,5 @@ def _check_data(args: argparse.Namespace) -> int:
     if args.out:
         paths = write_reports(report, args.out)
         if not args.json:
-            out.print("report: " + ", ".join(str(p) for p in paths))
+            out.print(_("report:") + " " + ", ".join(str(p) for p in paths))
     return EXIT_OK if report.ok else EXIT_FOUND

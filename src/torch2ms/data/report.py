@@ -10,7 +10,28 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ..i18n import N_, _
 from .diagnose import ERROR, Finding
+
+_LEVEL_WORDS = {"error": N_("error"), "warn": N_("warn"), "info": N_("info")}
+
+
+def level_word(level: str) -> str:
+    """A finding's level in the current language (report.json keeps the English one)."""
+    return _(_LEVEL_WORDS[level]) if level in _LEVEL_WORDS else level
+
+
+COLUMN_HEADS = (
+    N_("column"),
+    N_("shape"),
+    N_("dtype"),
+    N_("channel mean"),
+    N_("channel std"),
+    N_("max Δmean"),
+    N_("max Δstd"),
+    N_("max |Δ|"),
+    N_("labels equal"),
+)
 
 
 @dataclass
@@ -52,6 +73,11 @@ class DataReport:
     def verdict(self) -> str:
         return "pipelines agree" if self.ok else "pipelines differ"
 
+    @property
+    def verdict_shown(self) -> str:
+        """The verdict in the current language (report.json keeps the English one)."""
+        return _("pipelines agree") if self.ok else _("pipelines differ")
+
     def _side(self, s: Any) -> dict:
         return {
             "batches_per_epoch": s.batches_per_epoch,
@@ -79,20 +105,25 @@ class DataReport:
     def to_markdown(self) -> str:
         d = self.to_dict()
         lines = [
-            f"# torch2ms check-data: {d['verdict']}",
+            f"# torch2ms check-data: {self.verdict_shown}",
             "",
-            f"Compared the first {self.settings.get('batches')} batches (atol {self.settings.get('atol')}).",
+            self.compared_line(),
             "",
-            f"- batches per epoch: torch {d['torch']['batches_per_epoch']}, "
-            f"MindSpore {d['mindspore']['batches_per_epoch']}",
+            "- "
+            + _("batches per epoch: torch {torch}, MindSpore {ms}").format(
+                torch=d["torch"]["batches_per_epoch"], ms=d["mindspore"]["batches_per_epoch"]
+            ),
             "",
         ]
         for name, side in (("torch", d["torch"]), ("MindSpore", d["mindspore"])):
-            lines.append(f"**{name} pipeline:** " + (" ⟶ ".join(f"`{s}`" for s in side["pipeline"]) or "—"))
+            stages = " ⟶ ".join(f"`{s}`" for s in side["pipeline"]) or "—"
+            lines.append("**" + _("{name} pipeline:").format(name=name) + "** " + stages)
             lines.append("")
         lines += [
-            "| column | shape torch / MS | dtype torch / MS | mean torch | mean MS | std torch | std MS "
-            "| max Δmean | max Δstd | max abs Δ | labels equal |",
+            _(
+                "| column | shape torch / MS | dtype torch / MS | mean torch | mean MS | std torch | std MS "
+                "| max Δmean | max Δstd | max abs Δ | labels equal |"
+            ),
             "|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for c in self.columns:
@@ -101,43 +132,38 @@ class DataReport:
                 f"| {_vec(c.torch_mean)} | {_vec(c.ms_mean)} | {_vec(c.torch_std)} | {_vec(c.ms_std)} "
                 f"| {_num(c.d_mean)} | {_num(c.d_std)} | {_num(c.max_abs)} | {_pct(c.label_agreement)} |"
             )
-        lines += ["", "## Findings", ""]
+        lines += ["", "## " + _("Findings"), ""]
         if not self.findings:
-            lines.append("None: shapes, dtypes, statistics, values and batch counts agree.")
+            lines.append(_("None: shapes, dtypes, statistics, values and batch counts agree."))
         for f in self.findings:
             col = f" ({f.column})" if f.column else ""
-            lines.append(f"- **{f.level}: {f.title}**{col}: {f.message}  ")
-            lines.append(f"  fix: {f.fix}")
+            lines.append(f"- **{level_word(f.level)}: {f.title}**{col}: {f.message}  ")
+            lines.append("  " + _("fix:") + f" {f.fix}")
             lines += [f"  - {e}" for e in f.evidence]
         return "\n".join(lines) + "\n"
+
+    def compared_line(self) -> str:
+        return _("Compared the first {batches} batches (atol {atol}).").format(
+            batches=self.settings.get("batches"), atol=self.settings.get("atol")
+        )
 
     def render(self, console: Console | None = None) -> None:
         console = console or Console()
         style = "green" if self.ok else "red"
-        console.print(
-            f"[bold]torch2ms check-data[/]: [{style}]{self.verdict}[/] "
-            f"(first {self.settings.get('batches')} batches, atol {self.settings.get('atol')})"
+        first = _("first {batches} batches, atol {atol}").format(
+            batches=self.settings.get("batches"), atol=self.settings.get("atol")
         )
+        console.print(f"[bold]torch2ms check-data[/]: [{style}]{self.verdict_shown}[/] ({first})")
         bt, bm = self.torch.batches_per_epoch, self.ms.batches_per_epoch
         mark = "" if bt == bm else "  [yellow]?[/]" if bt is None or bm is None else "  [red]✗[/]"
-        console.print(f"batches per epoch: torch {bt}, MindSpore {bm}{mark}")
+        console.print(_("batches per epoch: torch {torch}, MindSpore {ms}").format(torch=bt, ms=bm) + mark)
         for side in (self.torch, self.ms):
             if side.count_note:
                 console.print(f"      {escape(side.name)}: {escape(side.count_note)}")
-        t = Table(title="first batches per column (upper line torch, lower line MindSpore)")
-        for h in (
-            "column",
-            "shape",
-            "dtype",
-            "channel mean",
-            "channel std",
-            "max Δmean",
-            "max Δstd",
-            "max |Δ|",
-            "labels equal",
-        ):
+        t = Table(title=_("first batches per column (upper line torch, lower line MindSpore)"))
+        for h in COLUMN_HEADS:
             # numbers stay on one line; names and vectors wrap rather than end in "…"
-            t.add_column(h, no_wrap=h not in ("column", "channel mean", "channel std"), overflow="fold")
+            t.add_column(_(h), no_wrap=h not in ("column", "channel mean", "channel std"), overflow="fold")
         for c in self.columns:
             t.add_row(
                 escape(c.name),
@@ -155,7 +181,9 @@ class DataReport:
         colour = {"error": "red", "warn": "yellow", "info": "cyan"}
         for f in self.findings:
             col = escape(f" [{f.column}]") if f.column else ""
-            console.print(f"[{colour[f.level]}]{f.level:5s}[/] [bold]{escape(f.title)}[/]{col}: {escape(f.message)}")
+            console.print(
+                f"[{colour[f.level]}]{level_word(f.level):5s}[/] [bold]{escape(f.title)}[/]{col}: {escape(f.message)}"
+            )
             for e in f.evidence:
                 console.print(f"      · {escape(e)}")
             console.print(f"      → {escape(f.fix)}")

@@ -9,8 +9,9 @@ from typing import Any
 
 import numpy as np
 
+from ..i18n import N_, _, html_lang
 from ..plots import figure, svg_markup
-from .report import DataReport, _num, _pct, _vec
+from .report import COLUMN_HEADS, DataReport, _num, _pct, _vec, level_word
 
 _CSS = """body{font-family:system-ui,"Noto Sans CJK SC",sans-serif;margin:1.5em;color:#222}
 table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}
@@ -27,13 +28,14 @@ def _stats_figure(report: DataReport) -> Any:
     fig, (left, right) = figure(11, 3.6, columns=2)
     channels = np.arange(len(column.torch_mean or []))
     for axis, (torch_values, ms_values, what) in zip(
-        (left, right), ((column.torch_mean, column.ms_mean, "mean"), (column.torch_std, column.ms_std, "std"))
+        (left, right), ((column.torch_mean, column.ms_mean, N_("mean")), (column.torch_std, column.ms_std, N_("std")))
     ):
+        what = _(what)
         axis.bar(channels - 0.2, torch_values or [], width=0.4, label="torch")
         axis.bar(channels + 0.2, ms_values or [], width=0.4, label="MindSpore")
-        axis.set_xlabel("channel (axis 1 of the batch)")
-        axis.set_ylabel(f"per-channel {what} (pipeline output units)")
-        axis.set_title(f"{column.name}: per-channel {what}")
+        axis.set_xlabel(_("channel (axis 1 of the batch)"))
+        axis.set_ylabel(_("per-channel {what} (pipeline output units)").format(what=what))
+        axis.set_title(_("{column}: per-channel {what}").format(column=column.name, what=what))
         axis.set_xticks(channels)
         axis.grid(True, axis="y", alpha=0.25)
         axis.legend(fontsize=8, loc="best")
@@ -55,9 +57,10 @@ def _value_figure(report: DataReport) -> Any:
     fig, axis = figure(11, 3.4)
     axis.hist(torch_values, bins=bins, alpha=0.55, density=True, label="torch")
     axis.hist(ms_values, bins=bins, alpha=0.55, density=True, label="MindSpore", histtype="step", lw=1.5)
-    axis.set_xlabel(f"{report.columns[index].name} value (pipeline output units)")
-    axis.set_ylabel("density (share of elements per unit of value)")
-    axis.set_title(f"{report.columns[index].name}: distribution of values in the compared batches")
+    name = report.columns[index].name
+    axis.set_xlabel(_("{column} value (pipeline output units)").format(column=name))
+    axis.set_ylabel(_("density (share of elements per unit of value)"))
+    axis.set_title(_("{column}: distribution of values in the compared batches").format(column=name))
     axis.grid(True, alpha=0.25)
     axis.legend(fontsize=8)
     return fig
@@ -71,11 +74,7 @@ def _figure(fig: Any, caption: str) -> str:
 
 def _columns_table(report: DataReport) -> str:
     e = html.escape
-    head = "".join(
-        f"<th>{h}</th>"
-        for h in ("column", "shape", "dtype", "channel mean", "channel std", "max Δmean", "max Δstd", "max |Δ|",
-                  "labels equal")
-    )  # fmt: skip
+    head = "".join("<th>" + e(_(h)) + "</th>" for h in COLUMN_HEADS)
     rows = []
     for c in report.columns:
         cells = (
@@ -96,14 +95,14 @@ def _columns_table(report: DataReport) -> str:
 def _findings(report: DataReport) -> str:
     e = html.escape
     if not report.findings:
-        return "<p class='ok'>None: shapes, dtypes, statistics, values and batch counts agree.</p>"
+        return "<p class='ok'>" + e(_("None: shapes, dtypes, statistics, values and batch counts agree.")) + "</p>"
     items = []
     for f in report.findings:
         column = f" ({e(f.column)})" if f.column else ""
         evidence = "".join(f"<li>{e(x)}</li>" for x in f.evidence)
         items.append(
-            f"<li><b class='{f.level if f.level != 'error' else 'bad'}'>{e(f.level)}: {e(f.title)}</b>{column}: "
-            f"{e(f.message)}<br>fix: {e(f.fix)}<ul>{evidence}</ul></li>"
+            f"<li><b class='{f.level if f.level != 'error' else 'bad'}'>{e(level_word(f.level))}: {e(f.title)}</b>"
+            f"{column}: {e(f.message)}<br>" + e(_("fix:")) + f" {e(f.fix)}<ul>{evidence}</ul></li>"
         )
     return "<ul>" + "".join(items) + "</ul>"
 
@@ -114,28 +113,30 @@ def _sides(report: DataReport) -> str:
     for side in (report.torch, report.ms):
         stages = " ⟶ ".join(f"<code>{e(s)}</code>" for s in side.pipeline) or "—"
         note = f" ({e(side.count_note)})" if side.count_note else ""
-        error = f"<br><span class='bad'>raised: {e(side.error)}</span>" if side.error else ""
-        parts.append(
-            f"<li><b>{e(side.name)}</b>: {side.batches_per_epoch} batches per epoch{note}; {stages}{error}</li>"
-        )
+        error = "<br><span class='bad'>" + e(_("raised:")) + f" {e(side.error)}</span>" if side.error else ""
+        per_epoch = _("{n} batches per epoch").format(n=side.batches_per_epoch)
+        parts.append(f"<li><b>{e(side.name)}</b>: {e(per_epoch)}{note}; {stages}{error}</li>")
     return "<ul>" + "".join(parts) + "</ul>"
 
 
 def render_html(report: DataReport) -> str:
     e = html.escape
     ok = report.ok
-    settings = report.settings
+    verdict = e(report.verdict_shown)
     return "\n".join(
         [
-            f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>torch2ms check-data: "
-            f"{e(report.verdict)}</title><style>{_CSS}</style></head><body>",
-            f"<h1>torch2ms check-data: <span class='{'ok' if ok else 'bad'}'>{e(report.verdict)}</span></h1>",
-            f"<p>Compared the first {settings.get('batches')} batches (atol {settings.get('atol')}).</p>",
-            "<h2>Pipelines</h2>" + _sides(report),
-            "<h2>Findings</h2>" + _findings(report),
-            "<h2>Columns (upper line torch, lower line MindSpore)</h2>" + _columns_table(report),
-            "<h2>Per-channel statistics</h2>" + _figure(_stats_figure(report), "per-channel mean and std"),
-            "<h2>Values</h2>" + _figure(_value_figure(report), "distribution of values"),
+            f"<!doctype html><html lang='{html_lang()}'><head><meta charset='utf-8'><title>torch2ms check-data: "
+            f"{verdict}</title><style>{_CSS}</style></head><body>",
+            f"<h1>torch2ms check-data: <span class='{'ok' if ok else 'bad'}'>{verdict}</span></h1>",
+            f"<p>{e(report.compared_line())}</p>",
+            "<h2>" + e(_("Pipelines")) + "</h2>" + _sides(report),
+            "<h2>" + e(_("Findings")) + "</h2>" + _findings(report),
+            "<h2>" + e(_("Columns (upper line torch, lower line MindSpore)")) + "</h2>" + _columns_table(report),
+            "<h2>"
+            + e(_("Per-channel statistics"))
+            + "</h2>"
+            + _figure(_stats_figure(report), _("per-channel mean and std")),
+            "<h2>" + e(_("Values")) + "</h2>" + _figure(_value_figure(report), _("distribution of values")),
             "</body></html>",
         ]
     )

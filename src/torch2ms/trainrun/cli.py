@@ -11,42 +11,48 @@ import argparse
 import json
 import sys
 
+from ..i18n import _
+
 EXIT_USAGE = 2
 
 
 def add_compare_train_parser(sub) -> None:
     c = sub.add_parser(
         "compare-train",
-        help="run a torch training script and its conversion side by side, unmodified, and compare them step by step",
-        description="Runs both scripts (each in its own process, instrumented from outside) from the same "
-        "initial weights and seeds for N optimizer steps and compares loss, learning rate and gradient norm "
-        "per step and the trained parameters at the end. Arguments after `--` go to both scripts.",
+        help=_(
+            "run a torch training script and its conversion side by side, unmodified, and compare them step by step"
+        ),
+        description=_(
+            "Runs both scripts (each in its own process, instrumented from outside) from the same "
+            "initial weights and seeds for N optimizer steps and compares loss, learning rate and gradient norm "
+            "per step and the trained parameters at the end. Arguments after `--` go to both scripts."
+        ),
     )
-    c.add_argument("--torch", required=True, metavar="TRAIN.py", help="the PyTorch training script")
-    c.add_argument("--ms", required=True, metavar="TRAIN.py", help="its MindSpore conversion")
-    c.add_argument("--steps", type=int, default=20, help="optimizer steps to run on each side (default 20)")
-    c.add_argument("--torch-python", help="python of another environment with torch: the torch side runs there")
-    c.add_argument("--out", help="directory for report.json, report.html and the recorded tensors")
+    c.add_argument("--torch", required=True, metavar="TRAIN.py", help=_("the PyTorch training script"))
+    c.add_argument("--ms", required=True, metavar="TRAIN.py", help=_("its MindSpore conversion"))
+    c.add_argument("--steps", type=int, default=20, help=_("optimizer steps to run on each side (default 20)"))
+    c.add_argument("--torch-python", help=_("python of another environment with torch: the torch side runs there"))
+    c.add_argument("--out", help=_("directory for report.json, report.html and the recorded tensors"))
     data = c.add_mutually_exclusive_group()
     data.add_argument(
         "--replay-data",
         dest="data",
         action="store_const",
         const="replay",
-        help="feed MindSpore the batches torch's DataLoaders produced (default)",
+        help=_("feed MindSpore the batches torch's DataLoaders produced (default)"),
     )
     data.add_argument(
-        "--own-data", dest="data", action="store_const", const="own", help="each side runs its own data pipeline"
+        "--own-data", dest="data", action="store_const", const="own", help=_("each side runs its own data pipeline")
     )
     c.add_argument(
-        "--fake-data", action="store_true", help="serve generated data for MNIST/CIFAR/ImageFolder-style datasets"
+        "--fake-data", action="store_true", help=_("serve generated data for MNIST/CIFAR/ImageFolder-style datasets")
     )
-    c.add_argument("--tol", type=float, default=1e-4, help="relative loss tolerance per step (default 1e-4)")
-    c.add_argument("--mode", choices=["pynative", "graph"], default="pynative", help="MindSpore execution mode")
+    c.add_argument("--tol", type=float, default=1e-4, help=_("relative loss tolerance per step (default 1e-4)"))
+    c.add_argument("--mode", choices=["pynative", "graph"], default="pynative", help=_("MindSpore execution mode"))
     c.add_argument("--seed", type=int, default=0)
-    c.add_argument("--timeout", type=float, default=900.0, help="seconds allowed to each script (default 900)")
-    c.add_argument("--json", action="store_true", help="print report.json to stdout instead of the table")
-    c.add_argument("script_args", nargs=argparse.REMAINDER, help="-- then the arguments both scripts get")
+    c.add_argument("--timeout", type=float, default=900.0, help=_("seconds allowed to each script (default 900)"))
+    c.add_argument("--json", action="store_true", help=_("print report.json to stdout instead of the table"))
+    c.add_argument("script_args", nargs=argparse.REMAINDER, help=_("-- then the arguments both scripts get"))
     c.set_defaults(func=cmd_compare_train, data="replay")
 
 
@@ -77,12 +83,12 @@ def cmd_compare_train(args: argparse.Namespace) -> int:
             timeout=args.timeout,
         )
     except TrainUsageError as exc:
-        Console(stderr=True).print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
+        Console(stderr=True).print("[red]" + _("error:") + f"[/] {escape(str(exc))}", highlight=False)
         return EXIT_USAGE
     if args.json:
         sys.stdout.write(json.dumps(rep.to_dict(), indent=1, default=str) + "\n")
     else:
         console = Console() if sys.stdout.isatty() else Console(width=160)
         print_report(rep, console)
-        console.print(f"report: {rep.work_dir}/report.html", highlight=False)
+        console.print(_("report:") + f" {rep.work_dir}/report.html", highlight=False)
     return rep.exit_code

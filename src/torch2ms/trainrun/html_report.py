@@ -9,6 +9,9 @@ import io
 import warnings
 from typing import TYPE_CHECKING, Any
 
+from ..i18n import N_, _, html_lang
+from .words import STATUS_WORDS, severity_word
+
 if TYPE_CHECKING:  # report.py writes this page: a run-time import would be a cycle
     from .report import TrainReport
 
@@ -18,28 +21,26 @@ def loss_plot_png(rep: TrainReport) -> bytes | None:
     rows = [r for r in rep.rows if r["torch_loss"] is not None]
     if not rows:
         return None
-    import matplotlib
+    from ..plots import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     warnings.filterwarnings("ignore", message="Attempting to set identical", category=UserWarning)
 
     fig, (ax, dx) = plt.subplots(1, 2, figsize=(11, 3.8))
     for opt in sorted({r["opt"] for r in rows}):
         mine = [r for r in rows if r["opt"] == opt]
-        tag = f" (optimizer {opt})" if len({r["opt"] for r in rows}) > 1 else ""
+        tag = " " + _("(optimizer {opt})").format(opt=opt) if len({r["opt"] for r in rows}) > 1 else ""
         ax.plot([r["index"] + 1 for r in mine], [r["torch_loss"] for r in mine], "-", lw=2, label=f"torch{tag}")
         got = [r for r in mine if r["ms_loss"] is not None]
         ax.plot([r["index"] + 1 for r in got], [r["ms_loss"] for r in got], "--", lw=1.5, label=f"MindSpore{tag}")
         pos = [r for r in got if r["rel"] is not None]
-        dx.semilogy([r["index"] + 1 for r in pos], [max(r["rel"], 1e-12) for r in pos], ".-", label=f"rel diff{tag}")
-    dx.axhline(rep.tol, color="red", lw=1, ls=":", label=f"tolerance {rep.tol:g}")
+        dx.semilogy([r["index"] + 1 for r in pos], [max(r["rel"], 1e-12) for r in pos], ".-", label=_("rel diff") + tag)
+    dx.axhline(rep.tol, color="red", lw=1, ls=":", label=_("tolerance {tol}").format(tol=f"{rep.tol:g}"))
     if rep.first_divergence:
         for a in (ax, dx):
             a.axvline(rep.first_divergence["index"] + 1, color="red", lw=0.8, alpha=0.6)
-    ax.set(xlabel="optimizer step", ylabel="loss", title="loss")
-    dx.set(xlabel="optimizer step", ylabel="|MindSpore − torch| / |torch|", title="relative difference")
+    ax.set(xlabel=_("optimizer step"), ylabel=_("loss"), title=_("loss"))
+    dx.set(xlabel=_("optimizer step"), ylabel="|MindSpore − torch| / |torch|", title=_("relative difference"))
     ax.legend(fontsize=8)
     dx.legend(fontsize=8)
     fig.tight_layout()
@@ -59,8 +60,8 @@ def _cell(v: Any) -> str:
     return html.escape(str(v))
 
 
-COLUMNS = ["step", "optimizer", "torch loss", "MindSpore loss", "rel diff", "lr torch", "lr MindSpore"]
-COLUMNS += ["grad norm torch", "grad norm MindSpore", "same batch"]
+COLUMNS = [N_("step"), N_("optimizer"), N_("torch loss"), N_("MindSpore loss"), N_("rel diff"), N_("lr torch")]
+COLUMNS += [N_("lr MindSpore"), N_("grad norm torch"), N_("grad norm MindSpore"), N_("same batch")]
 STYLE = (
     "body{font-family:sans-serif;margin:2em} table{border-collapse:collapse;font-size:13px} "
     "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right} .bad{color:#b00}"
@@ -73,7 +74,7 @@ def _tr(cells: list[Any], tag: str = "td", cls: str = "") -> str:
 
 
 def _table(rep: TrainReport) -> str:
-    body = [_tr(COLUMNS, "th")]
+    body = [_tr([_(c) for c in COLUMNS], "th")]
     for r in rep.rows:
         bad = r["rel"] is None or r["rel"] > rep.tol
         cells = [r["step"], r["opt"], r["torch_loss"], r["ms_loss"], r["rel"], r["torch_lr"], r["ms_lr"]]
@@ -83,22 +84,28 @@ def _table(rep: TrainReport) -> str:
 
 
 def _summary(rep: TrainReport) -> list[str]:
-    verdict = {"same": "SAME", "different": "DIFFERENT", "error": "ERROR"}[rep.status]
-    scripts = f"<code>{html.escape(rep.torch_script)}</code> (torch) vs <code>{html.escape(rep.ms_script)}</code>"
-    lines = [
-        f"<h1>compare-train: {verdict}</h1>",
-        f"<p>{scripts} (MindSpore, {rep.mode}); {len(rep.rows)} steps; tolerance {rep.tol:g}</p>",
-    ]
+    verdict = html.escape(_(STATUS_WORDS[rep.status]))
+    scripts = _("{torch} (torch) vs {ms} (MindSpore, {mode}); {n} steps; tolerance {tol}").format(
+        torch=f"<code>{html.escape(rep.torch_script)}</code>",
+        ms=f"<code>{html.escape(rep.ms_script)}</code>",
+        mode=rep.mode,
+        n=len(rep.rows),
+        tol=f"{rep.tol:g}",
+    )
+    lines = [f"<h1>compare-train: {verdict}</h1>", f"<p>{scripts}</p>"]
     if d := rep.first_divergence:
         cause = html.escape(d["cause"])
-        lines.append(f"<p class='bad'>first step beyond tolerance: {d['step']} — likeliest cause: <b>{cause}</b></p>")
+        text = _("first step beyond tolerance: {step} — likeliest cause: {cause}").format(
+            step=d["step"], cause=f"<b>{cause}</b>"
+        )
+        lines.append(f"<p class='bad'>{text}</p>")
         lines.append("<ul>" + "".join(f"<li>{html.escape(f)}</li>" for f in d["facts"]) + "</ul>")
     if rep.error:
         lines.append(f"<p class='bad'>{html.escape(rep.error)}</p>")
     items = [f"<li>{html.escape(c)}</li>" for c in rep.conditions]
     for f in rep.findings:
         cls = "bad" if f["severity"] == "difference" else ""
-        items.append(f"<li class='{cls}'>{f['severity']}: {html.escape(f['message'])}</li>")
+        items.append(f"<li class='{cls}'>{html.escape(severity_word(f['severity']))}: {html.escape(f['message'])}</li>")
     lines.append("<ul>" + "".join(items) + "</ul>")
     return lines
 
@@ -107,12 +114,13 @@ def render_html(rep: TrainReport) -> str:
     png = loss_plot_png(rep)
     lines = _summary(rep)
     if png:
-        lines.append(f"<img src='data:image/png;base64,{base64.b64encode(png).decode()}' alt='loss curves'>")
+        alt = html.escape(_("loss curves"), quote=True)
+        lines.append(f"<img src='data:image/png;base64,{base64.b64encode(png).decode()}' alt='{alt}'>")
     if rep.parameters:
-        lines.append("<h2>parameters after training (worst first)</h2><table>")
-        lines.append(_tr(["parameter", "max abs diff", "relative"], "th"))
+        lines.append("<h2>" + html.escape(_("parameters after training (worst first)")) + "</h2><table>")
+        lines.append(_tr([html.escape(_(c)) for c in (N_("parameter"), N_("max abs diff"), N_("relative"))], "th"))
         lines += [_tr([p["name"], p["max_abs"], p["rel"]]) for p in rep.parameters[:20]]
         lines.append("</table>")
-    lines.append("<h2>steps</h2>" + _table(rep))
+    lines.append("<h2>" + html.escape(_("steps")) + "</h2>" + _table(rep))
     head = f"<meta charset='utf-8'><title>torch2ms compare-train</title><style>{STYLE}</style>"
-    return f"<!doctype html><html><head>{head}</head><body>{''.join(lines)}</body></html>\n"
+    return f"<!doctype html><html lang='{html_lang()}'><head>{head}</head><body>{''.join(lines)}</body></html>\n"

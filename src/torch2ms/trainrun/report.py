@@ -7,6 +7,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..i18n import N_, _
+from .words import DATA_WORDS, severity_word
+
 STATUS_EXIT = {"same": 0, "different": 1, "error": 2}
 
 
@@ -73,18 +76,19 @@ def print_report(rep: TrainReport, console: Any) -> None:
     from rich.table import Table
 
     if rep.status == "error" and not rep.rows:
-        console.print(f"[red]error:[/] {rep.error}", highlight=False)
+        console.print("[red]" + _("error:") + f"[/] {rep.error}", highlight=False)
         return
     multi = len({r["opt"] for r in rep.rows}) > 1
     first = rep.first_divergence["index"] if rep.first_divergence else None
-    t = Table(title=f"compare-train: {rep.torch_script}  vs  {rep.ms_script}  ({rep.mode}, {rep.data} data)")
+    data = _(DATA_WORDS[rep.data]) if rep.data in DATA_WORDS else f"{rep.data} data"
+    t = Table(title=f"compare-train: {rep.torch_script}  vs  {rep.ms_script}  ({rep.mode}, {data})")
     own = rep.data == "own"
-    for col in ("step", "torch loss", "MindSpore loss", "rel diff"):
-        t.add_column(col, justify="right")
+    for col in (N_("step"), N_("torch loss"), N_("MindSpore loss"), N_("rel diff")):
+        t.add_column(_(col), justify="right")
     t.add_column("")
     if own:  # the two pipelines' batches side by side (what check-data measures)
-        for col in ("torch batch mean/std", "MindSpore batch mean/std"):
-            t.add_column(col, justify="right")
+        for col in (N_("torch batch mean/std"), N_("MindSpore batch mean/std")):
+            t.add_column(_(col), justify="right")
     shown = _rows_to_show(rep.rows, first)
     for prev, r in zip([None, *shown], shown):
         if prev is not None and r["index"] != prev["index"] + 1:
@@ -103,32 +107,31 @@ def print_report(rep: TrainReport, console: Any) -> None:
 def _print_verdict(rep: TrainReport, console: Any) -> None:
     for f in rep.findings:
         style = "yellow" if f["severity"] == "warning" else "red"
-        console.print(f"[{style}]{f['severity']}:[/] {f['message']}", highlight=False)
+        console.print(f"[{style}]{severity_word(f['severity'])}:[/] {f['message']}", highlight=False)
     if rep.parameters:
         w = rep.parameters[0]
-        console.print(
-            f"parameters after training: {len(rep.parameters)} compared, worst {w['name']} ({w['rel']:.1e} relative)",
-            highlight=False,
+        text = _("parameters after training: {n} compared, worst {name} ({rel} relative)").format(
+            n=len(rep.parameters), name=w["name"], rel=f"{w['rel']:.1e}"
         )
+        console.print(text, highlight=False)
     if rep.error:
-        console.print(f"[red]ERROR[/]: {rep.error}", highlight=False)
+        console.print("[red]" + _("ERROR") + f"[/]: {rep.error}", highlight=False)
         return
     d = rep.first_divergence
     worst = max((r["rel"] for r in rep.rows if r["rel"] is not None), default=0.0)
     if rep.status == "same":
-        console.print(
-            f"[green]SAME[/]: {len(rep.rows)} steps, losses agree to {worst:.1e} relative (≤ {rep.tol:g})",
-            highlight=False,
+        text = _("{n} steps, losses agree to {worst} relative (≤ {tol})").format(
+            n=len(rep.rows), worst=f"{worst:.1e}", tol=f"{rep.tol:g}"
         )
+        console.print("[green]" + _("SAME") + f"[/]: {text}", highlight=False)
     elif d:
-        console.print(
-            f"[red]DIFFERENT[/] from step {d['step']}: torch {_num(d['torch_loss'])}, MindSpore {_num(d['ms_loss'])} ({d['rel_text']})",
-            highlight=False,
+        text = _("from step {step}: torch {torch}, MindSpore {ms} ({rel})").format(
+            step=d["step"], torch=_num(d["torch_loss"]), ms=_num(d["ms_loss"]), rel=d["rel_text"]
         )
-        console.print(f"likeliest cause: [bold]{d['cause']}[/]", highlight=False)
+        console.print("[red]" + _("DIFFERENT") + f"[/] {text}", highlight=False)
+        console.print(_("likeliest cause:") + f" [bold]{d['cause']}[/]", highlight=False)
         for fact in d["facts"]:
             console.print(f"  {fact}", highlight=False)
     elif rep.status == "different":
-        console.print(
-            f"[red]DIFFERENT[/]: the losses agree to {worst:.1e}, but the runs differ (above)", highlight=False
-        )
+        text = _("the losses agree to {worst}, but the runs differ (above)").format(worst=f"{worst:.1e}")
+        console.print("[red]" + _("DIFFERENT") + f"[/]: {text}", highlight=False)

@@ -18,11 +18,14 @@ import libcst as cst
 
 from ...analysis.astwalk import nodes
 from ...analysis.forward_state import forward_caches
+from ...i18n import N_, _, every_language
 from ..changes import MARK
 from ..context import RewriteContext
 from ..hooks import leave
 
-_TRY_NOTE = f"{MARK} GRAPH_MODE — try/except in construct is not compiled (\"Unsupported statement 'Try'\"): move it out or use an if"
+_TRY_NOTE = N_(
+    "GRAPH_MODE — try/except in construct is not compiled (\"Unsupported statement 'Try'\"): move it out or use an if"
+)
 
 
 def _in_forward(ctx: RewriteContext) -> bool:
@@ -38,7 +41,7 @@ def drop_local_del(ctx: RewriteContext, original: cst.SimpleStatementLine, updat
     names = target.elements if isinstance(target, cst.Tuple) else [target]
     if not all(isinstance(getattr(e, "value", e), cst.Name) for e in names):
         return updated
-    ctx.record("torch.nn.Module.forward", "converted", "del of a local dropped: GRAPH_MODE has no Delete statement")
+    ctx.record("torch.nn.Module.forward", "converted", _("del of a local dropped: GRAPH_MODE has no Delete statement"))
     if any(line.comment for line in updated.leading_lines):
         return updated.with_changes(body=[cst.Pass()])
     return cst.RemovalSentinel.REMOVE
@@ -46,10 +49,12 @@ def drop_local_del(ctx: RewriteContext, original: cst.SimpleStatementLine, updat
 
 @leave(cst.Try)
 def mark_try(ctx: RewriteContext, original: cst.Try, updated: cst.Try):
-    if not _in_forward(ctx) or any(line.comment and line.comment.value == _TRY_NOTE for line in updated.leading_lines):
+    marks = {f"{MARK} {text}" for text in every_language(_TRY_NOTE)}
+    if not _in_forward(ctx) or any(line.comment and line.comment.value in marks for line in updated.leading_lines):
         return updated
-    ctx.record("torch.nn.Module.forward", "review", "try/except in construct: GRAPH_MODE does not compile it")
-    return updated.with_changes(leading_lines=[*updated.leading_lines, cst.EmptyLine(comment=cst.Comment(_TRY_NOTE))])
+    ctx.record("torch.nn.Module.forward", "review", _("try/except in construct: GRAPH_MODE does not compile it"))
+    note = cst.EmptyLine(comment=cst.Comment(f"{MARK} " + _(_TRY_NOTE)))
+    return updated.with_changes(leading_lines=[*updated.leading_lines, note])
 
 
 def _class_node(ctx: RewriteContext) -> ast.ClassDef | None:
@@ -89,13 +94,18 @@ def cached_attributes(ctx: RewriteContext, original: cst.FunctionDef, updated: c
     ]
     stmts = list(body.body)
     at = 1 if stmts and _is_docstring(stmts[0]) else 0
-    note = f"{MARK} GRAPH_MODE — {', '.join('self.' + a for a in attrs)}: cached on the module in torch; a local here (recomputed each call, same outputs)"
+    note = f"{MARK} " + _(
+        "GRAPH_MODE — {attributes}: cached on the module in torch; a local here (recomputed each call, same outputs)"
+    ).format(attributes=", ".join("self." + a for a in attrs))
     first[0] = first[0].with_changes(leading_lines=[cst.EmptyLine(comment=cst.Comment(note))])
     for a in attrs:
         ctx.record(
             "torch.nn.Module.forward",
             "converted",
-            f"self.{a} cached in forward becomes a local: GRAPH_MODE cannot carry a tensor attribute assigned in construct",
+            _(
+                "self.{attribute} cached in forward becomes a local: GRAPH_MODE cannot carry a tensor attribute "
+                "assigned in construct"
+            ).format(attribute=a),
         )
     return updated.with_changes(body=body.with_changes(body=[*stmts[:at], *first, *stmts[at:]]))
 

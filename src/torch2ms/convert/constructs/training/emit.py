@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from ....i18n import N_, _
 from ... import generated as gen
 from ...changes import MARK
 from ...cstutil import Statement, block, code
@@ -35,10 +36,11 @@ FORWARD_FN = '''def {forward_fn}({params}):
 GRAD_FN = "{grad_fn} = mindspore.value_and_grad({forward_fn}, None, {opt}.parameters)\n"
 GRAD_FN_AUX = "{grad_fn} = mindspore.value_and_grad({forward_fn}, None, {opt}.parameters, has_aux=True)\n"
 REDUCER = (
-    MARK + " DDP averaged the gradients across workers (identity when run without msrun)\n"
+    "{note}\n"
     "{reducer} = mindspore.nn.DistributedGradReducer({opt}.parameters, mean=True) "
     "if mindspore.communication.GlobalComm.INITED else mindspore.nn.Identity()\n"
 )
+REDUCER_NOTE = N_("DDP averaged the gradients across workers (identity when run without msrun)")
 REDUCE = "grads = {reducer}(grads)\n"
 AMP_CAST = {
     "float16": 'mindspore.amp.auto_mixed_precision({model}, "O1", dtype=mindspore.float16)',
@@ -46,7 +48,8 @@ AMP_CAST = {
 }
 # measured: no bfloat16 CPU kernels (AdaptiveAvgPool2D, ...) in MindSpore 2.10
 AMP_CPU_FALLBACK = '{model} if mindspore.get_context("device_target") == "CPU" else {cast}'
-TRAIN_MODE = "{model}.set_train(True)  " + MARK + " a torch module starts in training mode, a MindSpore cell does not\n"
+TRAIN_MODE = "{model}.set_train(True)  {note}\n"
+TRAIN_MODE_NOTE = N_("a torch module starts in training mode, a MindSpore cell does not")
 TRAIN_STEP_CELL = """class {cls}(mindspore.nn.Cell):
     {doc}
 
@@ -67,15 +70,13 @@ SCALED_UPDATE = """if {finite}:
     {opt}(grads)
 {scaler}.adjust({finite})
 """
-GRADS_SUM = "{sum} = None  " + MARK + " gradients since the last zero_grad() (torch keeps them in .grad)\n"
-ACCUMULATE = (
-    """{values}, grads = {grad_call}  """
-    + MARK
-    + """ forward + loss.backward()
+GRADS_SUM = "{sum} = None  {note}\n"
+GRADS_SUM_NOTE = N_("gradients since the last zero_grad() (torch keeps them in .grad)")
+ACCUMULATE = """{values}, grads = {grad_call}  {note}
 {reduce}
 {sum} = grads if {sum} is None else tuple(s + g for s, g in zip({sum}, grads))
 """
-)
+ACCUMULATE_NOTE = N_("forward + loss.backward()")
 CLIP_TOTAL = (
     "{total} = mindspore.ops.vector_norm(mindspore.ops.stack("
     "[mindspore.ops.vector_norm(g, {p}) for g in {grads}]), {p})\n"
@@ -117,13 +118,17 @@ class StepWriter:
         reducer = None
         if distributed:  # DDP all-reduced (averaged) the gradients inside backward()
             reducer = self.fresh("grad_reducer")
-            setup += gen.statements(REDUCER, self.refs, reducer=cst.Name(reducer), opt=expr(plan.opt))
+            setup += gen.statements(
+                comment_template(REDUCER, REDUCER_NOTE), self.refs, reducer=cst.Name(reducer), opt=expr(plan.opt)
+            )
         if amp_model is not None and amp is not None:
             setup = [self._amp_setup(amp, amp_model), gen.blank_lines(setup[0], self.gap), *setup[1:]]
         if not sets_mode(plan.scope_ast):
             model = trained_module(self.roles, plan.opt, plan.scope_ast, [plan.asts[i] for i in plan.forward])
             if model:
-                setup.insert(0, gen.statement(TRAIN_MODE, self.refs, model=expr(model)))
+                setup.insert(
+                    0, gen.statement(comment_template(TRAIN_MODE, TRAIN_MODE_NOTE), self.refs, model=expr(model))
+                )
         for a in [plan.asts[i] for i in plan.forward]:
             for n in ast.walk(a):
                 if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and not self.roles.resolve(n.func):
@@ -222,7 +227,7 @@ class StepWriter:
                 )
             ]
         )
-        return [gen.with_comment(call, f"{MARK} forward, loss.backward(), {plan.opt}.step()")]
+        return [gen.with_comment(call, f"{MARK} " + _("forward, loss.backward(), {opt}.step()").format(opt=plan.opt))]
 
     def _scaled(
         self, setup: list[Statement], first: str, opt_name: str, clip: list[Statement]
@@ -243,18 +248,21 @@ class StepWriter:
             SCALED_UPDATE, self.refs, finite=cst.Name(finite), opt=expr(opt_name), scaler=expr(scaler_name)
         )
         update[0] = gen.with_comment(
-            update[0], f"{MARK} {scaler}.step({plan.opt}) skips the step when a gradient is inf/nan"
+            update[0],
+            f"{MARK} "
+            + _("{scaler}.step({opt}) skips the step when a gradient is inf/nan").format(scaler=scaler, opt=plan.opt),
         )
-        update[1] = gen.with_comment(update[1], f"{MARK} {scaler}.update(): halve the scale on overflow")
+        halve = _("{scaler}.update(): halve the scale on overflow").format(scaler=scaler)
+        update[1] = gen.with_comment(update[1], f"{MARK} {halve}")
         return [*unscale, *clip], update
 
     def _general(self, setup: list[Statement], grad_fn: str, reduce: list[Statement]) -> list[Statement]:
         plan = self.plan
         grads_sum = self.fresh("grads_sum")
-        setup.append(gen.statement(GRADS_SUM, self.refs, sum=cst.Name(grads_sum)))
+        setup.append(gen.statement(comment_template(GRADS_SUM, GRADS_SUM_NOTE), self.refs, sum=cst.Name(grads_sum)))
         values = gen.names_tuple([plan.loss_name or "_", *plan.aux], parens=bool(plan.aux))
         call = gen.statements(
-            ACCUMULATE,
+            comment_template(ACCUMULATE, ACCUMULATE_NOTE),
             self.refs,
             values=values,
             grad_call=gen.arguments(cst.Name(grad_fn), [cst.Name(p) for p in plan.params]),
@@ -296,10 +304,10 @@ def amp_setup(refs: GeneratedRefs, amp: Amp, name: str) -> Statement:
     ops, fp32 for reductions and losses). It shares the model's parameters."""
     assert amp.model is not None
     cast = gen.expression(AMP_CAST[amp.dtype], refs, model=expr(amp.model))
-    note = f"{MARK} {amp.header} → O1 mixed precision"
+    note = f"{MARK} {amp.header} → " + _("O1 mixed precision")
     if amp.dtype == "bfloat16":
         cast = gen.expression(AMP_CPU_FALLBACK, refs, model=expr(amp.model), cast=cast)
-        note += "; float32 on CPU (MindSpore 2.10 has no bfloat16 CPU kernels for most layers)"
+        note += _("; float32 on CPU (MindSpore 2.10 has no bfloat16 CPU kernels for most layers)")
     if amp.enabled:
         if amp.dtype == "bfloat16":
             cast = cast.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
@@ -366,3 +374,9 @@ def _flush_blank_lines(stmts: list[Statement]) -> list[Statement]:
         lines = [ln.with_changes(indent=False) if ln.comment is None else ln for ln in st.leading_lines]
         out.append(st.with_changes(leading_lines=lines))
     return out
+
+
+def comment_template(template: str, note: str) -> str:
+    """``template`` with its ``{note}`` placeholder made the mark ``note``, in the current language (a
+    comment holds no node, so the text goes in before the template is parsed)."""
+    return template.replace("{note}", f"{MARK} " + _(note))

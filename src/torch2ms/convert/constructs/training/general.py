@@ -16,13 +16,14 @@ from collections.abc import Callable
 
 import libcst as cst
 
+from ....i18n import N_, _
 from ... import generated as gen
 from ...changes import MARK
 from ...cstutil import Statement, block, code
 from ...generated import GeneratedRefs
 from .amp import RenameCall
 from .analysis import Roles
-from .emit import FORWARD_FN, TRAIN_MODE, Emitted, amp_setup, clip_code, expr
+from .emit import FORWARD_FN, TRAIN_MODE, TRAIN_MODE_NOTE, Emitted, amp_setup, clip_code, comment_template, expr
 from .flow import Backward, Event, Flow, Holder
 
 GRAD_FN = "{grad_fn} = mindspore.value_and_grad({forward_fn}, None, {weights})\n"
@@ -37,8 +38,8 @@ if {finite}:
     {opt}({grads})
 """
 ADJUST = "{scaler}.adjust({finite})\n"
-RECOMPUTED = (
-    f"{MARK} runs its forward again: torch reused the first forward's graph "
+RECOMPUTED = N_(
+    "runs its forward again: torch reused the first forward's graph "
     "(layers with BatchNorm statistics or dropout see one more forward)"
 )
 
@@ -58,7 +59,9 @@ class GeneralWriter:
         flow = self.flow
         for h in flow.holders.values():
             h.grads = self.fresh(f"grads_{h.key.split('.')[-1]}")
-        setup: list[Statement] = [gen.statement(TRAIN_MODE, self.refs, model=expr(m)) for m in flow.train]
+        setup: list[Statement] = [
+            gen.statement(comment_template(TRAIN_MODE, TRAIN_MODE_NOTE), self.refs, model=expr(m)) for m in flow.train
+        ]
         amp = flow.amp
         if amp is not None and amp.model and amp.dtype:
             self.amp_model = self.fresh(f"amp_{amp.model.split('.')[-1]}")
@@ -102,7 +105,9 @@ class GeneralWriter:
             ret=gen.tuple_of(self._returns(back)),
         )
         if seen & set(back.forward):
-            fn = fn.with_changes(leading_lines=[*fn.leading_lines, cst.EmptyLine(comment=cst.Comment(RECOMPUTED))])
+            fn = fn.with_changes(
+                leading_lines=[*fn.leading_lines, cst.EmptyLine(comment=cst.Comment(f"{MARK} " + _(RECOMPUTED)))]
+            )
         grad = gen.statement(
             GRAD_FN_AUX if back.aux or back.scaler else GRAD_FN,
             self.refs,
@@ -141,7 +146,7 @@ class GeneralWriter:
             values=values,
             grad_call=gen.arguments(cst.Name(grad_fn), [cst.Name(p) for p in back.params]),
         )
-        call = _comment(call, f"{MARK} forward + {loss}.backward()")
+        call = _comment(call, f"{MARK} " + _("forward + {loss}.backward()").format(loss=loss))
         stmts: list[Statement] = [call]
         offset = "0"
         for h in back.holders:
@@ -195,7 +200,7 @@ class GeneralWriter:
             return [_comment(unscale, f"{MARK} {text}")]
         opt = text[text.index("(") + 1 : text.rindex(")")].strip()
         step = gen.statements(FINITE_STEP, self.refs, grads=cst.Name(h.grads), finite=cst.Name(finite), opt=expr(opt))
-        step[-1] = _comment(step[-1], f"{MARK} {text}: skipped when a gradient is inf/nan")
+        step[-1] = _comment(step[-1], f"{MARK} " + _("{step}: skipped when a gradient is inf/nan").format(step=text))
         return ([] if h.key in self.unscaled else [unscale]) + step
 
     def _read_loop(self, node: Statement, h: Holder) -> Statement:

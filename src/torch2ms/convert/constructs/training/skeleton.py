@@ -15,12 +15,14 @@ import ast
 
 import libcst as cst
 
+from ....i18n import N_, _
 from ... import generated as gen
 from ...changes import MARK
 from ...cstutil import Statement, block, code
 from ...state import FileState
 from .analysis import Roles, method_call
 from .backwards import forward_slice
+from .emit import comment_template
 from .errors import NotConvertible
 from .flow import Holder, Holders, nested_statements, writes
 
@@ -34,7 +36,8 @@ SKELETON_FORWARD = '''def {forward_fn}():
     return {loss}
 '''
 GRADS = "{loss_value}, {grads} = mindspore.value_and_grad({forward_fn}, None, {weights})()\n"
-NO_WEIGHTS = "{grads} = ()  " + MARK + " no optimizer found for this loss: pass its parameters to value_and_grad\n"
+NO_WEIGHTS = "{grads} = ()  {note}\n"
+NO_WEIGHTS_NOTE = N_("no optimizer found for this loss: pass its parameters to value_and_grad")
 
 
 def skeleton(
@@ -67,7 +70,7 @@ def skeleton(
         state.record("training loop", "not-converted", f"{reason}; runnable skeleton: write forward_fn", line)
     for node in _zero_grads(roles, body):  # MindSpore gradients start from zero in every call
         replace[id(node)] = []
-    for node, _ in steps:
+    for node, _holder in steps:
         text = code(node.with_changes(leading_lines=[])).strip()
         opt = text.rsplit(".step(", 1)[0]
         stepped = cst.SimpleStatementLine([cst.Expr(gen.arguments(cst.parse_expression(opt), [cst.Name(grads)]))])
@@ -94,8 +97,11 @@ def _step_skeleton(
     forward_fn = state.fresh_name("forward_fn")
     note = cst.EmptyLine(
         comment=cst.Comment(
-            f"{MARK} not converted — training step: {reason}. Skeleton: MindSpore differentiates a function "
-            f"(no {loss}.backward()): compute {loss} inside {forward_fn} from the model's inputs"
+            f"{MARK} "
+            + _(
+                "not converted — training step: {reason}. Skeleton: MindSpore differentiates a function "
+                "(no {loss}.backward()): compute {loss} inside {forward_fn} from the model's inputs"
+            ).format(reason=reason, loss=loss, forward_fn=forward_fn)
         )
     )
     template = SKELETON if not forward else SKELETON_FORWARD
@@ -104,7 +110,10 @@ def _step_skeleton(
     )
     fn = fn.with_changes(leading_lines=[note])
     if weights is None:
-        return [fn, gen.statement(NO_WEIGHTS, state.generated, grads=cst.Name(grads))]
+        return [
+            fn,
+            gen.statement(comment_template(NO_WEIGHTS, NO_WEIGHTS_NOTE), state.generated, grads=cst.Name(grads)),
+        ]
     value = state.fresh_name("loss_value")
     call = gen.statement(
         GRADS,
