@@ -26,6 +26,12 @@ TV_DATASETS = {
     "torchvision.datasets.ImageFolder": "data_pipeline.image_folder",
     "torchvision.datasets.MNIST": "data_pipeline.mnist",
     "torchvision.datasets.CIFAR10": "data_pipeline.cifar10",
+    "torchvision.datasets.CIFAR100": "torchvision_2.cifar100",
+    "torchvision.datasets.FashionMNIST": "torchvision_2.fashion_mnist",
+    "torchvision.datasets.KMNIST": "torchvision_2.kmnist",
+    "torchvision.datasets.SVHN": "torchvision_2.svhn",
+    "torchvision.datasets.Flowers102": "torchvision_2.flowers102",
+    "torchvision.datasets.FakeData": "torchvision_2.fake_data",
 }
 
 
