@@ -7,7 +7,11 @@ STAMP  := $(VENV)/.installed-stamp
 # pytest-xdist workers: CI has 2 cores.
 WORKERS ?= 2
 
-.PHONY: venv demo test test-fast lint mypy-baseline bench fuzz i18n clean
+BENCH_STAMP := $(VENV)/.bench-stamp
+# The real-code kit (../shared/realcode): public PyTorch code, converted and compared model by model.
+REALCODE ?= ../shared/realcode
+
+.PHONY: venv demo test test-fast lint mypy-baseline bench fuzz realcode i18n clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -37,7 +41,11 @@ lint: $(STAMP)
 mypy-baseline: $(STAMP)
 	$(VENV)/bin/mypy | $(VENV)/bin/mypy-baseline sync
 
-bench: $(STAMP)
+$(BENCH_STAMP): $(STAMP) pyproject.toml
+	$(PIP) install -q -e '.[frameworks,test,lint,bench]'
+	@touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
 	$(PY) bench/run.py
 
 # The convert fuzzer's long run (make test runs 240 cases with a fixed seed): FUZZ_CASES files from
@@ -55,6 +63,12 @@ i18n: $(STAMP)
 	$(VENV)/bin/pybabel extract -F babel.cfg --no-location --sort-output -c TRANSLATORS: --project torch2ms -o build/torch2ms.pot src
 	$(VENV)/bin/pybabel update -i build/torch2ms.pot -d $(LOCALES) -D torch2ms --no-fuzzy-matching --ignore-obsolete
 	$(VENV)/bin/pybabel compile -d $(LOCALES) -D torch2ms --statistics
+
+# The whole kit: every corpus repository converted, every model compared in PyNative and GRAPH_MODE
+# (10-25 min on 2 cores). Its report: the headline on the last line, summary.md and results.json in OUT.
+realcode: $(STAMP)
+	@test -f $(REALCODE)/eval_realcode.py || { echo "the real-code kit is not at $(REALCODE) (REALCODE=...)"; exit 2; }
+	$(PY) $(REALCODE)/eval_realcode.py --project . --jobs $(WORKERS) $(if $(OUT),--out $(OUT),)
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info

@@ -19,6 +19,7 @@ BENCHES = [
     "compare_bench.py",
     "train_step_bench.py",
     "compare_train_bench.py",
+    "realcode_bench.py",
 ]
 
 

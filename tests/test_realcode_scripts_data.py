@@ -90,3 +90,41 @@ def test_r14_dict_samples_batches_match_torch(tmp_path):
         for e, g in zip(e_rows, g_rows):
             assert e[0] == g[0] and e[3:] == g[3:], (e, g)
             np.testing.assert_allclose(g[1:3], e[1:3], rtol=1e-5, atol=1e-5)
+
+
+SAMPLER = """
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset, SequentialSampler
+
+
+class Pairs(Dataset):
+    def __len__(self):
+        return 7
+
+    def __getitem__(self, i):
+        return np.full((2,), i, dtype=np.float32), i % 3
+
+
+def batches(distributed):
+    data = Pairs()
+    sampler = SequentialSampler(data) if distributed else None
+    loader = DataLoader(data, batch_size=3, shuffle=(sampler is None), sampler=sampler)
+    return [(x.tolist(), y.tolist()) for x, y in loader], len(loader)
+"""
+
+
+@pytest.mark.differential
+def test_r16_sampler_or_shuffle_decided_at_run_time_as_torch(tmp_path):
+    """``shuffle=(sampler is None), sampler=sampler`` (ImageNet's example): MindSpore refuses a sampler
+    with shuffle=False, so shuffle is decided at run time; with the sampler, batches are torch's."""
+    pytest.importorskip("torch")
+    pytest.importorskip("mindspore")
+    conv = convert_source(SAMPLER)
+    assert "not converted" not in conv.code and "is None else None" in conv.code
+    (tmp_path / "t.py").write_text(SAMPLER, encoding="utf-8")
+    (tmp_path / "m.py").write_text(conv.code, encoding="utf-8")
+    t, m = _load(tmp_path / "t.py", "t2m_sampler_t"), _load(tmp_path / "m.py", "t2m_sampler_m")
+    assert m.batches(True) == t.batches(True)
+    shuffled, n = m.batches(False)  # shuffled: another order than torch's, the same samples
+    assert n == 3 and sorted(v for x, _ in shuffled for v, _ in x) == [float(i) for i in range(7)]

@@ -95,9 +95,11 @@ def dataloader(bound: dict[str, str], receiver: str | None, entry: Entry) -> str
     sampler = bound.get("sampler")
     opts = []
     if sampler not in (None, "None"):
-        if literal(shuffle) is not False:
+        if literal(shuffle) is True:
             raise Unsupported("sampler and shuffle=True together: torch rejects it too")
         opts.append(f"sampler={sampler}")
+        if literal(shuffle) is not False:  # shuffle=(sampler is None): decided at run time, as torch does
+            opts.append(f"shuffle={_atom(shuffle)} if {_atom(sampler)} is None else None")
     else:
         opts.append(f"shuffle={shuffle}")
     workers = _workers(bound.get("num_workers"))
