@@ -3,9 +3,8 @@ MNIST download is served generated data on both sides) and super_resolution (a f
 its BSDS300 folder), each converted by `torch2ms convert` from ../shared/realcode at test time and run
 unmodified side by side with its original: the losses agree step by step to 1e-4 relative.
 
-The converted scripts still carry lines torch2ms marks for review or as not converted (the progress
-print's `len(train_loader.dataset)`); as a user would, the test replaces them with the dataset's size
-before the run, and only them (FIXES). VAE draws its noise inside the step: compare-train gives both
+The converted scripts run as torch2ms wrote them (FIXES, the lines a user would still have to edit, is
+empty: `len(train_loader.dataset)` converts to the size of the dataset the loader reads). VAE draws its noise inside the step: compare-train gives both
 sides the same pseudo-noise, and the report says so.
 """
 
@@ -23,17 +22,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.differential]
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "realcode" / "corpus" / "pytorch" / "examples"
 STEPS, TOL = 4, 1e-4
-SIZES = (
-    ("len(train_loader.dataset)", "train_loader.get_dataset_size()"),
-    ("len(test_loader.dataset)", "test_loader.get_dataset_size()"),
-)
-FIXES = {  # marked lines of the conversion, replaced as a user would (only where they are still there)
-    "mnist": [
-        ("dataset1.get_dataset_size()", "train_loader.get_dataset_size()"),
-        ("dataset2.get_dataset_size()", "test_loader.get_dataset_size()"),
-    ],
-    "mnist_rnn": list(SIZES),
-    "vae": list(SIZES),
+FIXES: dict[str, list[tuple[str, str]]] = {  # marked lines a user would still edit: none left
+    "mnist": [],
+    "mnist_rnn": [],
+    "vae": [],
     "super_resolution": [],
 }
 ARGS = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["DictSource"]
+__all__ = ["DictSource", "dataset_of"]
 
 
 def _numpy(value: Any) -> Any:
@@ -30,3 +30,18 @@ class DictSource:
 
     def __len__(self) -> int:
         return len(self.source)
+
+
+def dataset_of(loader: Any) -> Any:
+    """torch's ``loader.dataset`` for a converted loader: the user's dataset object a GeneratorDataset
+    reads, else MindSpore's source dataset (before ``.map``/``.batch``). ``len()`` of it counts samples,
+    as torch's ``len(loader.dataset)`` does (``len(loader)`` counts batches on both sides)."""
+    if not hasattr(loader, "children"):
+        return loader.dataset  # not a MindSpore dataset: whatever it calls its dataset
+    node = loader
+    while getattr(node, "children", None):
+        node = node.children[0]
+    source = getattr(node, "source", None)
+    if isinstance(source, DictSource):
+        source = source.source
+    return source if source is not None and hasattr(source, "__len__") else node

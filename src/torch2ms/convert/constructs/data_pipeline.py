@@ -209,30 +209,22 @@ def builtin_call(ctx: RewriteContext, original: cst.Call, updated: cst.Call):
             "torch.utils.data.DataLoader.__len__", "converted", "len(loader) → get_dataset_size(): batches per epoch"
         )
         return gen.expression("{loader}.get_dataset_size()", ctx.generated, loader=arg)
-    if (
-        isinstance(arg, cst.Attribute)
-        and arg.attr.value == "dataset"
-        and isinstance(arg.value, cst.Name)
-        and arg.value.value in _data(ctx).loaders
-    ):
-        ds = _data(ctx).loader_data.get(arg.value.value)
-        if ds is None:
-            ctx.mark(
-                "torch.utils.data.DataLoader.dataset",
-                "a MindSpore dataset has no .dataset: count the samples "
-                "with the source dataset's len() (or get_dataset_size() before .batch)",
-            )
-            return updated
-        kind = _data(ctx).kinds.get(ds, "")
-        ctx.record(
-            "torch.utils.data.DataLoader.dataset",
-            "review",
-            f"len(loader.dataset) → the size of '{ds}' (check it is in scope)",
-        )
-        if kind == "ms_dataset":
-            return gen.expression("{data}.get_dataset_size()", ctx.generated, data=cst.Name(ds))
-        return gen.expression("len({data})", ctx.generated, data=cst.Name(ds))
     return None
+
+
+@attribute(when=has_data_pipeline)
+def loader_dataset(ctx: RewriteContext, original: cst.Attribute, updated: cst.Attribute):
+    """``loader.dataset`` → ``torch2ms.runtime.dataset_of(loader)``: a MindSpore dataset has no
+    ``.dataset``; the helper finds the dataset the loader reads, in whatever function the loader is."""
+    if not (
+        original.attr.value == "dataset"
+        and isinstance(original.value, cst.Name)
+        and original.value.value in _data(ctx).loaders
+        and original not in ctx.assign_targets
+    ):
+        return None
+    ctx.record("torch.utils.data.DataLoader.dataset", "converted", "loader.dataset → the dataset the loader reads")
+    return cst.Call(func=ctx.parse_ms("torch2ms.runtime.dataset_of"), args=[cst.Arg(updated.value)])
 
 
 def _loop_iter(ctx: RewriteContext, node: cst.BaseExpression) -> cst.BaseExpression | None:
