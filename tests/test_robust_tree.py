@@ -4,6 +4,7 @@ the failure being injected (a worker that dies, a file that hangs, a file the OS
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -188,6 +189,16 @@ def test_r20_scan_report_never_overwrites_a_source(small: Path, capsys):
 # ---- one file never kills the run ---------------------------------------------------------------------
 
 
+@contextlib.contextmanager
+def _recursion_limit(limit: int):
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(limit)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
+
+
 def _deep(n: int) -> str:
     return "import torch\n\ny = " + " + ".join(["torch.ones(1)"] * n) + "\n"
 
@@ -226,7 +237,8 @@ def test_r20_one_file_never_kills_the_run(tmp_path: Path, monkeypatch):
 
     monkeypatch.setattr(module, "convert_source", sabotaged)
     monkeypatch.setattr(project_pool, "FILE_TIMEOUT_BASE_S", 4.0)
-    report = convert_tree(src, tmp_path / "out", jobs=2)
+    with _recursion_limit(1000):  # Python's default, inherited by the forked workers
+        report = convert_tree(src, tmp_path / "out", jobs=2)
     errors = {f.path: f.error for f in report.failed}
     assert "RecursionError" in errors["deep.py"]
     assert "simulated converter bug" in errors["raises.py"]
@@ -253,7 +265,8 @@ def test_r20_nesting_over_the_limit_copied_and_reported(tmp_path: Path):
 def test_r1_scan_deep_nesting_reported(tmp_path: Path):
     (tmp_path / "deep.py").write_text(_deep(3000))
     (tmp_path / "ok.py").write_text(GOOD)
-    rep = scan_path(tmp_path)
+    with _recursion_limit(1000):  # Python's default (pytest-xdist's workers run with a higher one)
+        rep = scan_path(tmp_path)
     errors = {f.path: f.error for f in rep.files}
     assert "RecursionError" in errors["deep.py"] and errors["ok.py"] is None
 

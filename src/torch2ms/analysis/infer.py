@@ -159,6 +159,8 @@ def _annotation_type(ann: ast.AST | None, imap: ImportMap) -> str | None:
         return _annotation_type(ann.left, imap) or _annotation_type(ann.right, imap)
     if isinstance(ann, ast.Subscript) and (imap.resolve(ann.value) or "").endswith("Optional"):
         return _annotation_type(ann.slice, imap)
+    if isinstance(ann, ast.Subscript):
+        return None  # dict[str, Tensor], list[Tensor]: a container of tensors, not a Tensor
     full = imap.resolve(ann)
     if full in ("torch.Tensor", "torch.FloatTensor", "torch.LongTensor"):
         return TENSOR
@@ -185,7 +187,7 @@ def infer_function(
         t = _annotation_type(a.annotation, imap)
         if t:
             scope.types[a.arg] = t
-        elif is_forward and a.arg != "self":
+        elif is_forward and a.arg != "self" and a.annotation is None:  # forward(self, x: dict[...]): not a Tensor
             scope.types[a.arg] = TENSOR
     # Source order (ast.walk is breadth-first): the last assignment of a name decides its type.
     stmts = [n for n in walk(fn) if isinstance(n, (ast.Assign, ast.AnnAssign, ast.For))]

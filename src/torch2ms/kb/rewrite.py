@@ -268,6 +268,10 @@ def _render(entry: Entry, parts: list[str], receiver: str | None) -> str:
 _KB_ROOTS = ("torch", "torchvision", "einops")
 
 
+# dict methods that are Tensor methods too (sparse ``values()``): not a Tensor's on what a module call returned
+_DICT_METHODS = frozenset({"values", "keys", "items", "get", "update", "pop"})
+
+
 class _ExprRewriter(ast.NodeTransformer):
     def __init__(self, kb, receiver_types: Mapping[str, str | tuple[str, ...]]):
         self.kb = kb
@@ -306,8 +310,14 @@ class _ExprRewriter(ast.NodeTransformer):
         )
         if isinstance(node.func, ast.Name) and node.func.id in ("isinstance", "issubclass") and len(node.args) == 2:
             node.args[1] = self._type_argument(node.args[1])
-        self.generic_visit(node)
         name = dotted(node.func)
+        if name and name.split(".")[0] in _KB_ROOTS:
+            # the callee is this call's entry (not a renamed reference): only the arguments are visited
+            node.args = [self.visit(a) for a in node.args]
+            node.keywords = [self.visit(k) for k in node.keywords]
+        else:
+            self.generic_visit(node)
+            name = dotted(node.func)
         entry = None
         receiver = None
         if name and name.split(".")[0] in _KB_ROOTS:
@@ -319,7 +329,18 @@ class _ExprRewriter(ast.NodeTransformer):
             return node
         args = [ast.unparse(a) for a in node.args]
         kwargs = [(k.arg, ast.unparse(k.value)) for k in node.keywords if k.arg]
-        res = rewrite_call(entry, args, kwargs, receiver)
+        # A receiver of no known type is taken to be a Tensor; when its method's rule does not fit the call
+        # (``q.put(7)`` on a queue, ``d.values()`` on a dict), it is not a Tensor's: left as written.
+        assumed = receiver is not None and receiver not in self.receiver_types
+        try:
+            res = rewrite_call(entry, args, kwargs, receiver)
+        except Exception:
+            if assumed:
+                return node
+            raise
+        called = isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name)  # m(x).values(): m's output
+        if assumed and (not res.ok or (called and node.func.attr in _DICT_METHODS)):  # type: ignore[attr-defined]
+            return node
         self.notes += res.notes
         if not res.ok:
             self.failed = True

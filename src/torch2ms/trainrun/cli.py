@@ -83,7 +83,7 @@ def cmd_compare_train(args: argparse.Namespace) -> int:
             timeout=args.timeout,
         )
     except TrainUsageError as exc:
-        Console(stderr=True).print("[red]" + _("error:") + f"[/] {escape(str(exc))}", highlight=False)
+        Console(stderr=True).print("[red]" + _("error:") + f"[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return EXIT_USAGE
     if args.json:
         sys.stdout.write(json.dumps(rep.to_dict(), indent=1, default=str) + "\n")
