@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from torch2ms.convert import convert_tree
+from torch2ms.factory import use_vendored_runtime
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "project"
 SCRIPTS = ("data", "models", "train_cnn", "train_lstm", "train_gpt")
@@ -32,6 +33,7 @@ def import_scripts(folder: Path, keep: bool = False) -> SimpleNamespace:
     compiler resolves a function's globals through sys.modules[fn.__module__], so the converted side
     keeps its names there (until :func:`forget_scripts`)."""
     saved = {n: sys.modules.pop(n) for n in SCRIPTS if n in sys.modules}
+    use_vendored_runtime(folder / f"{SCRIPTS[0]}.py")  # the converted side's own torch2ms_runtime
     sys.path.insert(0, str(folder))
     importlib.invalidate_caches()
     try:

@@ -77,7 +77,7 @@ VENDORED_RUNTIME = (
 )
 
 
-def _use_vendored_runtime(path: Path) -> None:
+def use_vendored_runtime(path: Path) -> None:
     """A converted file imports ``torch2ms_runtime`` from its project's root: put the nearest folder above
     it that holds one on sys.path, and forget one imported earlier from another project (each holds only
     the helpers its own project uses)."""
@@ -93,7 +93,7 @@ def _use_vendored_runtime(path: Path) -> None:
 
 
 def _exec_file(path: Path, tag: str) -> ModuleType:
-    _use_vendored_runtime(path)
+    use_vendored_runtime(path)
     root, dotted = package_root(path)
     if "." in dotted:  # inside a package: import it as such so that relative imports work
         sys.path.insert(0, str(root))

@@ -298,9 +298,7 @@ def convert_tree(
         for job, outcome in _run(listing.python, base, roots, modules, names, jobs, progress):
             uses_vision_package |= outcome.code is not None and vision_models.uses_package(outcome.code)
             if vendor is not None and outcome.code is not None:
-                outcome.code = vendor.rewrite(
-                    outcome.code, display(job.rel), _import_level(job.rel, packages, outcome.code)
-                )
+                outcome.code = vendor.rewrite(outcome.code, display(job.rel), _import_level(job.rel, packages))
             result = _write_result(tmp, base, job, outcome)
             result.spill(spill)
             report.files.append(result)
@@ -332,13 +330,13 @@ def _package_dirs(files: list[Path], base: Path) -> frozenset[str]:
     )
 
 
-def _import_level(rel: str, packages: frozenset[str], code: str) -> int:
+def _import_level(rel: str, packages: frozenset[str]) -> int:
     """0: the file imports the vendored runtime by its absolute name (the converted root is on sys.path,
-    as when a script there runs). A module of a package that is the converted root itself and that
-    imports its package's modules relatively (run as ``python -m root.module``) imports it relatively."""
+    as when a script there runs). A module of a package that is the converted root itself (imported as
+    ``root.module``, or run as ``python -m root.module``) imports it relatively first."""
     parts = Path(rel).parts[:-1]
     chain = ["/".join(parts[:i]) for i in range(len(parts) + 1)]
-    if not all(d in packages for d in chain) or not re.search(r"^\s*from\s+\.", code, re.MULTILINE):
+    if not all(d in packages for d in chain):
         return 0
     return len(parts) + 1
 

@@ -71,8 +71,16 @@ class RuntimeVendor:
                 self.kept_on_package.setdefault(alias.name, set()).add(path)
                 there.append(text)
         out = []
-        if here:
-            out.append(f"from {'.' * level}{PACKAGE} import {', '.join(here)}")
+        if here and level:
+            # a module of the converted package, which may also be run as a script from the root
+            out += [
+                "try:",
+                f"    from {'.' * level}{PACKAGE} import {', '.join(here)}",
+                "except ImportError:  # run as a script, not as a module of its package",
+                f"    from {PACKAGE} import {', '.join(here)}",
+            ]
+        elif here:
+            out.append(f"from {PACKAGE} import {', '.join(here)}")
         if there:
             out.append(f"from {node.module} import {', '.join(there)}")
         return out
