@@ -505,3 +505,17 @@ def test_r8_size_call_on_an_untyped_value_becomes_shape():
     )
     code = convert_source(src, "l.py").code
     assert "logits.view(-1, logits.shape[-1])" in code and "x.shape" in code and ".size(" not in code
+
+
+def test_r6_to_with_torch_keywords_on_an_untyped_receiver_is_a_tensor_move():
+    """``self.mask.to(dtype=x.dtype, device=x.device)`` (an attribute of no known type): torch's keywords say
+    it is a Tensor's ``to``; the dtype part is kept, the device part has no meaning in MindSpore."""
+    from torch2ms.convert import convert_source
+
+    src = (
+        "import torch\n\n\nclass Block(torch.nn.Module):\n"
+        "    def __init__(self, mask):\n        super().__init__()\n        self.mask = mask\n\n"
+        "    def forward(self, x):\n        m = self.mask.to(dtype=x.dtype, device=x.device)\n        return x + m\n"
+    )
+    code = convert_source(src, "block.py").code
+    assert "m = self.mask.astype(x.dtype)" in code, code

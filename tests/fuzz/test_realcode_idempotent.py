@@ -1,8 +1,8 @@
 """R20 / issue 15 on real code: every file of ../shared/realcode/corpus and of the installed torchvision,
-converted, then converted again: nothing may change, every valid file still parses. The second
-conversion of converted code still changes files (23 of 241 when written: tensor methods re-converted
-when a file keeps a torch import, training-loop marks added again; test_converter_defects.py has the
-minimal reproducers), so that check is xfail(strict=False) until the converter is fixed."""
+converted, then converted again: nothing may change, every valid file still parses, no comment is lost.
+The second conversion still changes 2 torchvision files (ops/poolers.py gets a second "torch import kept"
+line; transforms/v2/functional/_geometry.py has tuple(x.stride()) wrapped again), so that check is
+xfail(strict=False) until the converter is fixed."""
 
 from __future__ import annotations
 
@@ -40,7 +40,6 @@ def test_r20_realcode_converting_twice_changes_nothing(results):
     assert changed == {}, {n: len(c) for n, c in changed.items()}
 
 
-@pytest.mark.xfail(strict=False, reason="converter internals: comments of rewritten lines are dropped")
 def test_r20_realcode_comments_kept(results):
     lost = {name: r["text_lost"] for name, r in results.items() if r["text_lost"]}
     assert lost == {}

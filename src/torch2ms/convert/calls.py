@@ -419,8 +419,14 @@ def func_of(call: cst.Call) -> cst.Attribute:
     return call.func
 
 
+_TO_KEYWORDS = frozenset({"device", "dtype", "non_blocking", "memory_format"})  # Tensor.to's, no other library's
+
+
 def _device_args(call: cst.Call) -> bool:
-    """Is this ``.to(...)`` call clearly a device move (a device string, ``device``, ``torch.device(...)``)?"""
+    """Is this ``.to(...)`` call clearly a torch move (a device string, ``device``, ``torch.device(...)``,
+    or torch's own keywords: ``.to(dtype=x.dtype, device=x.device)``)?"""
+    if any(a.keyword is not None and a.keyword.value in _TO_KEYWORDS for a in call.args):
+        return True
     if len(call.args) != 1 or call.args[0].star:
         return False
     a = call.args[0]
