@@ -122,6 +122,8 @@ def build_call(ctx: RewriteContext, res: CallRewrite, updated: cst.Call) -> cst.
 
 def _comments_above(ctx: RewriteContext, old: cst.CSTNode, new: cst.BaseExpression) -> cst.BaseExpression:
     """Comments inside a call the rewrite could not keep in place go above its statement, never away."""
+    if ctx.in_one_line_statement():
+        return new  # nothing inside a one-line statement can be a comment
     before = comments_in(old)
     if before and ctx.markers:
         kept = set(comments_in(new))

@@ -31,24 +31,37 @@ def _parse_expression(source: str) -> cst.BaseExpression:
     return cst.parse_expression(source)
 
 
-def _int_names(tree: ast.Module | None, cls: str, fn: str) -> frozenset[str]:
-    if tree is None:
-        return frozenset()
-    module_ints = module_int_names(tree)
-    if not fn:
-        return module_ints
-    found = []
+@functools.lru_cache(maxsize=4)
+def _module_facts(tree: ast.Module) -> tuple[frozenset[str], dict]:
+    """The module-level int names and dataclass int fields, once per file (not once per function)."""
+    return module_int_names(tree), dataclass_int_fields(tree)
+
+
+@functools.lru_cache(maxsize=4)
+def _functions(tree: ast.Module) -> dict[tuple[str, str], list[ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """(class, function name) → the defs of that name, once per file."""
+    out: dict[tuple[str, str], list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
     stack: list[tuple[ast.AST, str]] = [(node, "") for node in tree.body]
     while stack:
         node, owner = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == fn and owner == cls:
-            found.append(node)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out.setdefault((owner, node.name), []).append(node)
         inner = node.name if isinstance(node, ast.ClassDef) else owner
         stack.extend((child, inner) for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt))
+    return out
+
+
+def _int_names(tree: ast.Module | None, cls: str, fn: str) -> frozenset[str]:
+    if tree is None:
+        return frozenset()
+    module_ints, fields = _module_facts(tree)
+    if not fn:
+        return module_ints
+    found = _functions(tree).get((cls, fn), [])
     # two functions of that name (redefinitions, nested helpers): which one is being converted is not known
     if len(found) != 1:
         return frozenset()
-    return function_int_names(found[0], module_ints, dataclass_int_fields(tree))
+    return function_int_names(found[0], module_ints, fields)
 
 
 class RewriteContext:
@@ -88,6 +101,11 @@ class RewriteContext:
     @property
     def statement(self) -> StatementInfo | None:
         return self.statements[-1] if self.statements else None
+
+    def in_one_line_statement(self) -> bool:
+        """The statement being rewritten spans one line of its code: no comment can sit inside it."""
+        info = self.statement
+        return info is not None and info.node.end_lineno == info.node.lineno
 
     def marked_before(self, api: str) -> bool:
         """An earlier conversion marked ``api`` "not converted" above the current statement."""

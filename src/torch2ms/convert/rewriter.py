@@ -75,12 +75,21 @@ _OPAQUE = frozenset(
 _HEADER_PARTS = frozenset({cst.Parameters, cst.Decorator, cst.Annotation, cst.Arg})
 
 
-def _keep_lost_comments(original: cst.SimpleStatementLine, updated):
+def _keep_lost_comments(original: cst.SimpleStatementLine, updated, one_line: bool):
     """A comment inside a rewritten statement (``x,  # type: ignore`` in a multi-line call) that the
-    rewrite could not keep in place goes above the statement: a conversion never deletes comments."""
+    rewrite could not keep in place goes above the statement: a conversion never deletes comments.
+    (``one_line``: the statement fits on one line, so its only comments are above it and after it.)"""
     if not isinstance(updated, cst.SimpleStatementLine):
         return updated
-    lost = Counter(comments_in(original)) - Counter(comments_in(updated))
+    if one_line:
+        before = [ln.comment.value for ln in original.leading_lines if ln.comment is not None]
+        if original.trailing_whitespace.comment is not None:
+            before.append(original.trailing_whitespace.comment.value)
+        if not before:
+            return updated
+    else:
+        before = comments_in(original)
+    lost = Counter(before) - Counter(comments_in(updated))
     if not lost:
         return updated
     above = [cst.EmptyLine(comment=cst.Comment(c)) for c in lost.elements()]
@@ -165,7 +174,7 @@ class Rewriter(FastDispatch, cst.CSTTransformer):
                 break  # a hook replaced or removed the statement
             updated = hook(self.ctx, original, updated)
         if isinstance(original, cst.SimpleStatementLine) and updated is not original:
-            updated = _keep_lost_comments(original, updated)
+            updated = _keep_lost_comments(original, updated, self.ctx.in_one_line_statement())
         return updated
 
     visit_SimpleStatementLine = visit_If = visit_For = visit_While = visit_With = visit_Try = _open

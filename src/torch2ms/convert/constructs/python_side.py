@@ -8,6 +8,8 @@ with a spec gets ``.item()``, which is what torch formatted; other values are le
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
 from ...analysis.infer import TENSOR
@@ -53,6 +55,11 @@ class _AddItem(cst.CSTTransformer):
 @leave(cst.SimpleStatementLine)
 def format_spec_of_tensor(ctx: RewriteContext, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
     """``f"{loss:.4f}"`` where ``loss`` is a tensor → ``f"{loss.item():.4f}"``."""
+    info = ctx.statement
+    if info is not None and not any(
+        isinstance(n, ast.FormattedValue) and n.format_spec is not None for n in ast.walk(info.node)
+    ):
+        return updated  # the statement (as the cheap ast sees it) formats nothing with a spec
     found = _FormattedParts()
     original.visit(found)
     wrap = [p.format_spec is not None and _is_tensor(ctx, p.expression) for p in found.parts]
