@@ -220,7 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=exit_codes(_("success"), _("the command found something to look at (see each command's --help)")),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    p.add_argument("--version", action=_VersionAction)
     p.add_argument(
         "--lang",
         choices=["zh", "en"],
@@ -354,6 +354,20 @@ def _add_framework_commands(sub: argparse._SubParsersAction) -> None:
     from .export import add_export_parser  # torch2ms export --net .. --ckpt .. --input-shape .. -o OUT.mindir (R29)
 
     add_export_parser(sub)
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: the installed version, looked up only when asked (importlib.metadata costs ~20 ms,
+    which every ``lookup`` would pay otherwise)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        # argparse's own words for it (translated with the rest of argparse's, cli_support.localise_argparse)
+        help = help or argparse._("show program's version number and exit")  # type: ignore[attr-defined]
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        sys.stdout.write(f"{parser.prog} {_version()}\n")
+        parser.exit()
 
 
 def _version() -> str:
