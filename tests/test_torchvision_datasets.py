@@ -69,12 +69,42 @@ def test_r14_torchvision_datasets_read_torchvision_folders(call, reader):
         ("datasets.SVHN('d', split=name)", "split=name"),  # MindSpore checks usage when the reader is built
         ("datasets.FashionMNIST('d', download=True)", "download=True"),
         ("datasets.CocoDetection('imgs', 'ann.json')", "mindspore.dataset.CocoDataset"),
+        ("datasets.VOCSegmentation('d', year=y)", "literal year"),
+        ("datasets.VOCDetection('d', download=True)", "download=True"),
+        ("datasets.VOCSegmentation('d', transforms=both)", "transforms=..."),
     ],
 )
 def test_r14_dataset_calls_without_a_reader_form_are_marked(call, why):
     code = conv(HEAD + f"d = {call}\n")
     mark = line_with(code, "# torch2ms: not converted — torchvision.datasets.")
     assert why in mark and line_with(code, "d =") == f"d = {call}"
+
+
+def test_r14_voc_segmentation_reads_torchvisions_folder_and_keeps_the_mask_mode():
+    code = conv(
+        HEAD + "s = datasets.VOCSegmentation(root, year='2011', image_set='val', target_transform=t)\n"
+        "loader = DataLoader(s, batch_size=2, shuffle=True)\n"
+    )
+    assert line_with(code, "s =") == (
+        "s = ds.VOCDataset(str(root) + '/TrainVal/VOCdevkit/VOC2011', task='Segmentation', usage='val', "
+        "decode=False, shuffle=True).map(operations=[vision.Decode(to_pil=True)], input_columns='image')"
+        ".map(operations=[open_image, t], input_columns='target')"
+    )
+
+
+@pytest.mark.parametrize(
+    "call, source",
+    [
+        ("datasets.VOCDetection(r, image_set='val', target_transform=enc)", "VOCDetection(r, '2012', 'val', enc)"),
+        ("datasets.CocoDetection('i', 'a.json', target_transform=enc)", "CocoDetection('i', 'a.json', enc)"),
+        ("datasets.CocoCaptions(root='i', annFile='c.json')", "CocoCaptions('i', 'c.json', None)"),
+    ],
+)
+def test_r14_voc_and_coco_annotations_come_from_runtime_sources_as_torchvision_parses_them(call, source):
+    assert line_with(conv(HEAD + f"d = {call}\n"), "d =").startswith(
+        f"d = ds.GeneratorDataset({source}, column_names=['image', 'target'], shuffle=False)"
+        ".map(operations=[vision.Decode(to_pil=True)], input_columns='image')"
+    )
 
 
 # ---- differential: the converted loaders against torchvision's (R25) ------------------------------
@@ -142,3 +172,49 @@ def test_r25_converted_fashionmnist_and_svhn_loaders_give_torchvisions_batches(t
             np.testing.assert_allclose(m_img, t_img, atol=1e-6)
             np.testing.assert_array_equal(m_lab, t_lab)  # digit 0: label 0 on both sides
             assert m_lab.dtype == np.int32
+
+
+VOC_LOADER = """
+from torch.utils.data import DataLoader
+from torchvision import datasets, transforms
+
+voc = DataLoader(
+    datasets.VOCSegmentation({root!r}, transform=transforms.ToTensor(), target_transform=transforms.PILToTensor()),
+    batch_size=2,
+)
+"""
+
+
+def _write_voc(root) -> None:
+    """3 VOC2012 images with palette masks (class indices 0..3), torchvision's folder layout."""
+    from PIL import Image
+
+    base = root / "VOCdevkit" / "VOC2012"
+    for sub in ("JPEGImages", "SegmentationClass", "ImageSets/Segmentation"):
+        (base / sub).mkdir(parents=True)
+    rng = np.random.default_rng(5)
+    names = ["2007_000032", "2007_000039", "2008_000001"]
+    for name in names:
+        Image.fromarray(rng.integers(0, 256, (10, 12, 3), np.uint8)).save(base / "JPEGImages" / f"{name}.jpg")
+        mask = Image.fromarray(rng.integers(0, 4, (10, 12), np.uint8), mode="P")
+        mask.putpalette([0, 0, 0, 128, 0, 0, 0, 128, 0, 128, 128, 0] + [0] * 756)
+        mask.save(base / "SegmentationClass" / f"{name}.png")
+    (base / "ImageSets" / "Segmentation" / "train.txt").write_text("\n".join(names) + "\n")
+
+
+@pytest.mark.differential
+def test_r25_converted_voc_segmentation_loader_gives_torchvisions_batches(tmp_path):
+    pytest.importorskip("torchvision")
+    pytest.importorskip("mindspore")
+    _write_voc(tmp_path)
+    source = VOC_LOADER.format(root=str(tmp_path))
+    (tmp_path / "torch_voc.py").write_text(source)
+    (tmp_path / "ms_voc.py").write_text(conv(source))
+    t_batches = [tuple(v.numpy() for v in b) for b in _load(tmp_path / "torch_voc.py", "t2m_torch_voc").voc]
+    m_loader = _load(tmp_path / "ms_voc.py", "t2m_ms_voc").voc
+    m_batches = [tuple(v.asnumpy() for v in b) for b in m_loader.create_tuple_iterator()]
+    assert len(t_batches) == len(m_batches) == 2
+    for (t_img, t_mask), (m_img, m_mask) in zip(t_batches, m_batches):
+        np.testing.assert_allclose(m_img, t_img, atol=1e-6)
+        np.testing.assert_array_equal(m_mask, t_mask)  # class indices, not palette colours
+        assert int(t_mask.max()) == 3

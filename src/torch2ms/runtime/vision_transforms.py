@@ -21,6 +21,7 @@ __all__ = [
     "RandomEqualize",
     "RandomPerspective",
     "RandomPosterize",
+    "PILToTensor",
     "RandomSolarize",
     "ToDtype",
     "ToPILImage",
@@ -347,6 +348,17 @@ class ToPILImage:
         if arr.shape[2] == 1:
             arr = arr[:, :, 0]
         return Image.fromarray(arr, mode=self.mode)
+
+
+class PILToTensor:
+    """torchvision.transforms.PILToTensor: a PIL image → uint8 CHW array, no scaling; a one-band image ('L', 'P',
+    a mask) gets its channel axis (1×H×W), which ``vision.HWC2CHW`` leaves out."""
+
+    def __call__(self, pic: Any) -> Any:
+        import numpy as np
+
+        arr = np.asarray(pic)
+        return arr[None] if arr.ndim == 2 else np.ascontiguousarray(arr.transpose(2, 0, 1))
 
 
 class ToDtype:

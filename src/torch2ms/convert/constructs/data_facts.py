@@ -32,6 +32,10 @@ TV_DATASETS = {
     "torchvision.datasets.SVHN": "torchvision_2.svhn",
     "torchvision.datasets.Flowers102": "torchvision_2.flowers102",
     "torchvision.datasets.FakeData": "torchvision_2.fake_data",
+    "torchvision.datasets.VOCSegmentation": "torchvision_2.voc_segmentation",
+    "torchvision.datasets.VOCDetection": "torchvision_2.voc_detection",
+    "torchvision.datasets.CocoDetection": "torchvision_2.coco_detection",
+    "torchvision.datasets.CocoCaptions": "torchvision_2.coco_captions",
 }
 
 

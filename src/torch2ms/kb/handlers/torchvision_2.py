@@ -10,7 +10,17 @@ from __future__ import annotations
 from ..schema import Entry
 from ..source import literal
 from ..transforms import Unsupported, handler
-from .data_pipeline import DECODE, TO_PIL, _binary_dataset, _dataset_pipeline, _no_download, _usage
+from .data_pipeline import (
+    DECODE,
+    TO_PIL,
+    _binary_dataset,
+    _dataset_pipeline,
+    _flag,
+    _no_download,
+    _operations,
+    _usage,
+    _workers,
+)
 
 # torchvision's split → MindSpore's usage, per dataset ('val' is 'valid')
 _SVHN_SPLITS = {"train": "'train'", "test": "'test'", "extra": "'extra'"}
@@ -84,3 +94,82 @@ def fake_data(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     source = f"torch2ms.runtime.FakeData({', '.join(args)})"
     ctor = f"mindspore.dataset.GeneratorDataset({source}, column_names=['image', 'label'])"
     return _dataset_pipeline(ctor, bound, TO_PIL)
+
+
+def _voc_base(bound: dict[str, str], name: str) -> str:
+    """torchvision's VOC folder for a literal year: <root>/VOCdevkit/VOC<year> (2011 under TrainVal/)."""
+    year = literal(bound.get("year", "'2012'"))
+    if not isinstance(year, str) or year[:4] not in {str(y) for y in range(2007, 2013)}:
+        raise Unsupported(f"year={bound.get('year')}: {name}'s folder is chosen from a literal year ('2007'…'2012')")
+    sub = ("/TrainVal" if year == "2011" else "") + f"/VOCdevkit/VOC{year[:4]}"
+    return f"str({_root(bound, name)}) + {sub!r}"
+
+
+def _pair_pipeline(ctor: str, bound: dict[str, str], target_ops: str | None) -> str:
+    """A reader of (image, target) columns: the loader's shuffle/workers, the image decoded to PIL (RGB, as
+    torchvision converts it) before ``transform``, ``target_ops`` (with ``target_transform`` spliced) on 'target'."""
+    if bound.get("transforms") not in (None, "None"):
+        raise Unsupported(
+            "transforms=... (one callable on image and target) has no map form: pass transform/target_transform"
+        )
+    opts = [f"shuffle={_flag(bound.get('__shuffle__'))}"]
+    workers = _workers(bound.get("__workers__"))
+    if workers:
+        opts.append(f"num_parallel_workers={workers}")
+    pipe = f"{ctor[:-1]}, {', '.join(opts)})"
+    pipe += f".map(operations={_operations(DECODE, bound.get('transform'))}, input_columns='image')"
+    if target_ops is not None:
+        pipe += f".map(operations={_operations(target_ops, bound.get('target_transform'))}, input_columns='target')"
+    return pipe
+
+
+def _source(cls: str, args: list[str], bound: dict[str, str]) -> str:
+    """A GeneratorDataset over a torch2ms.runtime source that applies target_transform on the plain target."""
+    target = bound.get("target_transform")
+    args = [*args, target if target is not None and literal(target) is not None else "None"]
+    return f"mindspore.dataset.GeneratorDataset(torch2ms.runtime.{cls}({', '.join(args)}), column_names=['image', 'target'])"
+
+
+@handler
+def voc_segmentation(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """VOCSegmentation(root, year, image_set) → VOCDataset(<VOC folder>, task='Segmentation', decode=False), the
+    image decoded to RGB PIL and the mask opened as it is stored (mode 'P': class indices), as torchvision does."""
+    _no_download(bound, "VOCDataset")
+    usage = bound.get("image_set", "'train'")
+    ctor = f"mindspore.dataset.VOCDataset({_voc_base(bound, 'VOCSegmentation')}, task='Segmentation', usage={usage}, decode=False)"
+    return _pair_pipeline(ctor, bound, "torch2ms.runtime.open_image")
+
+
+@handler
+def voc_detection(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """VOCDetection(root, year, image_set) → GeneratorDataset over torch2ms.runtime.VOCDetection (the XML as a dict)."""
+    _no_download(bound, "VOCDataset")
+    _voc_base(bound, "VOCDetection")  # the same literal-year check
+    args = [_root(bound, "VOCDetection"), bound.get("year", "'2012'"), bound.get("image_set", "'train'")]
+    return _pair_pipeline(_source("VOCDetection", args, bound), bound, None)
+
+
+@handler
+def coco_detection(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """CocoDetection(root, annFile, target_transform) → GeneratorDataset over torch2ms.runtime.CocoDetection.
+
+    Only with a target_transform: a MindSpore column cannot hold the raw target, a list of dicts.
+    """
+    if bound.get("target_transform") in (None, "None"):
+        raise Unsupported(
+            "CocoDetection's target (a list of annotation dicts) cannot be a MindSpore column: pass a "
+            "target_transform that returns arrays, or read mindspore.dataset.CocoDataset(task='Detection') columns"
+        )
+    args = [_root(bound, "CocoDetection"), bound.get("annFile") or _missing("annFile")]
+    return _pair_pipeline(_source("CocoDetection", args, bound), bound, None)
+
+
+@handler
+def coco_captions(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """CocoCaptions(root, annFile) → GeneratorDataset over torch2ms.runtime.CocoCaptions (a list of captions)."""
+    args = [_root(bound, "CocoCaptions"), bound.get("annFile") or _missing("annFile")]
+    return _pair_pipeline(_source("CocoCaptions", args, bound), bound, None)
+
+
+def _missing(arg: str) -> str:
+    raise Unsupported(f"{arg} is required")
