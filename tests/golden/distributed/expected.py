@@ -23,6 +23,7 @@ def worker(rank: int, world_size: int):
     loss_fn = nn.WithLossCell(nn.LogSoftmax(axis=1), nn.NLLLoss())
 
     model.set_train(True)  # torch2ms: a torch module starts in training mode, a MindSpore cell does not
+
     def forward_fn(xb, yb):
         """Forward pass and loss of the torch training loop (value_and_grad differentiates it)."""
         loss = loss_fn(model(xb), yb)

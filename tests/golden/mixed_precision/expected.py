@@ -12,6 +12,7 @@ def train(steps: int = 3):
     criterion = nn.WithLossCell(nn.LogSoftmax(axis=1), nn.NLLLoss())
 
     model.set_train(True)  # torch2ms: a torch module starts in training mode, a MindSpore cell does not
+
     amp_model = ms.amp.auto_mixed_precision(model, "O1", dtype=ms.float16)  # torch2ms: torch.autocast(device_type='cuda', dtype=torch.float16) → O1 mixed precision
 
     def forward_fn(images, labels):

@@ -75,6 +75,16 @@ class Roles:
         self.opt_modules = _optimizer_modules(tree, imap)  # optimizer → the module whose parameters it trains
         # receivers of ``x.step()`` calls (an optimizer's name the file never builds)
         self.stepped = {ast.unparse(n.func.value) for n in nodes(tree) if _is_step_call(n)}  # type: ignore[attr-defined]
+        self._data_functions: set[str] | None = None
+
+    @property
+    def data_functions(self) -> set[str]:
+        """Module-level functions that only sample or shape data (``get_batch(split)``): no module, optimizer,
+        ``self`` or global state in sight. A forward that starts with a call to one keeps it out of the
+        compiled step: the gradients do not depend on it, and compiling data sampling costs time each step."""
+        if self._data_functions is None:
+            self._data_functions = _data_functions(self.tree, self)
+        return self._data_functions
 
     def resolve(self, node: ast.AST) -> str | None:
         full = self.imap.resolve(node)
@@ -328,17 +338,74 @@ def _prep(roles: Roles, asts: list[ast.stmt], slice_idx: list[int], local: set[s
         ok = True
         for n in ast.walk(asts[i]):
             if isinstance(n, ast.Call):
-                if roles.resolve(n.func):
+                if roles.resolve(n.func) or (isinstance(n.func, ast.Name) and n.func.id in roles.data_functions):
                     continue
                 root = n.func
                 while isinstance(root, (ast.Attribute, ast.Subscript, ast.Call)):
                     root = root.func if isinstance(root, ast.Call) else root.value
                 if not (isinstance(n.func, ast.Attribute) and isinstance(root, ast.Name) and root.id in local):
                     ok = False
-        if not ok:
+        if not ok or set(reads(asts[i])) & _module_names(roles.tree):
             break
         prep.add(i)
     return prep
+
+
+# Methods only a module (or an optimizer) has: their receivers are never data.
+_MODULE_METHODS = frozenset(
+    {
+        "parameters",
+        "named_parameters",
+        "train",
+        "eval",
+        "state_dict",
+        "load_state_dict",
+        "zero_grad",
+        "modules",
+        "children",
+        "apply",
+        "buffers",
+        "step",
+    }
+)
+
+
+def _module_names(tree: ast.Module) -> set[str]:
+    """Names that hold a module or an optimizer: receivers of module-only methods, and names bound to a
+    class the file defines."""
+    classes = {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
+    names = {
+        n.func.value.id
+        for n in nodes(tree)
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr in _MODULE_METHODS
+        and isinstance(n.func.value, ast.Name)
+    }
+    for n in nodes(tree):
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Name):
+            if n.value.func.id in classes:
+                names |= {t.id for t in n.targets if isinstance(t, ast.Name)}
+    return names
+
+
+def _data_functions(tree: ast.Module, roles: Roles) -> set[str]:
+    """See ``Roles.data_functions``: every call inside is torch's, a builtin's or a method of a value."""
+    defs = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    banned = _module_names(tree) | {"self"}
+    found: set[str] = set()
+    for fn in tree.body:
+        if not isinstance(fn, ast.FunctionDef) or fn.decorator_list:
+            continue
+        ok = not set(reads(fn)) & banned
+        for n in ast.walk(fn):
+            if isinstance(n, (ast.Global, ast.Nonlocal, ast.Yield, ast.YieldFrom, ast.Lambda)):
+                ok = False
+            elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and not roles.resolve(n.func):
+                ok = ok and n.func.id in _BUILTIN_NAMES and n.func.id not in defs
+        if ok:
+            found.add(fn.name)
+    return found
 
 
 def _insertion_loop(roles: Roles, loops: Sequence[cst.CSTNode], opt: str, fwd: list[ast.stmt]) -> cst.CSTNode:

@@ -126,9 +126,8 @@ class StepWriter:
         if not sets_mode(plan.scope_ast):
             model = trained_module(self.roles, plan.opt, plan.scope_ast, [plan.asts[i] for i in plan.forward])
             if model:
-                setup.insert(
-                    0, gen.statement(comment_template(TRAIN_MODE, TRAIN_MODE_NOTE), self.refs, model=expr(model))
-                )
+                mode = gen.statement(comment_template(TRAIN_MODE, TRAIN_MODE_NOTE), self.refs, model=expr(model))
+                setup = [mode, gen.blank_lines(setup[0], self.gap), *setup[1:]]
         for a in [plan.asts[i] for i in plan.forward]:
             for n in ast.walk(a):
                 if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and not self.roles.resolve(n.func):
