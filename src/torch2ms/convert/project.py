@@ -475,8 +475,8 @@ def to_markdown(report: ConvertReport, fh: IO[str] | None = None) -> str:
         fh.write(
             f"| {f.path} | {c.get('converted', 0)} | {c.get('review', 0)} | {c.get('not-converted', 0)} | {f.error or ''} |\n"
         )
-    header = "\n## " + _("Needs a person") + "\n\n| " + " | ".join(_(w) for w in ("where", "API", "action", "why"))
-    header += " |\n|---|---|---|---|\n"
+    columns = (_("where"), _("API"), _("action"), _("why"))
+    header = "\n## " + _("Needs a person") + "\n\n| " + " | ".join(columns) + " |\n|---|---|---|---|\n"
     for f in report.files:
         if f.counts().get("review") or f.counts().get("not-converted"):
             for ch in f.changes:

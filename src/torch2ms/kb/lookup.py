@@ -41,13 +41,13 @@ def argument_differences(entry: Entry) -> list[str]:
         always = f" — {differs}" if rule.always else ""
         if rule.transform:
             why = _doc_line(TRANSFORMS[rule.transform]) if rule.transform in TRANSFORMS else rule.transform
-            lines.append(f"{name}{default}: {why}{always}")
+            lines.append(_("{name}{default}: {why}").format(name=name, default=default, why=why) + always)
         elif rule.ms is None:
             lines.append(_("{name}: dropped (no meaning in MindSpore)").format(name=name))
         elif rule.ms != name:
             lines.append(f"{name} → {rule.ms}{default}{always}")
         elif rule.always:
-            lines.append(f"{name}{default}: {differs}")
+            lines.append(_("{name}{default}: {why}").format(name=name, default=default, why=differs))
         if rule.note and not rule.unsupported:
             lines.append(f"  {rule.note}")
     if entry.template.startswith("@") and entry.template[1:] in HANDLERS:
