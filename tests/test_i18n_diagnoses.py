@@ -77,6 +77,23 @@ def test_compare_kb_pitfall_hint_uses_the_chinese_note(speak):
     assert describe("values", "", entry.torch, {}, None, kb) == f"KB ({entry.short}): {entry.note}"
 
 
+def test_compare_non_finite_note_in_chinese_still_starts_with_the_side(speak):
+    """The layer classifier tells which side has NaN/Inf by the note's first word."""
+    import numpy as np
+
+    from torch2ms.align.metrics import diff
+
+    speak("zh")
+    ms_bad = diff(np.ones(4), np.array([1.0, np.nan, 1.0, 1.0])).nonfinite
+    torch_bad = diff(np.array([np.inf, 1.0, 1.0, 1.0]), np.ones(4)).nonfinite
+    assert ms_bad == "MindSpore 有 1 个 NaN/Inf 值，而 torch 在这些位置没有"
+    assert torch_bad.startswith("torch 有 1 个") and _has_chinese(torch_bad)
+    speak("en")
+    assert diff(np.ones(4), np.array([1.0, np.nan, 1.0, 1.0])).nonfinite == (
+        "MindSpore has 1 NaN/Inf value(s) where torch does not"
+    )
+
+
 # ---- check-data ----------------------------------------------------------------------------------
 
 
@@ -171,6 +188,23 @@ def test_compare_train_causes_in_chinese(speak):
         "at step 1: BatchNorm layers in training mode: torch 2/2, MindSpore 0/2 (model0) — the converted script "
         "trains in inference mode: call model.set_train(True) before the loop (MindSpore Cells start in inference mode)"
     )
+
+
+def test_compare_train_side_errors_in_chinese(speak):
+    from torch2ms.trainrun.api import side_error
+    from torch2ms.trainrun.runner import SideRun
+
+    error = {"type": "ValueError", "message": "bad shape", "where": "train.py:12"}
+    crashed = SideRun("ms", 1, 1.0, {"events": [{}] * 3, "status": "crashed", "error": error}, "")
+    hung = SideRun("torch", None, 9.0, None, "")
+    speak("zh")
+    assert side_error(crashed, 60) == "MindSpore 脚本在 3 次优化器更新后崩溃（位于 train.py:12）：ValueError: bad shape"
+    assert side_error(hung, 60) == "torch 脚本未在 60 秒内结束（请调大 --timeout，或调小 --steps）"
+    speak("en")
+    assert side_error(crashed, 60) == (
+        "the MindSpore script crashed after 3 optimizer step(s) at train.py:12: ValueError: bad shape"
+    )
+    assert side_error(hung, 60) == "the torch script did not finish within 60 s (raise --timeout, or lower --steps)"
 
 
 # ---- scan, lookup, skip reasons --------------------------------------------------------------------
