@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..factory import SpecError
+from ..i18n import _
 from ..progress import Progress
 from . import metrics
 from .draw import numbered
@@ -50,12 +51,13 @@ def _request(torch_spec: str, opts: CompareOptions) -> dict[str, Any]:
 
 def _output_check(ref: list[np.ndarray], got: list[np.ndarray] | None, err: str | None) -> OutputCheck:
     if err is not None or got is None:
-        return OutputCheck(ok=False, error=err or "no output")
+        return OutputCheck(ok=False, error=err or _("no output"))
     d = metrics.diff_all(ref, got)
     if d is None:
-        return OutputCheck(ok=False, error="the model returned no tensor")
+        return OutputCheck(ok=False, error=_("the model returned no tensor"))
     if not d.shape_ok:
-        return OutputCheck(ok=False, error=f"output shape torch {d.ref_shape} vs MindSpore {d.got_shape}")
+        text = _("output shape torch {torch} vs MindSpore {ms}").format(torch=d.ref_shape, ms=d.got_shape)
+        return OutputCheck(ok=False, error=text)
     return OutputCheck(
         ok=not d.nonfinite and d.rel <= metrics.OUTPUT_TOL,
         max_abs=finite_or_none(d.max_abs),
@@ -75,30 +77,34 @@ def _crash_divergence(rows: list[LayerRow], record: dict[str, Any], classes: dic
         return Divergence(
             layer=failed,
             kind="error",
-            detail=f"the MindSpore cell {failed} raised on the forward input: {record['error']}",
+            detail=_("the MindSpore cell {name} raised on the forward input: {error}").format(
+                name=failed, error=record["error"]
+            ),
             phase="forward",
             index=row.index if row else None,
             torch_type=classes.get(failed),
-            hint="this layer fails on inputs torch accepts: compare its construct() and arguments",
+            hint=_("this layer fails on inputs torch accepts: compare its construct() and arguments"),
         )
     done = [r for r in rows if r.verdict != "missing" and (missing is None or r.index < missing.index)]
     parent = missing.name.rpartition(".")[0] if missing else ""
     where = ""
     if missing is not None:
         where = (
-            f"after {done[-1].display_name} and before {missing.display_name}"
+            _("after {done} and before {missing}").format(done=done[-1].display_name, missing=missing.display_name)
             if done
-            else f"before {missing.display_name}"
+            else _("before {missing}").format(missing=missing.display_name)
         )
     return Divergence(
         layer=parent,
         kind="error",
-        detail=f"the MindSpore forward raised {where}: {record['error']}",
+        detail=_("the MindSpore forward raised {where}: {error}").format(where=where, error=record["error"]),
         phase="forward",
         index=missing.index if missing else None,
         torch_type=classes.get(parent),
-        hint="the code between these layers in the MindSpore construct() fails on inputs torch accepts "
-        "(e.g. x.size(0): MindSpore's Tensor.size is an int; use x.shape[0])",
+        hint=_(
+            "the code between these layers in the MindSpore construct() fails on inputs torch accepts "
+            "(e.g. x.size(0): MindSpore's Tensor.size is an int; use x.shape[0])"
+        ),
     )
 
 

@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from ..i18n import _
+
 # Settings the pitfall checks below explain with their fix; the generic comparison skips them.
 _EXPLAINED = {"eps", "momentum", "approximate", "padding", "stride", "dilation", "groups", "kernel_size", "p"}
 _SCALARS = (type(None), bool, int, float, str)
@@ -32,8 +34,10 @@ def _norm_approx(value: Any) -> str:
 def _layernorm(t: Mapping[str, Any], m: Mapping[str, Any]) -> list[str]:
     if "eps" in t and "epsilon" in m and not np.isclose(t["eps"], m["epsilon"], rtol=1e-3, atol=0):
         return [
-            f"LayerNorm epsilon differs: torch eps={t['eps']:g}, MindSpore epsilon={m['epsilon']:g} "
-            f"(MindSpore's default is 1e-7: pass epsilon={t['eps']:g})"
+            _(
+                "LayerNorm epsilon differs: torch eps={eps:g}, MindSpore epsilon={epsilon:g} "
+                "(MindSpore's default is 1e-7: pass epsilon={eps:g})"
+            ).format(eps=t["eps"], epsilon=m["epsilon"])
         ]
     return []
 
@@ -44,22 +48,26 @@ def _gelu(t: Mapping[str, Any], m: Mapping[str, Any]) -> list[str]:
     torch_mode, ms_mode = _norm_approx(t["approximate"]), _norm_approx(m["approximate"])
     if torch_mode == ms_mode:
         return []
-    ms_text = "the tanh approximation" if ms_mode == "tanh" else "exact erf"
+    ms_text = _("the tanh approximation") if ms_mode == "tanh" else _("exact erf")
     return [
-        f"GELU approximation differs: torch approximate='{torch_mode}', MindSpore uses {ms_text} "
-        f"(nn.GELU() defaults to approximate=True: pass approximate={torch_mode == 'tanh'})"
+        _(
+            "GELU approximation differs: torch approximate='{torch_mode}', MindSpore uses {ms_text} "
+            "(nn.GELU() defaults to approximate=True: pass approximate={tanh})"
+        ).format(torch_mode=torch_mode, ms_text=ms_text, tanh=torch_mode == "tanh")
     ]
 
 
 def _batchnorm(t: Mapping[str, Any], m: Mapping[str, Any]) -> list[str]:
     hints = []
     if "eps" in t and "eps" in m and not np.isclose(t["eps"], m["eps"], rtol=1e-3, atol=0):
-        hints.append(f"BatchNorm eps differs: torch {t['eps']:g}, MindSpore {m['eps']:g}")
+        hints.append(_("BatchNorm eps differs: torch {torch:g}, MindSpore {ms:g}").format(torch=t["eps"], ms=m["eps"]))
     # MindSpore stores 1 − (its constructor's momentum), i.e. torch's convention.
     if t.get("momentum") is not None and "momentum" in m and not np.isclose(t["momentum"], m["momentum"], atol=1e-6):
         hints.append(
-            f"BN momentum not inverted: torch momentum={t['momentum']:g} needs MindSpore "
-            f"momentum={1 - t['momentum']:g} (1 − m), this cell was built with momentum={1 - m['momentum']:g}"
+            _(
+                "BN momentum not inverted: torch momentum={torch:g} needs MindSpore "
+                "momentum={wanted:g} (1 − m), this cell was built with momentum={built:g}"
+            ).format(torch=t["momentum"], wanted=1 - t["momentum"], built=1 - m["momentum"])
         )
     return hints
 
@@ -70,17 +78,23 @@ def _conv(t: Mapping[str, Any], m: Mapping[str, Any]) -> list[str]:
     padding = t.get("padding")
     if pad_mode == "same" and padding != "same":
         hints.append(
-            f"padding: MindSpore pad_mode='same' (its default) but torch padding={padding}: "
-            f"use pad_mode='pad', padding={padding}"
+            _(
+                "padding: MindSpore pad_mode='same' (its default) but torch padding={padding}: "
+                "use pad_mode='pad', padding={padding}"
+            ).format(padding=padding)
         )
     elif pad_mode == "valid" and padding not in ("valid", None) and any(_pair(padding)):
-        hints.append(f"padding: MindSpore pad_mode='valid' but torch padding={padding}")
+        hints.append(_("padding: MindSpore pad_mode='valid' but torch padding={padding}").format(padding=padding))
     for torch_key, ms_key in (("stride", "stride"), ("dilation", "dilation"), ("groups", "group")):
         if torch_key not in t or ms_key not in m or _pair(t[torch_key]) == _pair(m[ms_key]):
             continue
         if isinstance(m[ms_key], (list, tuple)) and _pair(t[torch_key], len(m[ms_key])) == tuple(m[ms_key]):
             continue
-        hints.append(f"{torch_key} differs: torch {t[torch_key]}, MindSpore {ms_key}={m[ms_key]}")
+        hints.append(
+            _("{key} differs: torch {torch}, MindSpore {ms_key}={ms}").format(
+                key=torch_key, torch=t[torch_key], ms_key=ms_key, ms=m[ms_key]
+            )
+        )
     return hints
 
 
@@ -89,17 +103,27 @@ def _pool(t: Mapping[str, Any], m: Mapping[str, Any]) -> list[str]:
     stride = t.get("stride") or t.get("kernel_size")
     if stride is not None and "stride" in m and _pair(stride) != _pair(m["stride"]):
         hints.append(
-            f"pooling stride differs: torch stride={stride}, MindSpore stride={m['stride']} "
-            "(MindSpore's default stride is 1, torch's is kernel_size)"
+            _(
+                "pooling stride differs: torch stride={torch}, MindSpore stride={ms} "
+                "(MindSpore's default stride is 1, torch's is kernel_size)"
+            ).format(torch=stride, ms=m["stride"])
         )
     if "kernel_size" in t and "kernel_size" in m and _pair(t["kernel_size"]) != _pair(m["kernel_size"]):
-        hints.append(f"pooling kernel differs: torch {t['kernel_size']}, MindSpore {m['kernel_size']}")
+        hints.append(
+            _("pooling kernel differs: torch {torch}, MindSpore {ms}").format(
+                torch=t["kernel_size"], ms=m["kernel_size"]
+            )
+        )
     return hints
 
 
 def _dropout(t: Mapping[str, Any], m: Mapping[str, Any]) -> list[str]:
     if "p" in t and "p" in m and not np.isclose(t["p"], m["p"]):
-        return [f"Dropout p differs: torch p={t['p']}, MindSpore p={m['p']} (keep_prob is 1 − p)"]
+        return [
+            _("Dropout p differs: torch p={torch}, MindSpore p={ms} (keep_prob is 1 − p)").format(
+                torch=t["p"], ms=m["p"]
+            )
+        ]
     return []
 
 
@@ -174,7 +198,11 @@ def config_differences(torch_class: str | None, t: Mapping[str, Any], cell: Any,
             continue
         if not same_setting(value, m[ms_key]):
             where = ms_key if ms_key == key else f"{ms_key} (torch {key})"
-            out.append(f"{kind} {key} differs: torch {key}={value!r}, MindSpore {where}={m[ms_key]!r}")
+            out.append(
+                _("{kind} {key} differs: torch {key}={torch}, MindSpore {where}={ms}").format(
+                    kind=kind, key=key, torch=repr(value), where=where, ms=repr(m[ms_key])
+                )
+            )
     return out
 
 
@@ -189,8 +217,8 @@ def layer_type_hint(torch_class: str | None, cell: Any, kb: Any) -> str | None:
         expected.add(entry.ms_base.rsplit(".", 1)[-1])
     if not expected or expected & {c.__name__ for c in type(cell).__mro__}:
         return None
-    return (
-        f"layer type differs: torch {entry.short} maps to {entry.ms}, but this MindSpore cell is {type(cell).__name__}"
+    return _("layer type differs: torch {torch} maps to {ms}, but this MindSpore cell is {cell}").format(
+        torch=entry.short, ms=entry.ms, cell=type(cell).__name__
     )
 
 
@@ -211,7 +239,7 @@ def transposed_weight_hint(
         candidate = candidate + bias
     scale = max(1.0, float(np.abs(candidate).max()))
     if candidate.shape == ms_out.shape and np.abs(candidate - ms_out).max() <= 1e-4 * scale:
-        return "the Linear/Dense weight is used transposed: MindSpore computes x @ W, torch computes x @ Wᵀ"
+        return _("the Linear/Dense weight is used transposed: MindSpore computes x @ W, torch computes x @ Wᵀ")
     return None
 
 
@@ -230,12 +258,14 @@ def describe(
         parts.append(type_hint)
     if kind == "shape" and not parts:
         parts.append(
-            "output shape differs: check padding / stride / kernel defaults "
-            "(MindSpore Conv pad_mode defaults to 'same', pooling stride to 1)"
+            _(
+                "output shape differs: check padding / stride / kernel defaults "
+                "(MindSpore Conv pad_mode defaults to 'same', pooling stride to 1)"
+            )
         )
     entry = kb.get(torch_class) if (kb is not None and torch_class) else None
     if not parts and entry is not None and entry.note:
-        parts.append(f"KB ({entry.short}): {entry.note}")
+        parts.append(_("KB ({api}): {note}").format(api=entry.short, note=entry.note_shown))
     if not parts and detail:
         parts.append(detail)
     return " | ".join(parts)
@@ -243,11 +273,14 @@ def describe(
 
 def container_hint(layer: str, torch_type: str, cell: Any, child: str, extra: Sequence[str] = ()) -> str:
     """The divergence is in a container's own forward code: its inputs match, what it hands on does not."""
-    ms_type = type(cell).__name__ if cell is not None else "its MindSpore cell"
-    own = "forward" if layer else "the model's forward"
-    where = f"{torch_type}.forward and {ms_type}.construct" if layer else own
-    text = (
-        f"compare {where} between receiving the inputs (they match) and calling {child}: the order of "
-        "concatenated or stacked tensors, an argument order, a reshape/permute/slice, or a missing step"
+    ms_type = type(cell).__name__ if cell is not None else _("its MindSpore cell")
+    where = (
+        _("{torch}.forward and {ms}.construct").format(torch=torch_type, ms=ms_type)
+        if layer
+        else _("the model's forward")
     )
+    text = _(
+        "compare {where} between receiving the inputs (they match) and calling {child}: the order of "
+        "concatenated or stacked tensors, an argument order, a reshape/permute/slice, or a missing step"
+    ).format(where=where, child=child)
     return " | ".join([*extra, text])

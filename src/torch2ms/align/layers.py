@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ..i18n import _
 from . import metrics
 from .diagnose import container_hint, describe, transposed_weight_hint
 from .matching import match_events
@@ -143,7 +144,7 @@ def fill_row(row: LayerRow, m: Measurement, ms_event: Mapping[str, Any]) -> None
         row.cosine, row.within = finite_or_none(d.cosine), finite_or_none(d.within)
         row.nonfinite, row.shape_ok = d.nonfinite, d.shape_ok
         if not d.shape_ok:
-            row.note = f"shape torch {d.ref_shape} vs MindSpore {d.got_shape}"
+            row.note = _shape_note(d)
     if m.input is not None:
         row.in_rel = finite_or_none(m.input.rel) if m.input.shape_ok else None
     if m.local is not None:
@@ -154,6 +155,10 @@ def fill_row(row: LayerRow, m: Measurement, ms_event: Mapping[str, Any]) -> None
 # ---------------------------------------------------------------------------------------------
 # Classifying
 # ---------------------------------------------------------------------------------------------
+def _shape_note(d: Diff) -> str:
+    return _("shape torch {torch} vs MindSpore {ms}").format(torch=d.ref_shape, ms=d.got_shape)
+
+
 def _input_differs(d: Diff | None, threshold: float) -> bool:
     return d is not None and (not d.shape_ok or d.nonfinite.startswith("MindSpore") or d.rel > threshold)
 
@@ -188,33 +193,31 @@ def culprit(ctx: Context, i: int, threshold: float) -> tuple[str, str]:
 def _input_finding(ctx: Context, i: int, d: Diff, threshold: float) -> Finding:
     name = ctx.torch.events[i]["name"]
     container, child = culprit(ctx, i, threshold)
-    what = (
-        f"shape torch {d.ref_shape} vs MindSpore {d.got_shape}"
-        if not d.shape_ok
-        else d.nonfinite or f"err/scale {d.rel:.2e}"
-    )
-    detail = (
-        f"the input of {name} already differs ({what}) while every layer before it matched: the bug is in "
-        f"the forward code of {container or 'the model'} before it calls {child}"
-    )
+    what = _shape_note(d) if not d.shape_ok else d.nonfinite or f"err/scale {d.rel:.2e}"
+    detail = _(
+        "the input of {name} already differs ({what}) while every layer before it matched: the bug is in "
+        "the forward code of {container} before it calls {child}"
+    ).format(name=name, what=what, container=container or _("the model"), child=child)
     return Finding("input", detail, container, own_call=False, child=child)
 
 
 def _local_finding(name: str, m: Measurement) -> Finding | None:
     local = m.local
     if m.local_error is not None:
-        return Finding("error", f"the MindSpore cell raised on torch's input: {m.local_error}", name)
+        return Finding(
+            "error", _("the MindSpore cell raised on torch's input: {error}").format(error=m.local_error), name
+        )
     if local is None:
         return None
     if not local.shape_ok:
-        return Finding("shape", f"on torch's input: shape torch {local.ref_shape} vs MindSpore {local.got_shape}", name)
+        return Finding("shape", _("on torch's input: {shape}").format(shape=_shape_note(local)), name)
     if local.nonfinite.startswith("MindSpore"):
         return Finding("non-finite", local.nonfinite, name)
     if local.rel > m.threshold:
-        detail = (
-            f"on torch's own input the layer is off by {local.rel:.2e} of its output scale "
-            f"(float32 noise threshold {m.threshold:.1e}; cosine {local.cosine:.6f})"
-        )
+        detail = _(
+            "on torch's own input the layer is off by {rel:.2e} of its output scale "
+            "(float32 noise threshold {threshold:.1e}; cosine {cosine:.6f})"
+        ).format(rel=local.rel, threshold=m.threshold, cosine=local.cosine)
         return Finding("values", detail, name)
     return None
 
@@ -224,7 +227,7 @@ def classify(ctx: Context, i: int, m: Measurement, baseline: float) -> Finding |
     name = ctx.torch.events[i]["name"]
     out = m.output
     if out is None or not out.shape_ok:
-        note = f"shape torch {out.ref_shape} vs MindSpore {out.got_shape}" if out else "outputs differ in number"
+        note = _shape_note(out) if out else _("outputs differ in number")
         return Finding("shape", note, name)
     if out.nonfinite.startswith("MindSpore"):
         return Finding("non-finite", out.nonfinite, name)
@@ -233,10 +236,10 @@ def classify(ctx: Context, i: int, m: Measurement, baseline: float) -> Finding |
     if m.local_error is not None or m.local is not None:
         return _local_finding(name, m)
     if out.rel > m.threshold:
-        detail = (
-            f"error jumps to {out.rel:.2e} of the output scale (everything before ≤ {baseline:.1e}): "
+        detail = _(
+            "error jumps to {rel:.2e} of the output scale (everything before ≤ {baseline:.1e}): "
             "this layer's own forward code differs"
-        )
+        ).format(rel=out.rel, baseline=baseline)
         return Finding("values", detail, name)
     return None
 
@@ -273,13 +276,14 @@ def explain(ctx: Context, i: int, j: int, finding: Finding, m: Measurement, miss
         extra.append(hint)
     if missing_since:
         extra.append(
-            f"torch layer(s) {', '.join(missing_since)} ran just before and have no MindSpore counterpart: "
-            "missing in the port?"
+            _("torch layer(s) {layers} ran just before and have no MindSpore counterpart: missing in the port?").format(
+                layers=", ".join(missing_since)
+            )
         )
     prefix = f"{layer}." if layer else ""
     unloaded = [u for u in ctx.unloaded if u.startswith(prefix)] if layer or finding.own_call else []
     if unloaded:
-        extra.append(f"parameters not loaded into this layer: {', '.join(unloaded[:5])}")
+        extra.append(_("parameters not loaded into this layer: {names}").format(names=", ".join(unloaded[:5])))
     classes = ctx.torch_meta.get("module_classes", {})
     torch_class = event.get("torch_class") if finding.own_call else None
     if finding.own_call:
@@ -343,7 +347,7 @@ def analyze(ctx: Context) -> Analysis:
         rows.append(row)
         j = ctx.pairs.get(i)
         if j is None:
-            row.verdict, row.note = "missing", "no MindSpore cell call paired with this torch call"
+            row.verdict, row.note = "missing", _("no MindSpore cell call paired with this torch call")
             missing_since.append(event["name"] or "(model)")
             continue
         m = measure(ctx, i, j, baseline)

@@ -7,6 +7,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from ..i18n import _
+
 # Local error (a MindSpore layer run on torch's own input for that layer, relative to the output's
 # scale) is a bug when it exceeds NOISE_K × the layer's float32 noise (|float32 − float64| in torch
 # on the same input) and the floor. ~2e-6 is ~16 float32 ulps of the largest output element.
@@ -53,10 +55,11 @@ def diff(ref: np.ndarray, got: np.ndarray) -> Diff:
         same = (~fa & ~fb) & ((np.isnan(a) & np.isnan(b)) | (a == b))
         bad_ms = int((~fb & ~same).sum())
         bad_t = int((~fa & ~same).sum())
+        # Readers tell the side by the first word ("MindSpore"/"torch"): every translation starts with it.
         if bad_ms:
-            d.nonfinite = f"MindSpore has {bad_ms} NaN/Inf value(s) where torch does not"
+            d.nonfinite = _("MindSpore has {n} NaN/Inf value(s) where torch does not").format(n=bad_ms)
         elif bad_t:
-            d.nonfinite = f"torch has {bad_t} NaN/Inf value(s) where MindSpore does not"
+            d.nonfinite = _("torch has {n} NaN/Inf value(s) where MindSpore does not").format(n=bad_t)
         keep = fa & fb
         a, b = a[keep], b[keep]
     if a.size == 0:

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from ..i18n import _
 from ..progress import Progress
 from . import metrics
 from .layers import Analysis, Context, Recording, analyze
@@ -36,7 +37,8 @@ def _run_ms_training(net: Any, cfg: dict[str, Any], batches: dict[str, np.ndarra
     try:
         return ms_side.train(net, cfg, batches, progress.steps("MindSpore: training steps")), None
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - a port that cannot train is a finding, not a crash
-        return [], f"MindSpore training failed: {type(exc).__name__}: {str(exc).strip()[:300]}"
+        why = f"{type(exc).__name__}: {str(exc).strip()[:300]}"
+        return [], _("MindSpore training failed: {error}").format(error=why)
 
 
 def _post_training_analysis(base: Context, tmeta: Mapping[str, Any], xs: list[np.ndarray], trained) -> Analysis:
@@ -62,7 +64,9 @@ def _parameter_divergence(params: list[ParamDiff], steps: int) -> Divergence:
     return Divergence(
         layer=name.rpartition(".")[0],
         kind="training",
-        detail=f"parameter {name} differs after {steps} steps: {params[0].rel:.2e} of its scale (tolerance {PARAM_TOL:g})",
+        detail=_("parameter {name} differs after {steps} steps: {rel:.2e} of its scale (tolerance {tol:g})").format(
+            name=name, steps=steps, rel=params[0].rel, tol=PARAM_TOL
+        ),
         phase="after training",
     )
 

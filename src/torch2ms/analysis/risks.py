@@ -1,6 +1,6 @@
 """Static-graph risks (R3): forward code that MindSpore GRAPH_MODE rejects or runs differently.
 
-Each finding says where, what and what to do. Facts behind them: shared reference §7.
+Each finding says where, what and what to do, in the language torch2ms speaks.
 """
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from ..i18n import N_, _
 from .imports import ImportMap
 from .infer import TENSOR, Scope, expr_type
 
@@ -25,38 +26,42 @@ class Risk:
 # code → (message, fix)
 RISKS: dict[str, tuple[str, str]] = {
     "try-except": (
-        "try/except in forward: GRAPH_MODE fails with \"Unsupported statement 'Try'\"",
-        "move the error handling out of construct, or check the condition with an if",
+        N_("try/except in forward: GRAPH_MODE fails with \"Unsupported statement 'Try'\""),
+        N_("move the error handling out of construct, or check the condition with an if"),
     ),
     "size-call": (
-        "x.size(i): MindSpore's Tensor.size is an int (numel), so calling it fails",
-        "use x.shape[i] (torch2ms convert does this)",
+        N_("x.size(i): MindSpore's Tensor.size is an int (numel), so calling it fails"),
+        N_("use x.shape[i] (torch2ms convert does this)"),
     ),
     "inplace-method": (
-        "in-place Tensor method: MindSpore PyNative returns the result but does not mutate (GRAPH_MODE does)",
-        "assign the out-of-place result: x = x.add(y) (torch2ms convert does this)",
+        N_("in-place Tensor method: MindSpore PyNative returns the result but does not mutate (GRAPH_MODE does)"),
+        N_("assign the out-of-place result: x = x.add(y) (torch2ms convert does this)"),
     ),
     "host-sync": (
-        "tensor → Python value inside forward (.numpy()/.item()/.tolist()/.cpu()): breaks the graph or forces a sync",
-        "keep the value a Tensor inside construct; convert after the forward",
+        N_(
+            "tensor → Python value inside forward (.numpy()/.item()/.tolist()/.cpu()): breaks the graph or forces a sync"
+        ),
+        N_("keep the value a Tensor inside construct; convert after the forward"),
     ),
     "self-mutation": (
-        "assignment to a non-Parameter attribute in forward: GRAPH_MODE strict rejects it and lax mode keeps it outside the graph",
-        "make it a Parameter(requires_grad=False) updated with ops.assign, or move the state out of construct",
+        N_(
+            "assignment to a non-Parameter attribute in forward: GRAPH_MODE strict rejects it and lax mode keeps it outside the graph"
+        ),
+        N_("make it a Parameter(requires_grad=False) updated with ops.assign, or move the state out of construct"),
     ),
     "unsupported-syntax": (
-        "syntax GRAPH_MODE does not compile",
-        "rewrite without it, or run this Cell in PyNative mode",
+        N_("syntax GRAPH_MODE does not compile"),
+        N_("rewrite without it, or run this Cell in PyNative mode"),
     ),
     "return-dict": (
-        "forward returns a dict: GRAPH_MODE strict turns it into a tuple (keys lost)",
-        "return a tuple, or keep jit_syntax_level LAX",
+        N_("forward returns a dict: GRAPH_MODE strict turns it into a tuple (keys lost)"),
+        N_("return a tuple, or keep jit_syntax_level LAX"),
     ),
 }
 
 
 def _risk(code: str, node: ast.AST, function: str, detail: str = "") -> Risk:
-    msg, fix = RISKS[code]
+    msg, fix = (_(text) for text in RISKS[code])
     if detail:
         msg = f"{msg} ({detail})"
     return Risk(code, getattr(node, "lineno", 0), getattr(node, "col_offset", 0), msg, fix, function)

@@ -18,19 +18,21 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..i18n import N_, _, every_language
+
 MAX_FILE_BYTES = 5 * 1024 * 1024
 # Folders never walked: version control, caches, environments (a folder holding pyvenv.cfg is one too).
 SKIP_DIRS = {
-    ".git": "version-control folder",
-    ".hg": "version-control folder",
-    ".svn": "version-control folder",
-    "__pycache__": "bytecode cache",
-    ".venv": "virtual environment",
-    "venv": "virtual environment",
-    "node_modules": "JavaScript packages",
-    ".tox": "tox environments",
-    ".mypy_cache": "tool cache",
-    ".pytest_cache": "tool cache",
+    ".git": N_("version-control folder"),
+    ".hg": N_("version-control folder"),
+    ".svn": N_("version-control folder"),
+    "__pycache__": N_("bytecode cache"),
+    ".venv": N_("virtual environment"),
+    "venv": N_("virtual environment"),
+    "node_modules": N_("JavaScript packages"),
+    ".tox": N_("tox environments"),
+    ".mypy_cache": N_("tool cache"),
+    ".pytest_cache": N_("tool cache"),
 }
 
 
@@ -68,26 +70,42 @@ def display(path: str | os.PathLike) -> str:
 
 def _file_kind(mode: int) -> str:
     for test, name in (
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, N_("a FIFO")),
+        (stat.S_ISCHR, N_("a character device")),
+        (stat.S_ISBLK, N_("a block device")),
+        (stat.S_ISSOCK, N_("a socket")),
+        (stat.S_ISDIR, N_("a directory")),
     ):
         if test(mode):
-            return name
-    return "not a regular file"
+            return _(name)
+    return _("not a regular file")
+
+
+def _not_regular(mode: int) -> str:
+    return _("{kind}, not a regular file; skipped").format(kind=_file_kind(mode))
+
+
+SKIPPED = N_("; skipped")
+
+
+def without_skipped(reason: str) -> str:
+    """A skip reason without its closing "; skipped" (in whichever language it was written)."""
+    for suffix in every_language(SKIPPED):
+        if reason.endswith(suffix):
+            return reason.removesuffix(suffix)
+    return reason
 
 
 def os_reason(exc: OSError, path: str | os.PathLike) -> str:
     """Why an OS call on ``path`` failed, said for a person."""
     if exc.errno == errno.ELOOP:
-        return "symlink loop; skipped"
+        return _("symlink loop; skipped")
     if exc.errno == errno.ENOENT and os.path.islink(path):
-        return f"broken symlink (its target {display(os.readlink(os.fspath(path)))} does not exist); skipped"
+        target = display(os.readlink(os.fspath(path)))
+        return _("broken symlink (its target {target} does not exist); skipped").format(target=target)
     if exc.errno in (errno.EACCES, errno.EPERM):
-        return "permission denied; skipped (check the file's permissions)"
-    return f"cannot read ({exc.strerror or exc}); skipped"
+        return _("permission denied; skipped (check the file's permissions)")
+    return _("cannot read ({why}); skipped").format(why=exc.strerror or exc)
 
 
 def regular_file_error(path: str | os.PathLike) -> str | None:
@@ -97,7 +115,7 @@ def regular_file_error(path: str | os.PathLike) -> str | None:
     except OSError as exc:
         return os_reason(exc, path)
     if not stat.S_ISREG(st.st_mode):
-        return f"{_file_kind(st.st_mode)}, not a regular file; skipped"
+        return _not_regular(st.st_mode)
     return None
 
 
@@ -113,7 +131,7 @@ def read_bytes_bounded(path: str | os.PathLike, limit: int) -> bytes:
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise BadInput(f"{_file_kind(st.st_mode)}, not a regular file; skipped")
+            raise BadInput(_not_regular(st.st_mode))
         if st.st_size > limit:
             raise BadInput(_too_big(st.st_size, limit))
         chunks, total = [], 0
@@ -130,24 +148,24 @@ def read_bytes_bounded(path: str | os.PathLike, limit: int) -> bytes:
 
 
 def _too_big(size: int, limit: int) -> str:
-    return f"file is {size / 1e6:.1f} MB, over the {limit // 1024 // 1024} MB limit for source files; skipped"
+    text = _("file is {size:.1f} MB, over the {limit} MB limit for source files; skipped")
+    return text.format(size=size / 1e6, limit=limit // 1024 // 1024)
 
 
 def decode_source(data: bytes) -> SourceText:
     """Decode Python source bytes as Python would (BOM, PEP 263 cookie), or raise BadInput with why."""
     if b"\x00" in data[:8192]:
-        raise BadInput("binary file (contains NUL bytes); skipped")
+        raise BadInput(_("binary file (contains NUL bytes); skipped"))
     try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        encoding, _lines = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
-        raise BadInput(f"bad encoding declaration: {exc}") from exc
+        raise BadInput(_("bad encoding declaration: {error}").format(error=exc)) from exc
     try:
         return SourceText(data.decode(encoding), encoding)
     except (UnicodeDecodeError, LookupError) as exc:
         pos = getattr(exc, "start", "?")
-        raise BadInput(
-            f"cannot decode as {encoding} (byte {pos}); add a '# -*- coding: ... -*-' line or re-save as UTF-8"
-        ) from exc
+        text = _("cannot decode as {encoding} (byte {pos}); add a '# -*- coding: ... -*-' line or re-save as UTF-8")
+        raise BadInput(text.format(encoding=encoding, pos=pos)) from exc
 
 
 def read_python(path: str | os.PathLike) -> SourceText:
@@ -158,10 +176,10 @@ def read_python(path: str | os.PathLike) -> SourceText:
 def skip_reason(path: Path, name: str) -> str | None:
     """Why a folder is not walked (an environment, version control, a cache), or None."""
     if name in SKIP_DIRS:
-        return SKIP_DIRS[name]
+        return _(SKIP_DIRS[name])
     try:
         if (path / "pyvenv.cfg").is_file():
-            return "virtual environment (holds pyvenv.cfg)"
+            return _("virtual environment (holds pyvenv.cfg)")
     except OSError:
         pass
     return None
@@ -195,14 +213,14 @@ def _walk_dir(d: Path, out: TreeListing, seen: set[str], stack: list[Path], skip
     real = os.path.realpath(d)
     if real in seen:
         out.problems.append(
-            Problem(d, "symlink to a folder already walked (a loop or a second path to it); skipped", True)
+            Problem(d, _("symlink to a folder already walked (a loop or a second path to it); skipped"), True)
         )
         return
     seen.add(real)
     try:
         entries = sorted(os.scandir(d), key=lambda e: e.name)
     except OSError as exc:
-        out.problems.append(Problem(d, f"cannot list this folder: {os_reason(exc, d)}", True))
+        out.problems.append(Problem(d, _("cannot list this folder: {why}").format(why=os_reason(exc, d)), True))
         return
     subdirs = []
     for e in entries:
@@ -221,5 +239,5 @@ def _walk_dir(d: Path, out: TreeListing, seen: set[str], stack: list[Path], skip
         elif stat.S_ISREG(st.st_mode):
             (out.python if e.name.endswith(".py") else out.other).append(p)
         else:
-            out.problems.append(Problem(p, f"{_file_kind(st.st_mode)}, not a regular file; skipped"))
+            out.problems.append(Problem(p, _not_regular(st.st_mode)))
     stack.extend(reversed(subdirs))

@@ -28,6 +28,7 @@ from typing import IO
 from ..analysis.imports import ImportMap
 from ..analysis.project_names import module_name, project_bindings
 from ..analysis.sourcefiles import BadInput, TreeListing, display, read_python, skip_reason, walk_tree
+from ..i18n import N_, _
 from ..progress import Progress
 from .constructs import vision_models
 from .project_paths import (
@@ -259,7 +260,7 @@ def _listing(src: Path, exclude: Path | None) -> tuple[TreeListing, Path]:
 
     def skip(path: Path, name: str) -> str | None:
         if exclude is not None and path.resolve() == exclude:
-            return "the output folder"
+            return _("the output folder")
         return skip_reason(path, name) or earlier_output(path, name)
 
     return walk_tree(src, skip), src
@@ -404,7 +405,9 @@ def encode_like_input(code: str, encoding: str) -> tuple[bytes, str | None]:
         head, sep, rest = code.partition("\n")
         head2, sep2, rest2 = rest.partition("\n")
         first_two = _COOKIE.sub(lambda m: m.group(1) + "utf-8", head + sep + head2 + sep2, count=1)
-        note = f"written as UTF-8: the converted text has characters {encoding} cannot hold (its coding line now says utf-8)"
+        note = _(
+            "written as UTF-8: the converted text has characters {encoding} cannot hold (its coding line now says utf-8)"
+        ).format(encoding=encoding)
         return (first_two + rest2).encode("utf-8"), note
 
 
@@ -418,7 +421,9 @@ def _write_result(tmp: Path, base: Path, job: Job, outcome: Outcome) -> FileResu
         try:
             shutil.copyfile(job.path, target)  # byte-identical, whatever its encoding
         except OSError as exc:
-            result.error = f"{outcome.error or 'not converted'}; not copied either ({exc.strerror or exc})"
+            result.error = _("{error}; not copied either ({why})").format(
+                error=outcome.error or _("not converted"), why=exc.strerror or exc
+            )
     else:
         data, result.note = encode_like_input(outcome.code, outcome.encoding)
         target.write_bytes(data)
@@ -432,7 +437,7 @@ def _copy_other(p: Path, base: Path, tmp: Path, report: ConvertReport) -> None:
         shutil.copyfile(p, tmp / rel)
         report.copied += 1
     except OSError as exc:
-        report.not_read.append((display(rel), f"not copied: {exc.strerror or exc}"))
+        report.not_read.append((display(rel), _("not copied: {why}").format(why=exc.strerror or exc)))
 
 
 def _with_progress(it, total: int, progress: bool | Progress):
@@ -454,43 +459,74 @@ def _with_progress(it, total: int, progress: bool | Progress):
             yield item
 
 
+# the JSON report's action keys, as the Markdown report shows them
+_ACTION_WORDS = {"converted": N_("converted"), "review": N_("review"), "not-converted": N_("not-converted")}
+
+
 def to_markdown(report: ConvertReport, fh: IO[str] | None = None) -> str:
     """The Markdown report, written to ``fh`` one file at a time (returned as text when ``fh`` is None)."""
     if fh is None:
         buf = io.StringIO()
         to_markdown(report, buf)
         return buf.getvalue()
-    s = report.summary()
-    fh.write(
-        f"# torch2ms convert: {report.src} → {report.out}\n\n"
-        f"{s['python_files']} Python files ({s['files_changed']} changed, {s['files_failed']} failed), "
-        f"{s['other_files_copied']} other files copied unchanged.\n\n"
-        f"Converted: {s['converted']}, needs review: {s['review']}, not converted: {s['not_converted']} "
-        f"(conversion rate {100 * s['conversion_rate']:.1f}%).\n\n"
-        + "".join(f"Generated: {g}\n" for g in report.generated)
-        + ("\n" if report.generated else "")
-        + "| file | converted | review | not converted | error |\n|---|---:|---:|---:|---|\n"
-    )
+    fh.write(_markdown_head(report))
     for f in report.files:
         c = f.counts()
         fh.write(
             f"| {f.path} | {c.get('converted', 0)} | {c.get('review', 0)} | {c.get('not-converted', 0)} | {f.error or ''} |\n"
         )
-    header = "\n## Needs a person\n\n| where | API | action | why |\n|---|---|---|---|\n"
+    columns = (_("where"), _("API"), _("action"), _("why"))
+    header = "\n## " + _("Needs a person") + "\n\n| " + " | ".join(columns) + " |\n|---|---|---|---|\n"
     for f in report.files:
         if f.counts().get("review") or f.counts().get("not-converted"):
             for ch in f.changes:
                 if ch["action"] != "converted":
-                    fh.write(header + f"| {f.path}:{ch['line']} | `{ch['api']}` | {ch['action']} | {ch['note']} |\n")
+                    action = _(_ACTION_WORDS.get(ch["action"], ch["action"]))
+                    fh.write(header + f"| {f.path}:{ch['line']} | `{ch['api']}` | {action} | {ch['note']} |\n")
                     header = ""
+    _markdown_lists(report, fh)
+    return ""
+
+
+def _markdown_head(report: ConvertReport) -> str:
+    s = report.summary()
+    columns = (_("file"), _("converted"), _("review"), _("not converted"), _("error"))
+    return (
+        "# "
+        + _("torch2ms convert: {src} → {out}").format(src=report.src, out=report.out)
+        + "\n\n"
+        + _("{python} Python files ({changed} changed, {failed} failed), {other} other files copied unchanged.").format(
+            python=s["python_files"],
+            changed=s["files_changed"],
+            failed=s["files_failed"],
+            other=s["other_files_copied"],
+        )
+        + "\n\n"
+        + _(
+            "Converted: {converted}, needs review: {review}, not converted: {not_converted} (conversion rate {rate})."
+        ).format(
+            converted=s["converted"],
+            review=s["review"],
+            not_converted=s["not_converted"],
+            rate=f"{100 * s['conversion_rate']:.1f}%",
+        )
+        + "\n\n"
+        + "".join(_("Generated: {path}").format(path=g) + "\n" for g in report.generated)
+        + ("\n" if report.generated else "")
+        + "| "
+        + " | ".join(columns)
+        + " |\n|---|---:|---:|---:|---|\n"
+    )
+
+
+def _markdown_lists(report: ConvertReport, fh: IO[str]) -> None:
     if report.not_read:
-        fh.write("\n## Not read (left out of the output)\n\n")
+        fh.write("\n## " + _("Not read (left out of the output)") + "\n\n")
         fh.writelines(f"- `{p}`: {why}\n" for p, why in report.not_read)
     if report.skipped:
-        fh.write("\n## Folders skipped\n\n")
+        fh.write("\n## " + _("Folders skipped") + "\n\n")
         fh.writelines(f"- `{p}/`: {why}\n" for p, why in report.skipped)
     notes = [(f.path, f.note) for f in report.files if f.note]
     if notes:
-        fh.write("\n## Notes\n\n")
+        fh.write("\n## " + _("Notes") + "\n\n")
         fh.writelines(f"- `{p}`: {n}\n" for p, n in notes)
-    return ""

@@ -19,6 +19,8 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from itertools import islice
 
+from ..i18n import _
+
 # A file may take FILE_TIMEOUT_BASE_S plus FILE_TIMEOUT_PER_KB_S per KiB. Real code converts at
 # ~7 ms/KiB (50 ms/KiB at worst, measured over the realcode corpus and torchvision), so the limit is
 # far above any real file yet ends the pathological ones (libcst takes minutes on some deep nests).
@@ -66,7 +68,7 @@ def convert_job(job: Job) -> Outcome:
 
 
 def _convert(job: Job) -> Outcome:
-    from ..analysis.sourcefiles import BadInput, read_python
+    from ..analysis.sourcefiles import BadInput, read_python, without_skipped
     from .pipeline import convert_source
 
     try:
@@ -86,17 +88,18 @@ def _convert(job: Job) -> Outcome:
         if mod.changed and mod.error is None and depth >= 0:
             invalid = _syntax_error(mod.code)
             if invalid:  # a converter defect: never hand the user a file that does not parse
-                return Outcome(error=f"the converter produced invalid Python ({invalid}); copied unchanged")
+                return Outcome(
+                    error=_("the converter produced invalid Python ({error}); copied unchanged").format(error=invalid)
+                )
     except BadInput as exc:
-        return Outcome(error=str(exc).removesuffix("; skipped") + "; copied unchanged")
+        return Outcome(error=_("{why}; copied unchanged").format(why=without_skipped(str(exc))))
     except RecursionError:
-        return Outcome(error="nested too deeply to convert (RecursionError); copied unchanged")
+        return Outcome(error=_("nested too deeply to convert (RecursionError); copied unchanged"))
     except MemoryError:
-        return Outcome(
-            error=f"needs more than {WORKER_MEMORY_BYTES >> 30} GiB of memory to convert (MemoryError); copied unchanged"
-        )
+        text = _("needs more than {gib} GiB of memory to convert (MemoryError); copied unchanged")
+        return Outcome(error=text.format(gib=WORKER_MEMORY_BYTES >> 30))
     except Exception as exc:  # noqa: BLE001 - a converter bug fails this file only
-        return Outcome(error=f"converter failed ({type(exc).__name__}: {exc}); copied unchanged")
+        return Outcome(error=_converter_failed(exc))
     changes = [{"api": c.api, "action": c.action, "note": c.note, "line": c.line} for c in mod.changes]
     return Outcome(mod.code if mod.changed else None, src.encoding, changes, mod.error)
 
@@ -141,7 +144,7 @@ def _limit_memory() -> None:
 
         with open("/proc/self/statm") as fh:
             vm = int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-        _, hard = resource.getrlimit(resource.RLIMIT_AS)
+        _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
         cap = vm + WORKER_MEMORY_BYTES
         resource.setrlimit(resource.RLIMIT_AS, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard))
     except (ImportError, OSError, ValueError):
@@ -152,16 +155,20 @@ def _failure(job: Job, exc: BaseException) -> Outcome:
     from pebble import ProcessExpired
 
     if isinstance(exc, FutureTimeout):
-        return Outcome(
-            error=f"conversion took longer than {job.timeout:.0f} s (the limit for its size); copied unchanged"
-        )
+        text = _("conversion took longer than {seconds:.0f} s (the limit for its size); copied unchanged")
+        return Outcome(error=text.format(seconds=job.timeout))
     if isinstance(exc, ProcessExpired):
-        how = f"signal {-exc.exitcode}" if (exc.exitcode or 0) < 0 else f"exit code {exc.exitcode}"
-        return Outcome(
-            error=f"the converter's process died ({how}; e.g. a parser stack overflow on deeply nested code); "
-            "copied unchanged"
+        code = exc.exitcode or 0
+        how = _("signal {n}").format(n=-code) if code < 0 else _("exit code {n}").format(n=exc.exitcode)
+        text = _(
+            "the converter's process died ({how}; e.g. a parser stack overflow on deeply nested code); copied unchanged"
         )
-    return Outcome(error=f"converter failed ({type(exc).__name__}: {exc}); copied unchanged")
+        return Outcome(error=text.format(how=how))
+    return Outcome(error=_converter_failed(exc))
+
+
+def _converter_failed(exc: BaseException) -> str:
+    return _("converter failed ({error}); copied unchanged").format(error=f"{type(exc).__name__}: {exc}")
 
 
 def run_jobs(jobs: Iterable[Job], workers: int) -> Iterator[tuple[Job, Outcome]]:

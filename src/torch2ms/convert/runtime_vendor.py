@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..i18n import _
 from .runtime_kb import kb_snapshot
 from .runtime_render import PACKAGE, render
 from .runtime_sources import KB_LINK, Closure, RuntimeSources, runtime_sources
@@ -94,15 +95,15 @@ class RuntimeVendor:
                 target = out_dir / PACKAGE / rel
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_text(text, encoding="utf-8")
-            names = ", ".join(sorted(name for _, name in self.requests))
-            notes.append(
-                f"{PACKAGE}/: the torch2ms.runtime helpers the converted code uses ({names}), so it runs without "
+            names = ", ".join(sorted(name for _module, name in self.requests))
+            text = _(
+                "{package}/: the torch2ms.runtime helpers the converted code uses ({names}), so it runs without "
                 "torch2ms (run from this folder, or put it on PYTHONPATH)"
             )
+            notes.append(text.format(package=PACKAGE, names=names))
         for name, paths in sorted(self.kept_on_package.items()):
-            notes.append(
-                f"{name} still comes from torch2ms.runtime (it needs torch2ms at run time): {', '.join(sorted(paths))}"
-            )
+            text = _("{name} still comes from torch2ms.runtime (it needs torch2ms at run time): {paths}")
+            notes.append(text.format(name=name, paths=", ".join(sorted(paths))))
         return notes
 
     def package_files(self) -> dict[str, str]:

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ..i18n import _
 from ..progress import Progress
 from .collect import Side, collect, load_factory
 from .diagnose import (
@@ -95,7 +96,7 @@ def _compare_values(
     elif stats is not None and not paired:
         stats.level = WARN  # different samples on each side: the stats are only indicative
     if stats is not None and col.max_abs is not None:
-        stats.evidence.append(f"max |Δ| on paired samples {col.max_abs:.3g}")
+        stats.evidence.append(_("max |Δ| on paired samples {d:.3g}").format(d=col.max_abs))
     return [stats] if stats else []
 
 
@@ -145,7 +146,9 @@ def compare_sides(t: Side, m: Side, *, atol: float = 1e-3, exact: bool = True) -
             Finding(
                 ERROR,
                 "columns",
-                f"torch yields {len(t.batches[0])} columns, MindSpore {len(m.batches[0])}: {t.columns} vs {m.columns}",
+                _("torch yields {torch} columns, MindSpore {ms}: {torch_names} vs {ms_names}").format(
+                    torch=len(t.batches[0]), ms=len(m.batches[0]), torch_names=t.columns, ms_names=m.columns
+                ),
             )
         )
     elif n:
@@ -188,7 +191,8 @@ def compare_sides(t: Side, m: Side, *, atol: float = 1e-3, exact: bool = True) -
         findings += label_findings
         columns = cols
     elif not (t.error or m.error):
-        findings.append(Finding(ERROR, "error", f"no batches: torch gave {len(t.batches)}, MindSpore {len(m.batches)}"))
+        text = _("no batches: torch gave {torch}, MindSpore {ms}").format(torch=len(t.batches), ms=len(m.batches))
+        findings.append(Finding(ERROR, "error", text))
     findings = merge_hints(merge_same(findings), config_hints(t.config, m.config))
     rank = {ERROR: 0, WARN: 1, INFO: 2}
     findings.sort(key=lambda f: rank[f.level])

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..i18n import N_, _
 from .pitfalls import fix, title
 
 ERROR, WARN, INFO = "error", "warn", "info"
@@ -73,16 +74,21 @@ def diagnose_batch_count(
 ) -> Finding | None:
     if n_torch is None or n_ms is None or n_torch == n_ms:
         return None
-    msg = f"batches per epoch: torch {n_torch}, MindSpore {n_ms}"
+    msg = _("batches per epoch: torch {torch}, MindSpore {ms}").format(torch=n_torch, ms=n_ms)
     if bs_torch is not None and bs_ms is not None and bs_torch != bs_ms:
-        return Finding(ERROR, "batch_size", f"{msg}; batch size torch {bs_torch}, MindSpore {bs_ms}")
+        size = _("batch size torch {torch}, MindSpore {ms}").format(torch=bs_torch, ms=bs_ms)
+        return Finding(ERROR, "batch_size", f"{msg}; {size}")
     if abs(n_torch - n_ms) == 1:
-        dropper = "MindSpore drops" if n_ms < n_torch else "torch drops"
+        dropper = (
+            _("MindSpore drops the last partial batch") if n_ms < n_torch else _("torch drops the last partial batch")
+        )
         ev = []
         if drop_last is not None or drop_remainder is not None:
             ev.append(f"DataLoader drop_last={drop_last}, batch drop_remainder={drop_remainder}")
-        return Finding(ERROR, "drop_last", f"{msg}: off by one, {dropper} the last partial batch", evidence=ev)
-    return Finding(ERROR, "values", f"{msg}: the pipelines do not see the same number of samples")
+        return Finding(
+            ERROR, "drop_last", _("{msg}: off by one, {dropper}").format(msg=msg, dropper=dropper), evidence=ev
+        )
+    return Finding(ERROR, "values", _("{msg}: the pipelines do not see the same number of samples").format(msg=msg))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -108,16 +114,16 @@ def diagnose_shapes(t_shape: Sequence[int], m_shape: Sequence[int], column: str 
     t, m = tuple(t_shape), tuple(m_shape)
     if t == m:
         return None
-    msg = f"shape torch {t}, MindSpore {m}"
+    msg = _("shape torch {torch}, MindSpore {ms}").format(torch=t, ms=m)
     if len(t) != len(m):
-        return Finding(ERROR, "layout" if len(t) >= 3 else "values", f"{msg}: different rank", column)
+        return Finding(ERROR, "layout" if len(t) >= 3 else "values", _("{msg}: different rank").format(msg=msg), column)
     perm = layout_permutation(t, m)
     if perm is not None:
         extra = " (MindSpore NHWC, torch NCHW)" if perm == (0, 3, 1, 2) else f" (transpose {perm})"
-        return Finding(ERROR, "layout", f"{msg}: same sizes, transposed{extra}", column)
+        return Finding(ERROR, "layout", _("{msg}: same sizes, transposed").format(msg=msg) + extra, column)
     if t[0] != m[0] and t[1:] == m[1:]:
-        return Finding(ERROR, "batch_size", f"{msg}: batch size differs", column)
-    return Finding(ERROR, "resize_size", f"{msg}: per-sample size differs", column)
+        return Finding(ERROR, "batch_size", _("{msg}: batch size differs").format(msg=msg), column)
+    return Finding(ERROR, "resize_size", _("{msg}: per-sample size differs").format(msg=msg), column)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -132,70 +138,47 @@ def name_affine(
     a: np.ndarray, b: np.ndarray, head: str, column: str | None = None, evidence: list[str] | None = None
 ) -> Finding:
     """Name an exact per-channel ``ms = a * torch + b`` relation (the arithmetic pitfalls)."""
-    ev = list(evidence or []) + [f"MindSpore ≈ a·torch + b per channel: a {_fmt(a)}, b {_fmt(b)}"]
+    ev = list(evidence or []) + [_("MindSpore ≈ a·torch + b per channel: a {a}, b {b}").format(a=_fmt(a), b=_fmt(b))]
     spread = float(np.abs(b).max())
     if _near(a, 255.0, 0.05) and spread < 0.05 * 255:
-        return Finding(ERROR, "to_tensor", f"{head}: MindSpore values are ×255 (0–255 scale)", column, ev)
+        return Finding(
+            ERROR, "to_tensor", _("{head}: MindSpore values are ×255 (0–255 scale)").format(head=head), column, ev
+        )
     if _near(a, 1 / 255, 0.05):
-        return Finding(ERROR, "to_tensor", f"{head}: MindSpore values are ÷255: scaled twice", column, ev)
+        return Finding(
+            ERROR, "to_tensor", _("{head}: MindSpore values are ÷255: scaled twice").format(head=head), column, ev
+        )
     if _near(a, 1.0, 0.02):
-        return Finding(
-            ERROR,
-            "normalize",
-            f"{head}: same spread, per-channel offset {_fmt(b)}: Normalize mean "
-            "differs or Normalize runs before the scaling to [0, 1]",
-            column,
-            ev,
+        text = _(
+            "{head}: same spread, per-channel offset {b}: Normalize mean "
+            "differs or Normalize runs before the scaling to [0, 1]"
         )
+        return Finding(ERROR, "normalize", text.format(head=head, b=_fmt(b)), column, ev)
     if np.all((a > 0) & (a < 1)) and np.all((b >= -0.05) & (b <= 1.05)):
-        return Finding(
-            ERROR,
-            "normalize",
-            f"{head}: MindSpore values are not normalised: torch used "
-            f"Normalize(mean≈{_fmt(b)}, std≈{_fmt(a)}), MindSpore did not",
-            column,
-            ev,
+        text = _(
+            "{head}: MindSpore values are not normalised: torch used Normalize(mean≈{mean}, std≈{std}), MindSpore did not"
         )
+        return Finding(ERROR, "normalize", text.format(head=head, mean=_fmt(b), std=_fmt(a)), column, ev)
+    twice = _("{head}: MindSpore normalises and torch does not (or MindSpore normalises twice): mean≈{mean}, std≈{std}")
     if np.all(a > 1) and np.all(b <= 0) and np.any(b < 0):  # before the next case: its window includes b < 0
-        return Finding(
-            ERROR,
-            "normalize",
-            f"{head}: MindSpore normalises and torch does not (or MindSpore "
-            f"normalises twice): mean≈{_fmt(-b / a)}, std≈{_fmt(1 / a)}",
-            column,
-            ev,
-        )
+        return Finding(ERROR, "normalize", twice.format(head=head, mean=_fmt(-b / a), std=_fmt(1 / a)), column, ev)
     if np.all((a / 255 > 0) & (a / 255 < 1)) and np.all((b / 255 >= -0.05) & (b / 255 <= 1.05)):
-        return Finding(
-            ERROR,
-            "to_tensor",
-            f"{head}: MindSpore values are neither scaled nor normalised: "
-            f"torch used ToTensor + Normalize(mean≈{_fmt(b / 255)}, std≈{_fmt(a / 255)})",
-            column,
-            ev,
+        text = _(
+            "{head}: MindSpore values are neither scaled nor normalised: "
+            "torch used ToTensor + Normalize(mean≈{mean}, std≈{std})"
         )
+        return Finding(ERROR, "to_tensor", text.format(head=head, mean=_fmt(b / 255), std=_fmt(a / 255)), column, ev)
     if np.all(a > 1) and np.all(b <= 0):
-        return Finding(
-            ERROR,
-            "normalize",
-            f"{head}: MindSpore normalises and torch does not (or MindSpore "
-            f"normalises twice): mean≈{_fmt(-b / a)}, std≈{_fmt(1 / a)}",
-            column,
-            ev,
-        )
-    return Finding(ERROR, "values", f"{head}: per-channel affine difference", column, ev)
+        return Finding(ERROR, "normalize", twice.format(head=head, mean=_fmt(-b / a), std=_fmt(1 / a)), column, ev)
+    return Finding(ERROR, "values", _("{head}: per-channel affine difference").format(head=head), column, ev)
 
 
 def _resampling(ratio: np.ndarray, head: str, column: str | None, ev: list[str]) -> Finding:
     if np.all(ratio > 1.02):  # no antialias keeps more high-frequency variance
-        return Finding(
-            ERROR,
-            "decode_pil",
-            f"{head}: MindSpore images are sharper, std ratio {_fmt(ratio)} (resized without antialias)",
-            column,
-            ev,
-        )
-    return Finding(ERROR, "interpolation", f"{head}: resampling differs, std ratio {_fmt(ratio)}", column, ev)
+        text = _("{head}: MindSpore images are sharper, std ratio {ratio} (resized without antialias)")
+        return Finding(ERROR, "decode_pil", text.format(head=head, ratio=_fmt(ratio)), column, ev)
+    text = _("{head}: resampling differs, std ratio {ratio}")
+    return Finding(ERROR, "interpolation", text.format(head=head, ratio=_fmt(ratio)), column, ev)
 
 
 def diagnose_affine(
@@ -213,8 +196,10 @@ def diagnose_affine(
         return None
     a = m_std / np.where(t_std == 0, 1.0, t_std)
     b = m_mean - a * t_mean
-    ev = [f"torch mean {_fmt(t_mean)} std {_fmt(t_std)}", f"MindSpore mean {_fmt(m_mean)} std {_fmt(m_std)}"]
-    head = f"per-channel |Δmean| {dm:.3g}, |Δstd| {ds:.3g}"
+    stats = _("{side} mean {mean} std {std}")
+    ev = [stats.format(side="torch", mean=_fmt(t_mean), std=_fmt(t_std))]
+    ev.append(stats.format(side="MindSpore", mean=_fmt(m_mean), std=_fmt(m_std)))
+    head = _("per-channel |Δmean| {dm:.3g}, |Δstd| {ds:.3g}").format(dm=dm, ds=ds)
     if np.all((a > 0.8) & (a < 1.25)) and not _near(a, 1.0, 0.02) and float(np.abs(b).max()) < 0.1:
         # same centre, somewhat different spread: resampling rather than arithmetic
         return _resampling(a, head, column, ev)
@@ -266,16 +251,17 @@ def diagnose_pixels(t: np.ndarray, m: np.ndarray, atol: float = 1e-3, column: st
     d = float(np.abs(t64 - m64).max())
     if d <= atol:
         return None
-    head = f"max |Δ| {d:.3g} on paired samples"
+    head = _("max |Δ| {d:.3g} on paired samples").format(d=d)
     shifts = _shifts(t64, m64, max(atol, 1e-3 * d))
     if shifts is not None:
         moved = sorted({sh for sh in shifts if sh != (0, 0)})
+        text = _(
+            "{head}: {shifted} of {total} samples equal torch shifted by 1 px ((dy, dx) {moved}); "
+            "the rest are identical"
+        )
+        shifted = sum(sh != (0, 0) for sh in shifts)
         return Finding(
-            ERROR,
-            "center_crop",
-            f"{head}: {sum(sh != (0, 0) for sh in shifts)} of {len(shifts)} "
-            f"samples equal torch shifted by 1 px ((dy, dx) {moved}); the rest are identical",
-            column,
+            ERROR, "center_crop", text.format(head=head, shifted=shifted, total=len(shifts), moved=moved), column
         )
     a, b, resid, ratio = [], [], [], []
     for tc, mc in zip(_channels(t64), _channels(m64)):
@@ -288,7 +274,8 @@ def diagnose_pixels(t: np.ndarray, m: np.ndarray, atol: float = 1e-3, column: st
         ratio.append(mc.std() / max(tc.std(), 1e-12))
     if max(resid) < 1e-3:  # exact affine up to float32 rounding
         return name_affine(np.array(a), np.array(b), head, column)
-    return _resampling(np.array(ratio), head, column, [f"relative residual of the best affine fit {_fmt(resid)}"])
+    residual = _("relative residual of the best affine fit {resid}").format(resid=_fmt(resid))
+    return _resampling(np.array(ratio), head, column, [residual])
 
 
 # ------------------------------------------------------------------------------------------------
@@ -331,17 +318,19 @@ def diagnose_order(
     if perm is None or np.array_equal(perm, np.arange(len(perm))):
         return None
     moved = int(np.sum(perm != np.arange(len(perm))))
-    head = f"the same {len(perm)} samples, {moved} in another position"
+    head = _("the same {n} samples, {moved} in another position").format(n=len(perm), moved=moved)
     if shuffle_torch and shuffle_ms:
-        return Finding(INFO, "shuffle", f"{head}: both pipelines shuffle; compared after reordering", column)
+        text = _("{head}: both pipelines shuffle; compared after reordering")
+        return Finding(INFO, "shuffle", text.format(head=head), column)
     who = (
-        "MindSpore shuffles, torch does not"
+        _("MindSpore shuffles, torch does not")
         if shuffle_ms and not shuffle_torch
-        else "torch shuffles, MindSpore does not"
+        else _("torch shuffles, MindSpore does not")
         if shuffle_torch and not shuffle_ms
-        else "one side shuffles"
+        else _("one side shuffles")
     )
-    return Finding(ERROR, "shuffle", f"{head} ({who}); values compared after reordering", column)
+    text = _("{head} ({who}); values compared after reordering")
+    return Finding(ERROR, "shuffle", text.format(head=head, who=who), column)
 
 
 def diagnose_labels(
@@ -358,10 +347,11 @@ def diagnose_labels(
     if n == 0 or np.array_equal(t.astype(np.int64), m.astype(np.int64)):
         return None
     agree = float(np.mean(t == m))
-    head = f"labels agree on {agree:.0%} of {n} paired samples"
+    head = _("labels agree on {agree:.0%} of {n} paired samples").format(agree=agree, n=n)
     ev = [f"torch {t[:12].tolist()}", f"MindSpore {m[:12].tolist()}"]
     if shuffle_torch and shuffle_ms:
-        return Finding(INFO, "shuffle", f"{head}: both pipelines shuffle, order is not compared", column, ev)
+        text = _("{head}: both pipelines shuffle, order is not compared")
+        return Finding(INFO, "shuffle", text.format(head=head), column, ev)
     pairs = set(zip(t.tolist(), m.tolist()))
     if (
         1 < len(pairs) == len(set(t.tolist())) == len(set(m.tolist()))
@@ -370,14 +360,16 @@ def diagnose_labels(
     ):
         # a bijection seen on enough samples: a relabelling, not a shuffle
         mapping = dict(sorted(pairs))
-        return Finding(ERROR, "class_index", f"{head}: consistent relabelling torch→MindSpore {mapping}", column, ev)
+        text = _("{head}: consistent relabelling torch→MindSpore {mapping}")
+        return Finding(ERROR, "class_index", text.format(head=head, mapping=mapping), column, ev)
     who = None
     if shuffle_ms and not shuffle_torch or (shuffle_ms is None and _non_decreasing(t) and not _non_decreasing(m)):
-        who = "MindSpore shuffles, torch does not"
+        who = _("MindSpore shuffles, torch does not")
     elif shuffle_torch and not shuffle_ms or (shuffle_torch is None and _non_decreasing(m) and not _non_decreasing(t)):
-        who = "torch shuffles, MindSpore does not"
+        who = _("torch shuffles, MindSpore does not")
     if who or sorted(t.tolist()) == sorted(m.tolist()):
-        return Finding(ERROR, "shuffle", f"{head}: order differs ({who or 'same labels, other order'})", column, ev)
+        text = _("{head}: order differs ({who})").format(head=head, who=who or _("same labels, other order"))
+        return Finding(ERROR, "shuffle", text, column, ev)
     return Finding(ERROR, "shuffle" if shuffle_ms != shuffle_torch else "values", f"{head}", column, ev)
 
 
@@ -388,32 +380,36 @@ def diagnose_labels(
 def diagnose_dtype(kind: str, t_dtype: np.dtype, m_dtype: np.dtype, column: str | None = None) -> Finding | None:
     t_dtype, m_dtype = np.dtype(t_dtype), np.dtype(m_dtype)
     if kind == "label" and m_dtype == np.int64:  # equal to torch or not: MindSpore losses reject it
-        return Finding(WARN, "label_dtype", f"MindSpore labels are int64 (torch {t_dtype}): cast them to int32", column)
+        text = _("MindSpore labels are int64 (torch {dtype}): cast them to int32").format(dtype=t_dtype)
+        return Finding(WARN, "label_dtype", text, column)
     if t_dtype == m_dtype:
         return None
-    msg = f"dtype torch {t_dtype}, MindSpore {m_dtype}"
+    msg = _("dtype torch {torch}, MindSpore {ms}").format(torch=t_dtype, ms=m_dtype)
     if kind == "label":
         if m_dtype == np.int32:
-            return Finding(
-                INFO, "label_dtype", f"{msg}: expected (MindSpore losses take int32); compared by value", column
-            )
-        return Finding(WARN, "label_dtype", f"{msg}: MindSpore losses want int32 labels", column)
+            text = _("{msg}: expected (MindSpore losses take int32); compared by value")
+            return Finding(INFO, "label_dtype", text.format(msg=msg), column)
+        return Finding(WARN, "label_dtype", _("{msg}: MindSpore losses want int32 labels").format(msg=msg), column)
     if m_dtype == np.uint8 and t_dtype.kind == "f":
-        return Finding(ERROR, "to_tensor", f"{msg}: MindSpore images are still uint8", column)
+        return Finding(ERROR, "to_tensor", _("{msg}: MindSpore images are still uint8").format(msg=msg), column)
     if t_dtype.kind == m_dtype.kind:
-        return Finding(WARN, "dtype", f"{msg}: same kind, different precision", column)
+        return Finding(WARN, "dtype", _("{msg}: same kind, different precision").format(msg=msg), column)
     return Finding(ERROR, "dtype", msg, column)
 
 
 _ERROR_PATTERNS: list[tuple[str, str, str]] = [
-    (r"Decode first|should have at least two dimensions|decode", "decode", "the image column is still encoded bytes"),
+    (
+        r"Decode first|should have at least two dimensions|decode",
+        "decode",
+        N_("the image column is still encoded bytes"),
+    ),
     (
         r"number of channels does not match the size of mean",
         "normalize_hwc",
-        "Normalize read the CHW tensor as HWC (is_hwc=True is the default)",
+        N_("Normalize read the CHW tensor as HWC (is_hwc=True is the default)"),
     ),
-    (r"should be PIL image|img should be PIL", "decode_pil", "a PIL-only op got a numpy image"),
-    (r"Unable to avoid copy", "dtype", "numpy 2 with MindSpore's GeneratorDataset: return ndarrays, not scalars"),
+    (r"should be PIL image|img should be PIL", "decode_pil", N_("a PIL-only op got a numpy image")),
+    (r"Unable to avoid copy", "dtype", N_("numpy 2 with MindSpore's GeneratorDataset: return ndarrays, not scalars")),
 ]
 
 
@@ -422,8 +418,9 @@ def diagnose_error(side: str, message: str) -> Finding:
     short = _error_line(message)
     for pattern, key, why in _ERROR_PATTERNS:
         if re.search(pattern, message, re.IGNORECASE):
-            return Finding(ERROR, key, f"{side} pipeline raised: {why}", evidence=[short])
-    return Finding(ERROR, "error", f"{side} pipeline raised", evidence=[short])
+            text = _("{side} pipeline raised: {why}").format(side=side, why=_(why))
+            return Finding(ERROR, key, text, evidence=[short])
+    return Finding(ERROR, "error", _("{side} pipeline raised").format(side=side), evidence=[short])
 
 
 def _error_line(message: str) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..i18n import _
 from .diagnose import WARN, Finding
 
 _PIL_TORCH_OPS = {"Resize", "CenterCrop", "RandomResizedCrop", "RandomCrop", "RandomRotation", "ColorJitter"}
@@ -27,7 +28,7 @@ def config_hints(t_cfg: dict[str, Any], m_cfg: dict[str, Any]) -> list[Finding]:
             Finding(
                 WARN,
                 "decode_pil",
-                "MindSpore uses Decode() (numpy/OpenCV path) while torchvision transforms run on PIL images",
+                _("MindSpore uses Decode() (numpy/OpenCV path) while torchvision transforms run on PIL images"),
                 evidence=["MindSpore Decode(to_pil=False)"],
             )
         )
@@ -39,8 +40,10 @@ def config_hints(t_cfg: dict[str, Any], m_cfg: dict[str, Any]) -> list[Finding]:
             Finding(
                 WARN,
                 "interpolation",
-                "both Resize use BICUBIC: on a numpy image MindSpore's BICUBIC "
-                "is OpenCV's, torchvision's is PIL's: use Inter.PILCUBIC",
+                _(
+                    "both Resize use BICUBIC: on a numpy image MindSpore's BICUBIC "
+                    "is OpenCV's, torchvision's is PIL's: use Inter.PILCUBIC"
+                ),
             )
         )
     if numpy_path and "CenterCrop" in t_names and _ops(m_cfg, "CenterCrop"):
@@ -48,8 +51,10 @@ def config_hints(t_cfg: dict[str, Any], m_cfg: dict[str, Any]) -> list[Finding]:
             Finding(
                 WARN,
                 "center_crop",
-                "both pipelines CenterCrop and MindSpore crops a numpy image: "
-                "offsets differ by 1 px where (size − crop) % 4 == 3",
+                _(
+                    "both pipelines CenterCrop and MindSpore crops a numpy image: "
+                    "offsets differ by 1 px where (size − crop) % 4 == 3"
+                ),
             )
         )
     seen_to_tensor = False
@@ -59,7 +64,9 @@ def config_hints(t_cfg: dict[str, Any], m_cfg: dict[str, Any]) -> list[Finding]:
             out.append(Finding(WARN, "normalize_hwc", "MindSpore Normalize(is_hwc=True) after ToTensor/HWC2CHW"))
     ts, ms = t_cfg.get("shuffle"), m_cfg.get("shuffle")
     if ts is not None and ms is not None and ts != ms:
-        out.append(Finding(WARN, "shuffle", f"torch shuffle={ts}, MindSpore source shuffles={ms}"))
+        out.append(
+            Finding(WARN, "shuffle", _("torch shuffle={torch}, MindSpore source shuffles={ms}").format(torch=ts, ms=ms))
+        )
     dl, dr = t_cfg.get("drop_last"), m_cfg.get("drop_remainder")
     if dl is not None and dr is not None and dl != dr:
         out.append(Finding(WARN, "drop_last", f"DataLoader drop_last={dl}, batch drop_remainder={dr}"))
@@ -90,7 +97,7 @@ def merge_hints(findings: list[Finding], hints: list[Finding]) -> list[Finding]:
         same = [f for f in out if f.pitfall in keys and f.level != "info"]
         if same:
             if not any(h.message in e for e in same[0].evidence):
-                same[0].evidence.append(f"pipeline: {h.message}")
+                same[0].evidence.append(_("pipeline: {message}").format(message=h.message))
         else:
             out.append(h)
     return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..i18n import _
 from . import KB, Entry, load_kb
 from .rewrite import rewrite_expression
 from .transforms import HANDLERS, TRANSFORMS
@@ -29,29 +30,30 @@ def argument_differences(entry: Entry) -> list[str]:
     """Human-readable lines, one per argument rule."""
     lines = []
     defaults = entry.sig_defaults()
+    differs = _("always passed, MindSpore's default differs")
     for name, rule in entry.args.items():
-        default = f" (torch default {defaults[name]})" if name in defaults else ""
+        default = _(" (torch default {value})").format(value=defaults[name]) if name in defaults else ""
         if rule.unsupported:
-            vals = "any value but the default" if "*" in rule.unsupported else ", ".join(rule.unsupported)
-            lines.append(f"{name}: not supported for {vals}. {rule.note}".strip())
+            vals = _("any value but the default") if "*" in rule.unsupported else ", ".join(rule.unsupported)
+            text = _("{name}: not supported for {values}.").format(name=name, values=vals)
+            lines.append(f"{text} {rule.note}".strip())
             continue
+        always = f" — {differs}" if rule.always else ""
         if rule.transform:
             why = _doc_line(TRANSFORMS[rule.transform]) if rule.transform in TRANSFORMS else rule.transform
-            always = " — always passed, MindSpore's default differs" if rule.always else ""
-            lines.append(f"{name}{default}: {why}{always}")
+            lines.append(_("{name}{default}: {why}").format(name=name, default=default, why=why) + always)
         elif rule.ms is None:
-            lines.append(f"{name}: dropped (no meaning in MindSpore)")
+            lines.append(_("{name}: dropped (no meaning in MindSpore)").format(name=name))
         elif rule.ms != name:
-            always = " — always passed, MindSpore's default differs" if rule.always else ""
             lines.append(f"{name} → {rule.ms}{default}{always}")
         elif rule.always:
-            lines.append(f"{name}{default}: always passed, MindSpore's default differs")
+            lines.append(_("{name}{default}: {why}").format(name=name, default=default, why=differs))
         if rule.note and not rule.unsupported:
             lines.append(f"  {rule.note}")
     if entry.template.startswith("@") and entry.template[1:] in HANDLERS:
-        lines.append(f"call rewritten: {_doc_line(HANDLERS[entry.template[1:]])}")
+        lines.append(_("call rewritten: {how}").format(how=_doc_line(HANDLERS[entry.template[1:]])))
     elif entry.template:
-        lines.append(f"call rewritten as: {entry.template}")
+        lines.append(_("call rewritten as: {template}").format(template=entry.template))
     return lines
 
 

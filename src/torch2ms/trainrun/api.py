@@ -7,6 +7,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..i18n import _
 from . import causes, diagnose
 from .report import TrainReport
 from .runner import SideRun, TrainUsageError, check_inputs, ms_command, run_side, torch_command, write_config
@@ -78,14 +79,16 @@ def judge(rep: TrainReport, t_rec: dict[str, Any], m_rec: dict[str, Any], work: 
         rep.findings.append(
             causes._finding(
                 "params-final",
-                f"{len(bad)} parameter(s) differ after training by more than {rep.parameter_tol:g} relative: {names}",
+                _("{n} parameter(s) differ after training by more than {tol:g} relative: {names}").format(
+                    n=len(bad), tol=rep.parameter_tol, names=names
+                ),
             )
         )
     k = diagnose.first_beyond(rep.rows, rep.tol)
     if k is not None:
         cause, facts = causes.likeliest_cause(rep.rows, k, rep.findings)
         r = rep.rows[k]
-        rel_text = "no MindSpore step" if r["rel"] is None else f"{r['rel']:.1e} relative"
+        rel_text = _("no MindSpore step") if r["rel"] is None else _("{rel:.1e} relative").format(rel=r["rel"])
         rep.first_divergence = {
             "index": k,
             "step": r["step"],
@@ -105,74 +108,92 @@ def judge(rep: TrainReport, t_rec: dict[str, Any], m_rec: dict[str, Any], work: 
 
 def conditions(rep: TrainReport, t_rec: dict[str, Any], m_rec: dict[str, Any]) -> list[str]:
     """What the run made equal on both sides, in words."""
-    out = [f"seeds: Python, numpy, torch and MindSpore seeded with {rep.seed}"]
+    out = [_("seeds: Python, numpy, torch and MindSpore seeded with {seed}").format(seed=rep.seed)]
     models = ", ".join(f"{m['key']} ({m['type']})" for m in t_rec.get("models", []))
     out.append(
-        f"same initial weights: torch's {models} recorded before the first step, loaded into MindSpore by the KB renames"
+        _(
+            "same initial weights: torch's {models} recorded before the first step, loaded into MindSpore by the KB "
+            "renames"
+        ).format(models=models)
     )
-    same = [r["same_inputs"] for r in rep.rows if r["same_inputs"] is not None]
-    if not same:
-        agree = "batches not compared (one side's steps take no batch argument)"
-    elif all(same):
-        agree = "batches identical at every step"
-    else:
-        agree = f"batches different at {same.count(False)} of {len(same)} step(s)"
-    recorded, fed = (t_rec.get("replay") or {}).get("batches", 0), (m_rec.get("replay") or {}).get("batches", 0)
-    if rep.data == "own":
-        out.append(f"own data: each side ran its own pipeline; {agree} (batch statistics per step in report.json)")
-    elif recorded:
-        out.append(
-            f"same data: {fed} of the {recorded} batch(es) torch's DataLoaders yielded replayed into MindSpore's dataset iterators; {agree}"
-        )
-    else:
-        out.append(f"no DataLoader in the torch script: each side made its own batches; {agree}")
+    out.append(_data_text(rep, t_rec, m_rec))
     out.append(_dropout_text(t_rec, m_rec))
     draws = {**t_rec["randomness"].get("random_ops", {}), **m_rec["randomness"].get("random_ops", {})}
     if draws:
         out.append(
-            "random draws during training made identical (the same pseudo-noise on both sides): "
-            + ", ".join(f"{k} ×{v}" for k, v in draws.items())
+            _("random draws during training made identical (the same pseudo-noise on both sides): {draws}").format(
+                draws=", ".join(f"{k} ×{v}" for k, v in draws.items())
+            )
         )
     if fake := t_rec["randomness"].get("fake_data", []) + m_rec["randomness"].get("fake_data", []):
-        out.append("fake data served for: " + ", ".join(sorted(set(fake))))
+        out.append(_("fake data served for: {names}").format(names=", ".join(sorted(set(fake)))))
     return out
+
+
+def _data_text(rep: TrainReport, t_rec: dict[str, Any], m_rec: dict[str, Any]) -> str:
+    same = [r["same_inputs"] for r in rep.rows if r["same_inputs"] is not None]
+    if not same:
+        agree = _("batches not compared (one side's steps take no batch argument)")
+    elif all(same):
+        agree = _("batches identical at every step")
+    else:
+        agree = _("batches different at {n} of {total} step(s)").format(n=same.count(False), total=len(same))
+    recorded, fed = (t_rec.get("replay") or {}).get("batches", 0), (m_rec.get("replay") or {}).get("batches", 0)
+    if rep.data == "own":
+        text = _("own data: each side ran its own pipeline; {agree} (batch statistics per step in report.json)")
+        return text.format(agree=agree)
+    if recorded:
+        text = _(
+            "same data: {fed} of the {recorded} batch(es) torch's DataLoaders yielded replayed into MindSpore's "
+            "dataset iterators; {agree}"
+        )
+        return text.format(fed=fed, recorded=recorded, agree=agree)
+    return _("no DataLoader in the torch script: each side made its own batches; {agree}").format(agree=agree)
 
 
 def _dropout_text(t_rec: dict[str, Any], m_rec: dict[str, Any]) -> str:
     tl, ml = t_rec["randomness"].get("dropout_layers", 0), m_rec["randomness"].get("dropout_layers", 0)
     calls = sum(t_rec["randomness"].get("dropout", {}).values())
     if not (tl or ml or calls):
-        return "no Dropout in the trained models"
-    return (
-        f"Dropout switched off on both sides (torch: {tl} layer(s), {calls} dropout call(s); MindSpore: {ml} layer(s))"
+        return _("no Dropout in the trained models")
+    text = _(
+        "Dropout switched off on both sides (torch: {tl} layer(s), {calls} dropout call(s); MindSpore: {ml} layer(s))"
     )
+    return text.format(tl=tl, calls=calls, ml=ml)
 
 
 def side_error(run: SideRun, timeout: float) -> str | None:
     """A one-line account of a script that could not be compared, or None."""
-    who = f"the {LABEL[run.side]} script"
+    who = _("the {side} script").format(side=LABEL[run.side])
     rec = run.record
     if rec is None:
         if run.returncode is None:
-            return f"{who} did not finish within {timeout:g} s (raise --timeout, or lower --steps)"
-        return f"{who}'s process died (exit code {run.returncode}) before writing its record; its last output: {_last_line(run.output_tail)}"
+            return _("{who} did not finish within {timeout:g} s (raise --timeout, or lower --steps)").format(
+                who=who, timeout=timeout
+            )
+        text = _("{who}'s process died (exit code {code}) before writing its record; its last output: {last}")
+        return text.format(who=who, code=run.returncode, last=_last_line(run.output_tail))
     n = len(rec["events"])
-    when = f"after {n} optimizer step(s)" if n else "before its first optimizer step"
+    when = _("after {n} optimizer step(s)").format(n=n) if n else _("before its first optimizer step")
     err = rec.get("error") or {}
     if rec["status"] == "crashed":
-        where = f" at {err['where']}" if err.get("where") else ""
-        return f"{who} crashed {when}{where}: {err['type']}: {err['message']}"
+        where = _(" at {where}").format(where=err["where"]) if err.get("where") else ""
+        return _("{who} crashed {when}{where}: {error}").format(
+            who=who, when=when, where=where, error=f"{err['type']}: {err['message']}"
+        )
     if rec["status"] == "exited":
         hint = (
-            " — it needs arguments: give them after `--` (torch2ms compare-train ... -- ARGS)"
+            " — " + _("it needs arguments: give them after `--` (torch2ms compare-train ... -- ARGS)")
             if "usage:" in run.output_tail
             else ""
         )
-        return f"{who} exited with status {err.get('message')} {when}: {_last_line(run.output_tail)}{hint}"
+        text = _("{who} exited with status {status} {when}: {last}")
+        return text.format(who=who, status=err.get("message"), when=when, last=_last_line(run.output_tail)) + hint
     if rec["status"] == "no_steps":
         if rec.get("unstepped_losses"):
-            return f"{who} calls backward() but never optimizer.step(): nothing to compare"
-        return f"{who} ran to its end without an optimizer step (no backward()/step() was seen): nothing to compare"
+            return _("{who} calls backward() but never optimizer.step(): nothing to compare").format(who=who)
+        text = _("{who} ran to its end without an optimizer step (no backward()/step() was seen): nothing to compare")
+        return text.format(who=who)
     return None
 
 

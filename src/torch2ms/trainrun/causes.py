@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..i18n import N_, _
 from .diagnose import integer_ratio, lr_differs, modes_differ, rel
 
 Finding = dict[str, Any]
@@ -22,13 +23,14 @@ def torch_to_ms_names(t_rec: dict[str, Any]) -> dict[str, str]:
     kb, out = load_kb(), {}
     for m in t_rec.get("models", []):
         for name in m.get("trainable", []):
-            new, _ = rename_key(name, m["layer_types"], kb)
+            new, _renamed = rename_key(name, m["layer_types"], kb)
             out[f"{m['key']}:{name}"] = f"{m['key']}:{new}" if new else f"{m['key']}:{name}"
     return out
 
 
 def _short(names: list[str], n: int = 4) -> str:
-    return ", ".join(names[:n]) + (f" and {len(names) - n} more" if len(names) > n else "")
+    more = _(" and {n} more").format(n=len(names) - n) if len(names) > n else ""
+    return ", ".join(names[:n]) + more
 
 
 def load_findings(m_rec: dict[str, Any]) -> list[Finding]:
@@ -41,11 +43,14 @@ def load_findings(m_rec: dict[str, Any]) -> list[Finding]:
             out.append(
                 _finding(
                     "init",
-                    f"{m['key']}: {len(load['missing'])} MindSpore parameter(s) got no torch initial value: {_short(load['missing'])}",
+                    _("{model}: {n} MindSpore parameter(s) got no torch initial value: {names}").format(
+                        model=m["key"], n=len(load["missing"]), names=_short(load["missing"])
+                    ),
                 )
             )
         if load.get("shape"):
-            out.append(_finding("init", f"{m['key']}: shapes differ, not loaded: {_short(load['shape'])}"))
+            text = _("{model}: shapes differ, not loaded: {names}").format(model=m["key"], names=_short(load["shape"]))
+            out.append(_finding("init", text))
     return out
 
 
@@ -55,7 +60,8 @@ def group_findings(t_rec: dict[str, Any], m_rec: dict[str, Any]) -> list[Finding
     out: list[Finding] = []
     t_opts, m_opts = t_rec.get("optimizers", []), m_rec.get("optimizers", [])
     if len(t_opts) != len(m_opts):
-        out.append(_finding("groups", f"torch builds {len(t_opts)} optimizer(s), MindSpore {len(m_opts)}"))
+        text = _("torch builds {torch} optimizer(s), MindSpore {ms}").format(torch=len(t_opts), ms=len(m_opts))
+        out.append(_finding("groups", text))
     seen: dict[str, int] = {}
     for j, (t, m) in enumerate(zip(t_opts, m_opts)):
         tg, mg = t.get("groups", []), m.get("groups", [])
@@ -63,7 +69,9 @@ def group_findings(t_rec: dict[str, Any], m_rec: dict[str, Any]) -> list[Finding
             out.append(
                 _finding(
                     "groups",
-                    f"optimizer {j}: torch has {len(tg)} parameter group(s), MindSpore {len(mg)} (a group dropped or merged)",
+                    _(
+                        "optimizer {j}: torch has {torch} parameter group(s), MindSpore {ms} (a group dropped or merged)"
+                    ).format(j=j, torch=len(tg), ms=len(mg)),
                 )
             )
         t_all = {rename.get(p, p) for g in tg for p in g["params"]}
@@ -74,7 +82,9 @@ def group_findings(t_rec: dict[str, Any], m_rec: dict[str, Any]) -> list[Finding
             out.append(
                 _finding(
                     "untrained",
-                    f"optimizer {j}: MindSpore does not train {len(missing)} parameter(s) torch trains: {_short(missing)}",
+                    _("optimizer {j}: MindSpore does not train {n} parameter(s) torch trains: {names}").format(
+                        j=j, n=len(missing), names=_short(missing)
+                    ),
                 )
             )
         if extra := sorted(set(m_all) - t_all):
@@ -82,7 +92,9 @@ def group_findings(t_rec: dict[str, Any], m_rec: dict[str, Any]) -> list[Finding
             out.append(
                 _finding(
                     "extra-stats" if stats else "extra",
-                    f"optimizer {j}: MindSpore also updates {len(extra)} parameter(s) torch does not train: {_short(extra)}"
+                    _("optimizer {j}: MindSpore also updates {n} parameter(s) torch does not train: {names}").format(
+                        j=j, n=len(extra), names=_short(extra)
+                    )
                     + _extra_hint(extra),
                 )
             )
@@ -92,7 +104,9 @@ def group_findings(t_rec: dict[str, Any], m_rec: dict[str, Any]) -> list[Finding
         out.append(
             _finding(
                 "twice",
-                f"MindSpore trains {len(twice)} parameter(s) twice (in two groups or optimizers): {_short(twice)}",
+                _("MindSpore trains {n} parameter(s) twice (in two groups or optimizers): {names}").format(
+                    n=len(twice), names=_short(twice)
+                ),
             )
         )
     return out
@@ -100,7 +114,10 @@ def group_findings(t_rec: dict[str, Any], m_rec: dict[str, Any]) -> list[Finding
 
 def _extra_hint(extra: list[str]) -> str:
     if any(p.endswith(("moving_mean", "moving_variance")) for p in extra):
-        return " — BatchNorm statistics given to the optimizer (get_parameters() instead of trainable_params()): weight decay shrinks them"
+        return " — " + _(
+            "BatchNorm statistics given to the optimizer (get_parameters() instead of trainable_params()): "
+            "weight decay shrinks them"
+        )
     return ""
 
 
@@ -115,7 +132,8 @@ def _hyper_findings(j: int, g: int, t: dict[str, Any], m: dict[str, Any]) -> lis
         else:
             differs = (rel(float(a), float(b)) or 0.0) > 1e-6 if a else abs(float(b)) > 1e-12
         if differs:
-            out.append(_finding("hyper", f"optimizer {j} group {g}: {k} differs: torch {a}, MindSpore {b}", key=k))
+            text = _("optimizer {j} group {g}: {key} differs: torch {torch}, MindSpore {ms}")
+            out.append(_finding("hyper", text.format(j=j, g=g, key=k, torch=a, ms=b), key=k))
     return out
 
 
@@ -124,7 +142,8 @@ def run_findings(rows: list[dict[str, Any]], t_rec: dict[str, Any], m_rec: dict[
     out: list[Finding] = []
     if mode := next(((r, d) for r in rows for d in [modes_differ(r)] if d), None):
         r, diffs = mode
-        out.append(_finding("mode", f"at step {r['step']}: " + "; ".join(diffs) + _mode_hint(diffs), step=r["index"]))
+        text = _("at step {step}: {diffs}").format(step=r["step"], diffs="; ".join(diffs)) + _mode_hint(r)
+        out.append(_finding("mode", text, step=r["index"]))
     peak: dict[int, float] = {}
     for r in rows:
         peak[r["opt"]] = max([peak.get(r["opt"], 0.0), *(abs(x) for x in r["torch_lr"] if x is not None)])
@@ -132,7 +151,9 @@ def run_findings(rows: list[dict[str, Any]], t_rec: dict[str, Any], m_rec: dict[
         out.append(
             _finding(
                 "lr",
-                f"learning rate differs from step {lr['step']} (optimizer {lr['opt']}): torch {_fmt_lrs(lr['torch_lr'])}, MindSpore {_fmt_lrs(lr['ms_lr'])}",
+                _("learning rate differs from step {step} (optimizer {opt}): torch {torch}, MindSpore {ms}").format(
+                    step=lr["step"], opt=lr["opt"], torch=_fmt_lrs(lr["torch_lr"]), ms=_fmt_lrs(lr["ms_lr"])
+                ),
                 step=lr["index"],
             )
         )
@@ -140,32 +161,36 @@ def run_findings(rows: list[dict[str, Any]], t_rec: dict[str, Any], m_rec: dict[
         out.append(
             _finding(
                 "order",
-                f"step {order['index'] + 1}: torch updates optimizer {order['opt']}, MindSpore optimizer {order['ms_opt']}",
+                _("step {step}: torch updates optimizer {torch}, MindSpore optimizer {ms}").format(
+                    step=order["index"] + 1, torch=order["opt"], ms=order["ms_opt"]
+                ),
             )
         )
     nt, nm = len(t_rec.get("events", [])), len(m_rec.get("events", []))
     if nt != nm:
         short = "MindSpore" if nm < nt else "torch"
-        out.append(
-            _finding(
-                "steps",
-                f"the {short} script stopped after {min(nt, nm)} optimizer step(s), the other ran {max(nt, nm)}",
-            )
-        )
+        text = _("the {side} script stopped after {n} optimizer step(s), the other ran {other}")
+        out.append(_finding("steps", text.format(side=short, n=min(nt, nm), other=max(nt, nm))))
     if any(n.startswith("the converted script imported torch") for n in m_rec.get("notes", [])):
         out.append(
             _finding(
                 "torch-import",
-                "the converted script imports torch (it will not run where only MindSpore is installed)",
+                _("the converted script imports torch (it will not run where only MindSpore is installed)"),
                 "warning",
             )
         )
     return out
 
 
-def _mode_hint(diffs: list[str]) -> str:
-    if any("MindSpore 0/" in d for d in diffs):
-        return " — the converted script trains in inference mode: call model.set_train(True) before the loop (MindSpore Cells start in inference mode)"
+def _mode_hint(row: dict[str, Any]) -> str:
+    """MindSpore has no BatchNorm/Dropout layer in training mode where torch has some."""
+    for key, t in row["torch_modes"].items():
+        m = row["ms_modes"].get(key) or {}
+        if any(t.get(f"{k}_train") and m.get(f"{k}_train") == 0 for k in ("bn", "drop")):
+            return " — " + _(
+                "the converted script trains in inference mode: call model.set_train(True) before the loop "
+                "(MindSpore Cells start in inference mode)"
+            )
     return ""
 
 
@@ -180,31 +205,35 @@ def likeliest_cause(rows: list[dict[str, Any]], k: int, findings: list[Finding])
         by_kind.setdefault(f["kind"], []).append(f)
     before = rows[: k + 1]
     if bad := next((r for r in before if r["same_inputs"] is False), None):
-        return "the batches differ", [
-            f"step {bad['step']}: torch batch {_stats(bad['torch_inputs'])}, MindSpore {_stats(bad['ms_inputs'])}"
+        return _("the batches differ"), [
+            _("step {step}: torch batch {torch}, MindSpore {ms}").format(
+                step=bad["step"], torch=_stats(bad["torch_inputs"]), ms=_stats(bad["ms_inputs"])
+            )
         ]
-    for kind, cause in (("init", "initial weights not all loaded"), ("mode", "BN/Dropout mode differs")):
+    for kind, cause in (("init", N_("initial weights not all loaded")), ("mode", N_("BN/Dropout mode differs"))):
         if kind in by_kind and (kind == "init" or by_kind[kind][0]["step"] <= k):
-            return cause, [f["message"] for f in by_kind[kind]]
+            return _(cause), [f["message"] for f in by_kind[kind]]
     if k == 0:
         return _first_step_cause(rows[0])
     for kind, cause in (  # BN statistics in the optimizer change no training-mode loss: last
-        ("groups", "parameter groups differ"),
-        ("untrained", "a parameter not trained"),
-        ("twice", "a parameter trained twice"),
-        ("extra", "a parameter trained on one side only"),
-        ("lr", "learning-rate schedule differs"),
-        ("hyper", "optimizer settings differ"),
-        ("extra-stats", "BatchNorm statistics updated by the optimizer"),
+        ("groups", N_("parameter groups differ")),
+        ("untrained", N_("a parameter not trained")),
+        ("twice", N_("a parameter trained twice")),
+        ("extra", N_("a parameter trained on one side only")),
+        ("lr", N_("learning-rate schedule differs")),
+        ("hyper", N_("optimizer settings differ")),
+        ("extra-stats", N_("BatchNorm statistics updated by the optimizer")),
     ):
         if kind in by_kind and (kind != "lr" or by_kind[kind][0]["step"] < k):
             facts = [f["message"] for f in by_kind[kind]]
-            return (_lr_cause(rows, by_kind[kind][0]["step"]) if kind == "lr" else cause), facts
+            return (_lr_cause(rows, by_kind[kind][0]["step"]) if kind == "lr" else _(cause)), facts
     if clip := _clip_cause(before):
         return clip
-    return "numerical drift", [
-        f"no configuration difference found: the losses agree to {_max_rel(rows[:k]):.1e} up to step {rows[k]['step'] - 1} and part from there; "
-        "a layer whose forward or gradient differs slightly — compare it layer by layer (torch2ms compare)"
+    return _("numerical drift"), [
+        _(
+            "no configuration difference found: the losses agree to {rel:.1e} up to step {step} and part from "
+            "there; a layer whose forward or gradient differs slightly — compare it layer by layer (torch2ms compare)"
+        ).format(rel=_max_rel(rows[:k]), step=rows[k]["step"] - 1)
     ]
 
 
@@ -213,18 +242,22 @@ def _first_step_cause(r: dict[str, Any]) -> tuple[str, list[str]]:
     if n is not None:
         batch = (r["torch_inputs"] or {}).get("shape", [None])[0]
         which = "MindSpore" if abs(r["ms_loss"]) > abs(r["torch_loss"]) else "torch"
-        extra = f" (the batch size is {batch}: 'sum' against 'mean')" if batch == n else ""
-        return "loss reduction differs", [f"at the first step the {which} loss is {n}× the other's{extra}"]
+        extra = _(" (the batch size is {batch}: 'sum' against 'mean')").format(batch=batch) if batch == n else ""
+        fact = _("at the first step the {side} loss is {n}× the other's").format(side=which, n=n)
+        return _("loss reduction differs"), [fact + extra]
     if r["ms_loss"] is None:
-        return "no MindSpore step", ["the MindSpore script made no optimizer step here"]
-    return "the forward pass or the loss differs", [
-        f"the first step's losses differ by {r['rel']:.1e} with the same weights and batch: compare the model layer by layer (torch2ms compare)"
+        return _("no MindSpore step"), [_("the MindSpore script made no optimizer step here")]
+    return _("the forward pass or the loss differs"), [
+        _(
+            "the first step's losses differ by {rel:.1e} with the same weights and batch: compare the model "
+            "layer by layer (torch2ms compare)"
+        ).format(rel=r["rel"])
     ]
 
 
 def _lr_cause(rows: list[dict[str, Any]], i: int) -> str:
     if i == 0:
-        return "learning rate differs"
+        return _("learning rate differs")
     t_changes = sum(1 for a, b in zip(rows[:i], rows[1 : i + 1]) if a["torch_lr"] != b["torch_lr"])
     m_changes = sum(
         1
@@ -232,12 +265,12 @@ def _lr_cause(rows: list[dict[str, Any]], i: int) -> str:
         if (rel((a["ms_lr"] or [0])[0], (b["ms_lr"] or [0])[0]) or 0) > 1e-6
     )
     if m_changes > t_changes:
-        return (
+        return _(
             "learning-rate schedule differs (the MindSpore scheduler steps more often: per batch instead of per epoch?)"
         )
     if t_changes > m_changes:
-        return "learning-rate schedule differs (the MindSpore scheduler steps less often)"
-    return "learning-rate schedule differs"
+        return _("learning-rate schedule differs (the MindSpore scheduler steps less often)")
+    return _("learning-rate schedule differs")
 
 
 def _clip_cause(rows: list[dict[str, Any]]) -> tuple[str, list[str]] | None:
@@ -246,18 +279,22 @@ def _clip_cause(rows: list[dict[str, Any]]) -> tuple[str, list[str]] | None:
         if g is None or g <= 1e-3 or (r["rel"] or 0.0) > 1e-3:
             continue
         clip = r.get("clip")
-        fact = f"step {r['step']}: the losses agree but the applied gradient norms differ: torch {r['torch_grad_norm']:.6g}, MindSpore {r['ms_grad_norm']:.6g}"
+        fact = _(
+            "step {step}: the losses agree but the applied gradient norms differ: torch {torch:.6g}, MindSpore {ms:.6g}"
+        ).format(step=r["step"], torch=r["torch_grad_norm"], ms=r["ms_grad_norm"])
         if clip:
-            fact += f" (torch clipped {clip['total_norm']:.6g} to max_norm {clip['max_norm']:g})"
-            return "gradient clipping differs", [fact]
-        return "the applied gradients differ (clipping, loss scaling or accumulation)", [fact]
+            fact += _(" (torch clipped {total:.6g} to max_norm {max_norm:g})").format(
+                total=clip["total_norm"], max_norm=clip["max_norm"]
+            )
+            return _("gradient clipping differs"), [fact]
+        return _("the applied gradients differ (clipping, loss scaling or accumulation)"), [fact]
     return None
 
 
 def _stats(s: dict[str, Any] | None) -> str:
     if not s:
         return "—"
-    return f"{s['dtype']}{s['shape']} mean {s['mean']:.6g} std {s['std']:.6g}"
+    return f"{s['dtype']}{s['shape']} " + _("mean {mean:.6g} std {std:.6g}").format(mean=s["mean"], std=s["std"])
 
 
 def _max_rel(rows: list[dict[str, Any]]) -> float:

@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from ..i18n import _
+
 LR_RTOL = 1e-5
 INPUT_RTOL = 1e-6
 
@@ -102,10 +104,10 @@ def modes_differ(row: dict[str, Any]) -> list[str]:
             continue
         for kind, label in (("bn", "BatchNorm"), ("drop", "Dropout")):
             if t[f"{kind}_train"] != m[f"{kind}_train"]:
-                out.append(
-                    f"{label} layers in training mode: torch {t[f'{kind}_train']}/{t[f'{kind}_total']}, "
-                    f"MindSpore {m[f'{kind}_train']}/{m[f'{kind}_total']} ({key})"
-                )
+                text = _("{label} layers in training mode: torch {torch}, MindSpore {ms} ({model})")
+                torch_count = f"{t[f'{kind}_train']}/{t[f'{kind}_total']}"
+                ms_count = f"{m[f'{kind}_train']}/{m[f'{kind}_total']}"
+                out.append(text.format(label=label, torch=torch_count, ms=ms_count, model=key))
     return out
 
 

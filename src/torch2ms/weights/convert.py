@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis.sourcefiles import display, regular_file_error
+from ..analysis.sourcefiles import display, regular_file_error, without_skipped
 from ..kb import KB, load_kb
 from ..progress import Progress
 from .ckpt_io import ckpt_size, read_ckpt, save_with_mindspore, write_ckpt
@@ -159,7 +159,7 @@ def read_state_dict(path: str | Path, key: str | None = None) -> tuple[dict[str,
     path = Path(path)
     why = regular_file_error(path)  # a FIFO or a device is never opened
     if why:
-        raise WeightsError(f"{display(path)}: {why.removesuffix('; skipped')}")
+        raise WeightsError(f"{display(path)}: {without_skipped(why)}")
     obj = load_any(path)
     state, where = extract_state_dict(obj, key)
     state, stripped = strip_wrapper_prefix(state)
@@ -179,7 +179,7 @@ def check_output_path(src: str | Path, out: str | Path, force: bool = False) -> 
             raise WeightsError(f"output {display(out_p)} is the input checkpoint; choose another -o")
         why = regular_file_error(out_p)
         if why:
-            raise WeightsError(f"output {display(out_p)}: {why.removesuffix('; skipped')}; choose another -o")
+            raise WeightsError(f"output {display(out_p)}: {without_skipped(why)}; choose another -o")
         if not force and not _looks_like_checkpoint(out_p):
             raise WeightsError(
                 f"output {display(out_p)} exists and is not a checkpoint; pass --force to replace it, or choose another -o"

@@ -19,6 +19,7 @@ import libcst as cst
 
 from ...analysis.astwalk import is_method_call, nodes
 from ...analysis.imports import ImportMap
+from ...i18n import N_, _
 from .. import generated
 from ..changes import MARK
 from ..cstutil import Statement, code
@@ -29,10 +30,8 @@ NAME = "checkpoints"
 
 SAVE = "mindspore.save_checkpoint({model}, torch2ms.runtime.ckpt_path({path}))\n"
 LOAD = "{missing}, {unexpected} = mindspore.load_param_into_net({model}, {state})\n"
-STRICT = (
-    "if {missing} or {unexpected}:  " + MARK + " torch's strict load_state_dict raises too\n"
-    "    raise RuntimeError({message})\n"
-)
+STRICT = "if {missing} or {unexpected}:  " + MARK + " {note}\n    raise RuntimeError({message})\n"
+STRICT_NOTE = N_("torch's strict load_state_dict raises too")
 
 
 def applies(state: FileState) -> bool:
@@ -114,7 +113,8 @@ class _Checkpoints(cst.CSTTransformer):
         assert isinstance(obj, cst.Call) and isinstance(obj.func, cst.Attribute)
         # The same name rule as torch.load's rewrite (runtime.ckpt_path), so save and load meet.
         stmts = generated.statements(SAVE, self.state.generated, model=obj.func.value, path=call.args[1].value)
-        self.state.record("torch.save", "converted", "state_dict() saved with mindspore.save_checkpoint", node.lineno)
+        note = _("state_dict() saved with mindspore.save_checkpoint")
+        self.state.record("torch.save", "converted", note, node.lineno)
         return stmts
 
     def _load(self, node: ast.Call, call: cst.Call) -> list[Statement] | None:
@@ -139,11 +139,12 @@ class _Checkpoints(cst.CSTTransformer):
         stmts = generated.statements(LOAD, refs, missing=missing, unexpected=unexpected, model=owner, state=state_dict)
         if strict != "False":
             message = _mismatch_message(code(owner).strip(), missing.value, unexpected.value)
-            stmts += generated.statements(STRICT, refs, missing=missing, unexpected=unexpected, message=message)
+            strict_check = STRICT.replace("{note}", _(STRICT_NOTE))  # the mark in the current language
+            stmts += generated.statements(strict_check, refs, missing=missing, unexpected=unexpected, message=message)
         self.state.record(
             "torch.nn.Module.load_state_dict",
             "converted",
-            "mindspore.load_param_into_net, raising when anything is not loaded",
+            _("mindspore.load_param_into_net, raising when anything is not loaded"),
             node.lineno,
         )
         return stmts

@@ -15,6 +15,7 @@ import ast
 
 import libcst as cst
 
+from ...i18n import _
 from ...kb import Entry
 from ...kb.rewrite import bind
 from ...kb.transforms import HANDLERS, Unsupported
@@ -95,7 +96,7 @@ def _loader(ctx: RewriteContext, entry, original: cst.Call, updated: cst.Call):
     split = ctx.split_args(updated)
     if split is None:
         return None  # *args/**kwargs: the KB path reports it
-    bound, _, _ = bind(entry, *split)
+    bound = bind(entry, *split)[0]
     if bound.get("dataset") is None:
         return None
     note = ""
@@ -123,7 +124,7 @@ def _loader(ctx: RewriteContext, entry, original: cst.Call, updated: cst.Call):
             bound,
             original,
             updated,
-            "IterableDataset source: kept as mindspore.datasectx.facts.dataloader.DataLoader (torch-style batches)",
+            _("IterableDataset source: kept as mindspore.dataset.dataloader.DataLoader (torch-style batches)"),
         )
     if kind == "ms_dataset":
         bound["__kind__"] = "ms_dataset"
@@ -142,7 +143,7 @@ def _loader(ctx: RewriteContext, entry, original: cst.Call, updated: cst.Call):
     elif any(b in ("collate_fn", "batch_sampler") and v not in ("None",) for b, v in bound.items()):
         pass  # the torch-style loader needs no columns
     else:
-        note = (
+        note = _(
             "column names assumed ['data', 'label']: set them to what the dataset's __getitem__ returns "
             "(GeneratorDataset needs one name per returned item)"
         )
@@ -162,7 +163,7 @@ def _loader(ctx: RewriteContext, entry, original: cst.Call, updated: cst.Call):
         if k in bound
     ]
     if dropped and not note:
-        note = f"dropped (no MindSpore form): {', '.join(dropped)}"
+        note = _("dropped (no MindSpore form): {names}").format(names=", ".join(dropped))
     return _run(ctx, entry, "data_pipeline.dataloader", bound, original, updated, note)
 
 
@@ -171,7 +172,7 @@ def _tv_dataset(ctx: RewriteContext, entry, original: cst.Call, updated: cst.Cal
     split = ctx.split_args(updated)
     if split is None:
         return None
-    bound, _, _ = bind(entry, *split)
+    bound = bind(entry, *split)[0]
     # The loader that consumes this dataset (by the name it is assigned to, or inline) sets shuffle/workers.
     loader = None
     stmt = ctx.statement.node if ctx.statement is not None else None
@@ -206,7 +207,7 @@ def builtin_call(ctx: RewriteContext, original: cst.Call, updated: cst.Call):
     arg = original.args[0].value
     if isinstance(arg, cst.Name) and arg.value in _data(ctx).loaders:
         ctx.record(
-            "torch.utils.data.DataLoader.__len__", "converted", "len(loader) → get_dataset_size(): batches per epoch"
+            "torch.utils.data.DataLoader.__len__", "converted", _("len(loader) → get_dataset_size(): batches per epoch")
         )
         return gen.expression("{loader}.get_dataset_size()", ctx.generated, loader=arg)
     return None
@@ -223,7 +224,7 @@ def loader_dataset(ctx: RewriteContext, original: cst.Attribute, updated: cst.At
         and original not in ctx.assign_targets
     ):
         return None
-    ctx.record("torch.utils.data.DataLoader.dataset", "converted", "loader.dataset → the dataset the loader reads")
+    ctx.record("torch.utils.data.DataLoader.dataset", "converted", _("loader.dataset → the dataset the loader reads"))
     return cst.Call(func=ctx.parse_ms("torch2ms.runtime.dataset_of"), args=[cst.Arg(updated.value)])
 
 
@@ -251,8 +252,10 @@ def leave_for(ctx: RewriteContext, original: cst.For, updated: cst.For) -> cst.F
     new = _loop_iter(ctx, updated.iter)
     if new is None:
         return updated
-    how = "create_dict_iterator() (dict samples)" if "create_dict_iterator" in code(new) else "create_tuple_iterator()"
-    ctx.record("torch.utils.data.DataLoader.__iter__", "converted", f"iterated with {how}")
+    how = (
+        _("create_dict_iterator() (dict samples)") if "create_dict_iterator" in code(new) else "create_tuple_iterator()"
+    )
+    ctx.record("torch.utils.data.DataLoader.__iter__", "converted", _("iterated with {how}").format(how=how))
     return updated.with_changes(iter=new)
 
 
@@ -269,7 +272,7 @@ def drop_dataset_base(ctx: RewriteContext, original: cst.ClassDef, updated: cst.
     ctx.record(
         "torch.utils.data.Dataset",
         "converted",
-        "base class dropped: a plain class with __getitem__/__len__ is a GeneratorDataset source",
+        _("base class dropped: a plain class with __getitem__/__len__ is a GeneratorDataset source"),
     )
     if keep:
         keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
@@ -325,7 +328,9 @@ def folder_classes(ctx: RewriteContext, original: cst.Attribute, updated: cst.At
     if holder is None:
         return None
     ctx.record(
-        f"torchvision.datasets.ImageFolder.{attr}", "converted", "get_class_indexing(): classes by sorted folder name"
+        f"torchvision.datasets.ImageFolder.{attr}",
+        "converted",
+        _("get_class_indexing(): classes by sorted folder name"),
     )
     if attr == "class_to_idx":
         return gen.expression("{folder}.get_class_indexing()", ctx.generated, folder=cst.Name(holder))

@@ -33,6 +33,7 @@ import libcst as cst
 
 from ...analysis.astwalk import walk
 from ...analysis.imports import ImportMap
+from ...i18n import N_, _
 from ...kb import KB
 from .. import generated
 from ..changes import MARK
@@ -78,18 +79,21 @@ MSRUN = (
     "msrun --worker_num={n} --local_worker_num={n} --master_addr=127.0.0.1 --master_port=8118 "
     "--join=True --log_dir=msrun_log"
 )
-HEADER = MARK + " distributed data parallel: launch every worker with `" + MSRUN + " <this file>`"
-GLOO = 'mindspore.set_device("CPU")  ' + MARK + " gloo is torch's CPU backend\n"
+HEADER = N_("distributed data parallel: launch every worker with `{command} <this file>`")
+GLOO = 'mindspore.set_device("CPU")  ' + MARK + " {note}\n"
+GLOO_NOTE = N_("gloo is torch's CPU backend")
 DATA_PARALLEL = (
     "mindspore.set_auto_parallel_context(parallel_mode=mindspore.ParallelMode.DATA_PARALLEL, gradients_mean=True)\n"
 )
 # ops.communication.barrier() returns at once on CPU (measured under msrun: rank 0 did not wait for a
 # rank sleeping 4 s); a collective whose result is read blocks everywhere.
-BARRIER_STEP = (
-    "mindspore.ops.AllReduce()(mindspore.ops.zeros(1)).asnumpy()  "
-    + MARK
-    + " torch barrier(): every worker must contribute before any returns\n"
-)
+BARRIER_STEP = "mindspore.ops.AllReduce()(mindspore.ops.zeros(1)).asnumpy()  " + MARK + " {note}\n"
+BARRIER_NOTE = N_("torch barrier(): every worker must contribute before any returns")
+
+
+def _with_note(template: str, note: str) -> str:
+    """A template whose mark reads ``note`` in the current language (the note holds no placeholder)."""
+    return template.replace("{note}", _(note))
 
 
 class _Apis:
@@ -156,7 +160,7 @@ def _call_lines(tree: ast.Module, imap: ImportMap, apis: _Apis) -> dict[str, lis
         ):
             found.append((n.lineno, n.col_offset, "os.environ"))
     out: dict[str, list[int]] = {}
-    for line, _, key in sorted(found):
+    for line, _col, key in sorted(found):
         out.setdefault(key, []).append(line)
     return out
 
@@ -245,15 +249,17 @@ class _Pass(TrackedTransformer):
                 return updated
             self.note(
                 full,
-                "wrapper dropped: the bare network trains; gradients are averaged by "
-                "nn.DistributedGradReducer in the training step (data-parallel context)",
+                _(
+                    "wrapper dropped: the bare network trains; gradients are averaged by "
+                    "nn.DistributedGradReducer in the training step (data-parallel context)"
+                ),
                 key="DDP",
             )
             self.data_parallel = True
             self._consume(original.func)
             return model
         if full == INIT and original is not self.stmt_call:  # as a value: statements get the context too
-            self.note(full, "mindspore.communication.init(); set the data-parallel context too", "review")
+            self.note(full, _("mindspore.communication.init(); set the data-parallel context too"), "review")
             self.data_parallel = True
             self._consume(original.func)
             return self.ms("mindspore.communication.init()")
@@ -268,7 +274,7 @@ class _Pass(TrackedTransformer):
         target, names = self.apis.kb.get(full).ms, CALLS[full]  # type: ignore[union-attr]
         bound = self._bind(updated, names)
         if bound is None:
-            self.note(full, "*args or extra arguments: convert by hand", "not-converted")
+            self.note(full, _("*args or extra arguments: convert by hand"), "not-converted")
             return updated
         args, review = [], ""
         for n in names:
@@ -279,18 +285,21 @@ class _Pass(TrackedTransformer):
                 continue  # NCCL device hint; MindSpore's barrier has none
             if n == "op":  # leave_Attribute already turned ReduceOp.X into its string
                 if not isinstance(v, cst.SimpleString) or v.value not in REDUCE_OPS.values():
-                    self.note(full, f"reduce op {code(v).strip()}: use 'sum', 'max', 'min' or 'prod'", "not-converted")
+                    op = code(v).strip()
+                    self.note(
+                        full, _("reduce op {op}: use 'sum', 'max', 'min' or 'prod'").format(op=op), "not-converted"
+                    )
                     return updated
                 if v.value not in ("'sum'", "'max'"):
-                    review = f"op={v.value}: measured on CPU for 'sum' and 'max' only"
+                    review = _("op={op}: measured on CPU for 'sum' and 'max' only").format(op=v.value)
             eq = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
             args.append(cst.Arg(v) if n == names[0] and n != "group" else cst.Arg(v, keyword=cst.Name(n), equal=eq))
         if "group" in bound and code(bound["group"]).strip() != "None":
-            review = "torch group objects are MindSpore group names (strings): check the group"
+            review = _("torch group objects are MindSpore group names (strings): check the group")
         if review:
             self.note(full, f"→ {target}; {review}", "review")
         else:
-            in_place = " (in place, as torch)" if "all_reduce" in target or "broadcast" in target else ""
+            in_place = _(" (in place, as torch)") if "all_reduce" in target or "broadcast" in target else ""
             self.note(full, f"→ {target}{in_place}")
         self._consume(original.func)
         return updated.with_changes(func=self.ms(target), args=_commas(args))
@@ -319,7 +328,7 @@ class _Pass(TrackedTransformer):
         ):
             new = self._env_key(updated.slice[0].slice.value)
             if new is not None:
-                self.note("os.environ", "torchrun variable → msrun's (RANK_ID/DEVICE_ID/RANK_SIZE)")
+                self.note("os.environ", _("torchrun variable → msrun's (RANK_ID/DEVICE_ID/RANK_SIZE)"))
                 idx = updated.slice[0].slice.with_changes(value=new)
                 return updated.with_changes(slice=[updated.slice[0].with_changes(slice=idx)])
         return updated
@@ -333,7 +342,7 @@ class _Pass(TrackedTransformer):
         ):
             new = self._env_key(updated.left)
             if new is not None:
-                self.note("os.environ", "torchrun variable → msrun's (RANK_ID/DEVICE_ID/RANK_SIZE)")
+                self.note("os.environ", _("torchrun variable → msrun's (RANK_ID/DEVICE_ID/RANK_SIZE)"))
                 return updated.with_changes(left=new)
         return updated
 
@@ -341,7 +350,7 @@ class _Pass(TrackedTransformer):
         if _dotted(updated.func) in _ENV_CALLS and updated.args:
             new = self._env_key(updated.args[0].value)
             if new is not None:
-                self.note("os.environ", "torchrun variable → msrun's (RANK_ID/DEVICE_ID/RANK_SIZE)")
+                self.note("os.environ", _("torchrun variable → msrun's (RANK_ID/DEVICE_ID/RANK_SIZE)"))
                 return updated.with_changes(args=[updated.args[0].with_changes(value=new), *updated.args[1:]])
         return None
 
@@ -374,8 +383,8 @@ class _Pass(TrackedTransformer):
         if full == BARRIER and not call.args:
             # ops.communication.barrier() returns at once on CPU (measured under msrun: rank 0 did
             # not wait for a rank sleeping 4 s); a collective whose result is read blocks everywhere.
-            self.note(BARRIER, "→ a blocking all-reduce of zeros (ops.communication.barrier does not wait on CPU)")
-            new = generated.statement(BARRIER_STEP, self.state.generated)
+            self.note(BARRIER, _("→ a blocking all-reduce of zeros (ops.communication.barrier does not wait on CPU)"))
+            new = generated.statement(_with_note(BARRIER_STEP, BARRIER_NOTE), self.state.generated)
             self._consume(call.func)
             return new.with_changes(leading_lines=original.leading_lines)
         return updated
@@ -399,18 +408,22 @@ class _Pass(TrackedTransformer):
         refs = self.state.generated
         new: list[cst.BaseStatement] = []
         if isinstance(backend, cst.SimpleString) and backend.evaluated_value == "gloo":
-            new.append(generated.statement(GLOO, refs))
+            new.append(generated.statement(_with_note(GLOO, GLOO_NOTE), refs))
         init = generated.statement("mindspore.communication.init()\n", refs)
         new.append(
             generated.with_comment(
                 init,
-                f"{MARK} init_process_group(backend={btext}): MindSpore picks HCCL/NCCL/its CPU collectives by "
-                "device; rank and world size come from msrun",
+                f"{MARK} "
+                + _(
+                    "init_process_group(backend={backend}): MindSpore picks HCCL/NCCL/its CPU collectives by "
+                    "device; rank and world size come from msrun"
+                ).format(backend=btext),
             )
         )
         new.append(generated.statement(DATA_PARALLEL, refs))
         new[0] = new[0].with_changes(leading_lines=stmt.leading_lines)
-        self.note(INIT, f"→ mindspore.communication.init() + data-parallel context (backend {btext}); msrun launch")
+        text = _("→ mindspore.communication.init() + data-parallel context (backend {backend}); msrun launch")
+        self.note(INIT, text.format(backend=btext))
         self.data_parallel = True
         self._consume(call.func)
         return cst.FlattenSentinel(new)
@@ -434,16 +447,19 @@ class _Pass(TrackedTransformer):
         rank = generated.expression('int(os.environ["RANK_ID"])', self.state.generated)
         launch = cst.SimpleStatementLine([cst.Expr(cst.Call(fn, _commas([cst.Arg(rank), *rest])))])
         new = generated.with_comment(
-            launch, f"{MARK} mp.spawn → one process per worker: msrun --worker_num={nprocs} exports RANK_ID"
+            launch,
+            f"{MARK} "
+            + _("mp.spawn → one process per worker: msrun --worker_num={n} exports RANK_ID").format(n=nprocs),
         )
-        self.note("torch.multiprocessing.spawn", "fn(RANK_ID, *args): msrun starts the processes", key=SPAWN_KEY)
+        self.note("torch.multiprocessing.spawn", _("fn(RANK_ID, *args): msrun starts the processes"), key=SPAWN_KEY)
         self._consume(call.func)
         return new.with_changes(leading_lines=stmt.leading_lines)
 
     def leave_Module(self, original: cst.Module, updated: cst.Module) -> cst.Module:
         header = list(updated.header)
         if self.data_parallel or self.launched:
-            header.append(cst.EmptyLine(comment=cst.Comment(HEADER.format(n=self.workers))))
+            launch = _(HEADER).format(command=MSRUN.format(n=self.workers))
+            header.append(cst.EmptyLine(comment=cst.Comment(f"{MARK} {launch}")))
         body = list(updated.body)
         if self.needs_os and "os" not in self.imap.names:
             at = _after_imports(body)

@@ -26,6 +26,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from ...i18n import _, language
 from ...kb import KB
 from ...kb.cache import cache_dir
 from ..pipeline import convert_source
@@ -104,10 +105,12 @@ def torchvision_root() -> Path | None:
 
 
 def _cache_key(tv_root: Path) -> str:
-    """torchvision's version and every torch2ms source and data file: any change converts again."""
+    """torchvision's version, the language of the marks and every torch2ms source, data and catalog file:
+    any change converts again."""
     digest = hashlib.sha256(importlib.metadata.version("torchvision").encode())
+    digest.update(language().encode())
     src = Path(__file__).resolve().parents[2]
-    for path in sorted(p for p in src.rglob("*") if p.suffix in (".py", ".toml")):
+    for path in sorted(p for p in src.rglob("*") if p.suffix in (".py", ".toml", ".mo")):
         digest.update(str(path.relative_to(src)).encode())
         digest.update(path.read_bytes())
     for rel in CONVERTED:
@@ -187,9 +190,11 @@ def write_package_or_reason(out_dir: Path, kb: KB | None = None) -> str:
     try:
         write_package(out_dir, kb)
     except FileNotFoundError as exc:
-        return f"{PACKAGE} not written: {exc}; the converted code needs it to build torchvision models"
+        text = _("{package} not written: {error}; the converted code needs it to build torchvision models")
+        return text.format(package=PACKAGE, error=exc)
     version = importlib.metadata.version("torchvision")
-    return f"{PACKAGE}/: torchvision {version}'s architectures converted to MindSpore (run from this folder)"
+    text = _("{package}/: torchvision {version}'s architectures converted to MindSpore (run from this folder)")
+    return text.format(package=PACKAGE, version=version)
 
 
 def ensure_importable(kb: KB | None = None) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 
+from ...i18n import _
 from ..schema import Entry
 from ..source import NOT_LITERAL, literal
 from ..transforms import Unsupported, handler
@@ -84,7 +85,7 @@ def dataloader(bound: dict[str, str], receiver: str | None, entry: Entry) -> str
     """
     data = bound.get("dataset")
     if data is None:
-        raise Unsupported("DataLoader() needs a dataset")
+        raise Unsupported(_("DataLoader() needs a dataset"))
     if bound.get("__kind__") == "iterable" or any(
         bound.get(k) not in (None, "None") for k in ("collate_fn", "batch_sampler")
     ):
@@ -96,7 +97,7 @@ def dataloader(bound: dict[str, str], receiver: str | None, entry: Entry) -> str
     opts = []
     if sampler not in (None, "None"):
         if literal(shuffle) is True:
-            raise Unsupported("sampler and shuffle=True together: torch rejects it too")
+            raise Unsupported(_("sampler and shuffle=True together: torch rejects it too"))
         opts.append(f"sampler={sampler}")
         if literal(shuffle) is not False:  # shuffle=(sampler is None): decided at run time, as torch does
             opts.append(f"shuffle={_atom(shuffle)} if {_atom(sampler)} is None else None")
@@ -109,7 +110,7 @@ def dataloader(bound: dict[str, str], receiver: str | None, entry: Entry) -> str
         # Already a MindSpore dataset (a converted torchvision dataset): only batch it.
         pipe = data
         if sampler not in (None, "None"):
-            raise Unsupported("sampler= on a torchvision dataset: pass it to the MindSpore dataset")
+            raise Unsupported(_("sampler= on a torchvision dataset: pass it to the MindSpore dataset"))
         if literal(shuffle) is not False and bound.get("__shuffle_done__") != "1":
             pipe = f"{data}.shuffle({data}.get_dataset_size())"
     elif bound.get("__kind__") == "tensor_dataset" or is_tensor_dataset_src(data):
@@ -185,7 +186,9 @@ def _dataset_pipeline(ctor: str, bound: dict[str, str], first: str) -> str:
 
 def _no_download(bound: dict[str, str], name: str) -> None:
     if literal(bound.get("download", "False")) not in (False, None):
-        raise Unsupported(f"download=True: MindSpore's {name} does not download; fetch the files first")
+        raise Unsupported(
+            _("download=True: MindSpore's {name} does not download; fetch the files first").format(name=name)
+        )
 
 
 @handler
@@ -197,10 +200,10 @@ def image_folder(bound: dict[str, str], receiver: str | None, entry: Entry) -> s
     """
     for arg in ("loader", "is_valid_file"):
         if bound.get(arg) not in (None, "None"):
-            raise Unsupported(f"ImageFolder({arg}=...) has no ImageFolderDataset form")
+            raise Unsupported(_("ImageFolder({arg}=...) has no ImageFolderDataset form").format(arg=arg))
     root = bound.get("root")
     if root is None:
-        raise Unsupported("ImageFolder() needs a root")
+        raise Unsupported(_("ImageFolder() needs a root"))
     return _dataset_pipeline(f"mindspore.dataset.ImageFolderDataset({root})", bound, DECODE)
 
 
@@ -231,7 +234,7 @@ def _binary_dataset(bound: dict[str, str], torch_name: str, ms_name: str, subdir
     _no_download(bound, ms_name)
     root = bound.get("root")
     if root is None:
-        raise Unsupported(f"{torch_name}() needs a root")
+        raise Unsupported(_("{name}() needs a root").format(name=torch_name))
     ctor = f"mindspore.dataset.{ms_name}(str({root}) + '{subdir}', usage={_usage(bound)})"
     return _dataset_pipeline(ctor, bound, TO_PIL)
 
@@ -243,7 +246,7 @@ def _binary_dataset(bound: dict[str, str], torch_name: str, ms_name: str, subdir
 def normalize(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """Normalize(mean, std) → vision.Normalize(mean, std, is_hwc=False): torchvision normalises CHW tensors."""
     if "mean" not in bound or "std" not in bound:
-        raise Unsupported("Normalize() needs mean and std")
+        raise Unsupported(_("Normalize() needs mean and std"))
     return f"mindspore.dataset.vision.Normalize({bound['mean']}, {bound['std']}, is_hwc=False)"
 
 
@@ -254,14 +257,17 @@ def _inter(src: str | None) -> str | None:
     if isinstance(v, int) and v in _INTER_INTS:
         return f"mindspore.dataset.vision.Inter.{_INTER_INTS[v]}"
     if v is not NOT_LITERAL:
-        raise Unsupported(f"interpolation={src} has no vision.Inter form")
+        raise Unsupported(_("interpolation={value} has no vision.Inter form").format(value=src))
     return src  # InterpolationMode.X was converted to vision.Inter.X already
 
 
 def _antialias(bound: dict[str, str]) -> None:
     if literal(bound.get("antialias", "True")) is False:
         raise Unsupported(
-            "antialias=False only changes torchvision's tensor path; on PIL images (the converted pipeline) it is always on"
+            _(
+                "antialias=False only changes torchvision's tensor path; on PIL images (the converted pipeline) "
+                "it is always on"
+            )
         )
 
 
@@ -269,7 +275,7 @@ def _antialias(bound: dict[str, str]) -> None:
 def resize(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """Resize(size, interpolation) → vision.Resize(size, interpolation) on the PIL image (same filter as torchvision)."""
     if bound.get("max_size") not in (None, "None"):
-        raise Unsupported("Resize(max_size=...) has no vision.Resize form")
+        raise Unsupported(_("Resize(max_size=...) has no vision.Resize form"))
     _antialias(bound)
     inter = _inter(bound.get("interpolation"))
     extra = f", {inter}" if inter else ""
@@ -296,7 +302,7 @@ def _border(src: str | None) -> str | None:
     v = literal(src)
     if isinstance(v, str) and v in _BORDERS:
         return f"mindspore.dataset.vision.Border.{_BORDERS[v]}"
-    raise Unsupported(f"padding_mode={src} has no vision.Border form")
+    raise Unsupported(_("padding_mode={value} has no vision.Border form").format(value=src))
 
 
 @handler

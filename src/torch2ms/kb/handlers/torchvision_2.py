@@ -7,6 +7,7 @@ downloads, from the folder torchvision keeps them in.
 
 from __future__ import annotations
 
+from ...i18n import _
 from ..schema import Entry
 from ..source import literal
 from ..transforms import Unsupported, handler
@@ -42,7 +43,7 @@ def kmnist(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 def _root(bound: dict[str, str], name: str) -> str:
     root = bound.get("root")
     if root is None:
-        raise Unsupported(f"{name}() needs a root")
+        raise Unsupported(_("{name}() needs a root").format(name=name))
     return root
 
 
@@ -52,7 +53,8 @@ def _split(bound: dict[str, str], default: str, splits: dict[str, str]) -> str:
     value = literal(split)
     if isinstance(value, str) and value in splits:
         return splits[value]
-    raise Unsupported(f"split={split}: MindSpore's usage takes {', '.join(map(repr, splits))} as literals")
+    text = _("split={split}: MindSpore's usage takes {values} as literals")
+    raise Unsupported(text.format(split=split, values=", ".join(map(repr, splits))))
 
 
 @handler
