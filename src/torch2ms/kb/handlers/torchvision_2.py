@@ -102,7 +102,8 @@ def _voc_base(bound: dict[str, str], name: str) -> str:
     """torchvision's VOC folder for a literal year: <root>/VOCdevkit/VOC<year> (2011 under TrainVal/)."""
     year = literal(bound.get("year", "'2012'"))
     if not isinstance(year, str) or year[:4] not in {str(y) for y in range(2007, 2013)}:
-        raise Unsupported(f"year={bound.get('year')}: {name}'s folder is chosen from a literal year ('2007'…'2012')")
+        text = _("year={year}: {name}'s folder is chosen from a literal year ('2007'…'2012')")
+        raise Unsupported(text.format(year=bound.get("year"), name=name))
     sub = ("/TrainVal" if year == "2011" else "") + f"/VOCdevkit/VOC{year[:4]}"
     return f"str({_root(bound, name)}) + {sub!r}"
 
@@ -112,7 +113,7 @@ def _pair_pipeline(ctor: str, bound: dict[str, str], target_ops: str | None) -> 
     torchvision converts it) before ``transform``, ``target_ops`` (with ``target_transform`` spliced) on 'target'."""
     if bound.get("transforms") not in (None, "None"):
         raise Unsupported(
-            "transforms=... (one callable on image and target) has no map form: pass transform/target_transform"
+            _("transforms=... (one callable on image and target) has no map form: pass transform/target_transform")
         )
     opts = [f"shuffle={_flag(bound.get('__shuffle__'))}"]
     workers = _workers(bound.get("__workers__"))
@@ -159,8 +160,10 @@ def coco_detection(bound: dict[str, str], receiver: str | None, entry: Entry) ->
     """
     if bound.get("target_transform") in (None, "None"):
         raise Unsupported(
-            "CocoDetection's target (a list of annotation dicts) cannot be a MindSpore column: pass a "
-            "target_transform that returns arrays, or read mindspore.dataset.CocoDataset(task='Detection') columns"
+            _(
+                "CocoDetection's target (a list of annotation dicts) cannot be a MindSpore column: pass a "
+                "target_transform that returns arrays, or read mindspore.dataset.CocoDataset(task='Detection') columns"
+            )
         )
     args = [_root(bound, "CocoDetection"), bound.get("annFile") or _missing("annFile")]
     return _pair_pipeline(_source("CocoDetection", args, bound), bound, None)
@@ -174,4 +177,4 @@ def coco_captions(bound: dict[str, str], receiver: str | None, entry: Entry) -> 
 
 
 def _missing(arg: str) -> str:
-    raise Unsupported(f"{arg} is required")
+    raise Unsupported(_("{arg} is required").format(arg=arg))
