@@ -63,6 +63,8 @@ def patch_cells(side: ms_hooks.MsSide) -> None:
 
     def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
         if side.depth:
+            if side.probing and id(self) in side.model_ids:
+                side.note_model_inputs(args)
             return call(self, *args, **kwargs)
         return side.outer_call(self, call, args, kwargs)
 
