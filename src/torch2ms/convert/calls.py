@@ -8,6 +8,8 @@ argument nodes whose text did not change are put back as they were (comments and
 
 from __future__ import annotations
 
+from collections import Counter
+
 import libcst as cst
 
 from ..analysis.infer import MODULE, MODULE_ONLY_METHODS, OPTIMIZER, SCHEDULER, TENSOR, TENSOR_ONLY_METHODS
@@ -250,9 +252,10 @@ def _by_layer_class(
     so the converted read picks it by class: ``(m.embedding_table if isinstance(m, nn.Embedding)
     else m.weight)``. None when that cannot be written (an assignment to the attribute itself)."""
     names = {n for n in by_class.values() if n is not None}
-    if original in ctx.assign_targets or not all(n.isidentifier() for n in names):
-        return None
-    default = attr if attr in names else sorted(names)[0]
+    if original in ctx.assign_targets or not all(part.isidentifier() for n in names for part in n.split(".")):
+        return None  # a dotted name (BatchNorm3d's bn2d.gamma) is an attribute chain too
+    counts = Counter(n for n in by_class.values() if n is not None)
+    default = attr if attr in names else min(names, key=lambda n: (-counts[n], n))  # the most layers' name
     receiver = code(updated.value).strip()
     expr = f"{receiver}.{default}"
     for cls, name in by_class.items():

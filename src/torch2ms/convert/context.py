@@ -80,6 +80,7 @@ class RewriteContext:
         self.class_has_bases: list[bool] = []
         self.func_stack: list[str] = []
         self.narrowed: list[dict[str, list[str]]] = []  # isinstance(m, nn.BatchNorm2d) guards
+        self.class_name_aliases: list[dict[str, str]] = []  # per function: classname = m.__class__.__name__
         self.scope_starts: list[int] = []  # len(changes) when each open class/def was entered
         self.call_funcs: set[cst.CSTNode] = set()  # callees of the calls being visited
         self.type_nodes: set[cst.CSTNode] = set()  # isinstance/issubclass class arguments

@@ -15,6 +15,7 @@ from collections import Counter
 import libcst as cst
 
 from .calls import method_attribute, method_call, reference, torch_call
+from .class_name_guards import class_name_aliases, class_name_classes
 from .context import RewriteContext
 from .cstutil import FastDispatch, comments_in
 from .hooks import ActiveHooks
@@ -184,7 +185,9 @@ class Rewriter(FastDispatch, cst.CSTTransformer):
     # ---- isinstance narrowing: inside `if isinstance(m, nn.BatchNorm2d):`, m is a BatchNorm ----
 
     def visit_If_body(self, node: cst.If) -> None:
-        self.ctx.narrowed.append(self.ctx.isinstance_classes(node.test))
+        aliases = self.ctx.class_name_aliases[-1] if self.ctx.class_name_aliases else {}
+        guards = class_name_classes(self.ctx.kb, node.test, aliases)
+        self.ctx.narrowed.append({**guards, **self.ctx.isinstance_classes(node.test)})
 
     def leave_If_body(self, node: cst.If) -> None:
         self.ctx.narrowed.pop()
@@ -219,11 +222,13 @@ class Rewriter(FastDispatch, cst.CSTTransformer):
         ctx.markers.append([])
         ctx.func_stack.append(node.name.value)
         ctx.scope_starts.append(len(ctx.changes))
+        ctx.class_name_aliases.append(class_name_aliases(node))
         return True
 
     def leave_FunctionDef(self, original, updated):
         ctx = self.ctx
         ctx.func_stack.pop()
+        ctx.class_name_aliases.pop()
         for hook in self.hooks.leave(cst.FunctionDef):
             updated = hook(ctx, original, updated)
         if ctx.in_module_class and original.name.value == "forward":

@@ -80,6 +80,24 @@ class TorchCompat:
     def __repr__(self) -> str:
         return f"TorchCompat({self.torch_name!r})"
 
+    def _ms_class(self) -> type | None:
+        """The MindSpore class the knowledge base maps this torch class to (None for a function)."""
+        try:
+            value = eval(self._entry.ms, _namespace()) if self._entry.ms else None
+        except (AttributeError, NameError, SyntaxError):
+            return None
+        return value if isinstance(value, type) else None
+
+    # ``isinstance(m, (nn.Linear,))`` with the class kept as a value (minGPT's configure_optimizers):
+    # Python asks the object itself when it is not a type, so the check runs on the MindSpore class.
+    def __instancecheck__(self, obj: Any) -> bool:
+        cls = self._ms_class()
+        return cls is not None and isinstance(obj, cls)
+
+    def __subclasscheck__(self, sub: Any) -> bool:
+        cls = self._ms_class()
+        return cls is not None and isinstance(sub, type) and issubclass(sub, cls)
+
 
 @cache
 def compat_base(torch_name: str) -> type:

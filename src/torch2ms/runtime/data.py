@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["DictSource", "dataset_of"]
+__all__ = ["DictSource", "dataset_of", "dataset_source"]
 
 
 def _numpy(value: Any) -> Any:
@@ -45,3 +45,24 @@ def dataset_of(loader: Any) -> Any:
     if isinstance(source, DictSource):
         source = source.source
     return source if source is not None and hasattr(source, "__len__") else node
+
+
+def dataset_source(
+    dataset: Any,
+    column_names: list[str],
+    shuffle: Any = False,
+    num_parallel_workers: int | None = None,
+    sampler: Any = None,
+    shuffled: bool = False,
+) -> Any:
+    """What a DataLoader reads when its dataset is a MindSpore dataset in some branches of the script and a
+    Python (map-style) dataset in others: the MindSpore one as it is (shuffled unless its constructor did
+    it already), the Python one through a GeneratorDataset, as the converter writes for each alone."""
+    import mindspore.dataset as ds
+
+    if isinstance(dataset, ds.Dataset):
+        if shuffle and not shuffled:
+            return dataset.shuffle(dataset.get_dataset_size())
+        return dataset
+    workers = {"num_parallel_workers": num_parallel_workers} if num_parallel_workers else {}
+    return ds.GeneratorDataset(dataset, column_names=column_names, shuffle=shuffle, sampler=sampler, **workers)

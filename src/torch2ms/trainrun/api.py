@@ -74,17 +74,9 @@ def judge(rep: TrainReport, t_rec: dict[str, Any], m_rec: dict[str, Any], work: 
     rep.parameter_tol = max(100 * rep.tol, 1e-2)
     if rep.error is None:  # a side that crashed has no trained parameters to speak of
         rep.parameters = diagnose.compare_parameters(work, t_rec, m_rec)
-    if bad := [p for p in rep.parameters if p["rel"] > rep.parameter_tol]:
-        names = ", ".join(f"{p['name']} ({p['rel']:.1e})" for p in bad[:4])
-        rep.findings.append(
-            causes._finding(
-                "params-final",
-                _("{n} parameter(s) differ after training by more than {tol:g} relative: {names}").format(
-                    n=len(bad), tol=rep.parameter_tol, names=names
-                ),
-            )
-        )
     k = diagnose.first_beyond(rep.rows, rep.tol)
+    if bad := [p for p in rep.parameters if p["rel"] > rep.parameter_tol]:
+        rep.findings.append(causes.final_parameter_finding(bad, rep.parameter_tol, k is None))
     if k is not None:
         cause, facts = causes.likeliest_cause(rep.rows, k, rep.findings)
         r = rep.rows[k]

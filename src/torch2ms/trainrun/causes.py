@@ -299,3 +299,28 @@ def _stats(s: dict[str, Any] | None) -> str:
 
 def _max_rel(rows: list[dict[str, Any]]) -> float:
     return max((r["rel"] for r in rows if r["rel"] is not None), default=0.0)
+
+
+STATISTICS = ("moving_mean", "moving_variance")
+
+
+def final_parameter_finding(bad: list[dict[str, Any]], tol: float, losses_agree: bool) -> Finding:
+    """Parameters that differ after training. Only BatchNorm moving statistics, with every loss the same,
+    has one known cause: MindSpore differentiates a function, so a module whose output torch shares
+    between two backward passes (a GAN's generator output, used by the discriminator's and the
+    generator's step) is called once in each function, and every call in training mode moves the
+    statistics again; the weights and losses are not affected."""
+    names = ", ".join(f"{p['name']} ({p['rel']:.1e})" for p in bad[:4])
+    head = _("{n} parameter(s) differ after training by more than {tol:g} relative: {names}").format(
+        n=len(bad), tol=tol, names=names
+    )
+    if losses_agree and all(p["name"].rsplit(".", 1)[-1] in STATISTICS for p in bad):
+        models = sorted({p["name"].split(":", 1)[0] for p in bad})
+        text = _(
+            "{head} — only BatchNorm moving statistics, while every loss agrees: {models} ran its "
+            "forward more often per step on the MindSpore side (value_and_grad calls the forward function it "
+            "differentiates, so a module output that torch computes once and back-propagates twice is "
+            "computed again in each function); its running statistics moved once per call"
+        )
+        return _finding("bn-statistics", text.format(head=head, models=", ".join(models)))
+    return _finding("params-final", head)

@@ -68,8 +68,13 @@ def _mode_cells(cell: nn.Cell) -> list[nn.Cell]:
     from mindspore.nn.layer.normalization import _BatchNorm
 
     drop = tuple(getattr(nn, n) for n in ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d") if hasattr(nn, n))
-    # a Dropout that drops nothing (LSTM's inner one, p=0) has no mode to get wrong
-    return [c for _, c in cell.cells_and_names() if isinstance(c, _BatchNorm) or (isinstance(c, drop) and _drops(c))]
+    from mindspore.nn.layer.rnns import _RNNBase
+
+    cells = [c for _, c in cell.cells_and_names()]
+    # a Dropout that drops nothing (an RNN's inner one with p=0, or of a single-layer RNN, which drops
+    # between layers only) has no mode to get wrong
+    idle = {id(c.dropout_op) for c in cells if isinstance(c, _RNNBase) and c.num_layers < 2}
+    return [c for c in cells if isinstance(c, _BatchNorm) or (isinstance(c, drop) and _drops(c) and id(c) not in idle)]
 
 
 def _drops(cell: nn.Cell) -> bool:
@@ -159,6 +164,8 @@ class MsSide:
         self.depth = 0
         self.training = False
         self.loads: dict[str, Any] = {}
+        self.model_ids: set[int] = set()  # the trained Cells, looked up on every inner call
+        self.probing = False  # inside a Python-level call of the value_and_grad function
 
     def register_optimizer(self, opt: Any) -> None:
         self.optimizers.append(opt)
@@ -199,6 +206,7 @@ class MsSide:
             else:
                 self.loads[key] = {"error": "the torch script trains no such model (its optimizers differ)"}
             self.models.append(model)
+            self.model_ids.add(id(cell))
         model.opts.append(opt)
 
     def describe_optimizer(self, j: int) -> dict[str, Any]:
@@ -219,10 +227,12 @@ class MsSide:
         watch = not (is_opt or is_probe) and self.optimizers and all(m.cell is not cell for m in self.models)
         before = self.counters() if watch else None
         self.depth += 1
+        self.probing = is_probe
         try:
             out = call(cell, *args, **kwargs)
         finally:
             self.depth -= 1
+            self.probing = False
         if is_opt:
             self.step(next(j for j, o in enumerate(self.optimizers) if o is cell))
             return out
@@ -235,6 +245,17 @@ class MsSide:
         for j in stepped:
             self.step(j)
         return out
+
+    def note_model_inputs(self, args: tuple) -> None:
+        """The input of a trained model called inside the differentiated function (its own arguments may
+        be a step index and a hidden state: the model's input is what torch's side records)."""
+        if self.rec.batch_stats is None and self.rec.pending_inputs is None:
+            first = next(iter(_tensor_leaves(list(args))), None)
+            if first is not None:
+                try:
+                    self.rec.note_inputs(array_stats(first.asnumpy()))
+                except (RuntimeError, TypeError, ValueError):  # a traced (graph) value has no data
+                    pass
 
     def _note_args(self, args: tuple) -> None:
         if self.rec.batch_stats is None and self.rec.pending_inputs is None:

@@ -164,6 +164,29 @@ def patch_dropout(side: Any) -> None:
         return sdpa(query, key, value, attn_mask, 0.0, *a, **k)
 
     F.scaled_dot_product_attention = attention
+    patch_rnn_dropout(counts)
+
+
+def patch_rnn_dropout(counts: dict[str, int]) -> None:
+    """RNN/LSTM/GRU(dropout=p, num_layers>1) drop between layers inside the fused kernel, not through
+    F.dropout: their dropout is set to 0 for each training call (MindSpore's inner nn.Dropout is off too)."""
+    import torch
+
+    for cls in (torch.nn.RNN, torch.nn.LSTM, torch.nn.GRU):
+
+        def forward(self: Any, *args: Any, _forward: Any = cls.forward, **kwargs: Any) -> Any:
+            p = self.dropout
+            if not (p and self.training and self.num_layers > 1):
+                return _forward(self, *args, **kwargs)
+            key = f"torch.nn.{type(self).__name__}(dropout between layers)"
+            counts[key] = counts.get(key, 0) + 1
+            self.dropout = 0.0
+            try:
+                return _forward(self, *args, **kwargs)
+            finally:
+                self.dropout = p
+
+        cls.forward = forward  # type: ignore[method-assign]
 
 
 def patch_random(side: Any, pattern: Any) -> None:

@@ -59,9 +59,16 @@ def _size(m: torch.nn.Module) -> int:
     return sum(1 for _ in m.modules())
 
 
+def _drops(m: torch.nn.Module) -> bool:
+    """A Dropout layer that drops something, or an RNN that drops between its layers."""
+    if isinstance(m, torch.nn.modules.dropout._DropoutNd):
+        return m.p > 0
+    return isinstance(m, torch.nn.RNNBase) and bool(m.dropout) and m.num_layers > 1
+
+
 def _modes(modules: Sequence[torch.nn.Module]) -> dict[str, int]:
     bn = [m for m in modules if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
-    drop = [m for m in modules if isinstance(m, torch.nn.modules.dropout._DropoutNd)]
+    drop = [m for m in modules if not isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
     return {
         "bn_train": sum(m.training for m in bn),
         "bn_total": len(bn),
@@ -77,10 +84,7 @@ class Model:
         self.key, self.module = key, module
         self.names = {id(p): n for n, p in module.named_parameters()}
         self.mode_modules = [
-            m
-            for m in module.modules()
-            if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)
-            or (isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0)
+            m for m in module.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) or _drops(m)
         ]
         self.opts: list[int] = []
 

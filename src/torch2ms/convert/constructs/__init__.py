@@ -17,6 +17,7 @@ from . import (  # noqa: F401 - registers hooks
     legacy_tensor,
     module_attributes,
     optimizer_params,
+    param_name_tests,
     python_side,
     statement_fixes,
 )

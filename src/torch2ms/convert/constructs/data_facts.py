@@ -47,7 +47,9 @@ class DataFacts:
     dict_classes: set[str] = field(default_factory=set)  # classes whose samples are dicts (columns = keys)
     dict_loaders: set[str] = field(default_factory=set)  # loaders over them: iterated as dicts
     torch_datasets: set[str] = field(default_factory=set)  # classes whose torch Dataset base is dropped
-    kinds: dict[str, str] = field(default_factory=dict)  # name → class:<C> | tensor_dataset | ms_dataset | iterable
+    kinds: dict[str, str] = field(
+        default_factory=dict
+    )  # name → class:<C> | tensor_dataset | ms_dataset | kept_dataset | mixed | iterable
     columns: dict[str, list[str]] = field(default_factory=dict)  # name → columns (TensorDataset arity)
     iterable: set[str] = field(default_factory=set)  # IterableDataset subclasses (torch-style loader kept)
     folders: set[str] = field(default_factory=set)  # names holding a converted ImageFolder
@@ -167,16 +169,18 @@ def scan_data(source: str, tree: ast.Module, imap, kb, plan=None) -> DataFacts |
         elif name is None:
             continue
         elif full == TENSOR_DATASET:
-            facts.kinds[name] = "tensor_dataset"
+            _set_kind(facts, name, "tensor_dataset")
             facts.columns[name] = columns_for(len(call.args))
-        elif full in TV_DATASETS:
-            facts.kinds[name] = "ms_dataset"
+        elif full in TV_DATASETS and not _downloads(call):
+            _set_kind(facts, name, "ms_dataset")
             if full == "torchvision.datasets.ImageFolder":
                 facts.folders.add(name)
+        elif full is not None and full.startswith("torchvision.datasets."):
+            _set_kind(facts, name, "kept_dataset")  # not converted (download=True, not in the KB): torch-style
         elif isinstance(call.func, ast.Name) and call.func.id in facts.classes:
-            facts.kinds[name] = f"class:{call.func.id}"
+            _set_kind(facts, name, f"class:{call.func.id}")
         elif isinstance(call.func, ast.Name) and call.func.id in facts.iterable:
-            facts.kinds[name] = "iterable"
+            _set_kind(facts, name, "iterable")
     for call in loaders:
         data = call_arg(call, 0, "dataset")
         key = data.id if isinstance(data, ast.Name) else (ast.unparse(data) if data is not None else None)
@@ -196,6 +200,19 @@ def scan_data(source: str, tree: ast.Module, imap, kb, plan=None) -> DataFacts |
     if plan is not None and (facts.loaders or facts.folders):
         mark_plan(plan, facts.loaders | facts.folders)
     return facts
+
+
+def _set_kind(facts: DataFacts, name: str, kind: str) -> None:
+    """A name assigned datasets of different kinds (branches on a --dataset flag) is "mixed": its loader
+    decides at run time whether it holds a MindSpore dataset."""
+    old = facts.kinds.get(name)
+    facts.kinds[name] = kind if old in (None, kind) else "mixed"
+
+
+def _downloads(call: ast.Call) -> bool:
+    """``download=True`` (any literal true): MindSpore's datasets do not download, so the call stays torchvision's."""
+    flag = next((k.value for k in call.keywords if k.arg == "download"), None)
+    return isinstance(flag, ast.Constant) and bool(flag.value)
 
 
 def _source_class(facts: DataFacts, data: ast.expr | None) -> str | None:

@@ -131,6 +131,10 @@ def _loader(ctx: RewriteContext, entry, original: cst.Call, updated: cst.Call):
         if data.consumer.get(key or "") is not None:
             bound["__shuffle_done__"] = "1"  # shuffle/num_workers went into the dataset itself
             bound.pop("num_workers", None)
+    elif kind == "mixed":
+        bound["__kind__"] = "mixed"  # a MindSpore dataset in some branches, a Python one in others
+        if data.consumer.get(key or "") is not None:
+            bound["__shuffle_done__"] = "1"
     elif kind == "tensor_dataset":
         bound["__kind__"] = "tensor_dataset"
         cols = data.columns.get(key or "")

@@ -113,6 +113,10 @@ def dataloader(bound: dict[str, str], receiver: str | None, entry: Entry) -> str
             raise Unsupported(_("sampler= on a torchvision dataset: pass it to the MindSpore dataset"))
         if literal(shuffle) is not False and bound.get("__shuffle_done__") != "1":
             pipe = f"{data}.shuffle({data}.get_dataset_size())"
+    elif bound.get("__kind__") == "mixed":
+        names = bound.get("__columns__") or repr(columns_for(2))
+        done = ", shuffled=True" if bound.get("__shuffle_done__") == "1" else ""
+        pipe = f"torch2ms.runtime.dataset_source({data}, {names}, {', '.join(opts)}{done})"
     elif bound.get("__kind__") == "tensor_dataset" or is_tensor_dataset_src(data):
         got = _call_args(data)
         cols = bound.get("__columns__") or (repr(columns_for(len(got[1]))) if got else None)
