@@ -57,7 +57,7 @@ def mark_try(ctx: RewriteContext, original: cst.Try, updated: cst.Try):
     return updated.with_changes(leading_lines=[*updated.leading_lines, note])
 
 
-def _class_node(ctx: RewriteContext) -> ast.ClassDef | None:
+def class_node(ctx: RewriteContext) -> ast.ClassDef | None:
     tree = ctx.facts.tree
     if tree is None or not ctx.class_stack:
         return None
@@ -80,7 +80,7 @@ def cached_attributes(ctx: RewriteContext, original: cst.FunctionDef, updated: c
     """``self.mask`` built lazily in forward → a local of construct."""
     if not ctx.in_module_class or original.name.value != "forward" or not isinstance(updated.body, cst.IndentedBlock):
         return updated
-    cls = _class_node(ctx)
+    cls = class_node(ctx)
     attrs = forward_caches(cls) if cls is not None else []
     if not attrs:
         return updated
