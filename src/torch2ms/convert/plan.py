@@ -13,9 +13,10 @@ import ast
 from dataclasses import dataclass
 
 from ..analysis.astwalk import walk
-from ..analysis.forward_state import forward_caches, self_attr
+from ..analysis.forward_state import forward_caches, recast_attributes, self_attr
 from ..analysis.imports import ImportMap
 from ..analysis.infer import TENSOR_ONLY_METHODS
+from ..analysis.loop_locals import loop_locals_read_after
 from ..kb import KB
 
 _BODY_FIELDS = ("body", "orelse", "handlers", "finalbody", "cases")
@@ -122,17 +123,37 @@ class _PlanBuilder:
     def __init__(self, torch_names: frozenset[str], attrs: frozenset[str], self_attrs: frozenset[str]) -> None:
         self.torch_names, self.attrs, self.self_attrs = torch_names, attrs, self_attrs
         self.plan: list[Stmt] = []
-        # inside a forward: the class's forward caches (self.src_mask), and whether we are there
+        # In a class: method → attributes the GRAPH_MODE construct makes locals (forward caches,
+        # in-place re-casts); in a method: its own, the method node (directly in a class) and
+        # whether it is forward.
+        self.class_locals: dict[str, frozenset[str]] | None = None
         self.caches: frozenset[str] = frozenset()
+        self.method: ast.FunctionDef | None = None
         self.in_forward = False
 
     def graph_rewrite(self, stmt: ast.stmt) -> bool:
-        """Statements the GRAPH_MODE construct rewrites or marks in forward (constructs/graph_mode.py)."""
-        if not self.in_forward:
-            return False
-        if isinstance(stmt, (ast.Delete, ast.Try)):
+        """Statements the GRAPH_MODE constructs rewrite or mark (constructs/graph_mode.py, loop_locals.py)."""
+        if self.in_forward and isinstance(stmt, (ast.Delete, ast.Try)):
             return True
+        if isinstance(stmt, (ast.For, ast.While)) and self.method is not None:
+            if loop_locals_read_after(self.method, stmt):
+                return True
         return bool(self.caches) and any(self_attr(n) in self.caches for h in header_nodes(stmt) for n in walk(h))
+
+    def enter(self, stmt: ast.stmt) -> None:
+        """The class/method context of ``stmt``'s body."""
+        if isinstance(stmt, ast.ClassDef):
+            recast = recast_attributes(stmt)
+            cached = {"forward": forward_caches(stmt)}
+            names = set(recast) | set(cached)
+            self.class_locals = {m: frozenset(cached.get(m, [])) | frozenset(recast.get(m, [])) for m in names}
+            self.caches, self.method, self.in_forward = frozenset(), None, False
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            direct = self.class_locals is not None and self.method is None
+            self.caches = (self.class_locals or {}).get(stmt.name, frozenset()) if direct else frozenset()
+            self.method = stmt if direct and isinstance(stmt, ast.FunctionDef) else None
+            self.in_forward = stmt.name == "forward"
+            self.class_locals = None if not direct else self.class_locals
 
     def mentions(self, nodes: list[ast.AST]) -> bool:
         for root in nodes:
@@ -150,14 +171,11 @@ class _PlanBuilder:
         info = Stmt(stmt, False, 0)
         self.plan.append(info)
         inner = False
-        saved = self.caches, self.in_forward
-        if isinstance(stmt, ast.ClassDef):
-            self.caches, self.in_forward = frozenset(forward_caches(stmt)), False
-        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            self.in_forward = stmt.name == "forward"
+        saved = self.class_locals, self.caches, self.method, self.in_forward
+        self.enter(stmt)
         for child in _children(stmt):
             inner |= self.add(child)
-        self.caches, self.in_forward = saved
+        self.class_locals, self.caches, self.method, self.in_forward = saved
         info.size = len(self.plan) - at - 1
         head = isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == "forward"
         # Imports are settled separately; a nested torch import must still be seen.
