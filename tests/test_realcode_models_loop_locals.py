@@ -87,3 +87,22 @@ def test_r27_unrolled_cell_with_future_steps_matches_torch_in_both_modes(tmp_pat
     x = np.random.default_rng(0).standard_normal((2, 5)).astype(np.float32)
     errors = compare_modes(tmod.Sequence(), mmod.Sequence, [x], tmp_path, call=lambda net, xs: net(xs[0], 3))
     assert errors["PYNATIVE_MODE"] <= 1e-5 and errors["GRAPH_MODE"] <= 1e-5, errors
+
+
+COMPREHENSION_AFTER = textwrap.dedent("""\
+    import torch.nn as nn
+
+
+    class Net(nn.Module):
+        def groups(self):
+            names = set()
+            for mn, m in self.named_modules():
+                for pn, p in m.named_parameters():
+                    names.add(mn + pn)
+            return {pn: p for pn, p in self.named_parameters() if pn in names}
+    """)
+
+
+def test_r6_comprehension_targets_after_the_loop_are_not_reads():
+    code = convert_source(COMPREHENSION_AFTER, "net.py").code
+    assert "= None" not in code

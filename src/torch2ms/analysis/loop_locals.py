@@ -44,7 +44,20 @@ def bound_names(node: ast.AST) -> set[str]:
 
 
 def _read_names(stmts: list[ast.stmt]) -> set[str]:
-    return {n.id for s in stmts for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    """Names the statements read, less a comprehension's own targets (``{pn: p for pn, p in ...}``).
+    Iterative: deeply nested expressions must not hit the recursion limit."""
+    found: set[str] = set()
+    todo: list[tuple[ast.AST, frozenset[str]]] = [(s, frozenset()) for s in stmts]
+    while todo:
+        node, own = todo.pop()
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Load) and node.id not in own:
+                found.add(node.id)
+            continue
+        if isinstance(node, _COMPREHENSIONS):
+            own = own | {t.id for g in node.generators for t in ast.walk(g.target) if isinstance(t, ast.Name)}
+        todo.extend((child, own) for child in ast.iter_child_nodes(node))
+    return found
 
 
 def _parameters(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
