@@ -4,7 +4,7 @@ cannot know (a parameter of ``__init__``): a size when it is an int, data otherw
 A graph convolution written the 2017 way (``nn.Parameter(torch.Tensor(out_dim))`` then
 ``nn.init.zeros_``, ``torch.spmm`` on a dense adjacency): the converted layer has torch's shapes,
 takes the weights from `torch2ms weights` alone and matches torch in PyNative and GRAPH_MODE. The
-same helper keeps data as data (a list held in a name)."""
+same helper keeps data as data (a tuple held in an attribute, in forward too)."""
 
 from __future__ import annotations
 
@@ -45,9 +45,10 @@ SOURCE = textwrap.dedent("""\
             self.gc1 = GraphConv(i, h, use_bias=True)
             self.gc2 = GraphConv(h, o, use_bias=True)
             self.scales = torch.Tensor(list(scales))
+            self.shift = scales
 
         def forward(self, x, adj):
-            x = F.relu(self.gc1(x, adj)) * self.scales[0]
+            x = F.relu(self.gc1(x, adj)) * self.scales[0] + torch.Tensor(self.shift).sum()
             return F.log_softmax(self.gc2(x, adj), dim=1) * self.scales[1]
     """)
 
@@ -56,6 +57,7 @@ def test_r7_legacy_tensor_of_unknown_argument_is_decided_at_run_time(tmp_path):
     pytest.importorskip("torch")
     tmod, mmod, code = convert_pair(SOURCE, tmp_path)
     assert "legacy_tensor(output_dim, ms.float32)" in code and "ops.zeros((input_dim, output_dim,)" in code
+    assert "legacy_tensor(self.shift, ms.float32)" in code
     tnet, mnet = tmod.GCN(16, 8, 4), mmod.GCN(16, 8, 4)
     shapes = {k: tuple(v.shape) for k, v in tnet.state_dict().items()}
     assert {p.name: tuple(p.shape) for p in mnet.get_parameters()} == shapes
