@@ -72,6 +72,13 @@ def _recast(value: ast.AST, attr: str) -> bool:
     return _cast_of(value, attr)
 
 
+def has_recasts(tree: ast.AST) -> bool:
+    """Whether any statement of ``tree`` re-casts a self attribute in place (one pass over the
+    shared walk: most files have none, and recast_attributes need not look at their classes)."""
+    assigns = [n for n in nodes(tree) if n.__class__ is ast.Assign]
+    return any((attr := self_attr(n.targets[0])) is not None and _recast(n.value, attr) for n in assigns)
+
+
 def recast_attributes(cls: ast.ClassDef) -> dict[str, list[str]]:
     """Method → attributes it only re-casts in place (``self.mask = self.mask.to(dtype=x.dtype)``,
     CLIP's attention): no other method but ``__init__`` writes them. Same values on every call, so

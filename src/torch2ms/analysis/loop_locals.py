@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import ast
 
+from .astwalk import nodes
+
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
@@ -67,16 +69,34 @@ def _parameters(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     return set(names)
 
 
-def loop_locals_read_after(func: ast.FunctionDef | ast.AsyncFunctionDef, loop: ast.stmt) -> list[str]:
-    """Names ``loop`` (a for/while statement of ``func``'s own body) binds first and the statements
-    after it read; empty when the loop is nested in another statement."""
-    body = func.body
-    at = next((i for i, s in enumerate(body) if s is loop), None)
-    if at is None or not isinstance(loop, (ast.For, ast.AsyncFor, ast.While)):
-        return []
-    before = _parameters(func).union(*(bound_names(s) for s in body[:at]))
-    declared = {
-        name for s in body for n in ast.walk(s) if isinstance(n, (ast.Global, ast.Nonlocal)) for name in n.names
-    }
-    candidates = bound_names(loop) - before - declared
-    return sorted(candidates & _read_names(body[at + 1 :]))
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+
+
+def loop_locals(func: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[ast.stmt, list[str]]:
+    """Loop statement of ``func``'s own body → the names it binds first and later statements read
+    (only loops with such names). A cheap test by line first: most loops bind nothing read after."""
+    body, params = func.body, _parameters(func)
+    loops = [s for s in body if isinstance(s, _LOOPS)]
+    if not loops:
+        return {}
+    names = [n for n in nodes(func) if isinstance(n, ast.Name)]
+    out: dict[ast.stmt, list[str]] = {}
+    before: set[str] = set()  # names bound by body[:upto] (and global/nonlocal), folded in when needed
+    upto = -1
+    for loop in loops:
+        end = loop.end_lineno or loop.lineno
+        stored = {n.id for n in names if isinstance(n.ctx, ast.Store) and loop.lineno <= n.lineno <= end} - params
+        if not stored & {n.id for n in names if isinstance(n.ctx, ast.Load) and n.lineno > end}:
+            continue
+        i = body.index(loop)
+        if upto < 0:
+            before, upto = (
+                {x for s in body for n in ast.walk(s) if isinstance(n, (ast.Global, ast.Nonlocal)) for x in n.names},
+                0,
+            )
+        before = before.union(*(bound_names(s) for s in body[upto:i]))
+        upto = i
+        candidates = bound_names(loop) - params - before
+        if candidates and (found := sorted(candidates & _read_names(body[i + 1 :]))):
+            out[loop] = found
+    return out

@@ -13,10 +13,10 @@ import ast
 from dataclasses import dataclass
 
 from ..analysis.astwalk import walk
-from ..analysis.forward_state import forward_caches, recast_attributes, self_attr
+from ..analysis.forward_state import forward_caches, has_recasts, recast_attributes, self_attr
 from ..analysis.imports import ImportMap
 from ..analysis.infer import TENSOR_ONLY_METHODS
-from ..analysis.loop_locals import loop_locals_read_after
+from ..analysis.loop_locals import loop_locals
 from ..kb import KB
 
 _BODY_FIELDS = ("body", "orelse", "handlers", "finalbody", "cases")
@@ -112,6 +112,7 @@ def build_plan(tree: ast.Module, imap: ImportMap, kb: KB) -> list[Stmt]:
     # Code the training/checkpoint pre-pass wrote (its names are shortened by the main pass).
     torch_names |= {"mindspore", "torch2ms"} - set(imap.names)
     builder = _PlanBuilder(frozenset(torch_names), attribute_names(kb), self_attribute_names(kb))
+    builder.recasts = has_recasts(tree)
     for stmt in tree.body:
         builder.add(stmt)
     return builder.plan
@@ -129,29 +130,31 @@ class _PlanBuilder:
         self.class_locals: dict[str, frozenset[str]] | None = None
         self.caches: frozenset[str] = frozenset()
         self.method: ast.FunctionDef | None = None
+        self.loops: dict[ast.stmt, list[str]] = {}  # the method's loops that need names predefined
         self.in_forward = False
+        self.recasts = True  # the file re-casts a self attribute somewhere (forward_state.has_recasts)
 
     def graph_rewrite(self, stmt: ast.stmt) -> bool:
         """Statements the GRAPH_MODE constructs rewrite or mark (constructs/graph_mode.py, loop_locals.py)."""
         if self.in_forward and isinstance(stmt, (ast.Delete, ast.Try)):
             return True
-        if isinstance(stmt, (ast.For, ast.While)) and self.method is not None:
-            if loop_locals_read_after(self.method, stmt):
-                return True
+        if stmt in self.loops:
+            return True
         return bool(self.caches) and any(self_attr(n) in self.caches for h in header_nodes(stmt) for n in walk(h))
 
     def enter(self, stmt: ast.stmt) -> None:
         """The class/method context of ``stmt``'s body."""
         if isinstance(stmt, ast.ClassDef):
-            recast = recast_attributes(stmt)
+            recast = recast_attributes(stmt) if self.recasts else {}
             cached = {"forward": forward_caches(stmt)}
             names = set(recast) | set(cached)
             self.class_locals = {m: frozenset(cached.get(m, [])) | frozenset(recast.get(m, [])) for m in names}
-            self.caches, self.method, self.in_forward = frozenset(), None, False
+            self.caches, self.method, self.loops, self.in_forward = frozenset(), None, {}, False
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             direct = self.class_locals is not None and self.method is None
             self.caches = (self.class_locals or {}).get(stmt.name, frozenset()) if direct else frozenset()
             self.method = stmt if direct and isinstance(stmt, ast.FunctionDef) else None
+            self.loops = loop_locals(self.method) if self.method is not None else {}
             self.in_forward = stmt.name == "forward"
             self.class_locals = None if not direct else self.class_locals
 
@@ -171,11 +174,11 @@ class _PlanBuilder:
         info = Stmt(stmt, False, 0)
         self.plan.append(info)
         inner = False
-        saved = self.class_locals, self.caches, self.method, self.in_forward
+        saved = self.class_locals, self.caches, self.method, self.loops, self.in_forward
         self.enter(stmt)
         for child in _children(stmt):
             inner |= self.add(child)
-        self.class_locals, self.caches, self.method, self.in_forward = saved
+        self.class_locals, self.caches, self.method, self.loops, self.in_forward = saved
         info.size = len(self.plan) - at - 1
         head = isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == "forward"
         # Imports are settled separately; a nested torch import must still be seen.

@@ -13,7 +13,7 @@ import ast
 
 import libcst as cst
 
-from ...analysis.loop_locals import loop_locals_read_after
+from ...analysis.loop_locals import loop_locals
 from ...i18n import _
 from ..changes import MARK
 from ..context import RewriteContext
@@ -41,7 +41,7 @@ def _method_and_loop(ctx: RewriteContext, original: cst.CSTNode) -> tuple[ast.Fu
 
 def _predefine(ctx: RewriteContext, original: cst.For | cst.While, updated: cst.For | cst.While):
     found = _method_and_loop(ctx, original)
-    names = loop_locals_read_after(*found) if found is not None else []
+    names = loop_locals(found[0]).get(found[1], []) if found is not None else []
     if not names:
         return updated
     note = f"{MARK} " + _(
