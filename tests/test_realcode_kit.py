@@ -35,7 +35,6 @@ ONE_PER_REPO = [
 # Models of the list that still fail on the integration branch, with the cause. They run (so CI sees every
 # repository) and must not PASS silently: when one passes, move it back under guard by deleting its line.
 KNOWN_FAILING = {
-    "clip_encode_text": "attn_mask.to(dtype=, device=) on an attribute of unknown type is left as Tensor.to",
     "dino_head": "tensor.erfinv_() on an argument of unknown type is left: no InplaceErfinv kernel on CPU",
 }
 # The kit builds a fresh net per mode from one run of the model's setup; minGPT's GPT writes its model_type's

@@ -45,3 +45,56 @@ def forward_caches(cls: ast.ClassDef) -> list[str]:
         if writes and not elsewhere and not reads_itself:
             out.append(attr)
     return out
+
+
+# Tensor methods that only change a tensor's dtype, device or layout, never its values.
+_CASTS = frozenset({"to", "type", "float", "double", "half", "bfloat16", "cpu", "cuda", "contiguous"})
+
+
+def _cast_of(node: ast.AST, attr: str) -> bool:
+    """``self.attr.to(...)`` / ``.type(dtype)`` / ``.float()``... of the attribute itself."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _CASTS):
+        return False
+    if node.func.attr == "type" and not (node.args or node.keywords):
+        return False  # x.type() is the type's name, not a cast
+    return self_attr(node.func.value) == attr
+
+
+def _recast(value: ast.AST, attr: str) -> bool:
+    """A value that is the attribute re-cast: a cast, or ``cast if self.attr is not None else None``."""
+    if isinstance(value, ast.IfExp):
+        branches = (value.body, value.orelse)
+        plain = all(
+            _cast_of(b, attr) or self_attr(b) == attr or (isinstance(b, ast.Constant) and b.value is None)
+            for b in branches
+        )
+        return plain and any(_cast_of(b, attr) for b in branches)
+    return _cast_of(value, attr)
+
+
+def has_recasts(tree: ast.AST) -> bool:
+    """Whether any statement of ``tree`` re-casts a self attribute in place (one pass over the
+    shared walk: most files have none, and recast_attributes need not look at their classes)."""
+    assigns = [n for n in nodes(tree) if n.__class__ is ast.Assign]
+    return any((attr := self_attr(n.targets[0])) is not None and _recast(n.value, attr) for n in assigns)
+
+
+def recast_attributes(cls: ast.ClassDef) -> dict[str, list[str]]:
+    """Method → attributes it only re-casts in place (``self.mask = self.mask.to(dtype=x.dtype)``,
+    CLIP's attention): no other method but ``__init__`` writes them. Same values on every call, so
+    a local cast of the attribute gives torch's outputs."""
+    methods = {f.name: f for f in cls.body if isinstance(f, ast.FunctionDef)}
+    writes: dict[str, list[tuple[str, ast.AST | None]]] = {}
+    for name, f in methods.items():
+        for n in nodes(f):
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, ast.AugAssign) else []
+            value = n.value if isinstance(n, ast.Assign) else None
+            for t in targets:
+                if (attr := self_attr(t)) and name != "__init__":
+                    writes.setdefault(attr, []).append((name, value))
+    out: dict[str, list[str]] = {}
+    for attr, where in sorted(writes.items()):
+        owners = {name for name, _ in where}
+        if len(owners) == 1 and all(v is not None and _recast(v, attr) for _, v in where):
+            out.setdefault(owners.pop(), []).append(attr)
+    return out

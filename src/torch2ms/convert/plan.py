@@ -13,9 +13,10 @@ import ast
 from dataclasses import dataclass
 
 from ..analysis.astwalk import walk
-from ..analysis.forward_state import forward_caches, self_attr
+from ..analysis.forward_state import forward_caches, has_recasts, recast_attributes, self_attr
 from ..analysis.imports import ImportMap
 from ..analysis.infer import TENSOR_ONLY_METHODS
+from ..analysis.loop_locals import loop_locals
 from ..kb import KB
 
 _BODY_FIELDS = ("body", "orelse", "handlers", "finalbody", "cases")
@@ -111,6 +112,7 @@ def build_plan(tree: ast.Module, imap: ImportMap, kb: KB) -> list[Stmt]:
     # Code the training/checkpoint pre-pass wrote (its names are shortened by the main pass).
     torch_names |= {"mindspore", "torch2ms"} - set(imap.names)
     builder = _PlanBuilder(frozenset(torch_names), attribute_names(kb), self_attribute_names(kb))
+    builder.recasts = has_recasts(tree)
     for stmt in tree.body:
         builder.add(stmt)
     return builder.plan
@@ -122,17 +124,39 @@ class _PlanBuilder:
     def __init__(self, torch_names: frozenset[str], attrs: frozenset[str], self_attrs: frozenset[str]) -> None:
         self.torch_names, self.attrs, self.self_attrs = torch_names, attrs, self_attrs
         self.plan: list[Stmt] = []
-        # inside a forward: the class's forward caches (self.src_mask), and whether we are there
+        # In a class: method → attributes the GRAPH_MODE construct makes locals (forward caches,
+        # in-place re-casts); in a method: its own, the method node (directly in a class) and
+        # whether it is forward.
+        self.class_locals: dict[str, frozenset[str]] | None = None
         self.caches: frozenset[str] = frozenset()
+        self.method: ast.FunctionDef | None = None
+        self.loops: dict[ast.stmt, list[str]] = {}  # the method's loops that need names predefined
         self.in_forward = False
+        self.recasts = True  # the file re-casts a self attribute somewhere (forward_state.has_recasts)
 
     def graph_rewrite(self, stmt: ast.stmt) -> bool:
-        """Statements the GRAPH_MODE construct rewrites or marks in forward (constructs/graph_mode.py)."""
-        if not self.in_forward:
-            return False
-        if isinstance(stmt, (ast.Delete, ast.Try)):
+        """Statements the GRAPH_MODE constructs rewrite or mark (constructs/graph_mode.py, loop_locals.py)."""
+        if self.in_forward and isinstance(stmt, (ast.Delete, ast.Try)):
+            return True
+        if stmt in self.loops:
             return True
         return bool(self.caches) and any(self_attr(n) in self.caches for h in header_nodes(stmt) for n in walk(h))
+
+    def enter(self, stmt: ast.stmt) -> None:
+        """The class/method context of ``stmt``'s body."""
+        if isinstance(stmt, ast.ClassDef):
+            recast = recast_attributes(stmt) if self.recasts else {}
+            cached = {"forward": forward_caches(stmt)}
+            names = set(recast) | set(cached)
+            self.class_locals = {m: frozenset(cached.get(m, [])) | frozenset(recast.get(m, [])) for m in names}
+            self.caches, self.method, self.loops, self.in_forward = frozenset(), None, {}, False
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            direct = self.class_locals is not None and self.method is None
+            self.caches = (self.class_locals or {}).get(stmt.name, frozenset()) if direct else frozenset()
+            self.method = stmt if direct and isinstance(stmt, ast.FunctionDef) else None
+            self.loops = loop_locals(self.method) if self.method is not None else {}
+            self.in_forward = stmt.name == "forward"
+            self.class_locals = None if not direct else self.class_locals
 
     def mentions(self, nodes: list[ast.AST]) -> bool:
         for root in nodes:
@@ -150,14 +174,11 @@ class _PlanBuilder:
         info = Stmt(stmt, False, 0)
         self.plan.append(info)
         inner = False
-        saved = self.caches, self.in_forward
-        if isinstance(stmt, ast.ClassDef):
-            self.caches, self.in_forward = frozenset(forward_caches(stmt)), False
-        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            self.in_forward = stmt.name == "forward"
+        saved = self.class_locals, self.caches, self.method, self.loops, self.in_forward
+        self.enter(stmt)
         for child in _children(stmt):
             inner |= self.add(child)
-        self.caches, self.in_forward = saved
+        self.class_locals, self.caches, self.method, self.loops, self.in_forward = saved
         info.size = len(self.plan) - at - 1
         head = isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == "forward"
         # Imports are settled separately; a nested torch import must still be seen.

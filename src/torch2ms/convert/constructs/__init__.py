@@ -15,6 +15,7 @@ from . import (  # noqa: F401 - registers hooks
     grad_context,
     graph_mode,
     legacy_tensor,
+    loop_locals,
     module_attributes,
     optimizer_params,
     param_name_tests,

@@ -7,6 +7,9 @@ numbers, reported with the line and the reason where it cannot be.
   in forward when missing, read and used only there): GRAPH_MODE cannot carry a tensor attribute
   assigned in construct (any such assignment makes every read of it untyped). The cache becomes
   a local of construct, recomputed on each call: same outputs.
+- A tensor attribute re-cast in place by a method forward calls (``self.attn_mask =
+  self.attn_mask.to(dtype=x.dtype, device=x.device)``, CLIP): a local cast of the attribute, the
+  same values on every call.
 - ``try``/``except`` in forward: GRAPH_MODE rejects the statement; a comment above it says so.
 """
 
@@ -17,7 +20,7 @@ import ast
 import libcst as cst
 
 from ...analysis.astwalk import nodes
-from ...analysis.forward_state import forward_caches
+from ...analysis.forward_state import forward_caches, recast_attributes
 from ...i18n import N_, _, every_language
 from ..changes import MARK
 from ..context import RewriteContext
@@ -57,7 +60,7 @@ def mark_try(ctx: RewriteContext, original: cst.Try, updated: cst.Try):
     return updated.with_changes(leading_lines=[*updated.leading_lines, note])
 
 
-def _class_node(ctx: RewriteContext) -> ast.ClassDef | None:
+def class_node(ctx: RewriteContext) -> ast.ClassDef | None:
     tree = ctx.facts.tree
     if tree is None or not ctx.class_stack:
         return None
@@ -75,13 +78,63 @@ class _ToLocal(cst.CSTTransformer):
         return updated
 
 
+def _attributes_made_local(ctx: RewriteContext, method: str) -> tuple[list[str], list[str]]:
+    """(attributes cached in forward, attributes re-cast in place) of the method being left."""
+    cls = class_node(ctx)
+    if cls is None:
+        return [], []
+    cached = forward_caches(cls) if method == "forward" else []
+    recast = [a for a in recast_attributes(cls).get(method, []) if a not in cached]
+    return cached, recast
+
+
+def _record_locals(ctx: RewriteContext, cached: list[str], recast: list[str]) -> cst.EmptyLine:
+    """The report's lines and the note above the locals."""
+    for a in cached:
+        ctx.record(
+            "torch.nn.Module.forward",
+            "converted",
+            _(
+                "self.{attribute} cached in forward becomes a local: GRAPH_MODE cannot carry a tensor attribute "
+                "assigned in construct"
+            ).format(attribute=a),
+        )
+    for a in recast:
+        ctx.record(
+            "torch.nn.Module.forward",
+            "converted",
+            _(
+                "self.{attribute} re-cast in place (dtype/device) becomes a local cast: GRAPH_MODE cannot carry "
+                "a tensor attribute assigned in construct"
+            ).format(attribute=a),
+        )
+    notes = []
+    if cached:
+        notes.append(
+            _(
+                "GRAPH_MODE — {attributes}: cached on the module in torch; a local here (recomputed each call, "
+                "same outputs)"
+            ).format(attributes=", ".join("self." + a for a in cached))
+        )
+    if recast:
+        notes.append(
+            _("GRAPH_MODE — {attributes}: re-cast on the module in torch; a local cast here (same values)").format(
+                attributes=", ".join("self." + a for a in recast)
+            )
+        )
+    return cst.EmptyLine(comment=cst.Comment(f"{MARK} " + "; ".join(notes)))
+
+
 @leave(cst.FunctionDef)
 def cached_attributes(ctx: RewriteContext, original: cst.FunctionDef, updated: cst.FunctionDef):
-    """``self.mask`` built lazily in forward → a local of construct."""
-    if not ctx.in_module_class or original.name.value != "forward" or not isinstance(updated.body, cst.IndentedBlock):
+    """``self.mask`` built lazily in forward, or re-cast in place by any method → a local."""
+    method = original.name.value
+    if not ctx.in_module_class or ctx.func_stack or method == "__init__":
         return updated
-    cls = _class_node(ctx)
-    attrs = forward_caches(cls) if cls is not None else []
+    if not isinstance(updated.body, cst.IndentedBlock):
+        return updated
+    cached, recast = _attributes_made_local(ctx, method)
+    attrs = [*cached, *recast]
     if not attrs:
         return updated
     taken = _names(updated)
@@ -94,19 +147,7 @@ def cached_attributes(ctx: RewriteContext, original: cst.FunctionDef, updated: c
     ]
     stmts = list(body.body)
     at = 1 if stmts and _is_docstring(stmts[0]) else 0
-    note = f"{MARK} " + _(
-        "GRAPH_MODE — {attributes}: cached on the module in torch; a local here (recomputed each call, same outputs)"
-    ).format(attributes=", ".join("self." + a for a in attrs))
-    first[0] = first[0].with_changes(leading_lines=[cst.EmptyLine(comment=cst.Comment(note))])
-    for a in attrs:
-        ctx.record(
-            "torch.nn.Module.forward",
-            "converted",
-            _(
-                "self.{attribute} cached in forward becomes a local: GRAPH_MODE cannot carry a tensor attribute "
-                "assigned in construct"
-            ).format(attribute=a),
-        )
+    first[0] = first[0].with_changes(leading_lines=[_record_locals(ctx, cached, recast)])
     return updated.with_changes(body=body.with_changes(body=[*stmts[:at], *first, *stmts[at:]]))
 
 

@@ -5,7 +5,9 @@ They allocate uninitialised memory of that shape (the values are always overwrit
 call: ``nn.Parameter(torch.Tensor(i, o))`` then ``xavier_normal_``). The KB maps the data form
 (``torch.Tensor([[1, 2]])`` → ``mindspore.Tensor(input_data=..., dtype=float32)``); with two or
 more positional arguments, or one whole number, the arguments are sizes: ``mindspore.ops.zeros``
-of that shape and the constructor's dtype.
+of that shape and the constructor's dtype. One argument of unknown type (``torch.Tensor(out_dim)``,
+a parameter of ``__init__``) is sized or data by its value at run time:
+``torch2ms.runtime.legacy_tensor(out_dim, dtype)``.
 """
 
 from __future__ import annotations
@@ -31,6 +33,11 @@ def _legacy_dtype(ctx: RewriteContext, full: str) -> str | None:
     return dict(res.kwargs or []).get("dtype") if res.ok else None
 
 
+# One argument of these kinds is data (a list, a comprehension, a string...), never a size.
+_DATA_NODES = (cst.List, cst.Tuple, cst.ListComp, cst.GeneratorExp, cst.Dict, cst.Set, cst.BaseString, cst.Float)
+_SIZE_CALLS = frozenset({"int", "len"})
+
+
 def _sizes(call: cst.Call) -> list[str] | None:
     """The size arguments: ``(a, b)``, ``(*shape)`` or one whole-number literal; None for data."""
     if not call.args or any(a.keyword is not None for a in call.args):
@@ -44,14 +51,32 @@ def _sizes(call: cst.Call) -> list[str] | None:
     return srcs if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _one_argument_kind(ctx: RewriteContext, call: cst.Call) -> str:
+    """ "size", "data" or "unknown" for the one positional argument of a legacy constructor."""
+    if len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
+        return "data"
+    value = call.args[0].value
+    if isinstance(value, cst.Name) and value.value in ctx.int_names():
+        return "size"
+    if isinstance(value, cst.Call):
+        return "size" if isinstance(value.func, cst.Name) and value.func.value in _SIZE_CALLS else "data"
+    return "data" if isinstance(value, _DATA_NODES) else "unknown"
+
+
 @torch_call()
 def legacy_sizes(ctx: RewriteContext, full: str, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
     """``torch.Tensor(i, o)`` → ``ops.zeros((i, o), ms.float32)``."""
-    sizes = _sizes(updated)
-    if sizes is None:
-        return None
     dtype = _legacy_dtype(ctx, full)
     if dtype is None:
         return None
+    sizes = _sizes(updated)
+    kind = "size" if sizes is not None else _one_argument_kind(ctx, updated)
+    if kind == "data":
+        return None
+    if kind == "unknown":
+        ctx.record(full, "converted", "one argument of unknown type: a size or data, decided at run time")
+        arg = code(updated.args[0].value).strip()
+        return ctx.parse_ms(f"torch2ms.runtime.legacy_tensor({arg}, {dtype})")
+    sizes = sizes or [code(updated.args[0].value).strip()]
     ctx.record(full, "converted", "size form (uninitialised memory in torch): zeros of that shape")
     return ctx.parse_ms(f"mindspore.ops.zeros(({', '.join(sizes)},), {dtype})")
