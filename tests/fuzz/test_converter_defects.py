@@ -126,3 +126,19 @@ def test_r20_defect_stale_torch_kept_mark_goes_with_its_import():
     out = convert_source(src, "m.py").code
     assert "import torch\n" not in out and "torch import kept" not in out, out
     assert "# why torch" in out, out
+
+
+def test_r20_cookie_that_lies_keeps_the_text_python_reads(tmp_path):
+    """Not a converter defect, a fuzzer one: UTF-8 bytes under a latin-1 cookie read as mojibake in
+    Python, and that text (not the UTF-8 one meant) is what the output keeps (written as UTF-8 when the
+    marks need it, the cookie saying so); the fuzzer now checks what Python reads."""
+    src = tmp_path / "src"
+    src.mkdir()
+    data = "# -*- coding: latin-1 -*-\n# café naïve\nimport torch\n\nx = torch.no_such_api(2.0)\n".encode()
+    (src / "m.py").write_bytes(data)
+    convert_tree(src, tmp_path / "out", jobs=1)
+    out = (tmp_path / "out" / "m.py").read_bytes()
+    assert out.startswith(b"# -*- coding: utf-8 -*-\n")  # the "not converted" mark's dash is not latin-1
+    read = lambda b: b.decode(tokenize.detect_encoding(io.BytesIO(b).readline)[0])  # noqa: E731
+    assert "# café naïve".encode().decode("latin-1") in read(out).splitlines()
+    assert read(out).splitlines()[1] == read(data).splitlines()[1]
