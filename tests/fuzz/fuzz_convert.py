@@ -84,6 +84,13 @@ SNIPPETS = [
     "        self.register_buffer('mask', torch.tril(torch.ones(4, 4)))  # 因果掩码\n",
     "import torch\nimport torch.nn as nn\nopt = torch.optim.SGD(nn.Linear(2, 2).parameters(), lr=0.1)\n"
     "for step in range(2):\n    opt.zero_grad(); loss = torch.ones(1, requires_grad=True).sum(); loss.backward(); opt.step()\n",
+    # Code a first pass leaves to a person keeps torch imported: the second pass reads torch code again.
+    "import torch\nimport torch.nn.functional as F\n\n\ndef up(x):\n"
+    "    x = F.interpolate(x, size=[4, 4], mode='bilinear', antialias=True)  # 抗锯齿\n"
+    "    return x.stride(), x.argmax(), x.topk(1), x.sort(dim=0), x.median(), x.device, x.is_cuda\n",
+    "from torch import *\n\n\ndef count(x, n):\n    return x.to(int), range(n), max(n, 1)\n",
+    "import torch\nlike = lambda b: torch.full_like(b, 1, layout=torch.strided)\n",
+    "import torch\nx = torch.ones(2, 3)\ny = x.as_strided((2,), (1,))  # 跨步视图\nz = x.t().contiguous().stride(0)\n",
 ]
 
 
