@@ -84,6 +84,13 @@ SNIPPETS = [
     "        self.register_buffer('mask', torch.tril(torch.ones(4, 4)))  # 因果掩码\n",
     "import torch\nimport torch.nn as nn\nopt = torch.optim.SGD(nn.Linear(2, 2).parameters(), lr=0.1)\n"
     "for step in range(2):\n    opt.zero_grad(); loss = torch.ones(1, requires_grad=True).sum(); loss.backward(); opt.step()\n",
+    # Code a first pass leaves to a person keeps torch imported: the second pass reads torch code again.
+    "import torch\nimport torch.nn.functional as F\n\n\ndef up(x):\n"
+    "    x = F.interpolate(x, size=[4, 4], mode='bilinear', antialias=True)  # 抗锯齿\n"
+    "    return x.stride(), x.argmax(), x.topk(1), x.sort(dim=0), x.median(), x.device, x.is_cuda\n",
+    "from torch import *\n\n\ndef count(x, n):\n    return x.to(int), range(n), max(n, 1)\n",
+    "import torch\nlike = lambda b: torch.full_like(b, 1, layout=torch.strided)\n",
+    "import torch\nx = torch.ones(2, 3)\ny = x.as_strided((2,), (1,))  # 跨步视图\nz = x.t().contiguous().stride(0)\n",
 ]
 
 
@@ -127,7 +134,7 @@ def _encoded(rng: random.Random, text: str) -> tuple[str, str]:
     body = f"# -*- coding: {enc} -*-\n# {word}\n" + text + f'\nlabel = "{word}"  # {word}\n'
     try:
         body.encode(enc)
-    except UnicodeEncodeError:
+    except UnicodeEncodeError:  # written as UTF-8 under the cookie that says otherwise: Python reads mojibake
         return body, "utf-8"
     return body, enc
 
@@ -264,7 +271,10 @@ def check_case(case: Case, out_data: bytes, error: str | None, again: bytes | No
     """Every property of one case, given its output bytes, its reported error and its second conversion."""
     fails = []
     add = lambda prop, cause: fails.append(Failure(prop, case.name, case.kind, _cause(cause)))  # noqa: E731
-    src_ok = _valid(case.text)
+    # What Python reads from the file's bytes: a case whose cookie does not match its bytes (a latin-1
+    # cookie over UTF-8 text, see _encoded) reads as mojibake, and that is the text that must survive.
+    src_text = _decode(case.data)
+    src_ok = _valid(src_text)
     out_text = _decode(out_data)
     copied = out_data == case.data
     if out_text is None:
@@ -277,7 +287,7 @@ def check_case(case: Case, out_data: bytes, error: str | None, again: bytes | No
         if declared.replace("_", "-") not in (case.encoding.replace("_", "-"), "utf-8", "iso-8859-1", "cp932", "gbk"):
             add("encoding", f"output declares {declared}, input was {case.encoding}")
     if src_ok and not copied:
-        missing = text_tokens(case.text) - text_tokens(out_text)
+        missing = text_tokens(src_text or "") - text_tokens(out_text)
         if missing:
             lost = next(iter(missing))
             add("text", f"{'comment' if lost.startswith('#') else 'string'} lost: {lost[:60]}")

@@ -92,6 +92,18 @@ NOT_IDEMPOTENT = {
     "torch.backends.cudnn.benchmark = True\n",
     "norm_when_torch_import_kept": "import torch\n\n\ndef f(p):\n    return p.grad.data.norm(2)\n\n\n"
     "torch.backends.cudnn.benchmark = True\n",
+    # A torch name read only by an argument the rule drops (layout=torch.strided) kept its import with a
+    # mark; the second pass, seeing no reader, dropped the import under the stale mark.
+    "torch_import_read_only_by_dropped_argument": "import torch\n\n\ndef f(b):\n"
+    "    return torch.full_like(b, 1, layout=torch.strided)\n",
+    # A tensor typed through a torch call the first pass kept (interpolate with antialias): its
+    # methods, converted then, were taken for torch's again and stride() wrapped a second time.
+    "method_of_tensor_from_kept_torch_call": "from torch.nn.functional import interpolate\n\n\ndef f(x):\n"
+    "    x = interpolate(x, size=[2, 2], antialias=True)\n    return x.stride(), x.argmax(), x.topk(2)\n",
+    # `from torch import *` binds int/range/max...: the builtin int(...) torch.range's rewrite writes was
+    # taken for torch's int, so the star import stayed, and the second pass made it ms.int32.
+    "builtin_written_by_converter_under_torch_star_import": "from torch import *\n\n\ndef f(x, n):\n"
+    "    return x.to(int), range(n)\n",
     # the training-loop mark is added again, below the marks of the first pass
     "training_loop_mark_added_again": "import torch.optim as optim\n\n\nclass Sequence:\n"
     "    optimizer = optim.LBFGS(seq.parameters(), lr=0.8)\n    for i in range(steps):\n        loss.backward()\n",
@@ -102,3 +114,31 @@ NOT_IDEMPOTENT = {
 def test_r20_defect_converting_twice_changes_nothing(case):
     once = convert_source(NOT_IDEMPOTENT[case], "m.py").code
     assert convert_source(once, "m.py").code == once
+
+
+def test_r20_defect_stale_torch_kept_mark_goes_with_its_import():
+    """A "torch import kept" mark above an import nothing reads any more (the user ported the rest by
+    hand) goes with the import; the user's own comment there stays."""
+    src = (
+        "import mindspore as ms\n# why torch\n# torch2ms: torch import kept: unconverted code still uses it\n"
+        "import torch\n\nx = ms.Tensor([1.0])\n"
+    )
+    out = convert_source(src, "m.py").code
+    assert "import torch\n" not in out and "torch import kept" not in out, out
+    assert "# why torch" in out, out
+
+
+def test_r20_cookie_that_lies_keeps_the_text_python_reads(tmp_path):
+    """Not a converter defect, a fuzzer one: UTF-8 bytes under a latin-1 cookie read as mojibake in
+    Python, and that text (not the UTF-8 one meant) is what the output keeps (written as UTF-8 when the
+    marks need it, the cookie saying so); the fuzzer now checks what Python reads."""
+    src = tmp_path / "src"
+    src.mkdir()
+    data = "# -*- coding: latin-1 -*-\n# café naïve\nimport torch\n\nx = torch.no_such_api(2.0)\n".encode()
+    (src / "m.py").write_bytes(data)
+    convert_tree(src, tmp_path / "out", jobs=1)
+    out = (tmp_path / "out" / "m.py").read_bytes()
+    assert out.startswith(b"# -*- coding: utf-8 -*-\n")  # the "not converted" mark's dash is not latin-1
+    read = lambda b: b.decode(tokenize.detect_encoding(io.BytesIO(b).readline)[0])  # noqa: E731
+    assert "# café naïve".encode().decode("latin-1") in read(out).splitlines()
+    assert read(out).splitlines()[1] == read(data).splitlines()[1]

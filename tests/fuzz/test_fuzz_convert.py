@@ -1,7 +1,6 @@
 """R20 / issue 15: the convert fuzzer in CI — a fixed seed, a few hundred mutated and odd-but-valid
 files converted as one tree by the real pipeline, every property checked on every file (see
-fuzz_convert.py; ``make fuzz`` runs a long campaign). Properties that fail because of the converter's
-own defects are xfail(strict=False) with the cause, so they turn on once fixed; each cause has a
+fuzz_convert.py; ``make fuzz`` runs a long campaign). Each converter defect a campaign found has a
 minimal reproducer in test_converter_defects.py."""
 
 from __future__ import annotations
@@ -45,19 +44,9 @@ def test_r20_fuzz_time_per_file_bounded(campaign: Campaign):
     _holds(campaign, "time")
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="converter internals: a comment on a rewritten torch import line or on an unwrapped "
-    "`with torch.no_grad():` line is dropped (test_converter_defects.py)",
-)
 def test_r20_fuzz_comments_and_nonascii_strings_kept(campaign: Campaign):
     _holds(campaign, "text")
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="converter internals: a second pass adds review / not-converted marks again "
-    "(argmax, softmax, chunk, std, training loops; test_converter_defects.py)",
-)
 def test_r20_fuzz_converting_twice_changes_nothing(campaign: Campaign):
     _holds(campaign, "idempotent")

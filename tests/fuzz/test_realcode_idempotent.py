@@ -1,8 +1,5 @@
 """R20 / issue 15 on real code: every file of ../shared/realcode/corpus and of the installed torchvision,
-converted, then converted again: nothing may change, every valid file still parses, no comment is lost.
-The second conversion still changes 2 torchvision files (ops/poolers.py gets a second "torch import kept"
-line; transforms/v2/functional/_geometry.py has tuple(x.stride()) wrapped again), so that check is
-xfail(strict=False) until the converter is fixed."""
+converted, then converted again: nothing may change, every valid file still parses, no comment is lost."""
 
 from __future__ import annotations
 
@@ -34,7 +31,6 @@ def test_r20_realcode_valid_input_gives_valid_output(results):
     assert {name: r["invalid"] for name, r in results.items() if r["invalid"]} == {}
 
 
-@pytest.mark.xfail(strict=False, reason="converter internals: a second pass re-converts converted code")
 def test_r20_realcode_converting_twice_changes_nothing(results):
     changed = {name: r["not_idempotent"] for name, r in results.items() if r["not_idempotent"]}
     assert changed == {}, {n: len(c) for n, c in changed.items()}

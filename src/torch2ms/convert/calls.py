@@ -213,6 +213,12 @@ def method_call(ctx: RewriteContext, original: cst.Call, updated: cst.Call) -> c
     entry = ctx.kb.method(attr, owner)
     if entry is None:
         return updated
+    if owner == TENSOR and ctx.converted_before:
+        # torch2ms's output converted again: a Tensor is typed only through a torch call the first pass
+        # kept, and its methods were converted then (tuple(x.stride()) must not wrap again).
+        if ctx.marked_before(entry.torch):
+            ctx.keep_marked(entry.torch, None)
+        return updated
     ctx.converted_receivers[id(func.value)] = func_of(updated).value
     receiver = code(func_of(updated).value).strip()
     split = ctx.split_args(updated)
@@ -311,6 +317,10 @@ def method_attribute(ctx: RewriteContext, original: cst.Attribute, updated: cst.
         return updated
     entry = ctx.kb.method(original.attr.value, TENSOR)
     if entry is None or entry.kind != "attribute":
+        return updated
+    if ctx.converted_before:  # converted code converted again: see method_call
+        if ctx.marked_before(entry.torch):
+            ctx.keep_marked(entry.torch, None)
         return updated
     if entry.status == "no-equivalent":
         ctx.mark(entry.torch, entry.note_shown or _("no MindSpore equivalent"))

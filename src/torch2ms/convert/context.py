@@ -94,6 +94,7 @@ class RewriteContext:
         # an in-place statement assigns its result back to it.
         self.converted_receivers: dict[int, cst.BaseExpression] = {}
         self.earlier_marks: dict[int, set[str]] = {}  # line → APIs an earlier conversion marked there
+        self.converted_before = False  # the source is torch2ms's output (MindSpore imports and its marks)
         self._keys: dict[int, dict[str, list[int]]] = {}  # per statement: lines of its torch uses
         self._seen: dict[tuple[int, str], int] = {}
 

@@ -9,6 +9,7 @@ code needs (names.py) go where the first torch import was, else after the docstr
 from __future__ import annotations
 
 import ast
+import builtins
 import re
 
 import libcst as cst
@@ -24,6 +25,8 @@ from .names import ALIASES
 # The short MindSpore aliases the rewrite stage writes (nn, ops, ms, ...): a torch name still in use
 # must not be shadowed by one of them.
 ALIAS_ROOTS = frozenset(short.rstrip(".").split(".")[0] for _, short, _ in ALIASES)
+
+BUILTIN_NAMES = frozenset(dir(builtins))
 
 TORCH_KEPT = N_("torch import kept: unconverted code still uses it")
 
@@ -41,16 +44,21 @@ def settle_imports(module: cst.Module, ctx: RewriteContext) -> str:
     keep = set(ctx.still_needed) | reexports
     interop = _numpy_interop(ctx)
     aliases = aliases_in_use(ctx)
+    # ``from torch import *`` binds ``int``, ``range``, ``max``...: the converted code's own builtins
+    # (``int(...)`` in torch.range's rewrite) are no reads of torch's (unconverted ones are marked).
+    shadowed = facts.star_names & BUILTIN_NAMES
     for _attempt in range(3):
         settled = _settle_imports(module, ctx, keep, interop)
         if facts.nested_torch_imports:
             settled = settled.visit(_NestedImports(facts.imap, aliases, reexports))
         code = settled.code
-        # A torch name the output still reads (not one of the MindSpore aliases) keeps its import.
-        used = _torch_names_used(code, torch_locals - aliases - keep)
-        if not used:
+        # A torch name the output still reads (not one of the MindSpore aliases) keeps its import; one
+        # only a dropped argument read (``layout=torch.strided``) goes, or a second pass would drop it.
+        used = _torch_names_used(code, torch_locals - aliases - keep - shadowed)
+        unread = _torch_names_unread(code, keep & torch_locals - reexports)
+        if not used and not unread:
             return code
-        keep |= used
+        keep = (keep | used) - unread
     return code
 
 
@@ -109,6 +117,17 @@ def _mentioned(code: str, name: str) -> bool:
         if "#" not in before or "'" in before or '"' in before:
             return True
     return False
+
+
+def _torch_names_unread(code: str, kept: set[str]) -> set[str]:
+    """Which of the ``kept`` names the code never reads (none when it does not parse: keep them all)."""
+    if not kept:
+        return set()
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return set()
+    return kept - {n.id for n in nodes(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
 def _torch_names_used(code: str, candidates: set[str]) -> set[str]:
@@ -173,8 +192,10 @@ def _settle_imports(
                 names = [*aliases[:-1], aliases[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)] if aliases else None
             if insert_at is None:
                 insert_at = len(new_body)
-            if names is None:
-                carried_lines += [*stmt.leading_lines, *_trailing_comment(stmt)]
+            if names is None:  # its comments stay, but an earlier conversion's "kept" mark is stale now
+                stale = torch_kept_marks()
+                lines = [ln for ln in stmt.leading_lines if not (ln.comment and ln.comment.value in stale)]
+                carried_lines += [*lines, *_trailing_comment(stmt)]
                 continue
             note = f"{MARK} " + _(TORCH_KEPT)
             lines = list(stmt.leading_lines)

@@ -27,7 +27,7 @@ import libcst as cst
 
 from ..analysis.imports import ImportMap
 from ..kb import KB, load_kb
-from .changes import Change, earlier_marks
+from .changes import MARK, Change, earlier_marks
 from .constructs import checkpoints, distributed, training
 from .constructs.data_facts import scan_data
 from .context import RewriteContext
@@ -163,6 +163,7 @@ def _rewrite_once(state: FileState) -> tuple[RewriteContext, cst.Module]:
     assert state.facts is not None and state.module is not None and state.index is not None
     ctx = RewriteContext(state.kb, state.facts, state.index, state.generated)
     ctx.earlier_marks = earlier_marks(state.source)
+    ctx.converted_before = state.facts.imports_mindspore and MARK in state.source
     return ctx, state.module.visit(Rewriter(ctx))
 
 
