@@ -13,6 +13,7 @@ import ast
 from dataclasses import dataclass
 
 from ..analysis.astwalk import walk
+from ..analysis.buffers import buffer_assignment, registered_buffers
 from ..analysis.forward_state import forward_caches, self_attr
 from ..analysis.imports import ImportMap
 from ..analysis.infer import TENSOR_ONLY_METHODS
@@ -125,11 +126,13 @@ class _PlanBuilder:
         # inside a forward: the class's forward caches (self.src_mask), and whether we are there
         self.caches: frozenset[str] = frozenset()
         self.in_forward = False
+        self.buffers: dict[str, ast.expr | None] = {}  # the class's registered buffers
 
     def graph_rewrite(self, stmt: ast.stmt) -> bool:
         """Statements the GRAPH_MODE construct rewrites or marks in forward (constructs/graph_mode.py)."""
         if not self.in_forward:
-            return False
+            # a registered buffer reassigned (module_attributes.py writes register_buffer again)
+            return bool(self.buffers) and buffer_assignment(stmt, self.buffers) is not None
         if isinstance(stmt, (ast.Delete, ast.Try)):
             return True
         return bool(self.caches) and any(self_attr(n) in self.caches for h in header_nodes(stmt) for n in walk(h))
@@ -150,14 +153,15 @@ class _PlanBuilder:
         info = Stmt(stmt, False, 0)
         self.plan.append(info)
         inner = False
-        saved = self.caches, self.in_forward
+        saved = self.caches, self.in_forward, self.buffers
         if isinstance(stmt, ast.ClassDef):
             self.caches, self.in_forward = frozenset(forward_caches(stmt)), False
+            self.buffers = registered_buffers(stmt)
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             self.in_forward = stmt.name == "forward"
         for child in _children(stmt):
             inner |= self.add(child)
-        self.caches, self.in_forward = saved
+        self.caches, self.in_forward, self.buffers = saved
         info.size = len(self.plan) - at - 1
         head = isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == "forward"
         # Imports are settled separately; a nested torch import must still be seen.

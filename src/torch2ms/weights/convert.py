@@ -526,6 +526,8 @@ class ConversionResult:
     tensors: int = 0  # in the checkpoint's state dict: params + dropped + left out (report)
     forced: bool = False  # written although some parameters would not load (--force)
     tied: list[list[str]] = field(default_factory=list)  # keys sharing one tensor (weight tying)
+    # complex tensors (a RoPE table): MindSpore's load_checkpoint cannot read them, so not written
+    complex_left_out: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -604,8 +606,12 @@ def convert_checkpoint(
             if a.ms_name in seen:
                 raise WeightsError(f"{a.torch_key} and {seen[a.ms_name]} both map to {a.ms_name}")
             seen[a.ms_name] = a.torch_key
+    # MindSpore 2.10's load_checkpoint fails on the whole file ("'Complex64'") for one complex tensor;
+    # such a tensor is a buffer the network computes (torch.polar), never a trained parameter.
+    complex_keys = [a.torch_key for a in plan if state[a.torch_key].dtype.startswith("complex")]
+    plan = [a for a in plan if not state[a.torch_key].dtype.startswith("complex")]
     result = ConversionResult(False, str(out), dropped=dropped, report=report, info=info, layer_types=types, tied=tied)
-    result.tensors = len(state)
+    result.tensors, result.complex_left_out = len(state), complex_keys
     if report is not None and not report.ok and not force:
         return result
     result.bytes = _write(plan, state, out, writer, progress)
