@@ -67,3 +67,75 @@ def test_r27_reassigned_buffer_matches_torch_in_both_modes(tmp_path):
     x = np.random.default_rng(0).standard_normal((2, 5, 3)).astype(np.float32)
     errors = compare_modes(tmod.Net(), mmod.Net, [x], tmp_path)
     assert errors["PYNATIVE_MODE"] <= 1e-5 and errors["GRAPH_MODE"] <= 1e-5, errors
+
+
+CHAINS = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+
+
+    class Pool(nn.Module):
+        def __init__(self, d, out):
+            super().__init__()
+            self.c_proj = nn.Linear(d, out)
+            self.norm = nn.LayerNorm(out)
+
+        def forward(self, x):
+            return self.norm(self.c_proj(x))
+
+
+    class Wide(nn.Module):
+        def __init__(self, d, out):
+            super().__init__()
+            self.pool = Pool(d, out)
+            self.emb = nn.Embedding(10, d)
+
+        def forward(self, x):
+            return self.pool(x)
+
+
+    class Narrow(nn.Module):
+        def __init__(self, d, out):
+            super().__init__()
+            self.emb = nn.Embedding(10, d)
+
+        def forward(self, x):
+            return x
+
+
+    class Net(nn.Module):
+        def __init__(self, d=6, out=4, wide=True):
+            super().__init__()
+            if wide:
+                self.visual = Wide(d, out)
+            else:
+                self.visual = Narrow(d, out)
+            std = self.visual.pool.c_proj.in_features ** -0.5
+            nn.init.normal_(self.visual.pool.c_proj.weight, std=std)
+            self.width = self.visual.pool.c_proj.out_features + self.visual.pool.norm.normalized_shape[0]
+
+        def forward(self, x):
+            y = self.visual(x) * self.visual.pool.norm.weight + self.visual.pool.norm.bias
+            return y + self.visual.emb.weight[:1, : self.width - 4]
+    """)
+
+
+def test_r7_layer_attributes_read_through_module_chains_take_mindspore_names(tmp_path):
+    pytest.importorskip("torch")
+    _, mmod, code = convert_pair(CHAINS, tmp_path)
+    assert "self.visual.pool.c_proj.in_channels ** -0.5" in code
+    assert "self.visual.pool.c_proj.out_channels" in code
+    assert "self.visual.pool.norm.gamma + self.visual.pool.norm.beta" in code
+    assert "self.visual.emb.embedding_table[" in code
+    assert mmod.Net().width == 8
+
+
+@pytest.mark.slow
+def test_r27_layer_attributes_through_module_chains_match_torch_in_both_modes(tmp_path):
+    import torch
+
+    tmod, mmod, _ = convert_pair(CHAINS, tmp_path)
+    torch.manual_seed(0)
+    x = np.random.default_rng(0).standard_normal((3, 6)).astype(np.float32)
+    errors = compare_modes(tmod.Net(), mmod.Net, [x], tmp_path)
+    assert errors["PYNATIVE_MODE"] <= 1e-5 and errors["GRAPH_MODE"] <= 1e-5, errors
