@@ -3,7 +3,8 @@
 A registered buffer assigned a new tensor outside ``forward`` (torch replaces the buffer; MindSpore's
 Cell raises "Buffer already exists") and moved to the input's device inside ``forward``
 (``self.buf = self.buf.to(x.device)``), and a complex buffer (a RoPE table, which a MindSpore
-checkpoint cannot hold: `torch2ms weights` leaves it out, the network computes it): converted code matches torch in PyNative and GRAPH_MODE with
+checkpoint cannot hold: `torch2ms weights` leaves it out, the network computes it), a sparse
+buffer (MindSpore's buffers are dense: kept as a plain attribute): converted code matches torch in PyNative and GRAPH_MODE with
 the weights from `torch2ms weights` alone."""
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ BUFFERS = textwrap.dedent("""\
             self.register_buffer("angles", torch.zeros(n, d // 2), persistent=False)
             self.register_buffer("scale", torch.ones(d))
             self.register_buffer("rot", torch.polar(torch.ones(n, d // 2), table(n, d)))  # complex64
+            heads = torch.zeros(n, d, dtype=torch.bool)
+            heads[n // 2 :] = True
+            self.register_buffer("heads", heads.to_sparse(), persistent=False)
             self.reset()
 
         def reset(self):
@@ -51,11 +55,15 @@ BUFFERS = textwrap.dedent("""\
 
 def test_r7_reassigned_buffer_is_registered_again(tmp_path):
     pytest.importorskip("torch")
-    _, mmod, code = convert_pair(BUFFERS, tmp_path)
+    tmod, mmod, code = convert_pair(BUFFERS, tmp_path)
     assert 'self.register_buffer("angles", table(self.n, self.d), persistent=False)' in code
     assert "self.angles = self.angles" not in code
     net = mmod.Net()
     assert float(net.scale.asnumpy()[0]) == 0.5 and net.angles.shape == (8, 3)
+    # a sparse buffer: MindSpore buffers are dense, so it is a plain attribute with torch's values
+    assert 'plain_attribute(self, "heads", heads.to_coo())' in code
+    expected = tmod.Net().heads.coalesce().indices().numpy().T  # (nnz, 2), as MindSpore's COO indices
+    np.testing.assert_array_equal(np.sort(net.heads.indices.asnumpy(), axis=0), np.sort(expected, axis=0))
 
 
 @pytest.mark.slow

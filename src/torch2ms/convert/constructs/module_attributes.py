@@ -98,3 +98,48 @@ def buffer_reassignment(ctx: RewriteContext, original: cst.SimpleStatementLine, 
     ctx.record("torch.nn.Module.register_buffer", "converted", "a registered buffer reassigned: register_buffer again")
     call = cst.Call(func=cst.Attribute(cst.Name("self"), cst.Name("register_buffer")), args=args)
     return updated.with_changes(body=[cst.Expr(call)])
+
+
+_SPARSE_CONVERSIONS = frozenset({"to_sparse", "to_sparse_coo", "to_sparse_csr", "to_sparse_csc", "to_sparse_bsr"})
+
+
+def _sparse_buffer(call: cst.BaseExpression) -> cst.Call | None:
+    """``self.register_buffer(name, x.to_sparse(), ...)`` → the call, else None."""
+    if not (
+        isinstance(call, cst.Call)
+        and isinstance(call.func, cst.Attribute)
+        and call.func.attr.value == "register_buffer"
+        and isinstance(call.func.value, cst.Name)
+        and call.func.value.value == "self"
+        and len(call.args) >= 2
+    ):
+        return None
+    value = call.args[1].value
+    sparse = (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Attribute)
+        and value.func.attr.value in _SPARSE_CONVERSIONS
+    )
+    return call if sparse else None
+
+
+@leave(cst.SimpleStatementLine)
+def sparse_buffer(ctx: RewriteContext, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
+    """``self.register_buffer("heads", mask.to_sparse(), persistent=False)``: a MindSpore buffer must
+    be a dense Tensor (a COOTensor is refused), so the sparse tensor is kept as a plain attribute
+    (``plain_attribute``): read as ``self.heads`` as before, never in a checkpoint."""
+    if not ctx.in_module_class or len(original.body) != 1 or len(updated.body) != 1:
+        return updated
+    before, after = original.body[0], updated.body[0]
+    if not (isinstance(before, cst.Expr) and isinstance(after, cst.Expr) and _sparse_buffer(before.value)):
+        return updated
+    call = after.value
+    if not isinstance(call, cst.Call) or len(call.args) < 2:
+        return updated
+    ctx.record("torch.nn.Module.register_buffer", "converted", "a sparse buffer kept as a plain attribute")
+    args = [cst.Arg(cst.Name("self")), *call.args[:2]]  # persistent=: a plain attribute is never saved
+    helper = cst.Call(
+        func=ctx.parse_ms("torch2ms.runtime.plain_attribute"),
+        args=[a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in args],
+    )
+    return updated.with_changes(body=[cst.Expr(helper)])
