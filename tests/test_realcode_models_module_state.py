@@ -147,3 +147,68 @@ def test_r27_layer_attributes_through_module_chains_match_torch_in_both_modes(tm
     x = np.random.default_rng(0).standard_normal((3, 6)).astype(np.float32)
     errors = compare_modes(tmod.Net(), mmod.Net, [x], tmp_path)
     assert errors["PYNATIVE_MODE"] <= 1e-5 and errors["GRAPH_MODE"] <= 1e-5, errors
+
+
+FILLED_LATER = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+
+
+    class RMSNorm(nn.Module):
+        def __init__(self, dim, eps=1e-6):
+            super().__init__()
+            self.eps = eps
+            self.weight = nn.Parameter(torch.ones(dim))
+
+        def forward(self, x):
+            return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+    class Block(nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.norm = RMSNorm(dim)
+            self.w = nn.Linear(dim, dim, bias=False)
+
+        def forward(self, x):
+            return x + self.w(self.norm(x))
+
+
+    class Net(nn.Module):
+        def __init__(self, dim=8, n=3):
+            super().__init__()
+            self.layers = nn.ModuleList()
+            for _ in range(n - 1):
+                self.layers.append(Block(dim))
+            self.layers.extend([Block(dim)])
+            self.norm = RMSNorm(dim)
+
+        def forward(self, x):
+            for layer in self.layers:
+                x = layer(x)
+            return self.norm(x)
+    """)
+
+
+def test_r21_modules_appended_to_an_empty_list_keep_torch_names(tmp_path):
+    pytest.importorskip("torch")
+    tmod, mmod, code = convert_pair(FILLED_LATER, tmp_path)
+    assert "self.layers = ModuleList()" in code
+    names = sorted(p.name for p in mmod.Net().get_parameters())  # the names a checkpoint is loaded by
+    assert names == sorted(tmod.Net().state_dict()), names
+
+
+@pytest.mark.slow
+def test_r27_modules_appended_to_an_empty_list_match_torch_in_both_modes(tmp_path):
+    """Also: an RMSNorm's lone 1-D weight keeps its name in `torch2ms weights` (not LayerNorm's gamma)."""
+    import torch
+
+    tmod, mmod, _ = convert_pair(FILLED_LATER, tmp_path)
+    torch.manual_seed(0)
+    tnet = tmod.Net()
+    with torch.no_grad():
+        for p in tnet.parameters():
+            p.mul_(torch.rand_like(p) + 0.5)
+    x = np.random.default_rng(0).standard_normal((2, 5, 8)).astype(np.float32)
+    errors = compare_modes(tnet, mmod.Net, [x], tmp_path)
+    assert errors["PYNATIVE_MODE"] <= 1e-5 and errors["GRAPH_MODE"] <= 1e-5, errors

@@ -216,8 +216,8 @@ def guess_layer_types(shapes: Mapping[str, tuple[int, ...]], kb: KB) -> dict[str
     * a 3-D ``weight`` → Conv1d (re-laid out to (out, in, 1, k)); 4-D → Conv2d; 5-D → Conv3d
     * a 2-D ``weight`` → Linear, or Embedding when the module name says so (emb, wte, token…)
       and it has no bias
-    * a 1-D ``weight`` (± bias) → LayerNorm (gamma/beta; GroupNorm/InstanceNorm rename alike),
-      PReLU when the name says so
+    * a 1-D ``weight`` + ``bias`` → LayerNorm (gamma/beta; GroupNorm/InstanceNorm rename alike);
+      a 1-D ``weight`` alone → PReLU when the name says so, else kept as it is (an RMSNorm's)
     * a module with ``self_attn`` + ``linear1`` children → TransformerEncoderLayer
       (+ ``multihead_attn`` → TransformerDecoderLayer)
 
@@ -241,8 +241,12 @@ def guess_layer_types(shapes: Mapping[str, tuple[int, ...]], kb: KB) -> dict[str
                 guess = "torch.nn.Conv3d"
             elif nd == 2:
                 guess = "torch.nn.Embedding" if "bias" not in leaves and _EMB_HINT.search(name) else "torch.nn.Linear"
+            elif nd == 1 and "bias" in leaves:
+                guess = "torch.nn.LayerNorm"
             elif nd == 1:
-                guess = "torch.nn.PReLU" if "bias" not in leaves and _PRELU_HINT.search(name) else "torch.nn.LayerNorm"
+                # a weight alone: PReLU by its name, else an RMSNorm (torch's, or an LLM's own class),
+                # which keeps `weight` in MindSpore; a LayerNorm has a bias unless built bias=False
+                guess = "torch.nn.PReLU" if _PRELU_HINT.search(name) else None
         if guess and kb.get(guess) is not None:
             out[prefix] = kb.get(guess).torch
     for prefix in list(groups):
