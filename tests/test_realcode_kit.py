@@ -36,7 +36,6 @@ ONE_PER_REPO = [
 # repository) and must not PASS silently: when one passes, move it back under guard by deleting its line.
 KNOWN_FAILING = {
     "clip_encode_text": "attn_mask.to(dtype=, device=) on an attribute of unknown type is left as Tensor.to",
-    "dino_head": "tensor.erfinv_() on an argument of unknown type is left: no InplaceErfinv kernel on CPU",
 }
 # The kit builds a fresh net per mode from one run of the model's setup; minGPT's GPT writes its model_type's
 # sizes into the config it is given, so a second build from that config fails its own assert (in torch too).
