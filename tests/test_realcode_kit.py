@@ -34,9 +34,7 @@ ONE_PER_REPO = [
 ]
 # Models of the list that still fail on the integration branch, with the cause. They run (so CI sees every
 # repository) and must not PASS silently: when one passes, move it back under guard by deleting its line.
-KNOWN_FAILING = {
-    "dino_head": "tensor.erfinv_() on an argument of unknown type is left: no InplaceErfinv kernel on CPU",
-}
+KNOWN_FAILING: dict[str, str] = {}
 # The kit builds a fresh net per mode from one run of the model's setup; minGPT's GPT writes its model_type's
 # sizes into the config it is given, so a second build from that config fails its own assert (in torch too).
 # These models are also run in GRAPH_MODE alone, where their first build is the GRAPH_MODE one.

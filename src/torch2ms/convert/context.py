@@ -258,10 +258,21 @@ class RewriteContext:
             return self.facts.torch_bases.get(self.class_stack[-1], [])
         path = dotted(receiver) if isinstance(receiver, cst.Attribute) else None
         if path and path.startswith("self.") and self.class_stack:
-            # self.bn, or self.transformer.wte inside a ModuleDict
-            cls = self.facts.layer_attrs.get(self.class_stack[-1], {}).get(path[len("self.") :])
-            return [cls] if cls else []
+            # self.bn, self.transformer.wte inside a ModuleDict, self.visual.attnpool.c_proj
+            return self._chain_layers(self.class_stack[-1], path[len("self.") :].split("."), 0)
         return []
+
+    def _chain_layers(self, cls: str, parts: list[str], depth: int) -> list[str]:
+        """The torch layer classes ``self.<parts>`` names inside ``cls``, through the file's Module
+        classes its attributes hold (every candidate when an attribute may hold several)."""
+        layer = self.facts.layer_attrs.get(cls, {}).get(".".join(parts))
+        if layer:
+            return [layer]
+        out: list[str] = []
+        if len(parts) > 1 and depth < 16:  # 16: a class holding itself is no infinite walk
+            for sub in self.facts.sub_modules.get(cls, {}).get(parts[0], []):
+                out += [c for c in self._chain_layers(sub, parts[1:], depth + 1) if c not in out]
+        return out
 
     def used_as_module(self, receiver: cst.BaseExpression) -> bool:
         """``self.model`` / ``model`` is also called with Module-only methods in this class/function."""

@@ -9,6 +9,7 @@ import binds, torch names re-exported for other modules, and the data-pipeline f
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..analysis.astwalk import nodes
@@ -48,6 +49,8 @@ class ModuleFacts:
     reexports: set[str] = field(default_factory=set)
     data: DataFacts | None = None  # the data pipeline (None: the file has none)
     tree: ast.Module | None = field(default=None, repr=False)
+    # class name → self attribute → Module classes of this file it may hold (self.visual = ResNet(...))
+    sub_modules: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     _module_receivers: dict | None = field(default=None, repr=False)
     # function name → its parameters that reach an optimizer's params (constructs/optimizer_params.py)
     optimizer_params: dict | None = field(default=None, repr=False)
@@ -116,6 +119,7 @@ def module_facts(
     taken: set[str] = set()
 
     layer_attrs: _Lazy = _Lazy()
+    sub_modules: _Lazy = _Lazy()
     torch_bases: dict[str, list[str]] = {}
 
     # Document order, iteratively (a recursive closure would be a reference cycle holding the tree).
@@ -125,6 +129,7 @@ def module_facts(
         if isinstance(node, ast.ClassDef):
             self_attrs.defer(node.name, lambda node=node: self_attribute_types(node, imap, kb, mclasses))
             layer_attrs.defer(node.name, lambda node=node: _self_layers(node, imap, kb))
+            sub_modules.defer(node.name, lambda node=node: _self_submodules(node, mclasses))
             bases = [kb.get(imap.resolve(b) or "") for b in node.bases]
             torch_bases[node.name] = [b.torch for b in bases if b is not None and b.kind == "class"]
             stack.extend((child, node) for child in reversed(node.body))
@@ -171,6 +176,7 @@ def module_facts(
         nested,
         reexports=_reexports(tree, imap),
         tree=tree,
+        sub_modules=sub_modules,
     )
 
 
@@ -208,6 +214,24 @@ def _self_layers(cls: ast.ClassDef, imap: ImportMap, kb: KB) -> dict[str, str]:
             for t in node.targets:
                 if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
                     out.update(_named_layers(t.attr, node.value, imap, kb))
+    return out
+
+
+def _self_submodules(cls: ast.ClassDef, module_classes: Mapping[str, str]) -> dict[str, list[str]]:
+    """``self.visual = ModifiedResNet(...)`` (else ``VisionTransformer(...)``) → {"visual": [both]}:
+    so ``self.visual.attnpool.c_proj`` can be followed to the layer it names."""
+    out: dict[str, list[str]] = {}
+    for node in ast.walk(cls):
+        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
+            continue
+        func = node.value.func
+        if not (isinstance(func, ast.Name) and func.id in module_classes):
+            continue
+        for t in node.targets:
+            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                held = out.setdefault(t.attr, [])
+                if func.id not in held:
+                    held.append(func.id)
     return out
 
 

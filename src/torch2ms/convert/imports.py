@@ -143,20 +143,25 @@ def _torch_names_used(code: str, candidates: set[str]) -> set[str]:
 
 
 _NUMPY_NOTE = f"{MARK} numpy scalars defer to MindSpore tensors (np.float64 * Tensor is a Tensor), as to torch's"
+_NUMPY_HELPER = "numpy_defers_to_tensors"
 
 
 def _numpy_interop(ctx: RewriteContext) -> list[cst.SimpleStatementLine]:
     """A file that mixes numpy and torch: ``np.log(10) * torch.arange(n)`` is a torch tensor
     (torch tensors carry ``__array_priority__``), but numpy turns a MindSpore Tensor operand into
-    an ndarray. One statement after the imports gives MindSpore's Tensor the same priority."""
+    an ndarray. Importing the runtime's ``numpy_defers_to_tensors`` gives MindSpore's Tensor the
+    same priority: an import runs wherever the module is imported, even when only one of its
+    classes is taken (a top-level assignment would be skipped by a loader that keeps only imports
+    and definitions)."""
     if not ctx.changes or not any(full.split(".", 1)[0] == "numpy" for full in ctx.imap.names.values()):
         return []
     if ctx.facts.tree is not None and any(
-        isinstance(n, ast.Attribute) and n.attr == "__array_priority__" and isinstance(n.ctx, ast.Store)
+        (isinstance(n, ast.Attribute) and n.attr == "__array_priority__" and isinstance(n.ctx, ast.Store))
+        or (isinstance(n, ast.alias) and n.name == _NUMPY_HELPER)
         for n in nodes(ctx.facts.tree)
     ):
         return []  # converted before (or set by hand): once is enough
-    stmt = cst.parse_statement(f"{ctx.names.shorten('mindspore.Tensor')}.__array_priority__ = 1000\n")
+    stmt = cst.parse_statement(f"from torch2ms.runtime import {_NUMPY_HELPER}  # noqa: F401 - sets it on import\n")
     assert isinstance(stmt, cst.SimpleStatementLine)
     return [stmt.with_changes(leading_lines=[cst.EmptyLine(comment=cst.Comment(_NUMPY_NOTE))])]
 

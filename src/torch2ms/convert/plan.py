@@ -13,6 +13,7 @@ import ast
 from dataclasses import dataclass
 
 from ..analysis.astwalk import walk
+from ..analysis.buffers import buffer_assignment, registered_buffers
 from ..analysis.forward_state import forward_caches, has_recasts, recast_attributes, self_attr
 from ..analysis.imports import ImportMap
 from ..analysis.infer import TENSOR_ONLY_METHODS
@@ -133,6 +134,7 @@ class _PlanBuilder:
         self.loops: dict[ast.stmt, list[str]] = {}  # the method's loops that need names predefined
         self.in_forward = False
         self.recasts = True  # the file re-casts a self attribute somewhere (forward_state.has_recasts)
+        self.buffers: dict[str, ast.expr | None] = {}  # the class's registered buffers
 
     def graph_rewrite(self, stmt: ast.stmt) -> bool:
         """Statements the GRAPH_MODE constructs rewrite or mark (constructs/graph_mode.py, loop_locals.py)."""
@@ -140,6 +142,8 @@ class _PlanBuilder:
             return True
         if stmt in self.loops:
             return True
+        if not self.in_forward and self.buffers and buffer_assignment(stmt, self.buffers) is not None:
+            return True  # a registered buffer reassigned (module_attributes.py writes register_buffer again)
         return bool(self.caches) and any(self_attr(n) in self.caches for h in header_nodes(stmt) for n in walk(h))
 
     def enter(self, stmt: ast.stmt) -> None:
@@ -150,6 +154,7 @@ class _PlanBuilder:
             names = set(recast) | set(cached)
             self.class_locals = {m: frozenset(cached.get(m, [])) | frozenset(recast.get(m, [])) for m in names}
             self.caches, self.method, self.loops, self.in_forward = frozenset(), None, {}, False
+            self.buffers = registered_buffers(stmt)
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             direct = self.class_locals is not None and self.method is None
             self.caches = (self.class_locals or {}).get(stmt.name, frozenset()) if direct else frozenset()
@@ -174,11 +179,11 @@ class _PlanBuilder:
         info = Stmt(stmt, False, 0)
         self.plan.append(info)
         inner = False
-        saved = self.class_locals, self.caches, self.method, self.loops, self.in_forward
+        saved = self.class_locals, self.caches, self.method, self.loops, self.in_forward, self.buffers
         self.enter(stmt)
         for child in _children(stmt):
             inner |= self.add(child)
-        self.class_locals, self.caches, self.method, self.loops, self.in_forward = saved
+        self.class_locals, self.caches, self.method, self.loops, self.in_forward, self.buffers = saved
         info.size = len(self.plan) - at - 1
         head = isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == "forward"
         # Imports are settled separately; a nested torch import must still be seen.

@@ -112,6 +112,13 @@ def _left_out(res) -> str:
         parts.append(
             _("{n} dropped by the layer rules").format(n=len(res.dropped)) + f" ({', '.join(res.dropped[:3])})"
         )
+    if res.complex_left_out:
+        parts.append(
+            _("{n} complex (a MindSpore checkpoint cannot hold them; the network computes them)").format(
+                n=len(res.complex_left_out)
+            )
+            + f" ({', '.join(res.complex_left_out[:3])})"
+        )
     rep = res.report
     if rep is not None:
         for items, what, name_at in (
@@ -177,6 +184,7 @@ def _json(res) -> str:
         "params": res.params,
         "bytes": res.bytes,
         "dropped": res.dropped,
+        "complex_left_out": res.complex_left_out,
         "found_at": res.info.get("found_at"),
         "stripped_prefix": res.info.get("stripped_prefix"),
         "verified": res.verified,

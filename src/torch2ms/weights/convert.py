@@ -216,8 +216,8 @@ def guess_layer_types(shapes: Mapping[str, tuple[int, ...]], kb: KB) -> dict[str
     * a 3-D ``weight`` → Conv1d (re-laid out to (out, in, 1, k)); 4-D → Conv2d; 5-D → Conv3d
     * a 2-D ``weight`` → Linear, or Embedding when the module name says so (emb, wte, token…)
       and it has no bias
-    * a 1-D ``weight`` (± bias) → LayerNorm (gamma/beta; GroupNorm/InstanceNorm rename alike),
-      PReLU when the name says so
+    * a 1-D ``weight`` + ``bias`` → LayerNorm (gamma/beta; GroupNorm/InstanceNorm rename alike);
+      a 1-D ``weight`` alone → PReLU when the name says so, else kept as it is (an RMSNorm's)
     * a module with ``self_attn`` + ``linear1`` children → TransformerEncoderLayer
       (+ ``multihead_attn`` → TransformerDecoderLayer)
 
@@ -241,8 +241,12 @@ def guess_layer_types(shapes: Mapping[str, tuple[int, ...]], kb: KB) -> dict[str
                 guess = "torch.nn.Conv3d"
             elif nd == 2:
                 guess = "torch.nn.Embedding" if "bias" not in leaves and _EMB_HINT.search(name) else "torch.nn.Linear"
+            elif nd == 1 and "bias" in leaves:
+                guess = "torch.nn.LayerNorm"
             elif nd == 1:
-                guess = "torch.nn.PReLU" if "bias" not in leaves and _PRELU_HINT.search(name) else "torch.nn.LayerNorm"
+                # a weight alone: PReLU by its name, else an RMSNorm (torch's, or an LLM's own class),
+                # which keeps `weight` in MindSpore; a LayerNorm has a bias unless built bias=False
+                guess = "torch.nn.PReLU" if _PRELU_HINT.search(name) else None
         if guess and kb.get(guess) is not None:
             out[prefix] = kb.get(guess).torch
     for prefix in list(groups):
@@ -526,6 +530,8 @@ class ConversionResult:
     tensors: int = 0  # in the checkpoint's state dict: params + dropped + left out (report)
     forced: bool = False  # written although some parameters would not load (--force)
     tied: list[list[str]] = field(default_factory=list)  # keys sharing one tensor (weight tying)
+    # complex tensors (a RoPE table): MindSpore's load_checkpoint cannot read them, so not written
+    complex_left_out: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -604,8 +610,12 @@ def convert_checkpoint(
             if a.ms_name in seen:
                 raise WeightsError(f"{a.torch_key} and {seen[a.ms_name]} both map to {a.ms_name}")
             seen[a.ms_name] = a.torch_key
+    # MindSpore 2.10's load_checkpoint fails on the whole file ("'Complex64'") for one complex tensor;
+    # such a tensor is a buffer the network computes (torch.polar), never a trained parameter.
+    complex_keys = [a.torch_key for a in plan if state[a.torch_key].dtype.startswith("complex")]
+    plan = [a for a in plan if not state[a.torch_key].dtype.startswith("complex")]
     result = ConversionResult(False, str(out), dropped=dropped, report=report, info=info, layer_types=types, tied=tied)
-    result.tensors = len(state)
+    result.tensors, result.complex_left_out = len(state), complex_keys
     if report is not None and not report.ok and not force:
         return result
     result.bytes = _write(plan, state, out, writer, progress)

@@ -6,7 +6,7 @@ import mindspore.dataset as ds
 from mindspore.dataset import transforms
 from mindspore.dataset import vision
 # torch2ms: numpy scalars defer to MindSpore tensors (np.float64 * Tensor is a Tensor), as to torch's
-ms.Tensor.__array_priority__ = 1000
+from torch2ms.runtime import numpy_defers_to_tensors  # noqa: F401 - sets it on import
 
 
 class NoisySquares:

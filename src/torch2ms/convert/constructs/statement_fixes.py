@@ -3,7 +3,7 @@
 - ``x.add_(y)`` became ``x.add(y)``: MindSpore's in-place Tensor methods do not mutate in PyNative
   (they return the result and leave the tensor as it was), so the result is assigned back.
 - ``model.to(device)`` / ``optimizer.zero_grad()`` became a bare name or nothing: the statement goes.
-- ``model = model.cuda()`` became ``model = model``: the statement goes.
+- ``model = model.cuda()`` became ``model = model`` (also ``self.buf = self.buf``): the statement goes.
 """
 
 from __future__ import annotations
@@ -83,18 +83,29 @@ def _method(call: cst.Call) -> str:
     return call.func.attr.value
 
 
-def _names(node: cst.BaseExpression) -> list[str] | None:
-    """``x`` → ["x"]; ``x, y`` → ["x", "y"]; anything else → None."""
+def _dotted(node: cst.BaseExpression) -> str | None:
+    """``x`` → "x"; ``self.cache`` → "self.cache"; anything else → None."""
     if isinstance(node, cst.Name):
-        return [node.value]
-    if isinstance(node, cst.Tuple) and all(isinstance(e.value, cst.Name) for e in node.elements):
-        return [e.value.value for e in node.elements if isinstance(e.value, cst.Name)]
+        return node.value
+    if isinstance(node, cst.Attribute):
+        owner = _dotted(node.value)
+        return None if owner is None else f"{owner}.{node.attr.value}"
     return None
+
+
+def _names(node: cst.BaseExpression) -> list[str] | None:
+    """``x`` → ["x"]; ``x, self.y`` → ["x", "self.y"]; anything else → None."""
+    if isinstance(node, cst.Tuple):
+        names = [_dotted(e.value) for e in node.elements]
+        return None if None in names else names  # type: ignore[return-value]
+    name = _dotted(node)
+    return None if name is None else [name]
 
 
 def _self_assignment(before: cst.Assign, updated: cst.SimpleStatementLine):
     """``model = model.cuda()`` became ``model = model`` (``x, y = x.to(d), y.to(d)`` became
-    ``x, y = x, y``): a no-op, removed."""
+    ``x, y = x, y``; ``self.freqs = self.freqs.to(x.device)`` became ``self.freqs = self.freqs``, which
+    MindSpore refuses for a buffer): a no-op, removed."""
     after = updated.body[0]
     if (
         isinstance(after, cst.Assign)

@@ -176,3 +176,14 @@ def int1_stride(value: str | None, bound: dict[str, str], entry: Entry) -> dict[
 def int1_dilation(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
     """dilation of a 1-D convolution → int."""
     return _int1(value, "dilation")
+
+
+@handler
+def module_list(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """``nn.ModuleList([...])`` → ``CellList([...])``; built empty (``ModuleList()``, ``ModuleList([])``)
+    → ``torch2ms.runtime.ModuleList()``, whose cells appended later keep the parent's name prefix
+    (CellList names them ``0.w`` for ``layers.0.w``: torch's state dict would not load)."""
+    modules = bound.get("modules")
+    if modules is None or modules.strip() in ("[]", "()", "None"):
+        return "torch2ms.runtime.ModuleList()"
+    return f"{entry.ms}({modules})"
