@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ...i18n import _
 from ...kb.rewrite import rewrite_call
 from ...kb.source import literal
 from ..context import RewriteContext
@@ -53,5 +54,5 @@ def legacy_sizes(ctx: RewriteContext, full: str, original: cst.Call, updated: cs
     dtype = _legacy_dtype(ctx, full)
     if dtype is None:
         return None
-    ctx.record(full, "converted", "size form (uninitialised memory in torch): zeros of that shape")
+    ctx.record(full, "converted", _("size form (uninitialised memory in torch): zeros of that shape"))
     return ctx.parse_ms(f"mindspore.ops.zeros(({', '.join(sizes)},), {dtype})")

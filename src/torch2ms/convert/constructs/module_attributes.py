@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ...i18n import _
 from ..context import RewriteContext
 from ..hooks import leave
 
@@ -44,7 +45,7 @@ def optimizer_attribute(ctx: RewriteContext, original: cst.SimpleStatementLine, 
         and _optimizer_class(ctx, before.value)
     ):
         return updated
-    ctx.record("torch.optim.Optimizer", "converted", "kept off the Cell's sub-cells (plain_attribute)")
+    ctx.record("torch.optim.Optimizer", "converted", _("kept off the Cell's sub-cells (plain_attribute)"))
     call = cst.Call(
         func=ctx.parse_ms("torch2ms.runtime.plain_attribute"),
         args=[cst.Arg(cst.Name("self")), cst.Arg(cst.SimpleString(f'"{target.attr.value}"')), cst.Arg(after.value)],

@@ -154,7 +154,7 @@ def _default_package() -> Path:
 def _build_package(kb: KB | None) -> Path:
     tv_root = torchvision_root()
     if tv_root is None:
-        raise FileNotFoundError("torchvision is not installed: torch2ms converts its models from its source")
+        raise FileNotFoundError(_("torchvision is not installed: torch2ms converts its models from its source"))
     home = cache_dir() / "torchvision_ms" / _cache_key(tv_root)
     if (home / PACKAGE / "__init__.py").exists():
         return home

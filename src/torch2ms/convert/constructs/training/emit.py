@@ -216,7 +216,7 @@ class StepWriter:
         setup.append(gen.blank_lines(instance, self.gap))
         for i in [*plan.clips, plan.step_at, *plan.zero_at, *plan.scaler_calls]:
             self.out.replace[id(plan.body[i])] = []
-        self.out.form = "one TrainStep Cell (value_and_grad + optimizer)"
+        self.out.form = N_("one TrainStep Cell (value_and_grad + optimizer)")
         lhs = gen.names_tuple([plan.loss_name or "_", *plan.aux, *clip_out])
         call = cst.SimpleStatementLine(
             [
@@ -273,7 +273,7 @@ class StepWriter:
         for i in plan.clips:
             self.out.replace[id(plan.body[i])] = self.clip_code(plan.asts[i], grads_sum, plan.body[i])[0]
         self._general_step(plan.body[plan.step_at], grads_sum)
-        self.out.form = "gradients accumulated in a tuple between zero_grad() calls"
+        self.out.form = N_("gradients accumulated in a tuple between zero_grad() calls")
         return call
 
     def _general_step(self, node: Statement, grads_sum: str) -> None:

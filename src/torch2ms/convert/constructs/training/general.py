@@ -49,7 +49,7 @@ class GeneralWriter:
 
     def __init__(self, flow: Flow, roles: Roles, refs: GeneratedRefs, fresh: Callable[[str], str]) -> None:
         self.flow, self.roles, self.refs, self.fresh = flow, roles, refs, fresh
-        self.out = Emitted(form="one forward_fn per backward(), gradients kept as torch keeps .grad")
+        self.out = Emitted(form=N_("one forward_fn per backward(), gradients kept as torch keeps .grad"))
         self.gap = 2 if flow.scope_ast is roles.tree else 1  # blank lines: two at module level
         self.amp_model = ""
         self.finite: dict[str, str] = {}  # GradScaler → the name of its all_finite flag

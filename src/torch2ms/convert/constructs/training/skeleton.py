@@ -67,7 +67,12 @@ def skeleton(
         new = _step_skeleton(state, loss, weights, grads, reason, forward)
         new[0] = new[0].with_changes(leading_lines=[*stmt.leading_lines, *new[0].leading_lines])
         replace[id(stmt)] = new
-        state.record("training loop", "not-converted", f"{reason}; runnable skeleton: write forward_fn", line)
+        state.record(
+            "training loop",
+            "not-converted",
+            _("{reason}; runnable skeleton: write forward_fn").format(reason=reason),
+            line,
+        )
     for node in _zero_grads(roles, body):  # MindSpore gradients start from zero in every call
         replace[id(node)] = []
     for node, _holder in steps:

@@ -1,0 +1,194 @@
+"""Chinese and English (issue 13, "Language"): the ``# torch2ms:`` marks and report reasons of the
+converter stages — autograd.Function, the training-loop reasons and skeleton, calls kept as values,
+subclassed layers, legacy tensors, no_grad blocks, the numpy note — and the RuntimeError of the
+generated checkpoint check. Under zh each is Chinese and a second conversion changes nothing; under
+en each is exactly the English it always was."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+LOCALE_VARS = ("TORCH2MS_LANG", "LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG")
+
+SOURCE = """import numpy as np
+import torch
+import torch.nn as nn
+
+
+class Square(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return 2 * x * grad
+
+
+class Dirty(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.mark_dirty(x)
+        return x.mul_(2)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 2
+
+
+class Wide(nn.Linear):
+    pass
+
+
+class Net(nn.Module):
+    def __init__(self, layer=nn.Linear):
+        super().__init__()
+        self.fc = layer(4, 2)
+        self.scale = np.float64(2.0)
+
+    def forward(self, x):
+        return Square.apply(self.fc(x)) * self.scale
+
+
+def train(model, opt, data):
+    history = []
+    for x, y in data:
+        history.append(model(x))
+    loss = torch.stack(history).sum()
+    loss.backward()
+    opt.step()
+
+
+net = Net()
+net.load_state_dict(torch.load("w.pt"))
+buf = torch.FloatTensor(2, 3)
+with torch.no_grad():
+    y = net(torch.randn(3, 4))
+"""
+
+
+def _has_chinese(text: str) -> bool:
+    return any("\u4e00" <= ch <= "\u9fff" for ch in text)
+
+
+@pytest.fixture
+def convert_in(monkeypatch):
+    """``convert_in("zh", source)``: the conversion result in that language."""
+    for var in LOCALE_VARS:
+        monkeypatch.delenv(var, raising=False)
+
+    def run(lang: str, source: str):
+        from torch2ms.convert import convert_source
+
+        monkeypatch.setenv("TORCH2MS_LANG", lang)
+        return convert_source(source)
+
+    return run
+
+
+def _marks(code: str) -> list[str]:
+    return [line.split("# torch2ms:", 1)[1].strip() for line in code.splitlines() if "# torch2ms:" in line]
+
+
+def _notes(result) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for change in result.changes:
+        out.setdefault(change.api, []).append(change.note)
+    return out
+
+
+def test_r20_converter_marks_in_chinese_and_stable_when_converted_again(convert_in):
+    first = convert_in("zh", SOURCE)
+    marks = _marks(first.code)
+    for expected in (
+        "由输入重新计算（bprop 接收 inputs、out 和 dout；没有 ctx）",
+        "未转换 —— torch.autograd.Function：ctx.mark_dirty() 在 MindSpore 的 bprop 中没有对应写法；保留为 torch 代码",
+        "需复核 —— torch.nn.Linear：被当作值使用：由 torch2ms.runtime.TorchCompat 在运行时套用参数规则",
+        "未转换 —— 训练步骤：loss 不是由该代码块中的模型计算出来的",
+        "numpy 标量与 MindSpore 张量运算时由张量决定结果类型",
+    ):
+        assert any(m.startswith(expected) for m in marks), (expected, marks)
+    notes = _notes(first)
+    assert "forward → construct，backward → bprop(inputs, out, dout)" in notes["torch.autograd.Function"]
+    assert any(n.endswith("；已生成可运行的骨架：请编写 forward_fn") for n in notes["training loop"])
+    assert "按尺寸构造（torch 中是未初始化的内存）：改为该形状的全零张量" in notes["torch.FloatTensor"]
+    assert "保留代码块、去掉上下文管理器：MindSpore 只在求导函数内部求导" in notes["torch.no_grad"]
+    assert "被继承：由 torch2ms.runtime.compat_base 转换 torch 的参数" in notes["torch.nn.Linear"]
+    assert convert_in("zh", first.code).code == first.code
+
+
+def test_r20_converter_marks_in_english_exactly_as_before(convert_in):
+    result = convert_in("en", SOURCE)
+    code = result.code
+    assert not _has_chinese(code)
+    for line in (
+        "# torch2ms: recomputed from the inputs (bprop gets inputs, out and dout; there is no ctx)",
+        "# torch2ms: not converted — torch.autograd.Function: ctx.mark_dirty() has no MindSpore bprop equivalent; "
+        "kept as torch code",
+        "# torch2ms: review — torch.nn.Linear: used as a value: torch2ms.runtime.TorchCompat applies its argument "
+        "rules at run time",
+        "# torch2ms: not converted — training step: loss is not computed by a model in this block (built from "
+        "tensors recorded earlier: MindSpore differentiates a function, not a tape). Skeleton: MindSpore "
+        "differentiates a function (no loss.backward()): compute loss inside forward_fn from the model's inputs",
+        "# torch2ms: numpy scalars defer to MindSpore tensors (np.float64 * Tensor is a Tensor), as to torch's",
+    ):
+        assert line in code, line
+    notes = _notes(result)
+    assert "forward → construct, backward → bprop(inputs, out, dout)" in notes["torch.autograd.Function"]
+    assert "size form (uninitialised memory in torch): zeros of that shape" in notes["torch.FloatTensor"]
+    assert "subclassed: torch2ms.runtime.compat_base translates torch's arguments" in notes["torch.nn.Linear"]
+    assert convert_in("en", code).code == code
+
+
+def _strict_check(code: str) -> str:
+    """The generated ``if missing or unexpected: raise RuntimeError(...)`` statement, dedented."""
+    lines = code.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("if ") and "load_state_dict" in line)
+    end = next(i for i in range(start + 1, len(lines)) if not lines[i].startswith(" "))
+    return textwrap.dedent("\n".join(lines[start:end])) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("lang", "expected"),
+    [
+        ("zh", "检查点与 net 不匹配：未加载 ['fc.weight'], 多余的 ['head.bias']"),
+        ("en", "checkpoint does not match net: not loaded ['fc.weight'], unexpected ['head.bias']"),
+    ],
+)
+def test_r20_generated_checkpoint_check_raises_in_the_language_of_the_run(convert_in, lang, expected):
+    check = _strict_check(convert_in(lang, SOURCE).code)
+    names = check.split()[1:4:2]  # if MISSING or UNEXPECTED:
+    scope = {names[0].rstrip(":"): ["fc.weight"], names[1].rstrip(":"): ["head.bias"]}
+    with pytest.raises(RuntimeError) as raised:
+        exec(compile(check, "generated", "exec"), scope)  # the user's code as written, run
+    assert str(raised.value) == expected
+
+
+TRAINING_REASONS = {
+    "backward() with arguments (retain_graph/gradient): port by hand": (
+        "    loss = model(x).sum()\n    loss.backward(retain_graph=True)\n    opt.step()\n"
+    ),
+    "loss.backward() without an optimizer step or a read of the gradients after it": (
+        "    loss = model(x).sum()\n    loss.backward()\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("english", sorted(TRAINING_REASONS))
+def test_r20_training_loop_reasons_in_chinese_and_english(convert_in, english):
+    from torch2ms.i18n import every_language
+
+    source = "import torch\n\n\ndef train(model, opt, data):\n    for x in data:\n" + textwrap.indent(
+        TRAINING_REASONS[english], "    "
+    )
+    chinese = every_language(english)[1]
+    zh = convert_in("zh", source)
+    assert any(chinese in note for c in zh.changes if c.api == "training loop" for note in [c.note]), zh.changes
+    assert any(chinese in m for m in _marks(zh.code))
+    assert convert_in("zh", zh.code).code == zh.code
+    en = convert_in("en", source)
+    assert any(english in m for m in _marks(en.code)) and not _has_chinese(en.code)
