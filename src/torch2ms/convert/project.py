@@ -451,7 +451,7 @@ def _with_progress(it, total: int, progress: bool | Progress):
         from ..progress import RichProgress
 
         progress = RichProgress(Console(stderr=True))
-    step = progress.steps("converting Python files")
+    step = progress.steps(_("converting Python files"))
     with progress:
         step(0, total)
         for done, item in enumerate(it, 1):

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..analysis.sourcefiles import display, regular_file_error, without_skipped
+from ..i18n import _
 from ..kb import KB, load_kb
 from ..progress import Progress
 from .ckpt_io import ckpt_size, read_ckpt, save_with_mindspore, write_ckpt
@@ -577,13 +578,13 @@ def convert_checkpoint(
     kb = kb or load_kb()
     progress = progress or Progress()
     check_output_path(src, out, force=True)  # the CLI checks the rest, with the user's --force
-    with progress.phase("reading the checkpoint"):
+    with progress.phase(_("reading the checkpoint")):
         state, info = read_state_dict(src, key)
     shapes = {k: v.shape for k, v in state.items()}
     report = None
     tied = tied_groups(state)
     if isinstance(net, str):
-        with progress.phase("building the MindSpore network"):
+        with progress.phase(_("building the MindSpore network")):
             net = load_net(net)
     if net is not None:
         plan, dropped, report = match_to_shapes(shapes, net_param_shapes(net), kb, layer_types, tied)
@@ -612,7 +613,7 @@ def convert_checkpoint(
     result.written, result.params = True, len(plan)
     result.forced = force
     if net is not None and verify:
-        with progress.phase("loading the file back into the network"):
+        with progress.phase(_("loading the file back into the network")):
             result.verified, result.not_loaded = _load_back(net, out, report)
     return result
 
@@ -620,12 +621,12 @@ def convert_checkpoint(
 def _counted(items: Iterator[tuple], plan: list[Assignment], state: Mapping[str, TensorRef], progress: Progress):
     """``items`` as they are written, with the tensors and bytes done told to ``progress``."""
     total = sum(state[a.torch_key].nbytes for a in plan)
-    phase, done = f"writing {len(plan)} tensors", 0
-    progress.update_bytes(phase, 0, total, f"0/{len(plan)} tensors")
+    phase, done = _("writing {n} tensors").format(n=len(plan)), 0
+    progress.update_bytes(phase, 0, total, _("{done}/{n} tensors").format(done=0, n=len(plan)))
     for i, (a, item) in enumerate(zip(plan, items), 1):
         yield item  # the writer asks for the next one once this one is written
         done += state[a.torch_key].nbytes
-        progress.update_bytes(phase, done, total, f"{i}/{len(plan)} tensors")
+        progress.update_bytes(phase, done, total, _("{done}/{n} tensors").format(done=i, n=len(plan)))
     progress.finish(phase)
 
 
