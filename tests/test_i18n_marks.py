@@ -7,6 +7,7 @@ en each is exactly the English it always was."""
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -192,3 +193,72 @@ def test_r20_training_loop_reasons_in_chinese_and_english(convert_in, english):
     assert convert_in("zh", zh.code).code == zh.code
     en = convert_in("en", source)
     assert any(english in m for m in _marks(en.code)) and not _has_chinese(en.code)
+
+
+# ---- KB argument-rule notes ------------------------------------------------------------------------
+
+PRIORITY = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "torch_api_priority.tsv"
+
+
+@pytest.mark.skipif(not PRIORITY.exists(), reason="the shared priority list is not here")
+def test_the_argument_rule_notes_of_the_150_most_used_entries_have_a_chinese_note():
+    from torch2ms.kb import load_kb
+
+    kb = load_kb()
+    seen: dict[str, object] = {}
+    for line in PRIORITY.read_text(encoding="utf-8").splitlines()[1:]:
+        entry = kb.get(line.split("\t")[0])
+        if entry is not None:
+            seen.setdefault(entry.torch, entry)
+        if len(seen) == 150:
+            break
+    missing = [
+        f"{e.torch}:{name}"
+        for e in seen.values()
+        for name, rule in e.args.items()  # type: ignore[attr-defined]
+        if rule.note and not _has_chinese(e.arg_notes_zh.get(name, ""))  # type: ignore[attr-defined]
+    ]
+    assert missing == []
+
+
+def test_an_argument_note_for_a_rule_that_does_not_exist_is_refused(tmp_path):
+    from torch2ms.kb import KBError, load_kb
+    from torch2ms.kb.__init__ import DATA_DIR
+
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "a.toml").write_text((DATA_DIR / "nn_layers.toml").read_text(encoding="utf-8"), encoding="utf-8")
+    (data / "zh.toml").write_text('[arg_note_zh]\n"torch.nn.Conv2d:no_such_arg" = "没有这个参数"\n', encoding="utf-8")
+    with pytest.raises(KBError, match="no_such_arg"):
+        load_kb(data)
+
+
+def test_lookup_argument_rule_notes_in_chinese_and_english(convert_in):
+    from torch2ms.kb import load_kb
+    from torch2ms.kb.lookup import argument_differences
+
+    entry = load_kb().get("torch.nn.LayerNorm")
+    convert_in("zh", "")  # speak Chinese
+    zh = argument_differences(entry)
+    assert "bias：不支持的取值：False。LayerNorm(bias=False)：MindSpore 总有 beta；把它冻结在全 0。" in zh, zh
+    convert_in("en", "")
+    assert (
+        "bias: not supported for False. LayerNorm(bias=False): MindSpore always has beta; freeze it at zeros."
+        in argument_differences(entry)
+    )
+
+
+def test_r20_argument_rule_note_in_the_not_converted_mark(convert_in):
+    source = "import torch\n\ng = torch.Generator()\nx = torch.randn(3, generator=g)\n"
+    zh = convert_in("zh", source)
+    line = (
+        "# torch2ms: 未转换 —— torch.randn：generator= 在 MindSpore CPU 上没有对应写法："
+        "用 mindspore.set_seed 设定种子，或传 seed=。"
+    )
+    assert line in zh.code, zh.code
+    assert convert_in("zh", zh.code).code == zh.code
+    en = convert_in("en", source).code
+    assert (
+        "# torch2ms: not converted — torch.randn: generator= has no MindSpore CPU form: seed with "
+        "mindspore.set_seed or pass seed=." in en
+    )
