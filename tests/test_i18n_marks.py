@@ -262,3 +262,37 @@ def test_r20_argument_rule_note_in_the_not_converted_mark(convert_in):
         "# torch2ms: not converted — torch.randn: generator= has no MindSpore CPU form: seed with "
         "mindspore.set_seed or pass seed=." in en
     )
+
+
+TRAIN_LOOP = """import torch
+import torch.nn as nn
+
+model = nn.Linear(4, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for x, y in [(torch.randn(3, 4), torch.randn(3, 2))]:
+    opt.zero_grad()
+    loss = ((model(x) - y) ** 2).mean()
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_generated_training_step_docstrings_and_comment_in_the_language_of_the_run(convert_in):
+    zh = convert_in("zh", TRAIN_LOOP).code
+    assert '    """torch 训练循环的前向计算与 loss（由 value_and_grad 对它求导）。"""' in zh
+    assert '    """把 torch 循环中的前向、loss.backward() 和 opt.step() 合成一个 Cell。"""' in zh
+    assert "    # 在 PyNative 模式下每一步也编译成一张图（调试时设 MS_JIT=0 可逐算子运行）。" in zh
+    assert convert_in("zh", zh).code == zh
+    en = convert_in("en", TRAIN_LOOP).code
+    assert '    """Forward pass and loss of the torch training loop (value_and_grad differentiates it)."""' in en
+    assert '    """Forward, loss.backward() and opt.step() of the torch loop as one Cell."""' in en
+    assert "    # One compiled graph per step in PyNative too (MS_JIT=0 runs it op by op for debugging)." in en
+    assert not _has_chinese(en)
+    compile(zh, "converted.py", "exec")  # the Chinese docstrings keep it valid Python
+
+
+def test_skeleton_docstring_in_the_language_of_the_run(convert_in):
+    zh = convert_in("zh", SOURCE).code
+    assert '        """由模型的输入计算 loss 的前向过程（请在这里编写）。"""' in zh, zh
+    en = convert_in("en", SOURCE).code
+    assert '        """The forward pass that computes the loss from the model\'s inputs (write it here)."""' in en
