@@ -296,3 +296,27 @@ def test_skeleton_docstring_in_the_language_of_the_run(convert_in):
     assert '        """由模型的输入计算 loss 的前向过程（请在这里编写）。"""' in zh, zh
     en = convert_in("en", SOURCE).code
     assert '        """The forward pass that computes the loss from the model\'s inputs (write it here)."""' in en
+
+
+DATASET = """import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Pairs(Dataset):
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        return torch.ones(2) * i, i
+
+
+loader = DataLoader(Pairs(), batch_size=2)
+"""
+
+
+def test_generated_dataset_index_comment_in_the_language_of_the_run(convert_in):
+    zh = convert_in("zh", DATASET).code
+    assert "i = int(i)  # GeneratorDataset 传入的索引是 numpy.int64" in zh, zh
+    assert convert_in("zh", zh).code == zh
+    en = convert_in("en", DATASET).code
+    assert "i = int(i)  # GeneratorDataset passes numpy.int64 indices" in en
