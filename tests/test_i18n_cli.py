@@ -135,3 +135,23 @@ def test_progress_labels_in_chinese_and_english(speak, tmp_path):
         shown[lang] = ANSI.sub("", screen.getvalue())
     assert "转换 Python 文件" in shown["zh"] and "converting Python files" not in shown["zh"]
     assert "converting Python files" in shown["en"]
+
+
+def test_import_probe_and_weights_refusals_in_chinese_and_english(speak, tmp_path):
+    from torch2ms.import_probe import code_run_at_import
+    from torch2ms.weights.convert import WeightsError, check_output_path
+
+    script = tmp_path / "train.py"
+    script.write_text("import os\n\nfor epoch in range(3):\n    print(epoch)\n", encoding="utf-8")
+    speak("zh")
+    assert code_run_at_import(script) == "train.py: 第 3 行的一个循环"
+    speak("en")
+    assert code_run_at_import(script) == "train.py: a loop on line 3"
+    ckpt = tmp_path / "w.pth"
+    ckpt.write_bytes(b"x")
+    speak("zh")
+    with pytest.raises(WeightsError, match="就是输入的检查点；请换一个 -o"):
+        check_output_path(str(ckpt), str(ckpt))
+    speak("en")
+    with pytest.raises(WeightsError, match="is the input checkpoint; choose another -o"):
+        check_output_path(str(ckpt), str(ckpt))
