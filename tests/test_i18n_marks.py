@@ -320,3 +320,58 @@ def test_generated_dataset_index_comment_in_the_language_of_the_run(convert_in):
     assert convert_in("zh", zh).code == zh
     en = convert_in("en", DATASET).code
     assert "i = int(i)  # GeneratorDataset passes numpy.int64 indices" in en
+
+
+def _summary_lines() -> dict[str, str]:
+    from torch2ms.kb.transforms import HANDLERS, TRANSFORMS
+
+    out = {}
+    for registry in (TRANSFORMS.load_all(), HANDLERS.load_all()):
+        for name in registry:
+            doc = (registry[name].__doc__ or "").strip().splitlines()
+            if doc:
+                out[doc[0].replace("``", "")] = name
+    return out
+
+
+def test_listed_summaries_are_docstring_first_lines_of_transforms_or_handlers():
+    from torch2ms.kb.summaries import SUMMARIES
+
+    lines = _summary_lines()
+    assert [s for s in SUMMARIES if s not in lines] == []
+
+
+@pytest.mark.skipif(not PRIORITY.exists(), reason="the shared priority list is not here")
+def test_summaries_shown_for_the_150_most_used_entries_are_listed():
+    from torch2ms.kb import load_kb
+    from torch2ms.kb.summaries import SUMMARIES
+    from torch2ms.kb.transforms import HANDLERS, TRANSFORMS
+
+    kb = load_kb()
+    seen: dict[str, object] = {}
+    for line in PRIORITY.read_text(encoding="utf-8").splitlines()[1:]:
+        entry = kb.get(line.split("\t")[0])
+        if entry is not None:
+            seen.setdefault(entry.torch, entry)
+        if len(seen) == 150:
+            break
+    names = {r.transform for e in seen.values() for r in e.args.values() if r.transform and not r.unsupported}  # type: ignore[attr-defined]
+    names |= {e.template[1:] for e in seen.values() if e.template.startswith("@")}  # type: ignore[attr-defined]
+    shown = {
+        line for line, name in _summary_lines().items() if name in names and (name in TRANSFORMS or name in HANDLERS)
+    }
+    assert sorted(shown - set(SUMMARIES)) == []
+
+
+def test_lookup_transform_summary_in_chinese_and_english(convert_in):
+    from torch2ms.kb import load_kb
+    from torch2ms.kb.lookup import argument_differences
+
+    entry = load_kb().get("torch.nn.LayerNorm")
+    convert_in("zh", "")
+    assert any("LayerNorm 的 normalized_shape → tuple" in line for line in argument_differences(entry))
+    convert_in("en", "")
+    assert any(
+        "LayerNorm normalized_shape → a tuple; only the last dim normalises with MindSpore's default axes." in line
+        for line in argument_differences(entry)
+    )

@@ -23,7 +23,7 @@ class LookupResult:
 
 def _doc_line(fn) -> str:
     doc = (fn.__doc__ or "").strip().splitlines()
-    return doc[0].replace("``", "") if doc else ""
+    return _(doc[0].replace("``", "")) if doc else ""  # in Chinese where kb/summaries.py lists it
 
 
 def argument_differences(entry: Entry) -> list[str]:
