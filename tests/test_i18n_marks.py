@@ -375,3 +375,28 @@ def test_lookup_transform_summary_in_chinese_and_english(convert_in):
         "LayerNorm normalized_shape → a tuple; only the last dim normalises with MindSpore's default axes." in line
         for line in argument_differences(entry)
     )
+
+
+def test_convert_report_names_the_training_loop_construct_in_the_language_of_the_run(convert_in, tmp_path):
+    from torch2ms.convert import convert_tree
+
+    src = tmp_path / "proj"
+    src.mkdir()
+    (src / "train.py").write_text(SOURCE, encoding="utf-8")
+    for lang, api, reason in (
+        (
+            "zh",
+            "`训练循环` | 未转换 | loss 不是由该代码块中的模型计算出来的",
+            "；已生成可运行的骨架：请编写 forward_fn |",
+        ),
+        (
+            "en",
+            "`training loop` | not-converted | loss is not computed by a model",
+            "; runnable skeleton: write forward_fn |",
+        ),
+    ):
+        convert_in(lang, "")
+        convert_tree(str(src), str(tmp_path / f"out_{lang}"), jobs=1)
+        report = (tmp_path / f"out_{lang}" / "torch2ms-report.md").read_text(encoding="utf-8")
+        row = next(line for line in report.splitlines() if api in line)
+        assert row.endswith(reason), row

@@ -482,7 +482,8 @@ def to_markdown(report: ConvertReport, fh: IO[str] | None = None) -> str:
             for ch in f.changes:
                 if ch["action"] != "converted":
                     action = _(_ACTION_WORDS.get(ch["action"], ch["action"]))
-                    fh.write(header + f"| {f.path}:{ch['line']} | `{ch['api']}` | {action} | {ch['note']} |\n")
+                    api = _(ch["api"])  # a torch name stays as is; a construct ("training loop") is translated
+                    fh.write(header + f"| {f.path}:{ch['line']} | `{api}` | {action} | {ch['note']} |\n")
                     header = ""
     _markdown_lists(report, fh)
     return ""

@@ -72,7 +72,7 @@ def skeleton(
         new[0] = new[0].with_changes(leading_lines=[*stmt.leading_lines, *new[0].leading_lines])
         replace[id(stmt)] = new
         state.record(
-            "training loop",
+            N_("training loop"),  # a construct, not a torch name: the report shows it translated
             "not-converted",
             _("{reason}; runnable skeleton: write forward_fn").format(reason=reason),
             line,
