@@ -298,9 +298,11 @@ def _add_convert(sub: argparse._SubParsersAction) -> None:
         "--runtime",
         choices=("vendor", "package"),
         default="vendor",
-        help="vendor (default): the torch2ms.runtime helpers the converted code uses are written into the output "
-        "as torch2ms_runtime/ and imported from there, so the project runs with MindSpore alone; package: the "
-        "converted code imports torch2ms.runtime (torch2ms must be installed where it runs)",
+        help=_(
+            "vendor (default): the torch2ms.runtime helpers the converted code uses are written into the output "
+            "as torch2ms_runtime/ and imported from there, so the project runs with MindSpore alone; package: the "
+            "converted code imports torch2ms.runtime (torch2ms must be installed where it runs)"
+        ),
     )
     cv.set_defaults(func=cmd_convert)
 

@@ -226,19 +226,19 @@ def export_mindir(
     shapes, dts, out = _checked_arguments(input_shapes, dtypes, output)
     ms.set_context(mode=ms.PYNATIVE_MODE)
     ms.set_seed(seed)
-    with progress.phase("building the network and loading the checkpoint"):
+    with progress.phase(_("building the network and loading the checkpoint")):
         net, n_params, unused = load_net_with_checkpoint(net_spec, ckpt)
     net.set_train(False)
     tensors = [ms.Tensor(a) for a in _inputs(shapes, dts, seed)]
-    with progress.phase("running the network once"):
+    with progress.phase(_("running the network once")):
         expected = _run_once(net, tensors, shapes, dts)
-    with progress.phase("mindspore.export (GRAPH_MODE compile)"):
+    with progress.phase(_("mindspore.export (GRAPH_MODE compile)")):
         _export_file(net, tensors, out)
     result = ExportResult(
         str(out), out.stat().st_size, shapes, dts, n_params, [tuple(e.shape) for e in expected], unused_ckpt_keys=unused
     )
     if verify:
-        with progress.phase("loading the MindIR back and running it"):
+        with progress.phase(_("loading the MindIR back and running it")):
             _verify(result, tensors, expected, atol, rtol)
     return result
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from .i18n import _
 from .import_probe import import_hang_reason, located, package_root
 
 _MODULE_SPEC = re.compile(r"^([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*):(.+)$", re.S)
@@ -60,15 +61,23 @@ def parse_spec(text: str) -> Spec:
     elif match := _MODULE_SPEC.match(text):
         module, target = match.group(1), match.group(2)
     else:
-        raise SpecError(f"{text!r}: expected PATH_OR_MODULE:FACTORY, e.g. {EXAMPLE}")
+        raise SpecError(
+            _("{text!r}: expected PATH_OR_MODULE:FACTORY, e.g. {EXAMPLE}").format(text=text, EXAMPLE=EXAMPLE)
+        )
     target = target.strip()
     if not target:
-        raise SpecError(f"{text!r}: nothing after the colon; name the factory, e.g. {EXAMPLE}")
+        raise SpecError(
+            _("{text!r}: nothing after the colon; name the factory, e.g. {EXAMPLE}").format(text=text, EXAMPLE=EXAMPLE)
+        )
     if not _DOTTED_NAME.match(target):
         try:
             compile(target, "<spec>", "eval")
         except SyntaxError as exc:
-            raise SpecError(f"{text!r}: {target!r} is neither a name nor a Python expression ({exc.msg})") from None
+            raise SpecError(
+                _("{text!r}: {target!r} is neither a name nor a Python expression ({msg})").format(
+                    text=text, target=target, msg=exc.msg
+                )
+            ) from None
     return Spec(text, module, target)
 
 
@@ -102,7 +111,7 @@ def _exec_file(path: Path, tag: str) -> ModuleType:
     name = f"_t2m_{tag}_{path.stem}"
     module_spec = importlib.util.spec_from_file_location(name, path)
     if module_spec is None or module_spec.loader is None:
-        raise SpecError(f"{path}: cannot be loaded as a Python module")
+        raise SpecError(_("{path}: cannot be loaded as a Python module").format(path=path))
     module = importlib.util.module_from_spec(module_spec)
     sys.modules[name] = module
     try:
@@ -118,7 +127,7 @@ def import_module(spec: Spec, tag: str = "side", import_timeout: float | None = 
     path = Path(spec.module)
     if spec.is_path:
         if not path.is_file():
-            raise SpecError(f"{spec.module}: no such file (in {spec.text!r})")
+            raise SpecError(_("{module}: no such file (in {text!r})").format(module=spec.module, text=spec.text))
         path = path.resolve()
     hang = import_hang_reason(spec.module, path if spec.is_path else None, import_timeout)
     if hang:
@@ -129,19 +138,29 @@ def import_module(spec: Spec, tag: str = "side", import_timeout: float | None = 
         raise
     except SyntaxError as exc:
         where = f"{exc.filename}:{exc.lineno}" if exc.filename else spec.module
-        raise SpecError(f"{where}: syntax error ({exc.msg}); fix the file and run again") from None
+        raise SpecError(
+            _("{where}: syntax error ({msg}); fix the file and run again").format(where=where, msg=exc.msg)
+        ) from None
     except ImportError as exc:
         raise SpecError(
-            f"{located(exc, spec.module)}: importing {spec.module} failed: {exc}; install the missing "
-            "package in this environment, or run this side in another one (--torch-python)"
+            _(
+                "{where}: importing {module} failed: {exc}; install the missing package in this "
+                "environment, or run this side in another one (--torch-python)"
+            ).format(where=located(exc, spec.module), module=spec.module, exc=exc)
         ) from None
     except SystemExit as exc:
         raise SpecError(
-            f"{located(exc, spec.module)}: importing {spec.module} called sys.exit({exc.code}): the file runs "
-            "a script when imported; put that code under `if __name__ == '__main__':`"
+            _(
+                "{where}: importing {module} called sys.exit({code}): the file runs a script when "
+                "imported; put that code under `if __name__ == '__main__':`"
+            ).format(where=located(exc, spec.module), module=spec.module, code=exc.code)
         ) from None
     except Exception as exc:  # noqa: BLE001 - the user's code failed at import: say where, no traceback
-        raise SpecError(f"{located(exc, spec.module)}: importing {spec.module} raised {_one_line(exc)}") from None
+        raise SpecError(
+            _("{where}: importing {module} raised {error}").format(
+                where=located(exc, spec.module), module=spec.module, error=_one_line(exc)
+            )
+        ) from None
 
 
 def _one_line(exc: BaseException) -> str:
@@ -153,7 +172,11 @@ def _resolve_name(module: ModuleType, spec: Spec) -> Any:
     obj: Any = module
     for part in spec.target.split("."):
         if not hasattr(obj, part):
-            raise SpecError(f"{spec.text}: {spec.module} has no attribute {spec.target!r}")
+            raise SpecError(
+                _("{text}: {module} has no attribute {target!r}").format(
+                    text=spec.text, module=spec.module, target=spec.target
+                )
+            )
         obj = getattr(obj, part)
     return obj
 
@@ -174,7 +197,7 @@ def load_factory(spec: str, tag: str = "side", need_callable: bool = True) -> Ca
     """A no-argument callable for the spec (kept for callers that build the object themselves)."""
     obj = load_object(spec, tag)
     if need_callable and not callable(obj):
-        raise SpecError(f"{spec}: {parse_spec(spec).target} is not callable")
+        raise SpecError(_("{spec}: {target} is not callable").format(spec=spec, target=parse_spec(spec).target))
     return obj
 
 
@@ -187,8 +210,10 @@ def _check_no_arguments_needed(obj: Any, spec: Spec) -> None:
         inspect.signature(obj).bind()
     except TypeError as exc:
         raise SpecError(
-            f"{spec.text}: {spec.target}() needs arguments ({exc}); write them in the spec, "
-            f"e.g. '{spec.module}:{spec.target}(...)' with the values your training script uses"
+            _(
+                "{text}: {target}() needs arguments ({exc}); write them in the spec, e.g. "
+                "'{module}:{target}(...)' with the values your training script uses"
+            ).format(text=spec.text, target=spec.target, exc=exc, module=spec.module)
         ) from None
     except ValueError:  # no signature (a builtin): just call it
         pass
@@ -204,11 +229,15 @@ def run_user_code(
     except SpecError:
         raise
     except SystemExit as exc:
-        raise SpecError(f"{located(exc, where)}: {what} called sys.exit({exc.code})") from None
+        raise SpecError(
+            _("{where}: {what} called sys.exit({code})").format(where=located(exc, where), what=what, code=exc.code)
+        ) from None
     except Exception as exc:  # the user's code failed: say where, no traceback
         if isinstance(exc, passthrough):
             raise
-        raise SpecError(f"{located(exc, where)}: {what} failed: {_one_line(exc)}") from None
+        raise SpecError(
+            _("{where}: {what} failed: {error}").format(where=located(exc, where), what=what, error=_one_line(exc))
+        ) from None
 
 
 def build(spec: str, tag: str = "side", import_timeout: float | None = None) -> Any:

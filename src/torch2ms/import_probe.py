@@ -21,6 +21,8 @@ import sysconfig
 import traceback
 from pathlib import Path
 
+from .i18n import _
+
 DEFAULT_IMPORT_TIMEOUT = 60.0
 MAX_FILES = 30  # local files followed through imports
 
@@ -62,32 +64,34 @@ def _is_main_guard(test: ast.expr) -> bool:
     return "__name__" in ast.unparse(test) and "__main__" in ast.unparse(test)
 
 
-def _work_done_by(stmt: ast.stmt) -> str | None:
-    """What a module-level statement runs at import, or None for definitions and cheap set-up."""
+def _work_done_by(stmt: ast.stmt) -> tuple[str, int] | None:
+    """What a module-level statement runs at import and on which line, or None for definitions and
+    cheap set-up."""
     if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
-        return "a loop"
+        return _("a loop"), stmt.lineno
     if isinstance(stmt, (ast.With, ast.AsyncWith)):
-        return "a with block"
+        return _("a with block"), stmt.lineno
     value = stmt.value if isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign)) else None
     if isinstance(value, ast.Call):
         callee = ast.unparse(value.func)
         pattern_hit = _WORK_CALL.search(callee) if not isinstance(stmt, ast.Expr) else not _BENIGN_CALL.search(callee)
         if pattern_hit:
-            return f"a call to {callee}()"
+            return _("a call to {callee}()").format(callee=callee), stmt.lineno
     if isinstance(stmt, ast.If) and not _is_main_guard(stmt.test):
-        return _first_work(stmt.body + stmt.orelse)
+        return _first_work_at(stmt.body + stmt.orelse)
     if isinstance(stmt, ast.Try):
         handlers = [s for h in stmt.handlers for s in h.body]
-        return _first_work(stmt.body + handlers + stmt.orelse + stmt.finalbody)
+        return _first_work_at(stmt.body + handlers + stmt.orelse + stmt.finalbody)
     return None
+
+
+def _first_work_at(body: list[ast.stmt]) -> tuple[str, int] | None:
+    return next((work for stmt in body if (work := _work_done_by(stmt))), None)
 
 
 def _first_work(body: list[ast.stmt]) -> str | None:
-    for stmt in body:
-        what = _work_done_by(stmt)
-        if what:
-            return what if " line " in what else f"{what} on line {stmt.lineno}"
-    return None
+    work = _first_work_at(body)
+    return _("{what} on line {line}").format(what=work[0], line=work[1]) if work else None
 
 
 def _local_imports(tree: ast.Module, folder: Path) -> list[Path]:
@@ -180,11 +184,11 @@ def import_hang_reason(module: str, path: Path | None, timeout: float | None) ->
     if _finishes_in_child(module, path, limit):
         _PROBED.add(key)
         return None
-    return (
-        f"{file}: importing it did not finish within {limit:g} s: it runs code at import ({work}), probably "
+    return _(
+        "{file}: importing it did not finish within {limit:g} s: it runs code at import ({work}), probably "
         "training without an `if __name__ == '__main__':` guard; put the script part under that guard or move "
         "the model into its own file (if the import is only slow, pass --import-timeout SECONDS)"
-    )
+    ).format(file=file, limit=limit, work=work)
 
 
 def located(exc: BaseException, fallback: str) -> str:

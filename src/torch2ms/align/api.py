@@ -120,7 +120,7 @@ def _final_outputs(ctx: Context, record: dict[str, Any], xs: list[np.ndarray], g
     else:
         output = {"pynative": OutputCheck(ok=False, error=record["error"] or "no output recorded")}
     if graph and not record["error"]:
-        with progress.phase("MindSpore: GRAPH_MODE compile and forward"):
+        with progress.phase(_("MindSpore: GRAPH_MODE compile and forward")):
             got, err = ms_side.plain_forward(ctx.net, xs, graph=True)
         output["graph"] = _output_check(ref, got, err)
     nonfinite_ref = any(not np.isfinite(r).all() for r in ref if r.dtype.kind == "f")
@@ -136,10 +136,12 @@ def _weight_problems(wrep: dict[str, Any]) -> list[str]:
 
 def _torch_side(torch_spec: str, opts: CompareOptions, given: dict[str, np.ndarray], progress: Progress):
     req = _request(torch_spec, opts)
-    with progress.phase("torch side: import, build and record the model"):
+    with progress.phase(_("torch side: import, build and record the model")):
         tmeta, tarr = run_torch(req, given, opts.torch_python, progress.update)
     if tmeta["forward"]["error"]:
-        raise CompareUsageError(f"the torch model fails on this input: {tmeta['forward']['error']}")
+        raise CompareUsageError(
+            _("the torch model fails on this input: {error}").format(error=tmeta["forward"]["error"])
+        )
     return tmeta, tarr
 
 
@@ -225,10 +227,10 @@ def compare_models(
         tmeta, tarr = _torch_side(torch_spec, opts, given, progress)
     timings |= {f"torch_{k}": v for k, v in tmeta["timings"].items()}
     xs = numbered({k[len("input::") :]: v for k, v in tarr.items() if k.startswith("input::")} or given, "x")
-    with _timed(timings, "ms_build_and_load"), progress.phase("MindSpore: build the net and load torch's weights"):
+    with _timed(timings, "ms_build_and_load"), progress.phase(_("MindSpore: build the net and load torch's weights")):
         ms_parts = _ms_side(ms_spec, opts, tmeta, tarr)
     wrep = ms_parts[3]
-    with _timed(timings, "ms_forward_and_replay"), progress.phase("MindSpore: hooked forward, replay and metrics"):
+    with _timed(timings, "ms_forward_and_replay"), progress.phase(_("MindSpore: hooked forward, replay and metrics")):
         ctx, analysis, record = _forward_analysis(_base_context(tmeta, tarr, ms_parts, opts.replay_all), xs)
     timings["ms_forward_hooked"] = record["t_forward"]
     timings["ms_replay_and_metrics"] = timings.pop("ms_forward_and_replay") - record["t_forward"]

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..i18n import _
 from .options import LossSpec
 
 DEFAULT_INT_HIGH = 16  # integer inputs of a model without an Embedding: small indices
@@ -23,7 +24,7 @@ def draw_array(rng: np.random.Generator, shape: Sequence[int], dtype: str, int_h
         return rng.integers(0, max(int_high, 1), tuple(shape)).astype(dtype)
     if kind == "b":
         return rng.integers(0, 2, tuple(shape)).astype(bool)
-    raise ValueError(f"cannot draw {dtype} inputs")
+    raise ValueError(_("cannot draw {dtype} inputs").format(dtype=dtype))
 
 
 def draw_inputs(
@@ -39,7 +40,7 @@ def class_axis(loss: LossSpec, ndim: int) -> int:
     """The class axis of the logits cross-entropy reads: 1 (torch's convention) unless ``ce:AXIS``."""
     axis = loss.axis if loss.axis is not None else (1 if ndim >= 2 else 0)
     if not -ndim <= axis < ndim:
-        raise ValueError(f"--loss ce:{axis}: the output has {ndim} axes")
+        raise ValueError(_("--loss ce:{axis}: the output has {ndim} axes").format(axis=axis, ndim=ndim))
     return axis % ndim
 
 

@@ -9,21 +9,28 @@ from typing import Any
 
 import numpy as np
 
+from ..i18n import _
 from .options import CompareUsageError
 
 
 def _read_npz(path: Path) -> dict[str, np.ndarray]:
     if not path.is_file():
-        raise CompareUsageError(f"--inputs {path}: no such file")
+        raise CompareUsageError(_("--inputs {path}: no such file").format(path=path))
     try:
         with np.load(path, allow_pickle=False) as archive:
             if not hasattr(archive, "files"):
-                raise CompareUsageError(f"--inputs {path}: a single array; save with np.savez(path, x=...)")
+                raise CompareUsageError(
+                    _("--inputs {path}: a single array; save with np.savez(path, x=...)").format(path=path)
+                )
             return {k: archive[k] for k in archive.files}
     except CompareUsageError:
         raise
     except Exception as exc:  # noqa: BLE001 - any unreadable file is the same usage error
-        raise CompareUsageError(f"--inputs {path}: not a readable .npz ({type(exc).__name__}: {exc})") from None
+        raise CompareUsageError(
+            _("--inputs {path}: not a readable .npz ({type}: {exc})").format(
+                path=path, type=type(exc).__name__, exc=exc
+            )
+        ) from None
 
 
 def _renamed(data: Mapping[str, np.ndarray], single: str, prefix: str) -> dict[str, np.ndarray]:
@@ -39,7 +46,7 @@ def given_inputs(inputs: str | Path | Mapping[str, Any]) -> dict[str, np.ndarray
     data = dict(inputs) if isinstance(inputs, Mapping) else _read_npz(Path(inputs))
     out = _renamed(data, "x", "x")
     if not out:
-        raise CompareUsageError("inputs: expected an array named 'x' (or x0, x1, ... for several inputs)")
+        raise CompareUsageError(_("inputs: expected an array named 'x' (or x0, x1, ... for several inputs)"))
     out |= _renamed(data, "train_x", "train_x")
     if "train_y" in data:
         out["train_y"] = np.asarray(data["train_y"])
@@ -52,10 +59,18 @@ def check_training_batches(inputs: Mapping[str, np.ndarray], steps: int, loss_ki
     if not train_x and "train_y" not in inputs:
         return  # seeded batches, drawn by the torch side
     if not train_x or ("train_y" not in inputs and loss_kind != "model"):
-        raise CompareUsageError("inputs: give train_x (or train_x0, ...) and train_y together, or neither")
+        raise CompareUsageError(_("inputs: give train_x (or train_x0, ...) and train_y together, or neither"))
     n_forward = len([k for k in inputs if k[0] == "x" and k[1:].isdigit()])
     if len(train_x) != n_forward:
-        raise CompareUsageError(f"inputs: {n_forward} forward input(s) but {len(train_x)} train_x array(s)")
+        raise CompareUsageError(
+            _("inputs: {n_forward} forward input(s) but {n_train_x} train_x array(s)").format(
+                n_forward=n_forward, n_train_x=len(train_x)
+            )
+        )
     short = [k for k in [*train_x, "train_y"] if k in inputs and len(inputs[k]) < steps]
     if short:
-        raise CompareUsageError(f"inputs: {', '.join(short)} hold fewer than {steps} batches (--train-steps)")
+        raise CompareUsageError(
+            _("inputs: {arrays} hold fewer than {steps} batches (--train-steps)").format(
+                arrays=", ".join(short), steps=steps
+            )
+        )

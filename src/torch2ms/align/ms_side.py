@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..factory import SpecError, build
+from ..i18n import _
 from .draw import numbered
 from .options import CompareUsageError, LossSpec
 from .outputs import flatten_tensors, select_output
@@ -36,7 +37,7 @@ def build_net(spec: str, seed: int, import_timeout: float | None = None) -> Any:
     ms.set_seed(seed)
     net = build(spec, "ms", import_timeout)
     if not isinstance(net, ms.nn.Cell):
-        raise SpecError(f"{spec}: gave a {type(net).__name__}, not a mindspore.nn.Cell")
+        raise SpecError(_("{spec}: gave a {type}, not a mindspore.nn.Cell").format(spec=spec, type=type(net).__name__))
     return net
 
 
@@ -54,7 +55,7 @@ def load_state(net: Any, converted: Mapping[str, np.ndarray]) -> dict[str, list]
     buffers = dict(net.named_buffers()) if hasattr(net, "named_buffers") else {}
     out: dict[str, list] = {"unloaded": [], "unused": [], "shape_mismatch": []}
     for key in sorted(set(converted) & set(buffers) - set(params)):
-        owner_path, _, leaf = key.rpartition(".")
+        owner_path, _dot, leaf = key.rpartition(".")
         cell_at(net, owner_path).register_buffer(leaf, ms.Tensor(np.ascontiguousarray(converted[key])))
     for name, param in params.items():
         if name not in converted:
@@ -203,7 +204,9 @@ def ms_loss(out: Any, target: Any, loss: LossSpec, output_index: int | str | Non
     pred = select_output(out, output_index, lambda t: isinstance(t, ms.Tensor))
     if loss.kind == "model":
         if pred.size != 1:
-            raise CompareUsageError(f"--loss model: the selected output has shape {list(pred.shape)}, not a scalar")
+            raise CompareUsageError(
+                _("--loss model: the selected output has shape {shape}, not a scalar").format(shape=list(pred.shape))
+            )
         return pred.reshape(())
     if loss.kind == "ce":
         axis = class_axis(loss, pred.ndim)
@@ -231,7 +234,7 @@ def _optimizer(params: list[Any], cfg: Mapping[str, Any]) -> Any:
 def _dropout_off(net: Any) -> None:
     ms = _ms()
     net.set_train(True)
-    for _, cell in net.cells_and_names():
+    for _name, cell in net.cells_and_names():
         if isinstance(cell, ms.nn.Dropout) or type(cell).__name__.startswith("Dropout"):
             cell.set_train(False)  # dropout off: the two frameworks' random masks can never agree
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..i18n import _
+
 LOSSES = ("ce", "mse", "l1", "model")
 OPTIMIZERS = ("sgd", "adam", "adamw")
 # compare keeps every layer's output of a forward: an input this big is a typo, not a test.
@@ -34,15 +36,17 @@ class LossSpec:
 
     @classmethod
     def parse(cls, text: str) -> LossSpec:
-        kind, _, axis = text.strip().lower().partition(":")
+        kind, _sep, axis = text.strip().lower().partition(":")
         if kind not in LOSSES:
-            raise CompareUsageError(f"--loss {text!r}: choose one of ce, ce:AXIS, mse, l1, model")
+            raise CompareUsageError(_("--loss {text!r}: choose one of ce, ce:AXIS, mse, l1, model").format(text=text))
         if axis and kind != "ce":
-            raise CompareUsageError(f"--loss {text!r}: only ce takes an axis (ce:AXIS)")
+            raise CompareUsageError(_("--loss {text!r}: only ce takes an axis (ce:AXIS)").format(text=text))
         try:
             return cls(kind, int(axis) if axis else None)
         except ValueError:
-            raise CompareUsageError(f"--loss {text!r}: the axis must be an integer, e.g. ce:-1") from None
+            raise CompareUsageError(
+                _("--loss {text!r}: the axis must be an integer, e.g. ce:-1").format(text=text)
+            ) from None
 
     def __str__(self) -> str:
         return f"{self.kind}:{self.axis}" if self.axis is not None else self.kind
@@ -62,12 +66,16 @@ class TrainOptions:
 
     def validate(self) -> None:
         if self.steps < 0:
-            raise CompareUsageError(f"--train-steps {self.steps}: give 0 (no training) or a positive number")
+            raise CompareUsageError(
+                _("--train-steps {steps}: give 0 (no training) or a positive number").format(steps=self.steps)
+            )
         if self.optimizer.lower() not in OPTIMIZERS:
-            raise CompareUsageError(f"--optimizer {self.optimizer!r}: choose sgd, adam or adamw")
+            raise CompareUsageError(
+                _("--optimizer {optimizer!r}: choose sgd, adam or adamw").format(optimizer=self.optimizer)
+            )
         for name, value in (("--lr", self.lr), ("--momentum", self.momentum), ("--weight-decay", self.weight_decay)):
             if not math.isfinite(value) or value < 0:
-                raise CompareUsageError(f"{name} {value}: must be a finite number ≥ 0")
+                raise CompareUsageError(_("{name} {value}: must be a finite number ≥ 0").format(name=name, value=value))
         LossSpec.parse(self.loss)
 
     def request(self) -> dict[str, Any]:
@@ -105,44 +113,60 @@ class CompareOptions:
         """Raise CompareUsageError for anything wrong that can be seen without running a model."""
         self.train.validate()
         if self.weights is not None and not Path(self.weights).is_file():
-            raise CompareUsageError(f"--weights {self.weights}: no such file")
+            raise CompareUsageError(_("--weights {weights}: no such file").format(weights=self.weights))
         if self.inputs is None and not self.input_shapes:
-            raise CompareUsageError("give --inputs X.npz or --input-shape (e.g. 2,3,32,32)")
+            raise CompareUsageError(_("give --inputs X.npz or --input-shape (e.g. 2,3,32,32)"))
         if self.inputs is None:
             check_input_shapes(self.input_shapes, self.input_dtypes)
         if self.out_dir is not None:
             check_out_dir(Path(self.out_dir))
         if self.torch_python is not None and not Path(self.torch_python).is_file():
-            raise CompareUsageError(f"--torch-python {self.torch_python}: no such interpreter")
+            raise CompareUsageError(
+                _("--torch-python {torch_python}: no such interpreter").format(torch_python=self.torch_python)
+            )
 
 
 def check_input_shapes(shapes: Sequence[Sequence[int]], dtypes: Sequence[str]) -> None:
     if len(dtypes) not in (1, len(shapes)):
         raise CompareUsageError(
-            f"{len(dtypes)} --input-dtype values for {len(shapes)} --input-shape values: give one, or one per input"
+            _("{n_dtypes} --input-dtype values for {n_shapes} --input-shape values: give one, or one per input").format(
+                n_dtypes=len(dtypes), n_shapes=len(shapes)
+            )
         )
     for dtype in dtypes:
         if dtype not in INPUT_DTYPES:
-            raise CompareUsageError(f"--input-dtype {dtype!r}: choose one of {', '.join(INPUT_DTYPES)}")
+            raise CompareUsageError(
+                _("--input-dtype {dtype!r}: choose one of {choices}").format(
+                    dtype=dtype, choices=", ".join(INPUT_DTYPES)
+                )
+            )
     for shape in shapes:
         text = ",".join(map(str, shape))
         if not shape or any(int(s) <= 0 for s in shape):
-            raise CompareUsageError(f"--input-shape {text}: every dimension must be a positive integer")
+            raise CompareUsageError(
+                _("--input-shape {text}: every dimension must be a positive integer").format(text=text)
+            )
         if math.prod(int(s) for s in shape) > MAX_INPUT_ELEMENTS:
             raise CompareUsageError(
-                f"--input-shape {text}: {math.prod(int(s) for s in shape):,} elements; compare keeps every "
-                f"layer's output, keep an input under {MAX_INPUT_ELEMENTS:,} elements (a batch of 1 or 2 is enough)"
+                _(
+                    "--input-shape {text}: {elements:,} elements; compare keeps every layer's output, keep an "
+                    "input under {limit:,} elements (a batch of 1 or 2 is enough)"
+                ).format(text=text, elements=math.prod(int(s) for s in shape), limit=MAX_INPUT_ELEMENTS)
             )
 
 
 def check_out_dir(out: Path) -> None:
     """--out must be a directory we can write (or create): never a file."""
     if out.exists() and not out.is_dir():
-        raise CompareUsageError(f"--out {out}: is a file; give a directory for report.json and report.html")
+        raise CompareUsageError(
+            _("--out {out}: is a file; give a directory for report.json and report.html").format(out=out)
+        )
     parent = out
     while not parent.exists():
         parent = parent.parent
     if not parent.is_dir():
-        raise CompareUsageError(f"--out {out}: {parent} is a file, so the directory cannot be created")
+        raise CompareUsageError(
+            _("--out {out}: {parent} is a file, so the directory cannot be created").format(out=out, parent=parent)
+        )
     if not os.access(parent, os.W_OK):
-        raise CompareUsageError(f"--out {out}: {parent} is not writable")
+        raise CompareUsageError(_("--out {out}: {parent} is not writable").format(out=out, parent=parent))

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..i18n import _
 from .options import CompareUsageError
 
 
@@ -43,20 +44,34 @@ def select_output(out: Any, index: int | str | None, is_tensor: Callable[[Any], 
             if len(tensors) == 1:
                 return out[tensors[0]]
             raise CompareUsageError(
-                f"the model returns a dict with keys {keys}: name the tensor the loss reads with --output-index KEY"
+                _(
+                    "the model returns a dict with keys {keys}: name the tensor the loss reads with --output-index KEY"
+                ).format(keys=keys)
             )
         if index not in out:
-            raise CompareUsageError(f"--output-index {index!r}: the model's output dict has keys {keys}")
+            raise CompareUsageError(
+                _("--output-index {index!r}: the model's output dict has keys {keys}").format(index=index, keys=keys)
+            )
         chosen = out[index]
     elif isinstance(out, (tuple, list)):
         position = 0 if index is None else index
         if not isinstance(position, int) or not -len(out) <= position < len(out):
             raise CompareUsageError(
-                f"--output-index {index!r}: the model returns a {type(out).__name__} of {len(out)} elements"
+                _("--output-index {index!r}: the model returns a {type} of {n_out} elements").format(
+                    index=index, type=type(out).__name__, n_out=len(out)
+                )
             )
         chosen = out[position]
     else:
-        raise CompareUsageError(f"--output-index {index!r}: the model returns a single {type(out).__name__}")
+        raise CompareUsageError(
+            _("--output-index {index!r}: the model returns a single {type}").format(
+                index=index, type=type(out).__name__
+            )
+        )
     if not is_tensor(chosen):
-        raise CompareUsageError(f"--output-index {index!r}: that element is a {type(chosen).__name__}, not a tensor")
+        raise CompareUsageError(
+            _("--output-index {index!r}: that element is a {type}, not a tensor").format(
+                index=index, type=type(chosen).__name__
+            )
+        )
     return chosen

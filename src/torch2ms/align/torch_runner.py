@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..factory import SpecError
+from ..i18n import _
 from .options import CompareUsageError
 from .torch_worker import PROGRESS_PREFIX, OnProgress
 
@@ -27,8 +28,10 @@ def run_here(
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     if importlib.util.find_spec("torch") is None:
         raise CompareUsageError(
-            "torch is not importable here: pass --torch-python PATH/TO/python of an environment that has "
-            "torch (the two sides then exchange .npz files)"
+            _(
+                "torch is not importable here: pass --torch-python PATH/TO/python of an environment that "
+                "has torch (the two sides then exchange .npz files)"
+            )
         )
     from .torch_worker import run_torch_side
 
@@ -73,21 +76,25 @@ def run_in(
             try:
                 proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err, text=True, env=_child_env())
             except OSError as exc:
-                raise CompareUsageError(f"--torch-python {torch_python}: cannot run it ({exc})") from None
+                raise CompareUsageError(
+                    _("--torch-python {torch_python}: cannot run it ({exc})").format(torch_python=torch_python, exc=exc)
+                ) from None
             _follow(proc, on_progress, time.monotonic() + TORCH_SIDE_TIMEOUT)
             code = proc.wait()
             err.seek(0)
             stderr = err.read()
         if code != 0 or not output.exists():
             last = stderr.strip().splitlines()[-1] if stderr.strip() else f"exit code {code}"
-            raise CompareUsageError(f"the torch side ({torch_python}) failed: {last}")
+            raise CompareUsageError(
+                _("the torch side ({torch_python}) failed: {last}").format(torch_python=torch_python, last=last)
+            )
         with np.load(output, allow_pickle=False) as archive:
             arrays = {k: archive[k] for k in archive.files}
     meta = json.loads(str(arrays.pop("__meta__")))
     if "usage_error" in meta:
         raise CompareUsageError(meta["usage_error"])
     if "fatal" in meta:
-        raise CompareUsageError(f"the torch side failed: {meta['fatal']}")
+        raise CompareUsageError(_("the torch side failed: {error}").format(error=meta["fatal"]))
     return meta, arrays
 
 

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..factory import SpecError, build, run_user_code
+from ..i18n import _
 from .draw import DEFAULT_INT_HIGH, draw_inputs, draw_targets, draw_training_inputs, numbered
 from .options import CompareUsageError, LossSpec
 from .outputs import select_output
@@ -68,20 +69,30 @@ def load_weights(model: Any, path: str) -> dict[str, list[str]]:
     except Exception as exc:  # noqa: BLE001 - any unreadable file is the same usage error
         first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
         raise SpecError(
-            f"--weights {path}: torch cannot read it as a checkpoint ({type(exc).__name__}: {first}); "
-            "give a file written by torch.save (a state dict, or a dict holding one)"
+            _(
+                "--weights {path}: torch cannot read it as a checkpoint ({type}: {first}); give a file "
+                "written by torch.save (a state dict, or a dict holding one)"
+            ).format(path=path, type=type(exc).__name__, first=first)
         ) from None
     for key in ("state_dict", "model_state_dict", "model"):
         if isinstance(obj, dict) and isinstance(obj.get(key), dict):
             obj = obj[key]
     if not isinstance(obj, dict) or not all(isinstance(v, torch.Tensor) for v in obj.values()):
-        raise SpecError(f"--weights {path}: no state dict of tensors found (got {type(obj).__name__})")
+        raise SpecError(
+            _("--weights {path}: no state dict of tensors found (got {type})").format(
+                path=path, type=type(obj).__name__
+            )
+        )
     if obj and all(k.startswith("module.") for k in obj):  # DataParallel/DDP wrapper
         obj = {k[len("module.") :]: v for k, v in obj.items()}
     try:
         result = model.load_state_dict(obj, strict=False)
     except RuntimeError as exc:  # shape mismatches
-        raise SpecError(f"--weights {path}: does not fit the model ({str(exc).strip().splitlines()[-1]})") from None
+        raise SpecError(
+            _("--weights {path}: does not fit the model ({error})").format(
+                path=path, error=str(exc).strip().splitlines()[-1]
+            )
+        ) from None
     return {"missing": list(result.missing_keys), "unexpected": list(result.unexpected_keys)}
 
 
@@ -131,8 +142,10 @@ def torch_loss(out: Any, target: Any, loss: LossSpec, output_index: int | str | 
     if loss.kind == "model":
         if pred.numel() != 1:
             raise CompareUsageError(
-                f"--loss model: the selected output has shape {list(pred.shape)}, not a scalar loss; "
-                "pick the loss with --output-index"
+                _(
+                    "--loss model: the selected output has shape {shape}, not a scalar loss; pick the loss "
+                    "with --output-index"
+                ).format(shape=list(pred.shape))
             )
         return pred.reshape(())
     if loss.kind == "ce":
@@ -161,7 +174,7 @@ def train(model: Any, cfg: dict[str, Any], batches: dict[str, np.ndarray], on_pr
     loss_spec = LossSpec.parse(cfg.get("loss", "ce"))
     xs = numbered(batches, "train_x")
     losses = []
-    on_progress("torch: training steps", 0, cfg["steps"])
+    on_progress(_("torch: training steps"), 0, cfg["steps"])
     for step in range(cfg["steps"]):
         opt.zero_grad()
         out = model(*[torch.from_numpy(np.array(x[step])) for x in xs])
@@ -170,7 +183,7 @@ def train(model: Any, cfg: dict[str, Any], batches: dict[str, np.ndarray], on_pr
         loss.backward()
         opt.step()
         losses.append(float(loss.detach()))
-        on_progress("torch: training steps", step + 1, cfg["steps"])
+        on_progress(_("torch: training steps"), step + 1, cfg["steps"])
     model.eval()
     return losses
 
@@ -190,7 +203,9 @@ def build_model(req: dict[str, Any]) -> Any:
     np.random.seed(req["seed"])
     model = build(req["torch"], "torch", req.get("import_timeout"))
     if not isinstance(model, torch.nn.Module):
-        raise SpecError(f"{req['torch']}: gave a {type(model).__name__}, not a torch.nn.Module")
+        raise SpecError(
+            _("{spec}: gave a {type}, not a torch.nn.Module").format(spec=req["torch"], type=type(model).__name__)
+        )
     return model
 
 

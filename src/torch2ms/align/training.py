@@ -35,7 +35,7 @@ def _run_ms_training(net: Any, cfg: dict[str, Any], batches: dict[str, np.ndarra
     from . import ms_side
 
     try:
-        return ms_side.train(net, cfg, batches, progress.steps("MindSpore: training steps")), None
+        return ms_side.train(net, cfg, batches, progress.steps(_("MindSpore: training steps"))), None
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - a port that cannot train is a finding, not a crash
         why = f"{type(exc).__name__}: {str(exc).strip()[:300]}"
         return [], _("MindSpore training failed: {error}").format(error=why)
@@ -104,7 +104,7 @@ def compare_training(
     )
     post = None
     if not tmeta["post_train"]["error"] and ms_losses:
-        with progress.phase("MindSpore: eval forward after training"):
+        with progress.phase(_("MindSpore: eval forward after training")):
             post = _post_training_analysis(base, tmeta, xs, trained)
         result.post_checked = True
         if post.first is not None:

@@ -285,10 +285,20 @@ def layer_parameter(ctx: RewriteContext, original: cst.Attribute, updated: cst.A
         picked = _by_layer_class(ctx, by_class, attr, original, updated)
         if picked is not None:
             ctx.record(
-                api, "converted", f"'{attr}' is named by the layer's class in MindSpore: {sorted(map(str, renames))}"
+                api,
+                "converted",
+                _("'{attr}' is named by the layer's class in MindSpore: {names}").format(
+                    attr=attr, names=sorted(map(str, renames))
+                ),
             )
             return picked
-        ctx.record(api, "review", f"'{attr}' is named {sorted(map(str, renames))} in MindSpore depending on the layer")
+        ctx.record(
+            api,
+            "review",
+            _("'{attr}' is named {names} in MindSpore depending on the layer").format(
+                attr=attr, names=sorted(map(str, renames))
+            ),
+        )
         return updated
     new = renames.pop()
     if new is None:
@@ -368,12 +378,12 @@ def reference(
         if special is not None:
             return special
     if ctx.in_bases and entry.ms_base:
-        ctx.record(entry.torch, "converted", f"subclassed: base is {entry.ms_base}")
+        ctx.record(entry.torch, "converted", _("subclassed: base is {base}").format(base=entry.ms_base))
         return ctx.parse_ms(entry.ms_base)
     if ctx.in_bases and _translated_base(entry):
         # class Linear(nn.Linear) is built with torch's arguments (Linear(i, o, bias), Conv1d(..., padding=1)):
         # its base translates them by the entry's rules, as a written-out call would be.
-        ctx.record(entry.torch, "converted", "subclassed: torch2ms.runtime.compat_base translates torch's arguments")
+        ctx.record(entry.torch, "converted", _("subclassed: torch2ms.runtime.compat_base translates torch's arguments"))
         return ctx.parse_ms(f'torch2ms.runtime.compat_base("{entry.torch}")')
     if (
         not in_type_position
@@ -385,7 +395,7 @@ def reference(
         ctx.record(
             entry.torch,
             "review",
-            "used as a value: torch2ms.runtime.TorchCompat applies its argument rules at run time",
+            _("used as a value: torch2ms.runtime.TorchCompat applies its argument rules at run time"),
         )
         return ctx.parse_ms(f'torch2ms.runtime.TorchCompat("{entry.torch}")')
     ctx.record(entry.torch)

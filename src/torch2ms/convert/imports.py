@@ -142,7 +142,7 @@ def _torch_names_used(code: str, candidates: set[str]) -> set[str]:
     return {n.id for n in nodes(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} & present
 
 
-_NUMPY_NOTE = f"{MARK} numpy scalars defer to MindSpore tensors (np.float64 * Tensor is a Tensor), as to torch's"
+_NUMPY_NOTE = N_("numpy scalars defer to MindSpore tensors (np.float64 * Tensor is a Tensor), as to torch's")
 _NUMPY_HELPER = "numpy_defers_to_tensors"
 
 
@@ -163,7 +163,7 @@ def _numpy_interop(ctx: RewriteContext) -> list[cst.SimpleStatementLine]:
         return []  # converted before (or set by hand): once is enough
     stmt = cst.parse_statement(f"from torch2ms.runtime import {_NUMPY_HELPER}  # noqa: F401 - sets it on import\n")
     assert isinstance(stmt, cst.SimpleStatementLine)
-    return [stmt.with_changes(leading_lines=[cst.EmptyLine(comment=cst.Comment(_NUMPY_NOTE))])]
+    return [stmt.with_changes(leading_lines=[cst.EmptyLine(comment=cst.Comment(f"{MARK} " + _(_NUMPY_NOTE)))])]
 
 
 def _settle_imports(

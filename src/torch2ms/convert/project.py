@@ -451,7 +451,7 @@ def _with_progress(it, total: int, progress: bool | Progress):
         from ..progress import RichProgress
 
         progress = RichProgress(Console(stderr=True))
-    step = progress.steps("converting Python files")
+    step = progress.steps(_("converting Python files"))
     with progress:
         step(0, total)
         for done, item in enumerate(it, 1):
@@ -482,7 +482,8 @@ def to_markdown(report: ConvertReport, fh: IO[str] | None = None) -> str:
             for ch in f.changes:
                 if ch["action"] != "converted":
                     action = _(_ACTION_WORDS.get(ch["action"], ch["action"]))
-                    fh.write(header + f"| {f.path}:{ch['line']} | `{ch['api']}` | {action} | {ch['note']} |\n")
+                    api = _(ch["api"])  # a torch name stays as is; a construct ("training loop") is translated
+                    fh.write(header + f"| {f.path}:{ch['line']} | `{api}` | {action} | {ch['note']} |\n")
                     header = ""
     _markdown_lists(report, fh)
     return ""

@@ -223,9 +223,9 @@ def check_data(
     progress = progress or Progress()
     sides = []
     for name, pipeline in (("torch", torch_pipeline), ("MindSpore", ms_pipeline)):
-        with progress.phase(f"{name}: build the pipeline"):
+        with progress.phase(_("{side}: build the pipeline").format(side=name)):
             obj = load_factory(pipeline, import_timeout) if isinstance(pipeline, str) else pipeline
-        sides.append(collect(obj, name, batches, progress.steps(f"{name}: read batches")))
+        sides.append(collect(obj, name, batches, progress.steps(_("{side}: read batches").format(side=name))))
     report = compare_sides(sides[0], sides[1], atol=atol, exact=exact)
     report.settings["batches_requested"] = batches
     return report

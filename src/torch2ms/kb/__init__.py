@@ -12,7 +12,17 @@ from functools import lru_cache
 from pathlib import Path
 
 from .cache import load_entries
-from .schema import STATUSES, ArgRule, Case, Entry, KBError, entry_from_toml, name_index, with_chinese_notes
+from .schema import (
+    STATUSES,
+    ArgRule,
+    Case,
+    Entry,
+    KBError,
+    entry_from_toml,
+    name_index,
+    with_chinese_arg_notes,
+    with_chinese_notes,
+)
 
 __all__ = [
     "ArgRule",
@@ -132,28 +142,36 @@ class KB:
         return dict(sorted(out.items()))
 
 
-def _load_file(path: Path) -> tuple[list[Entry], dict[str, str]]:
-    """The entries of one file and its ``[note_zh]`` table (Chinese notes of entries of any file)."""
+def _load_file(path: Path) -> tuple[list[Entry], dict[str, dict[str, str]]]:
+    """The entries of one file and its ``[note_zh]`` / ``[arg_note_zh]`` tables (Chinese notes of entries,
+    and of argument rules, of any file)."""
     import tomllib  # only when the on-disk cache misses
 
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise KBError(f"{path.name}: not valid TOML: {exc}") from exc
-    notes = data.get("note_zh", {})
-    if not isinstance(notes, dict) or not all(isinstance(v, str) for v in notes.values()):
-        raise KBError(f"{path.name}: [note_zh] must map torch names to strings")
-    return [entry_from_toml(raw, path.name) for raw in data.get("api", [])], notes
+    tables = {}
+    for table in _ZH_TABLES:
+        notes = data.get(table, {})
+        if not isinstance(notes, dict) or not all(isinstance(v, str) for v in notes.values()):
+            raise KBError(f"{path.name}: [{table}] must map names to strings")
+        tables[table] = notes
+    return [entry_from_toml(raw, path.name) for raw in data.get("api", [])], tables
+
+
+_ZH_TABLES = ("note_zh", "arg_note_zh")  # Chinese notes of entries ("torch name") and of argument rules ("name:arg")
 
 
 def _parse_files(files: list[Path]) -> list[Entry]:
     entries: list[Entry] = []
-    notes: dict[str, tuple[str, str]] = {}
+    notes: dict[str, dict[str, tuple[str, str]]] = {table: {} for table in _ZH_TABLES}
     for path in files:
-        got, zh = _load_file(path)
+        got, tables = _load_file(path)
         entries += got
-        notes.update({name: (note, path.name) for name, note in zh.items()})
-    return with_chinese_notes(entries, notes)
+        for table, zh in tables.items():
+            notes[table].update({name: (note, path.name) for name, note in zh.items()})
+    return with_chinese_arg_notes(with_chinese_notes(entries, notes["note_zh"]), notes["arg_note_zh"])
 
 
 def load_kb(data_dir: Path | None = None) -> KB:

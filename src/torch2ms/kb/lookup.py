@@ -23,7 +23,7 @@ class LookupResult:
 
 def _doc_line(fn) -> str:
     doc = (fn.__doc__ or "").strip().splitlines()
-    return doc[0].replace("``", "") if doc else ""
+    return _(doc[0].replace("``", "")) if doc else ""  # in Chinese where kb/summaries.py lists it
 
 
 def argument_differences(entry: Entry) -> list[str]:
@@ -36,7 +36,10 @@ def argument_differences(entry: Entry) -> list[str]:
         if rule.unsupported:
             vals = _("any value but the default") if "*" in rule.unsupported else ", ".join(rule.unsupported)
             text = _("{name}: not supported for {values}.").format(name=name, values=vals)
-            lines.append(f"{text} {rule.note}".strip())
+            note = entry.arg_note(name)
+            lines.append(
+                f"{text}{'' if text.endswith('。') else ' '}{note}".strip()
+            )  # no space after a Chinese full stop
             continue
         always = f" — {differs}" if rule.always else ""
         if rule.transform:
@@ -49,7 +52,7 @@ def argument_differences(entry: Entry) -> list[str]:
         elif rule.always:
             lines.append(_("{name}{default}: {why}").format(name=name, default=default, why=differs))
         if rule.note and not rule.unsupported:
-            lines.append(f"  {rule.note}")
+            lines.append(f"  {entry.arg_note(name)}")
     if entry.template.startswith("@") and entry.template[1:] in HANDLERS:
         lines.append(_("call rewritten: {how}").format(how=_doc_line(HANDLERS[entry.template[1:]])))
     elif entry.template:

@@ -166,11 +166,12 @@ def apply_rule(
         if "*" in rule.unsupported:
             if default is None or normalise(src) != normalise(default):
                 raise Unsupported(
-                    rule.note or _("{call} has no MindSpore form").format(call=f"{entry.short}({name}={src})")
+                    entry.arg_note(name)
+                    or _("{call} has no MindSpore form").format(call=f"{entry.short}({name}={src})")
                 )
         elif normalise(src) in {normalise(u) for u in rule.unsupported}:
             raise Unsupported(
-                rule.note or _("{call} has no MindSpore form").format(call=f"{entry.short}({name}={src})")
+                entry.arg_note(name) or _("{call} has no MindSpore form").format(call=f"{entry.short}({name}={src})")
             )
     if rule.ms is None and rule.transform is None:
         return {}

@@ -79,6 +79,8 @@ class Entry:
     sig: tuple[str, ...] = ()
     ms_sig: tuple[str, ...] = ()
     args: dict[str, ArgRule] = field(default_factory=dict)
+    # Argument → its rule's note in Chinese (from the [arg_note_zh] tables: see docs/kb.md).
+    arg_notes_zh: dict[str, str] = field(default_factory=dict)
     template: str = ""
     # Instance attributes that MindSpore names differently (Linear.out_features → out_channels).
     attrs: dict[str, str | None] = field(default_factory=dict)
@@ -106,6 +108,11 @@ class Entry:
     def note_shown(self) -> str:
         """The note in the language torch2ms speaks (the English one where no Chinese one is written)."""
         return pick(self.note, self.note_zh)
+
+    def arg_note(self, name: str) -> str:
+        """The note of the rule for argument ``name`` in the language torch2ms speaks ("" without one)."""
+        rule = self.args.get(name)
+        return pick(rule.note, self.arg_notes_zh.get(name, "")) if rule is not None else ""
 
     @property
     def namespace(self) -> str:
@@ -324,3 +331,20 @@ def with_chinese_notes(entries: list[Entry], notes: dict[str, tuple[str, str]]) 
             raise KBError(f"{source}: [note_zh] translates {name!r}, whose entry has no English note")
     by_position = {index[name]: note for name, (note, _source) in notes.items()}
     return [replace(e, note_zh=by_position[i]) if i in by_position else e for i, e in enumerate(entries)]
+
+
+def with_chinese_arg_notes(entries: list[Entry], notes: dict[str, tuple[str, str]]) -> list[Entry]:
+    """Each entry with the Chinese notes of its argument rules from the ``[arg_note_zh]`` tables
+    ("torch name:argument" → note, with the file it came from). A key whose entry has no such rule,
+    or whose rule has no English note, is an error: a translation left behind."""
+    from dataclasses import replace
+
+    index = name_index(entries)
+    by_entry: dict[int, dict[str, str]] = {}
+    for key, (note, source) in notes.items():
+        name, _sep, arg = key.rpartition(":")
+        rule = entries[index[name]].args.get(arg) if name in index else None
+        if rule is None or not rule.note:
+            raise KBError(f"{source}: [arg_note_zh] names {key!r}, and no entry has that argument rule with a note")
+        by_entry.setdefault(index[name], {})[arg] = note
+    return [replace(e, arg_notes_zh=by_entry[i]) if i in by_entry else e for i, e in enumerate(entries)]

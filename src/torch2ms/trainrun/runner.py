@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..i18n import _
+
 HERE = Path(__file__).resolve().parent
 MS_LAUNCH = "import sys; sys.path.pop(0); from torch2ms.trainrun.ms_boot import main; main(sys.argv[1])"
 
@@ -38,15 +40,17 @@ def check_inputs(torch_script: str, ms_script: str, torch_python: str | None, st
     for label, path in (("--torch", torch_script), ("--ms", ms_script)):
         p = Path(path)
         if not p.is_file():
-            raise TrainUsageError(f"{label} {path}: no such file (give the training script's path)")
+            raise TrainUsageError(
+                _("{label} {path}: no such file (give the training script's path)").format(label=label, path=path)
+            )
         if p.suffix != ".py":
-            raise TrainUsageError(f"{label} {path}: not a Python script (.py)")
+            raise TrainUsageError(_("{label} {path}: not a Python script (.py)").format(label=label, path=path))
     if torch_python and not (shutil.which(torch_python) or Path(torch_python).is_file()):
-        raise TrainUsageError(f"--torch-python {torch_python}: no such interpreter")
+        raise TrainUsageError(_("--torch-python {torch_python}: no such interpreter").format(torch_python=torch_python))
     if steps < 1:
-        raise TrainUsageError(f"--steps {steps}: give at least 1 step")
+        raise TrainUsageError(_("--steps {steps}: give at least 1 step").format(steps=steps))
     if not tol > 0:
-        raise TrainUsageError(f"--tol {tol}: give a positive relative tolerance, e.g. 1e-4")
+        raise TrainUsageError(_("--tol {tol}: give a positive relative tolerance, e.g. 1e-4").format(tol=tol))
 
 
 def write_config(work: Path, **config: Any) -> Path:

@@ -26,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..i18n import _
+
 __all__ = ["MS_TYPES", "write_ckpt", "ckpt_size", "read_ckpt", "save_with_mindspore"]
 
 # numpy / torch dtype name → MindSpore tensor_type string
@@ -353,7 +355,7 @@ def _read_varint(buf: memoryview, pos: int, end: int) -> tuple[int, int]:
     shift = result = 0
     while True:
         if pos >= end or shift > 63:
-            raise CkptFormatError(f"truncated or corrupt varint at byte {pos}")
+            raise CkptFormatError(_("truncated or corrupt varint at byte {pos}").format(pos=pos))
         b = buf[pos]
         pos += 1
         result |= (b & 0x7F) << shift
@@ -365,7 +367,9 @@ def _read_varint(buf: memoryview, pos: int, end: int) -> tuple[int, int]:
 def _read_len(buf: memoryview, pos: int, end: int) -> tuple[int, int]:
     n, pos = _read_varint(buf, pos, end)
     if n > end - pos:
-        raise CkptFormatError(f"a field of {n} bytes at byte {pos} runs past its message's end ({end})")
+        raise CkptFormatError(
+            _("a field of {n} bytes at byte {pos} runs past its message's end ({end})").format(n=n, pos=pos, end=end)
+        )
     return n, pos
 
 
@@ -381,7 +385,7 @@ def _read_tensor(buf: memoryview, q: int, qend: int) -> tuple[list[int], str, me
             dims.append(d - (1 << 64) if d >= 1 << 63 else d)
             continue
         if wt2 != 2:
-            raise CkptFormatError(f"unexpected wire type {wt2} at byte {q}")
+            raise CkptFormatError(_("unexpected wire type {wt2} at byte {q}").format(wt2=wt2, q=q))
         n2, q = _read_len(buf, q, qend)
         if f2 == 1:  # packed dims
             r = q
@@ -404,7 +408,11 @@ def _read_values(buf: memoryview, path) -> dict[str, list]:
         if key >> 3 != 1 or key & 7 != 2:
             if buf[pos - 1 : pos + 6].tobytes().startswith(b"crc_num"):
                 break
-            raise CkptFormatError(f"{path}: not a MindSpore checkpoint (field {key >> 3} at byte {pos})")
+            raise CkptFormatError(
+                _("{path}: not a MindSpore checkpoint (field {field} at byte {pos})").format(
+                    path=path, field=key >> 3, pos=pos
+                )
+            )
         ln, pos = _read_len(buf, pos, end)
         vend = pos + ln
         tag, ttype, content = "", "", memoryview(b"")
@@ -414,7 +422,7 @@ def _read_values(buf: memoryview, path) -> dict[str, list]:
             k, p = _read_varint(buf, p, vend)
             f, wt = k >> 3, k & 7
             if wt != 2:
-                raise CkptFormatError(f"{path}: unexpected wire type {wt} at byte {p}")
+                raise CkptFormatError(_("{path}: unexpected wire type {wt} at byte {p}").format(path=path, wt=wt, p=p))
             n, p = _read_len(buf, p, vend)
             if f == 1:
                 tag = buf[p : p + n].tobytes().decode("utf-8", "replace")
@@ -436,20 +444,26 @@ def read_ckpt(path: str | Path) -> dict[str, tuple[np.ndarray, str]]:
     """
     with open(path, "rb") as fh:
         if os.fstat(fh.fileno()).st_size == 0:
-            raise CkptFormatError(f"{path}: empty file")
+            raise CkptFormatError(_("{path}: empty file").format(path=path))
         mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
     values = _read_values(memoryview(mm), path)
     if not values:
-        raise CkptFormatError(f"{path}: holds no parameters")
+        raise CkptFormatError(_("{path}: holds no parameters").format(path=path))
     result: dict[str, tuple[np.ndarray, str]] = {}
     for name, (dims, ttype, parts) in values.items():
         dtype = _NP_OF_MS.get(ttype)
         if dtype is None:
-            raise CkptFormatError(f"{path}: {name} has unsupported tensor type {ttype!r:.40}")
+            raise CkptFormatError(
+                _("{path}: {name} has unsupported tensor type {ttype!r:.40}").format(path=path, name=name, ttype=ttype)
+            )
         np_dtype = np.dtype(np.uint16 if dtype == "bfloat16" else dtype)
         nbytes = sum(len(p) for p in parts)
         if any(d < 0 for d in dims) or math.prod(dims) * np_dtype.itemsize != nbytes:
-            raise CkptFormatError(f"{path}: {name} declares shape {dims!r:.80} of {ttype} but holds {nbytes} bytes")
+            raise CkptFormatError(
+                _("{path}: {name} declares shape {dims!r:.80} of {ttype} but holds {nbytes} bytes").format(
+                    path=path, name=name, dims=dims, ttype=ttype, nbytes=nbytes
+                )
+            )
         if len(parts) == 1:
             arr = np.frombuffer(parts[0], dtype=np_dtype)
         else:

@@ -216,8 +216,10 @@ def cmd_weights(args: argparse.Namespace) -> int:
             kind = sniff_format(args.input) if Path(args.input).is_file() else "unknown"
             if kind != "unknown":
                 raise WeightsError(
-                    f"{args.input} holds a torch checkpoint ({kind}), not a MindSpore .ckpt: "
-                    "to convert it to MindSpore, rename it .pth"
+                    _(
+                        "{input} holds a torch checkpoint ({kind}), not a MindSpore .ckpt: to convert it to "
+                        "MindSpore, rename it .pth"
+                    ).format(input=args.input, kind=kind)
                 )
             mapping = ckpt_to_torch(args.input, args.output, layer_types=types)
             if args.json:

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..analysis.sourcefiles import display, regular_file_error, without_skipped
+from ..i18n import _
 from ..kb import KB, load_kb
 from ..progress import Progress
 from .ckpt_io import ckpt_size, read_ckpt, save_with_mindspore, write_ckpt
@@ -96,7 +97,11 @@ def _flatten(obj: Any, prefix: str, out: dict[str, TensorRef]) -> None:
         node, path, above = stack.pop()
         visited += 1
         if visited > MAX_TREE_NODES:
-            raise WeightsError(f"the checkpoint's object tree has over {MAX_TREE_NODES} entries (corrupt or hostile)")
+            raise WeightsError(
+                _("the checkpoint's object tree has over {MAX_TREE_NODES} entries (corrupt or hostile)").format(
+                    MAX_TREE_NODES=MAX_TREE_NODES
+                )
+            )
         if isinstance(node, TensorRef):
             out[path] = node
         elif isinstance(node, Mapping) and id(node) not in above:
@@ -117,12 +122,14 @@ def extract_state_dict(obj: Any, key: str | None = None, _depth: int = 0) -> tup
         for part in key.split("."):
             if not isinstance(cur, Mapping) or part not in cur:
                 have = list(cur)[:10] if isinstance(cur, Mapping) else type(cur).__name__
-                raise WeightsError(f"--key {key}: no '{part}' in the checkpoint (has {have})")
+                raise WeightsError(
+                    _("--key {key}: no '{part}' in the checkpoint (has {have})").format(key=key, part=part, have=have)
+                )
             cur = cur[part]
         found: dict[str, TensorRef] = {}
         _flatten(cur, "", found)
         if not found:
-            raise WeightsError(f"--key {key}: holds no tensors")
+            raise WeightsError(_("--key {key}: holds no tensors").format(key=key))
         return found, key
     if _is_state_dict(obj):
         return dict(obj), ""
@@ -135,7 +142,7 @@ def extract_state_dict(obj: Any, key: str | None = None, _depth: int = 0) -> tup
     found = {}
     _flatten(obj, "", found)
     if not found:
-        raise WeightsError("the checkpoint holds no tensors")
+        raise WeightsError(_("the checkpoint holds no tensors"))
     return found, ""
 
 
@@ -159,7 +166,7 @@ def read_state_dict(path: str | Path, key: str | None = None) -> tuple[dict[str,
     path = Path(path)
     why = regular_file_error(path)  # a FIFO or a device is never opened
     if why:
-        raise WeightsError(f"{display(path)}: {without_skipped(why)}")
+        raise WeightsError(_("{path}: {why}").format(path=display(path), why=without_skipped(why)))
     obj = load_any(path)
     state, where = extract_state_dict(obj, key)
     state, stripped = strip_wrapper_prefix(state)
@@ -176,13 +183,19 @@ def check_output_path(src: str | Path, out: str | Path, force: bool = False) -> 
         except OSError:
             same = False
         if same:
-            raise WeightsError(f"output {display(out_p)} is the input checkpoint; choose another -o")
+            raise WeightsError(
+                _("output {output} is the input checkpoint; choose another -o").format(output=display(out_p))
+            )
         why = regular_file_error(out_p)
         if why:
-            raise WeightsError(f"output {display(out_p)}: {without_skipped(why)}; choose another -o")
+            raise WeightsError(
+                _("output {output}: {why}; choose another -o").format(output=display(out_p), why=without_skipped(why))
+            )
         if not force and not _looks_like_checkpoint(out_p):
             raise WeightsError(
-                f"output {display(out_p)} exists and is not a checkpoint; pass --force to replace it, or choose another -o"
+                _(
+                    "output {output} exists and is not a checkpoint; pass --force to replace it, or choose another -o"
+                ).format(output=display(out_p))
             )
 
 
@@ -464,7 +477,11 @@ def _call_factory(spec: str) -> Any:
     try:
         return factory()
     except Exception as exc:
-        raise WeightsError(f"{spec}: calling the factory raised {type(exc).__name__}: {str(exc)[:200]}") from exc
+        raise WeightsError(
+            _("{spec}: calling the factory raised {type}: {error}").format(
+                spec=spec, type=type(exc).__name__, error=str(exc)[:200]
+            )
+        ) from exc
 
 
 def load_net(spec: str) -> Any:
@@ -473,7 +490,9 @@ def load_net(spec: str) -> Any:
 
     net = _call_factory(spec)
     if not isinstance(net, ms.nn.Cell):
-        raise WeightsError(f"{spec} gave a {type(net).__name__}, not a mindspore.nn.Cell")
+        raise WeightsError(
+            _("{spec} gave a {type}, not a mindspore.nn.Cell").format(spec=spec, type=type(net).__name__)
+        )
     return net
 
 
@@ -583,13 +602,13 @@ def convert_checkpoint(
     kb = kb or load_kb()
     progress = progress or Progress()
     check_output_path(src, out, force=True)  # the CLI checks the rest, with the user's --force
-    with progress.phase("reading the checkpoint"):
+    with progress.phase(_("reading the checkpoint")):
         state, info = read_state_dict(src, key)
     shapes = {k: v.shape for k, v in state.items()}
     report = None
     tied = tied_groups(state)
     if isinstance(net, str):
-        with progress.phase("building the MindSpore network"):
+        with progress.phase(_("building the MindSpore network")):
             net = load_net(net)
     if net is not None:
         plan, dropped, report = match_to_shapes(shapes, net_param_shapes(net), kb, layer_types, tied)
@@ -608,7 +627,11 @@ def convert_checkpoint(
         seen: dict[str, str] = {}
         for a in plan:
             if a.ms_name in seen:
-                raise WeightsError(f"{a.torch_key} and {seen[a.ms_name]} both map to {a.ms_name}")
+                raise WeightsError(
+                    _("{key} and {other} both map to {name}").format(
+                        key=a.torch_key, other=seen[a.ms_name], name=a.ms_name
+                    )
+                )
             seen[a.ms_name] = a.torch_key
     # MindSpore 2.10's load_checkpoint fails on the whole file ("'Complex64'") for one complex tensor;
     # such a tensor is a buffer the network computes (torch.polar), never a trained parameter.
@@ -622,7 +645,7 @@ def convert_checkpoint(
     result.written, result.params = True, len(plan)
     result.forced = force
     if net is not None and verify:
-        with progress.phase("loading the file back into the network"):
+        with progress.phase(_("loading the file back into the network")):
             result.verified, result.not_loaded = _load_back(net, out, report)
     return result
 
@@ -630,12 +653,12 @@ def convert_checkpoint(
 def _counted(items: Iterator[tuple], plan: list[Assignment], state: Mapping[str, TensorRef], progress: Progress):
     """``items`` as they are written, with the tensors and bytes done told to ``progress``."""
     total = sum(state[a.torch_key].nbytes for a in plan)
-    phase, done = f"writing {len(plan)} tensors", 0
-    progress.update_bytes(phase, 0, total, f"0/{len(plan)} tensors")
+    phase, done = _("writing {n} tensors").format(n=len(plan)), 0
+    progress.update_bytes(phase, 0, total, _("{done}/{n} tensors").format(done=0, n=len(plan)))
     for i, (a, item) in enumerate(zip(plan, items), 1):
         yield item  # the writer asks for the next one once this one is written
         done += state[a.torch_key].nbytes
-        progress.update_bytes(phase, done, total, f"{i}/{len(plan)} tensors")
+        progress.update_bytes(phase, done, total, _("{done}/{n} tensors").format(done=i, n=len(plan)))
     progress.finish(phase)
 
 
@@ -648,7 +671,7 @@ def _write(plan: list[Assignment], state: Mapping[str, TensorRef], out: str | Pa
         items = _counted(_materialize(plan, state, copy_ranges=False), plan, state, progress)
         save_with_mindspore({n: (a, d) for n, a, d, _ in items}, out)
         return Path(out).stat().st_size
-    raise WeightsError(f"unknown writer {writer!r} (stream | mindspore)")
+    raise WeightsError(_("unknown writer {writer!r} (stream | mindspore)").format(writer=writer))
 
 
 def _load_back(net: Any, out: str | Path, report: LoadReport | None) -> tuple[bool, list[str]]:

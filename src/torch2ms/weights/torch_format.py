@@ -38,6 +38,8 @@ from typing import Any
 
 import numpy as np
 
+from ..i18n import _
+
 __all__ = [
     "UnsafePickleError",
     "CheckpointFormatError",
@@ -180,7 +182,7 @@ class TensorRef:
         if self.storage.byteorder == "big":
             np_dtype = np_dtype.newbyteorder(">")
         if self.storage.buffer is None:
-            raise CheckpointFormatError(f"storage {self.storage.key} has no data in the file")
+            raise CheckpointFormatError(_("storage {key} has no data in the file").format(key=self.storage.key))
         buf = self.storage.buffer()
         item = np_dtype.itemsize
         if any(s == 0 for s in self.shape):
@@ -210,13 +212,19 @@ def check_layout(t: TensorRef) -> None:
     """Refuse a tensor whose shape, strides or offset reach outside its storage, before anything is read."""
     shape, stride = t.shape, t.stride
     if t.dtype not in _ITEMSIZE:
-        raise CheckpointFormatError(f"unsupported tensor dtype {t.dtype!r}")
+        raise CheckpointFormatError(_("unsupported tensor dtype {dtype!r}").format(dtype=t.dtype))
     if len(shape) > MAX_RANK or len(stride) != len(shape):
-        raise CheckpointFormatError(f"tensor of shape {shape!r:.80} has strides {stride!r:.80} (rank mismatch)")
+        raise CheckpointFormatError(
+            _("tensor of shape {shape!r:.80} has strides {stride!r:.80} (rank mismatch)").format(
+                shape=shape, stride=stride
+            )
+        )
     if any(d < 0 for d in shape) or any(s < 0 for s in stride) or t.offset < 0 or t.storage.numel < 0:
         raise CheckpointFormatError(
-            f"tensor with a negative size, stride or offset (shape {shape!r:.80}, stride {stride!r:.80}, "
-            f"offset {t.offset}, storage of {t.storage.numel} elements)"
+            _(
+                "tensor with a negative size, stride or offset (shape {shape!r:.80}, stride "
+                "{stride!r:.80}, offset {offset}, storage of {numel} elements)"
+            ).format(shape=shape, stride=stride, offset=t.offset, numel=t.storage.numel)
         )
     if 0 in shape:
         return
@@ -224,19 +232,31 @@ def check_layout(t: TensorRef) -> None:
     last = t.offset * t.storage.itemsize + (1 + sum((d - 1) * s for d, s in zip(shape, stride))) * item
     if last > t.storage.numel * t.storage.itemsize:
         raise CheckpointFormatError(
-            f"tensor of shape {shape!r:.80} (stride {stride!r:.80}, offset {t.offset}) reaches byte {last} "
-            f"of a {t.storage.numel * t.storage.itemsize}-byte storage"
+            _(
+                "tensor of shape {shape!r:.80} (stride {stride!r:.80}, offset {offset}) reaches byte "
+                "{last} of a {storage_bytes}-byte storage"
+            ).format(
+                shape=shape,
+                stride=stride,
+                offset=t.offset,
+                last=last,
+                storage_bytes=t.storage.numel * t.storage.itemsize,
+            )
         )
     if math.prod(shape) * item > t.storage.numel * t.storage.itemsize + MAX_EXPANSION_BYTES:
         raise CheckpointFormatError(
-            f"tensor of shape {shape!r:.80} would be {math.prod(shape) * item} bytes, expanded from a "
-            f"{t.storage.numel * t.storage.itemsize}-byte storage; refusing a likely corrupt shape"
+            _(
+                "tensor of shape {shape!r:.80} would be {nbytes} bytes, expanded from a "
+                "{storage_bytes}-byte storage; refusing a likely corrupt shape"
+            ).format(shape=shape, nbytes=math.prod(shape) * item, storage_bytes=t.storage.numel * t.storage.itemsize)
         )
 
 
 def _rebuild_tensor(storage: Storage, storage_offset: int, size, stride) -> TensorRef:
     if not isinstance(storage, Storage):
-        raise CheckpointFormatError(f"tensor rebuilt from {type(storage).__name__}, expected a storage")
+        raise CheckpointFormatError(
+            _("tensor rebuilt from {type}, expected a storage").format(type=type(storage).__name__)
+        )
     return TensorRef(storage, int(storage_offset), tuple(map(int, size)), tuple(map(int, stride)))
 
 
@@ -244,7 +264,9 @@ def _rebuild_tensor_v2(
     storage, storage_offset, size, stride, requires_grad=False, backward_hooks=None, metadata=None
 ) -> TensorRef:
     if not isinstance(storage, Storage):  # _rebuild_tensor inlined: this runs once per tensor
-        raise CheckpointFormatError(f"tensor rebuilt from {type(storage).__name__}, expected a storage")
+        raise CheckpointFormatError(
+            _("tensor rebuilt from {type}, expected a storage").format(type=type(storage).__name__)
+        )
     return TensorRef(storage, int(storage_offset), tuple(map(int, size)), tuple(map(int, stride)), storage.dtype)
 
 
@@ -309,8 +331,10 @@ class RestrictedUnpickler(pickle.Unpickler):
         elif module in _compat_pickle.IMPORT_MAPPING:
             module = _compat_pickle.IMPORT_MAPPING[module]
         raise UnsafePickleError(
-            f"refused to load global '{module}.{name}': only tensor data is allowed in a checkpoint "
-            "(this file would run code when unpickled; nothing was executed)"
+            _(
+                "refused to load global '{module}.{name}': only tensor data is allowed in a checkpoint "
+                "(this file would run code when unpickled; nothing was executed)"
+            ).format(module=module, name=name)
         )
 
 
@@ -323,7 +347,7 @@ _LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
 def _mmap(path: Path) -> mmap.mmap:
     with open(path, "rb") as fh:
         if Path(path).stat().st_size == 0:
-            raise CheckpointFormatError(f"{path}: empty file")
+            raise CheckpointFormatError(_("{path}: empty file").format(path=path))
         return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
 
 
@@ -338,7 +362,7 @@ def _zip_index(mm: mmap.mmap) -> dict[str, tuple[int, int, int, int]] | None:
     eocd = mm.rfind(b"PK\x05\x06", max(0, len(mm) - 65557))
     if eocd < 0 or eocd + _EOCD.size > len(mm):
         return None
-    _, disk, cd_disk, _, count, cd_size, cd_off, _ = _EOCD.unpack_from(mm, eocd)
+    _sig, disk, cd_disk, _entries, count, cd_size, cd_off, _comment = _EOCD.unpack_from(mm, eocd)
     cd_end = eocd
     if eocd >= 20 and mm[eocd - 20 : eocd - 16] == b"PK\x06\x07":  # zip64 locator (torch always writes one)
         (z64,) = struct.unpack_from("<Q", mm, eocd - 12)
@@ -368,11 +392,13 @@ def _zip_data_start(mm: mmap.mmap, name: str, header_offset: int, size: int) -> 
     """Where a stored entry's bytes begin (after its local header, whose extra field may differ
     from the central directory's)."""
     if header_offset + 30 > len(mm) or struct.unpack_from("<I", mm, header_offset)[0] != 0x04034B50:
-        raise CheckpointFormatError(f"zip entry {name}: bad local header")
+        raise CheckpointFormatError(_("zip entry {name}: bad local header").format(name=name))
     name_len, extra_len = struct.unpack_from("<HH", mm, header_offset + 26)
     data = header_offset + 30 + name_len + extra_len
     if data + size > len(mm):
-        raise CheckpointFormatError(f"zip entry {name}: truncated ({data + size} > {len(mm)} bytes)")
+        raise CheckpointFormatError(
+            _("zip entry {name}: truncated ({end} > {size} bytes)").format(name=name, end=data + size, size=len(mm))
+        )
     return data
 
 
@@ -386,8 +412,10 @@ def _inflate(zf: zipfile.ZipFile, name: str) -> bytes:
     info = zf.getinfo(name)
     if info.file_size > max(MAX_INFLATE_RATIO * info.compress_size, 1 << 20) or info.file_size > MAX_INFLATED_BYTES:
         raise CheckpointFormatError(
-            f"zip entry {name} declares {info.file_size} bytes compressed into {info.compress_size}: "
-            "refusing a likely zip bomb (torch never compresses a checkpoint; re-save it with torch.save)"
+            _(
+                "zip entry {name} declares {file_size} bytes compressed into {compress_size}: refusing a "
+                "likely zip bomb (torch never compresses a checkpoint; re-save it with torch.save)"
+            ).format(name=name, file_size=info.file_size, compress_size=info.compress_size)
         )
     return zf.read(name)  # zipfile stops at the declared size and checks the CRC
 
@@ -401,7 +429,7 @@ def _load_zip(path: Path, mm: mmap.mmap) -> Any:
 
     def read(name: str) -> memoryview:
         nonlocal zf
-        offset, size, method, _ = index[name]
+        offset, size, method, _crc = index[name]
         if method == zipfile.ZIP_STORED:
             lo = _zip_data_start(mm, name, offset, size)
             return memoryview(mm)[lo : lo + size]
@@ -410,21 +438,21 @@ def _load_zip(path: Path, mm: mmap.mmap) -> Any:
 
     pkl = next((n for n in index if n.endswith("data.pkl") and n.count("/") <= 1), None)
     if pkl is None:
-        raise CheckpointFormatError(f"{path}: zip file without data.pkl — not a torch checkpoint")
+        raise CheckpointFormatError(_("{path}: zip file without data.pkl — not a torch checkpoint").format(path=path))
     root = pkl[: -len("data.pkl")]
     byteorder = "little"
     if root + "byteorder" in index:
         byteorder = bytes(read(root + "byteorder")).decode().strip() or "little"
     data = bytes(read(pkl))
     if zlib.crc32(data) != index[pkl][3]:
-        raise CheckpointFormatError(f"{path}: {pkl} is corrupt (CRC mismatch)")
+        raise CheckpointFormatError(_("{path}: {pkl} is corrupt (CRC mismatch)").format(path=path, pkl=pkl))
     storages: dict[str, Storage] = {}
     spath = str(path)
 
     def persistent_load(pid: Any) -> Storage:
         if not (isinstance(pid, tuple) and pid and pid[0] == "storage"):
-            raise UnsafePickleError(f"unsupported persistent id {pid!r:.80}")
-        _, stype, key, _location, numel = pid[:5]
+            raise UnsafePickleError(_("unsupported persistent id {pid!r:.80}").format(pid=pid))
+        _kind, stype, key, _location, numel = pid[:5]
         numel = int(numel)
         st = storages.get(key)
         if st is None:
@@ -434,12 +462,16 @@ def _load_zip(path: Path, mm: mmap.mmap) -> Any:
             name = f"{root}data/{key}"
             entry = index.get(name)
             if entry is None:
-                raise CheckpointFormatError(f"{path}: storage data/{key} missing")
+                raise CheckpointFormatError(_("{path}: storage data/{key} missing").format(path=path, key=key))
             if numel < 0:
-                raise CheckpointFormatError(f"{path}: storage data/{key} declares {numel} elements")
+                raise CheckpointFormatError(
+                    _("{path}: storage data/{key} declares {numel} elements").format(path=path, key=key, numel=numel)
+                )
             if entry[1] < numel * _ITEMSIZE[dtype]:
                 raise CheckpointFormatError(
-                    f"{path}: storage data/{key} holds {entry[1]} bytes, short of {numel} {dtype} elements"
+                    _("{path}: storage data/{key} holds {nbytes} bytes, short of {numel} {dtype} elements").format(
+                        path=path, key=key, nbytes=entry[1], numel=numel, dtype=dtype
+                    )
                 )
             if entry[2] == zipfile.ZIP_STORED:
                 lo = _zip_data_start(mm, name, entry[0], entry[1])
@@ -494,8 +526,8 @@ class _LegacyStorages:
 
     def persistent_load(self, pid: Any) -> Any:
         if not (isinstance(pid, tuple) and pid and pid[0] == "storage"):
-            raise UnsafePickleError(f"unsupported persistent id {pid!r:.80}")
-        _, stype, root_key, _location, numel = pid[:5]
+            raise UnsafePickleError(_("unsupported persistent id {pid!r:.80}").format(pid=pid))
+        _kind, stype, root_key, _location, numel = pid[:5]
         view_metadata = pid[5] if len(pid) > 5 else None
         root_key = str(root_key)
         if root_key not in self.storages:
@@ -506,7 +538,11 @@ class _LegacyStorages:
         view_key, offset, view_size = view_metadata
         root = self.storages[root_key]
         if not 0 <= int(offset) <= int(offset) + int(view_size) <= root.numel:
-            raise CheckpointFormatError(f"storage view {view_key} reaches outside storage {root_key}")
+            raise CheckpointFormatError(
+                _("storage view {view_key} reaches outside storage {root_key}").format(
+                    view_key=view_key, root_key=root_key
+                )
+            )
         self.views[str(view_key)] = (root_key, int(offset), int(view_size))
         view = Storage(root.dtype, str(view_key), int(view_size), None, root.byteorder)
         return self.storages.setdefault(str(view_key), view)
@@ -515,17 +551,19 @@ class _LegacyStorages:
         """Each listed storage's bytes follow the pickles: its element count, then the data."""
         for key in map(str, keys):
             if pos + 8 > len(mm):
-                raise CheckpointFormatError(f"{path}: truncated before storage {key}")
+                raise CheckpointFormatError(_("{path}: truncated before storage {key}").format(path=path, key=key))
             (numel,) = struct.unpack_from("<q" if self.little else ">q", mm, pos)
             st = self.storages.get(key)
             if st is None:
-                raise CheckpointFormatError(f"{path}: storage {key} listed but never used")
+                raise CheckpointFormatError(_("{path}: storage {key} listed but never used").format(path=path, key=key))
             lo = pos + 8
             hi = lo + numel * st.itemsize
             if numel < st.numel or hi > len(mm):
                 raise CheckpointFormatError(
-                    f"{path}: storage {key} holds {numel} elements where {st.numel} are used, "
-                    f"ending at byte {hi} of {len(mm)} (truncated or corrupt)"
+                    _(
+                        "{path}: storage {key} holds {numel} elements where {used} are used, ending at byte {hi} "
+                        "of {size} (truncated or corrupt)"
+                    ).format(path=path, key=key, numel=numel, used=st.numel, hi=hi, size=len(mm))
                 )
             st.buffer = lambda lo=lo, hi=hi: memoryview(mm)[lo:hi]
             st.span = (str(path), lo)
@@ -544,21 +582,27 @@ def _load_legacy(path: Path, mm: mmap.mmap) -> Any:
     fh = _MMFile(mm)
 
     def plain(obj_pid: Any) -> Any:
-        raise UnsafePickleError("unexpected persistent id in the legacy header")
+        raise UnsafePickleError(_("unexpected persistent id in the legacy header"))
 
     magic = RestrictedUnpickler(fh, plain).load()
     if magic != _LEGACY_MAGIC:
-        raise CheckpointFormatError(f"{path}: not a torch checkpoint (no zip archive, no legacy magic number)")
+        raise CheckpointFormatError(
+            _("{path}: not a torch checkpoint (no zip archive, no legacy magic number)").format(path=path)
+        )
     protocol = RestrictedUnpickler(fh, plain).load()
     if protocol != 1001:
-        raise CheckpointFormatError(f"{path}: legacy protocol {protocol} not supported")
+        raise CheckpointFormatError(
+            _("{path}: legacy protocol {protocol} not supported").format(path=path, protocol=protocol)
+        )
     sys_info = RestrictedUnpickler(fh, plain).load()
     little = sys_info.get("little_endian", True) if isinstance(sys_info, dict) else True
     storages = _LegacyStorages(little)
     result = RestrictedUnpickler(fh, storages.persistent_load).load()
     keys = RestrictedUnpickler(fh, plain).load()
     if not isinstance(keys, list):
-        raise CheckpointFormatError(f"{path}: legacy storage list is a {type(keys).__name__}")
+        raise CheckpointFormatError(
+            _("{path}: legacy storage list is a {type}").format(path=path, type=type(keys).__name__)
+        )
     storages.read_data(path, mm, fh.pos, keys)
     return result
 
@@ -573,9 +617,13 @@ def load_torch_file(path: str | Path) -> Any:
         return _load_legacy(path, mm)
     if mm[:512].find(b"ustar") >= 0 or len(mm) > 262 and mm[257:262] == b"ustar":
         raise CheckpointFormatError(
-            f"{path}: the tar-based torch format (torch < 0.4) is not supported; re-save it with a modern torch"
+            _(
+                "{path}: the tar-based torch format (torch < 0.4) is not supported; re-save it with a modern torch"
+            ).format(path=path)
         )
-    raise CheckpointFormatError(f"{path}: not a torch checkpoint (neither a zip archive nor a legacy pickle)")
+    raise CheckpointFormatError(
+        _("{path}: not a torch checkpoint (neither a zip archive nor a legacy pickle)").format(path=path)
+    )
 
 
 _SAFETENSORS_DTYPES = {
@@ -598,16 +646,22 @@ MAX_SAFETENSORS_HEADER = 100 << 20  # the format's own limit
 def _safetensors_header(path: Path, mm: mmap.mmap) -> tuple[dict[str, dict], int]:
     """The header's tensor entries and where the data begin, each checked against the file's real size."""
     if len(mm) < 8:
-        raise CheckpointFormatError(f"{path}: too short for a safetensors file")
+        raise CheckpointFormatError(_("{path}: too short for a safetensors file").format(path=path))
     (header_len,) = struct.unpack_from("<Q", mm, 0)
     if header_len > min(len(mm) - 8, MAX_SAFETENSORS_HEADER):
-        raise CheckpointFormatError(f"{path}: safetensors header of {header_len} bytes in a {len(mm)}-byte file")
+        raise CheckpointFormatError(
+            _("{path}: safetensors header of {header_len} bytes in a {size}-byte file").format(
+                path=path, header_len=header_len, size=len(mm)
+            )
+        )
     try:
         header = json.loads(bytes(mm[8 : 8 + header_len]))
     except (ValueError, UnicodeDecodeError) as exc:
-        raise CheckpointFormatError(f"{path}: safetensors header is not JSON ({exc})") from exc
+        raise CheckpointFormatError(
+            _("{path}: safetensors header is not JSON ({exc})").format(path=path, exc=exc)
+        ) from exc
     if not isinstance(header, dict):
-        raise CheckpointFormatError(f"{path}: safetensors header is not a JSON object")
+        raise CheckpointFormatError(_("{path}: safetensors header is not a JSON object").format(path=path))
     base, size = 8 + header_len, len(mm) - 8 - header_len
     entries = {}
     for name, meta in header.items():
@@ -629,8 +683,10 @@ def _safetensors_header(path: Path, mm: mmap.mmap) -> tuple[dict[str, dict], int
         dtype = _SAFETENSORS_DTYPES.get(meta.get("dtype")) if ok else None
         if dtype is None or offsets[1] - offsets[0] != math.prod(shape) * _ITEMSIZE[dtype]:
             raise CheckpointFormatError(
-                f"{path}: safetensors entry {name!r:.80} has a bad dtype, shape or data offsets "
-                f"({json.dumps(meta)[:160]}; {size} data bytes in the file)"
+                _(
+                    "{path}: safetensors entry {name!r:.80} has a bad dtype, shape or data offsets ({entry}; "
+                    "{size} data bytes in the file)"
+                ).format(path=path, name=name, entry=json.dumps(meta)[:160], size=size)
             )
         entries[name] = dict(meta, dtype=dtype)
     return entries, base
@@ -723,12 +779,18 @@ def load_any(path: str | Path) -> Any:
     except CheckpointFormatError as exc:
         if str(path) in str(exc):
             raise
-        raise CheckpointFormatError(f"{path}: {exc}") from exc
+        raise CheckpointFormatError(_("{path}: {exc}").format(path=path, exc=exc)) from exc
     except _MALFORMED as exc:
-        raise CheckpointFormatError(f"{path}: malformed checkpoint ({type(exc).__name__}: {str(exc)[:200]})") from exc
+        raise CheckpointFormatError(
+            _("{path}: malformed checkpoint ({type}: {error})").format(
+                path=path, type=type(exc).__name__, error=str(exc)[:200]
+            )
+        ) from exc
     except Exception as exc:
         if type(exc).__name__ == "SafetensorError":
-            raise CheckpointFormatError(f"{path}: malformed safetensors file ({str(exc)[:200]})") from exc
+            raise CheckpointFormatError(
+                _("{path}: malformed safetensors file ({error})").format(path=path, error=str(exc)[:200])
+            ) from exc
         raise
 
 
@@ -777,7 +839,9 @@ def save_torch_zip(
         if dtype is None:
             dtype = str(arr.dtype)
         if dtype not in NP_DTYPES:
-            raise CheckpointFormatError(f"{name}: dtype {dtype} cannot be written to a torch checkpoint")
+            raise CheckpointFormatError(
+                _("{name}: dtype {dtype} cannot be written to a torch checkpoint").format(name=name, dtype=dtype)
+            )
         entries.append((str(i), dtype, arr))
         pkl.append(_pk_str(name) + _tensor_pickle(str(i), NP_DTYPES[dtype][1], arr))
     pkl.append(b"u.")

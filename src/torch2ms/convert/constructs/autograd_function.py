@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from ...i18n import N_, _
 from .. import generated as gen
 from ..changes import MARK
 from ..context import RewriteContext
@@ -85,20 +86,20 @@ def analyse(cls: ast.ClassDef) -> FunctionInfo:
     methods = _methods(cls)
     fwd, bwd = methods.get("forward"), methods.get("backward")
     if fwd is None or bwd is None:
-        info.problem = "needs both a forward and a backward staticmethod"
+        info.problem = _("needs both a forward and a backward staticmethod")
         return info
     if not (_is_static(fwd) and _is_static(bwd)):
-        info.problem = "forward/backward are not staticmethods"
+        info.problem = _("forward/backward are not staticmethods")
         return info
     setup = methods.get("setup_context")
     fns = [fwd, bwd, *([setup] if setup else [])]
     varargs = next((fn for fn in fns if _has_varargs(fn)), None)
     if varargs is not None:
-        info.problem = f"{varargs.name} takes *args/**kwargs or keyword-only arguments"
+        info.problem = _("{function} takes *args/**kwargs or keyword-only arguments").format(function=varargs.name)
         return info
     args = fwd.args.args if setup else fwd.args.args[1:]
     if not args:
-        info.problem = "forward takes no inputs"
+        info.problem = _("forward takes no inputs")
         return info
     info.params = [a.arg for a in args]
     defaults = fwd.args.defaults
@@ -121,7 +122,7 @@ def _ctx_problem(fn: ast.FunctionDef, ctx_names: set[str]) -> str | None:
     for n in ast.walk(fn):
         if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in ctx_names:
             if n.attr == "mark_dirty":
-                return "ctx.mark_dirty (an in-place forward) has no MindSpore bprop equivalent"
+                return _("ctx.mark_dirty (an in-place forward) has no MindSpore bprop equivalent")
         if (
             isinstance(n, ast.Call)
             and isinstance(n.func, ast.Attribute)
@@ -129,7 +130,7 @@ def _ctx_problem(fn: ast.FunctionDef, ctx_names: set[str]) -> str | None:
             and n.func.value.id in ctx_names
             and n.func.attr not in _CTX_SAVE | _CTX_DROP
         ):
-            return f"ctx.{n.func.attr}() has no MindSpore bprop equivalent"
+            return _("ctx.{method}() has no MindSpore bprop equivalent").format(method=n.func.attr)
     # ctx itself passed around (helper(ctx, ...)): its state cannot be followed.
     attr_values = {id(n.value) for n in ast.walk(fn) if isinstance(n, ast.Attribute)}
     if any(
@@ -137,15 +138,15 @@ def _ctx_problem(fn: ast.FunctionDef, ctx_names: set[str]) -> str | None:
         for n in ast.walk(fn)
         if n is not fn.args.args[0]
     ):
-        return "ctx is used as a value (passed to a helper?); its state cannot be followed"
+        return _("ctx is used as a value (passed to a helper?); its state cannot be followed")
     return None
 
 
 def _backward_problem(fwd: ast.FunctionDef, bwd: ast.FunctionDef, setup: ast.FunctionDef | None) -> str | None:
     if len(bwd.args.args) < 2:
-        return "backward takes no output gradient"
+        return _("backward takes no output gradient")
     if setup is not None and len(setup.args.args) != 3:
-        return "setup_context must take (ctx, inputs, output)"
+        return _("setup_context must take (ctx, inputs, output)")
     bwd_ctx = bwd.args.args[0].arg
     reads_state = any(
         isinstance(n, ast.Attribute)
@@ -157,14 +158,14 @@ def _backward_problem(fwd: ast.FunctionDef, bwd: ast.FunctionDef, setup: ast.Fun
     if reads_state and setup is None:
         body = fwd.body[:-1] if fwd.body and isinstance(fwd.body[-1], ast.Return) else fwd.body
         if any(isinstance(n, ast.Return) for s in body for n in ast.walk(s)):
-            return "the forward returns from inside a block, so what it saves on ctx cannot be replayed in bprop"
+            return _("the forward returns from inside a block, so what it saves on ctx cannot be replayed in bprop")
     if any(k in ast.unparse(bwd) for k in _HIGHER_ORDER):
-        return (
+        return _(
             "backward builds a differentiable graph (create_graph / enable_grad); "
             "MindSpore's bprop is not differentiated again"
         )
     if any(isinstance(n, (ast.FunctionDef, ast.Lambda, ast.ClassDef)) for b in bwd.body for n in ast.walk(b)):
-        return "backward defines nested functions; convert by hand"
+        return _("backward defines nested functions; convert by hand")
     return None
 
 
@@ -204,7 +205,7 @@ def _keep(ctx: RewriteContext, original: cst.ClassDef, updated: cst.ClassDef, wh
         name = _dotted(base.value)
         if name:
             ctx.still_needed.add(name.split(".", 1)[0])
-    ctx.mark(FUNCTION, f"{why}; kept as torch code")
+    ctx.mark(FUNCTION, _("{why}; kept as torch code").format(why=why))
     return updated.with_changes(bases=original.bases)
 
 
@@ -243,7 +244,7 @@ def _names(info: FunctionInfo, fwd: cst.FunctionDef, bwd: cst.FunctionDef, setup
     bwd_ctx = bwd.params.params[0].name.value
     grads = [p.name.value for p in bwd.params.params[1:]]
     if not grads:
-        raise _Unsupported("backward takes no output gradient")
+        raise _Unsupported(_("backward takes no output gradient"))
     # ctx attributes become locals: ctx.scale → ctx_scale (the same name in every method).
     attrs = sorted(
         {
@@ -288,14 +289,16 @@ def _rewrite(ctx: RewriteContext, cls: cst.ClassDef, info: FunctionInfo) -> cst.
             continue  # replayed inside bprop
         elif isinstance(s, cst.FunctionDef) and s.name.value in ("jvp", "vmap"):
             ctx.record(
-                f"{FUNCTION}.{s.name.value}", "review", "forward-mode / vmap rule kept as is: MindSpore only uses bprop"
+                f"{FUNCTION}.{s.name.value}",
+                "review",
+                _("forward-mode / vmap rule kept as is: MindSpore only uses bprop"),
             )
             new_body.append(s)
         else:
             new_body.append(s)
-    note = "forward → construct, backward → bprop(inputs, out, dout)"
+    note = _("forward → construct, backward → bprop(inputs, out, dout)")
     if info.defaults:
-        note += "; apply() calls pass every default explicitly"
+        note += "; " + _("apply() calls pass every default explicitly")
     base = next((c for c in reversed(ctx.changes_in_scope()) if c.api == FUNCTION), None)
     if base is not None:  # the base class rename the main pass recorded: one change per class
         base.note = note
@@ -351,7 +354,7 @@ def _replay(
     if setup is not None:
         sp = [p.name.value for p in setup.params.params]
         if len(sp) != 3:
-            raise _Unsupported("setup_context must take (ctx, inputs, output)")
+            raise _Unsupported(_("setup_context must take (ctx, inputs, output)"))
         inputs = [cst.Element(cst.Name(p), comma=_COMMA) for p in info.params]
         if len(inputs) > 1:
             inputs[-1] = inputs[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
@@ -364,14 +367,14 @@ def _replay(
     else:
         stmts = list(fwd.body.body)  # type: ignore[union-attr]
         if any(_has_return(s) for s in stmts[:-1]) or (stmts and _has_return(stmts[-1]) and not _is_return(stmts[-1])):
-            raise _Unsupported("the forward returns from inside a block, so what it saves cannot be replayed")
+            raise _Unsupported(_("the forward returns from inside a block, so what it saves cannot be replayed"))
         if stmts and _is_return(stmts[-1]):
             stmts = stmts[:-1]
         block = fwd.body.with_changes(body=stmts or [cst.SimpleStatementLine([cst.Pass()])])
         rewriter = _CtxRewriter(names.fwd_ctx, names.saved, names.local, names.n, keep_saves=True, keep_attrs=True)
         replay += rewriter.visit_block(block).body
     if replay:
-        note = cst.EmptyLine(comment=cst.Comment(f"{MARK} {REPLAY_NOTE}"))
+        note = cst.EmptyLine(comment=cst.Comment(f"{MARK} " + _(REPLAY_NOTE)))
         replay[0] = replay[0].with_changes(leading_lines=[note])
     return replay
 
@@ -381,7 +384,7 @@ def _assign(name: str, value: cst.BaseExpression) -> cst.SimpleStatementLine:
 
 
 _COMMA = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-REPLAY_NOTE = "recomputed from the inputs (bprop gets inputs, out and dout; there is no ctx)"
+REPLAY_NOTE = N_("recomputed from the inputs (bprop gets inputs, out and dout; there is no ctx)")
 
 
 def _first_arg(fn: cst.FunctionDef | None) -> str | None:
@@ -634,7 +637,7 @@ def apply_call(ctx: RewriteContext, original: cst.Call, updated: cst.Call) -> cs
         elif p in info.defaults:
             new.append(cst.Arg(cst.parse_expression(info.defaults[p])))
         else:
-            ctx.record(f"{FUNCTION}.apply", "review", f"apply() call without '{p}'")
+            ctx.record(f"{FUNCTION}.apply", "review", _("apply() call without '{argument}'").format(argument=p))
             return updated.with_changes(func=cell)
     new = [a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) for a in new[:-1]] + new[-1:]
     ctx.record(f"{FUNCTION}.apply", "converted", f"{info.name}.apply(...) → {info.name}()(...)")

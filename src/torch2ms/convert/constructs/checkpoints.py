@@ -152,17 +152,17 @@ class _Checkpoints(cst.CSTTransformer):
 
 def _mismatch_message(owner: str, missing: str, unexpected: str) -> cst.BaseExpression:
     """``f"checkpoint does not match {owner}: not loaded {missing}, " f"unexpected {unexpected}"``,
-    the second part on its own line, under the first."""
+    the second part on its own line, under the first; in the language of the run (it is the user's code)."""
     owner = owner.replace("\\", "\\\\").replace('"', '\\"').replace("{", "{{").replace("}", "}}")
     first = cst.FormattedString(
         [
-            cst.FormattedStringText(f"checkpoint does not match {owner}: not loaded "),
+            cst.FormattedStringText(_("checkpoint does not match {owner}: not loaded ").format(owner=owner)),
             cst.FormattedStringExpression(cst.Name(missing)),
             cst.FormattedStringText(", "),
         ]
     )
     second = cst.FormattedString(
-        [cst.FormattedStringText("unexpected "), cst.FormattedStringExpression(cst.Name(unexpected))]
+        [cst.FormattedStringText(_("unexpected ")), cst.FormattedStringExpression(cst.Name(unexpected))]
     )
     newline = cst.ParenthesizedWhitespace(  # under the first part: the block's indentation + the call's
         first_line=cst.TrailingWhitespace(),

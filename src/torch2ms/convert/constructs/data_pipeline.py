@@ -15,7 +15,7 @@ import ast
 
 import libcst as cst
 
-from ...i18n import _
+from ...i18n import N_, _
 from ...kb import Entry
 from ...kb.rewrite import bind
 from ...kb.transforms import HANDLERS, Unsupported
@@ -27,7 +27,8 @@ from ..hooks import attribute, call, leave, reference, torch_call
 from .data_facts import DATASET_BASES, LOADER, TENSOR_DATASET, TV_DATASETS, DataFacts, call_arg
 
 _LOOP_WRAPPERS = frozenset({"enumerate", "tqdm", "zip"})
-INT_INDEX = "{idx} = int({idx})  # GeneratorDataset passes numpy.int64 indices\n"
+INT_INDEX = "{idx} = int({idx})  # {why}\n"
+INT_INDEX_WHY = N_("GeneratorDataset passes numpy.int64 indices")
 
 
 def has_data_pipeline(facts: ModuleFacts) -> bool:
@@ -292,7 +293,7 @@ def drop_dataset_base(ctx: RewriteContext, original: cst.ClassDef, updated: cst.
             and isinstance(stmt.body, cst.IndentedBlock)
         ):
             idx = stmt.params.params[1].name.value
-            line = gen.statement(INT_INDEX, ctx.generated, idx=cst.Name(idx))
+            line = gen.statement(INT_INDEX.replace("{why}", _(INT_INDEX_WHY)), ctx.generated, idx=cst.Name(idx))
             inner = list(stmt.body.body)
             at = 1 if inner and _is_docstring(inner[0]) else 0
             inner.insert(at, line)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ...i18n import _
 from ..context import RewriteContext
 from ..cstutil import block
 from ..hooks import leave, skip, torch_call
@@ -43,7 +44,7 @@ def unwrap_grad_context(ctx: RewriteContext, original: cst.With, updated: cst.Wi
         ctx.record(
             name or "torch.no_grad",
             "converted",
-            "block kept without a context: MindSpore differentiates only inside grad functions",
+            _("block kept without a context: MindSpore differentiates only inside grad functions"),
         )
     if keep:
         keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
@@ -73,7 +74,7 @@ def drop_decorators(ctx: RewriteContext, original: cst.FunctionDef, fn: cst.Func
     for d in fn.decorators:
         name = ctx.resolve(callee(d.decorator))
         if name in dropped_decorators(ctx):
-            ctx.record(name, "converted", "decorator has no meaning in MindSpore; removed")
+            ctx.record(name, "converted", _("decorator has no meaning in MindSpore; removed"))
         else:
             keep.append(d)
     if len(keep) == len(fn.decorators):

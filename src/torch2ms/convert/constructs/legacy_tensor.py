@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ...i18n import _
 from ...kb.rewrite import rewrite_call
 from ...kb.source import literal
 from ..context import RewriteContext
@@ -74,9 +75,9 @@ def legacy_sizes(ctx: RewriteContext, full: str, original: cst.Call, updated: cs
     if kind == "data":
         return None
     if kind == "unknown":
-        ctx.record(full, "converted", "one argument of unknown type: a size or data, decided at run time")
+        ctx.record(full, "converted", _("one argument of unknown type: a size or data, decided at run time"))
         arg = code(updated.args[0].value).strip()
         return ctx.parse_ms(f"torch2ms.runtime.legacy_tensor({arg}, {dtype})")
     sizes = sizes or [code(updated.args[0].value).strip()]
-    ctx.record(full, "converted", "size form (uninitialised memory in torch): zeros of that shape")
+    ctx.record(full, "converted", _("size form (uninitialised memory in torch): zeros of that shape"))
     return ctx.parse_ms(f"mindspore.ops.zeros(({', '.join(sizes)},), {dtype})")

@@ -16,6 +16,7 @@ import ast
 import libcst as cst
 
 from ...analysis.buffers import registered_buffers
+from ...i18n import _
 from ..context import RewriteContext
 from ..hooks import leave
 
@@ -50,7 +51,7 @@ def optimizer_attribute(ctx: RewriteContext, original: cst.SimpleStatementLine, 
         and _optimizer_class(ctx, before.value)
     ):
         return updated
-    ctx.record("torch.optim.Optimizer", "converted", "kept off the Cell's sub-cells (plain_attribute)")
+    ctx.record("torch.optim.Optimizer", "converted", _("kept off the Cell's sub-cells (plain_attribute)"))
     call = cst.Call(
         func=ctx.parse_ms("torch2ms.runtime.plain_attribute"),
         args=[cst.Arg(cst.Name("self")), cst.Arg(cst.SimpleString(f'"{target.attr.value}"')), cst.Arg(after.value)],

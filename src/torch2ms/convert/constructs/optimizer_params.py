@@ -15,6 +15,7 @@ import ast
 import libcst as cst
 
 from ...analysis.imports import ImportMap
+from ...i18n import _
 from ..context import RewriteContext
 from ..hooks import call
 
@@ -90,6 +91,8 @@ def parameters_for_an_optimizer(ctx: RewriteContext, original: cst.Call, updated
     ctx.record(
         "torch.nn.Module.parameters",
         "converted",
-        f"an optimizer's params (through {updated.func.value}()): trainable_params(), without BatchNorm's statistics",
+        _("an optimizer's params (through {call}()): trainable_params(), without BatchNorm's statistics").format(
+            call=updated.func.value
+        ),
     )
     return updated.with_changes(args=args)

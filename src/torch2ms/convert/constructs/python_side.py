@@ -13,6 +13,7 @@ import ast
 import libcst as cst
 
 from ...analysis.infer import TENSOR
+from ...i18n import _
 from ..context import RewriteContext
 from ..hooks import call, leave
 
@@ -65,7 +66,9 @@ def format_spec_of_tensor(ctx: RewriteContext, original: cst.SimpleStatementLine
     wrap = [p.format_spec is not None and _is_tensor(ctx, p.expression) for p in found.parts]
     if not any(wrap):
         return updated
-    ctx.record("torch.Tensor.__format__", "converted", "a tensor formatted with a spec: formats its .item(), as torch")
+    ctx.record(
+        "torch.Tensor.__format__", "converted", _("a tensor formatted with a spec: formats its .item(), as torch")
+    )
     return updated.visit(_AddItem(wrap))
 
 
@@ -83,6 +86,8 @@ def format_call_of_tensor(ctx: RewriteContext, original: cst.Call, updated: cst.
     wrap = [not a.star and _is_tensor(ctx, a.value) for a in original.args]
     if not any(wrap):
         return None
-    ctx.record("torch.Tensor.__format__", "converted", "a tensor formatted with a spec: formats its .item(), as torch")
+    ctx.record(
+        "torch.Tensor.__format__", "converted", _("a tensor formatted with a spec: formats its .item(), as torch")
+    )
     args = [a.with_changes(value=_with_item(a.value)) if w else a for a, w in zip(updated.args, wrap)]
     return updated.with_changes(args=args)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ...i18n import _
 from ..context import RewriteContext
 from ..hooks import leave
 
@@ -49,7 +50,7 @@ def after_statement(ctx: RewriteContext, original: cst.SimpleStatementLine, upda
             return updated.with_changes(body=[assign])
         entry = ctx.kb.method(_method(before))
         api = entry.torch if entry is not None else f"torch.Tensor.{_method(before)}"
-        ctx.record(api, "review", "in-place result of a temporary: assign it where it is used")
+        ctx.record(api, "review", _("in-place result of a temporary: assign it where it is used"))
         return updated
     # model.to(device) became model; optimizer.zero_grad() became None: nothing left to do.
     if (

@@ -77,8 +77,7 @@ MODEL_MODULES = tuple(
 )
 
 _SHIMS = {
-    "__init__.py": '"""torchvision\'s architectures converted to MindSpore by torch2ms {version}."""\n\n'
-    "from . import models, ops\n",
+    "__init__.py": '"""{header}"""\n\nfrom . import models, ops\n',  # header: in the language of the marks
     "models/__init__.py": "".join(f"from .{m} import *\n" for m in MODEL_MODULES)
     + "from ._api import get_model, get_model_builder, get_model_weights, get_weight, list_models, Weights, WeightsEnum\n",
     "ops/__init__.py": "from .drop_block import DropBlock2d, DropBlock3d, drop_block2d, drop_block3d\n"
@@ -135,7 +134,10 @@ def _convert_into(tv_root: Path, dest: Path, kb: KB | None) -> list[str]:
     for rel, text in _SHIMS.items():
         target = dest / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text.format(version=version) if rel == "__init__.py" else text, encoding="utf-8")
+        if rel == "__init__.py":
+            header = _("torchvision's architectures converted to MindSpore by torch2ms {version}.")
+            text = text.format(header=header.format(version=version))
+        target.write_text(text, encoding="utf-8")
     return left
 
 
@@ -154,7 +156,7 @@ def _default_package() -> Path:
 def _build_package(kb: KB | None) -> Path:
     tv_root = torchvision_root()
     if tv_root is None:
-        raise FileNotFoundError("torchvision is not installed: torch2ms converts its models from its source")
+        raise FileNotFoundError(_("torchvision is not installed: torch2ms converts its models from its source"))
     home = cache_dir() / "torchvision_ms" / _cache_key(tv_root)
     if (home / PACKAGE / "__init__.py").exists():
         return home

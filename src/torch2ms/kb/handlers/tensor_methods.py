@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from ...i18n import _
 from ..schema import Entry
 from ..source import NOT_LITERAL, literal, paren
 from ..transforms import Unsupported, handler
@@ -78,7 +79,10 @@ def _plain_call(bound: dict[str, str], receiver: str, entry: Entry, method: str)
                 "*" in rule.unsupported and (default is None or literal(src) != literal(default))
             ) or src in rule.unsupported
             if bad:
-                raise Unsupported(rule.note or f"{entry.short}({name}={src}) has no MindSpore form")
+                raise Unsupported(
+                    entry.arg_note(name)
+                    or _("{call} has no MindSpore form").format(call=f"{entry.short}({name}={src})")
+                )
     kept = [n for n in names if n in bound and not (n in entry.args and entry.args[n].ms is None)]
     last = max((names.index(n) for n in kept), default=-1)
     parts: list[str] = []

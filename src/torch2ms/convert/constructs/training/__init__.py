@@ -18,6 +18,7 @@ import ast
 import libcst as cst
 
 from ....analysis.astwalk import nodes
+from ....i18n import _
 from ...cstutil import Statement
 from ...index import StatementIndex
 from ...state import FileState
@@ -94,8 +95,10 @@ def _fused(state: FileState, roles: Roles, stmt, stack, edits: _Edits) -> bool:
     edits.replace.update(written.replace)
     edits.before.setdefault(id(plan.outer), []).extend(written.setup)
     state.assumed_modules += written.modules
-    state.record("torch.Tensor.backward", "converted", f"training loop → {written.form}", line)
-    state.record("torch.optim.Optimizer.step", "converted", f"training loop → {plan.opt}(grads)", line)
+    state.record("torch.Tensor.backward", "converted", _("training loop → {form}").format(form=_(written.form)), line)
+    state.record(
+        "torch.optim.Optimizer.step", "converted", _("training loop → {form}").format(form=f"{plan.opt}(grads)"), line
+    )
     return True
 
 
@@ -107,7 +110,7 @@ def _general(state: FileState, roles: Roles, stmts, stack, edits: _Edits) -> Non
     container = stack[-1] if stack else None
     try:
         if not isinstance(container, (cst.For, cst.While, cst.FunctionDef)):
-            raise NotConvertible("loss.backward() is not directly inside a loop or a function")
+            raise NotConvertible(_("loss.backward() is not directly inside a loop or a function"))
         flow = analyse_flow(roles, container, stack)
         written = GeneralWriter(flow, roles, state.generated, state.fresh_name).write()
     except NotConvertible as exc:
@@ -117,10 +120,12 @@ def _general(state: FileState, roles: Roles, stmts, stack, edits: _Edits) -> Non
     edits.before.setdefault(id(flow.setup_before), []).extend(written.setup)
     cls = next((n.name.value for n in reversed(stack) if isinstance(n, cst.ClassDef)), "")
     scope = next((n.name.value for n in reversed(stack) if isinstance(n, cst.FunctionDef)), "")
-    for _, fn, name in written.modules:  # names the forward calls are modules, here and in forward_fn
+    for _cls, fn, name in written.modules:  # names the forward calls are modules, here and in forward_fn
         state.assumed_modules += [(cls, fn, name), (cls, scope, name)]
     for line in lines:
-        state.record("torch.Tensor.backward", "converted", f"training step → {written.form}", line)
+        state.record(
+            "torch.Tensor.backward", "converted", _("training step → {form}").format(form=_(written.form)), line
+        )
 
 
 class _Collector(cst.CSTVisitor):

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from ....i18n import _
 from ...cstutil import Statement, block, code
 from .errors import NotConvertible
 
@@ -82,7 +83,7 @@ def inline_autocast(roles: Roles, body: list[Statement]) -> tuple[list[Statement
         None,
     )
     if amp.dtype and not amp.model:
-        raise NotConvertible("autocast around a forward that calls no module: port by hand")
+        raise NotConvertible(_("autocast around a forward that calls no module: port by hand"))
     return out, amp
 
 
@@ -100,7 +101,9 @@ def _autocast_args(roles: Roles, full: str, call: ast.Call, amp: Amp) -> None:
         roles.resolve(got["dtype"]) if "dtype" in got else ("torch.bfloat16" if device == "cpu" else "torch.float16")
     )
     if dtype not in DTYPES:
-        raise NotConvertible(f"autocast dtype {ast.unparse(got['dtype'])}: MindSpore amp takes float16 or bfloat16")
+        raise NotConvertible(
+            _("autocast dtype {dtype}: MindSpore amp takes float16 or bfloat16").format(dtype=ast.unparse(got["dtype"]))
+        )
     enabled = got.get("enabled")
     if isinstance(enabled, ast.Constant) and enabled.value is False:
         return  # a disabled autocast changes nothing
@@ -108,7 +111,7 @@ def _autocast_args(roles: Roles, full: str, call: ast.Call, amp: Amp) -> None:
         None if enabled is None or isinstance(enabled, ast.Constant) and enabled.value is True else ast.unparse(enabled)
     )
     if amp.dtype and (amp.dtype, amp.enabled) != (DTYPES[dtype], flag):
-        raise NotConvertible("several autocast blocks with different settings in one training step")
+        raise NotConvertible(_("several autocast blocks with different settings in one training step"))
     amp.dtype, amp.enabled = DTYPES[dtype], flag
     amp.header = ast.unparse(call)
 

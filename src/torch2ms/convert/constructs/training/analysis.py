@@ -18,6 +18,7 @@ import libcst as cst
 
 from ....analysis.astwalk import is_method_call, nodes
 from ....analysis.imports import ImportMap
+from ....i18n import _
 from ...cstutil import Statement, block, code
 from ...index import StatementIndex
 from .amp import Amp, inline_autocast
@@ -137,15 +138,15 @@ def analyse_step(roles: Roles, bstmt: cst.SimpleStatementLine, stack: list[cst.C
     scope_node = stack[scope_at] if scope_at >= 0 else None
     path = stack[scope_at + 1 :]
     if not path or not isinstance(path[-1], LOOPS):
-        raise NotConvertible("loss.backward() is not directly inside a for/while loop")
+        raise NotConvertible(_("loss.backward() is not directly inside a for/while loop"))
     loops = [n for n in path if isinstance(n, LOOPS)]
     body = block(path[-1].body) if isinstance(path[-1].body, cst.IndentedBlock) else []
     if not body:
-        raise NotConvertible("one-line loop body")
+        raise NotConvertible(_("one-line loop body"))
     body, amp = inline_autocast(roles, body)  # R13: `with autocast(...)` blocks join the loop body
     asts = [roles.ast_of(s) for s in body]
     if any(a is None for a in asts):
-        raise NotConvertible("cannot analyse the loop body")
+        raise NotConvertible(_("cannot analyse the loop body"))
     stmts: list[ast.stmt] = asts  # type: ignore[assignment]
     ib = next(i for i, s in enumerate(body) if s is bstmt)
     loss, scaler = _backward_target(stmts, ib)
@@ -166,7 +167,7 @@ def analyse_step(roles: Roles, bstmt: cst.SimpleStatementLine, stack: list[cst.C
     )
     if scaler is not None and not fused:
         raise NotConvertible(
-            "GradScaler with gradient accumulation or extra statements before scaler.step(): port by hand"
+            _("GradScaler with gradient accumulation or extra statements before scaler.step(): port by hand")
         )
     fwd = _forward(roles, body, stmts, ib, loss, zero_at, loops, opt, scope_node)
     return StepPlan(
@@ -221,12 +222,12 @@ def _forward(
     outer = _insertion_loop(roles, loops, opt, [stmts[i] for i in slice_idx])
     outer_ast = roles.ast_of(outer)
     if outer_ast is None:
-        raise NotConvertible("cannot analyse the loop")
+        raise NotConvertible(_("cannot analyse the loop"))
     local = {n.id for n in ast.walk(outer_ast) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     prep = _prep(roles, stmts, slice_idx, local)
     forward = [i for i in slice_idx if i not in prep]
     if not forward:
-        raise NotConvertible("the loss does not come from a forward pass in this loop body")
+        raise NotConvertible(_("the loss does not come from a forward pass in this loop body"))
     scope_ast = (roles.ast_of(scope_node) if scope_node is not None else None) or roles.tree
     fwd_writes: set[str] = set()
     for i in forward:
@@ -252,7 +253,7 @@ def _backward_target(asts: list[ast.stmt], ib: int) -> tuple[ast.expr, str | Non
     """What backward() is called on, and the GradScaler when it is ``scaler.scale(loss).backward()``."""
     bcall = method_call(asts[ib], "backward")
     if bcall is None or bcall.args or bcall.keywords:
-        raise NotConvertible("backward() with arguments (retain_graph/gradient): port by hand")
+        raise NotConvertible(_("backward() with arguments (retain_graph/gradient): port by hand"))
     target = bcall.func.value  # type: ignore[attr-defined]
     scaler = None
     if is_method_call(target, "scale") and len(target.args) == 1 and not target.keywords:
@@ -261,13 +262,13 @@ def _backward_target(asts: list[ast.stmt], ib: int) -> tuple[ast.expr, str | Non
         isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "scale"
         for n in ast.walk(target)
     ):
-        raise NotConvertible("loss scaling (GradScaler): use mindspore.amp loss scaling")
+        raise NotConvertible(_("loss scaling (GradScaler): use mindspore.amp loss scaling"))
     for a in asts:
         for n in ast.walk(a):
             if isinstance(n, ast.Attribute) and n.attr == "grad":
-                raise NotConvertible("the loop reads .grad: MindSpore gradients are the value_and_grad tuple")
+                raise NotConvertible(_("the loop reads .grad: MindSpore gradients are the value_and_grad tuple"))
     if sum(1 for a in asts if method_call(a, "backward")) > 1:
-        raise NotConvertible("several backward() calls in one loop body")
+        raise NotConvertible(_("several backward() calls in one loop body"))
     return target, scaler
 
 
@@ -282,7 +283,7 @@ def _step(roles: Roles, asts: list[ast.stmt], ib: int) -> tuple[int, bool, str]:
                 c = method_call(s, "step")
                 if c is not None and roles.is_optimizer(ast.unparse(c.func.value)):  # type: ignore[attr-defined]
                     return i, True, ast.unparse(c.func.value)  # type: ignore[attr-defined]
-    raise NotConvertible("no optimizer.step() after loss.backward() in the same loop body")
+    raise NotConvertible(_("no optimizer.step() after loss.backward() in the same loop body"))
 
 
 def _scaler_roles(
@@ -292,7 +293,9 @@ def _scaler_roles(
     c = None if step_in_if else method_call(asts[step_at], "step")
     if c is None or ast.unparse(c.func.value) != scaler or len(c.args) != 1:  # type: ignore[attr-defined]
         raise NotConvertible(
-            f"{scaler}.scale(loss).backward() without {scaler}.step(optimizer) right after: port by hand"
+            _("{scaler}.scale(loss).backward() without {scaler}.step(optimizer) right after: port by hand").format(
+                scaler=scaler
+            )
         )
     opt = ast.unparse(c.args[0])
     unscales = [
@@ -311,7 +314,9 @@ def _scaler_roles(
         None,
     )
     if update_at is None:
-        raise NotConvertible(f"{scaler}.step() without {scaler}.update(): port the loss scaling by hand")
+        raise NotConvertible(
+            _("{scaler}.step() without {scaler}.update(): port the loss scaling by hand").format(scaler=scaler)
+        )
     return opt, unscales, update_at
 
 
@@ -324,7 +329,7 @@ def _slice(asts: list[ast.stmt], ib: int, target: ast.expr, skip: set[int], line
             continue
         if writes(asts[i]) & needed:
             if not isinstance(asts[i], (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-                raise NotConvertible(f"the loss depends on a compound statement (line {lines[i]})")
+                raise NotConvertible(_("the loss depends on a compound statement (line {line})").format(line=lines[i]))
             out.append(i)
             needed |= set(reads(asts[i]))
     return sorted(out)
@@ -419,7 +424,7 @@ def _insertion_loop(roles: Roles, loops: Sequence[cst.CSTNode], opt: str, fwd: l
         la = roles.ast_of(lp)
         if la is not None and not (writes(la) & needed):
             return lp
-    raise NotConvertible(f"{opt} or the model is created inside the loop")
+    raise NotConvertible(_("{opt} or the model is created inside the loop").format(opt=opt))
 
 
 def _params(asts: list[ast.stmt], forward: list[int], local: set[str]) -> list[str]:

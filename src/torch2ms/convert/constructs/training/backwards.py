@@ -15,6 +15,7 @@ import builtins
 
 import libcst as cst
 
+from ....i18n import _
 from ...cstutil import Statement
 from .amp import inline_autocast
 from .analysis import Roles, method_call, sets_mode
@@ -42,7 +43,7 @@ def analyse_flow(roles: Roles, container: cst.CSTNode, stack: list[cst.CSTNode])
     body, amp = inline_autocast(roles, body_of(container))  # autocast blocks: their statements join the block
     asts = [roles.ast_of(s) for s in body]
     if not body or any(a is None for a in asts):
-        raise NotConvertible("cannot analyse the block around loss.backward()")
+        raise NotConvertible(_("cannot analyse the block around loss.backward()"))
     stmts: list[ast.stmt] = asts  # type: ignore[assignment]
     scope_node = next((n for n in reversed(stack) if isinstance(n, (cst.FunctionDef, cst.ClassDef))), None)
     scope_ast = (roles.ast_of(scope_node) if scope_node is not None else None) or roles.tree
@@ -57,10 +58,10 @@ def analyse_flow(roles: Roles, container: cst.CSTNode, stack: list[cst.CSTNode])
         back = _backward(roles, stmts, at, inner_local)
         back.holders = live_holders(events, at, looped)
         if not back.holders:
-            raise NotConvertible("loss.backward() without an optimizer step or a read of the gradients after it")
+            raise NotConvertible(_("loss.backward() without an optimizer step or a read of the gradients after it"))
         backwards.append(back)
     if not backwards:
-        raise NotConvertible("loss.backward() is not a statement of its own in this block")
+        raise NotConvertible(_("loss.backward() is not a statement of its own in this block"))
     outer = _outer(roles, container, stack, backwards, holders, stmts)
     local = writes(roles.ast_of(outer) or stmts[0]) if isinstance(outer, LOOPS) else writes(scope_ast)
     for back in backwards:
@@ -79,8 +80,10 @@ def _backward(roles: Roles, asts: list[ast.stmt], at: int, local: set[str]) -> B
     forward = forward_slice(roles, asts, at, local)
     if not forward:
         raise NotConvertible(
-            f"{ast.unparse(loss)} is not computed by a model in this block "
-            "(built from tensors recorded earlier: MindSpore differentiates a function, not a tape)"
+            _(
+                "{loss} is not computed by a model in this block "
+                "(built from tensors recorded earlier: MindSpore differentiates a function, not a tape)"
+            ).format(loss=ast.unparse(loss))
         )
     return Backward(at, loss, scaler, forward, [], [])
 
@@ -122,7 +125,9 @@ def _slice(asts: list[ast.stmt], at: int, loss: ast.expr) -> list[int]:
             continue
         if _touches_gradients(a):
             raise NotConvertible(
-                f"the loss depends on a statement that also steps or clears gradients (line {a.lineno})"
+                _("the loss depends on a statement that also steps or clears gradients (line {line})").format(
+                    line=a.lineno
+                )
             )
         out.append(i)
         needed = (needed - overwrites(a)) | reads(a)
@@ -252,7 +257,7 @@ def _outer(
         la = roles.ast_of(lp)
         if la is not None and not writes(la) & needed:
             return lp
-    raise NotConvertible("the model or its optimizer is created inside the training loop")
+    raise NotConvertible(_("the model or its optimizer is created inside the training loop"))
 
 
 def _first_involved(asts: list[ast.stmt], backwards: list[Backward], events: list) -> int:

@@ -28,11 +28,12 @@ from ...generated import GeneratedRefs
 from .amp import Amp, RenameCall
 from .analysis import CLIP_VALUE, Roles, StepPlan, method_call, sets_mode, trained_module
 
-FORWARD_FN = '''def {forward_fn}({params}):
-    """Forward pass and loss of the torch training loop (value_and_grad differentiates it)."""
+FORWARD_FN = """def {forward_fn}({params}):
+    {doc}
     {body}
     return {ret}
-'''
+"""
+FORWARD_DOC = N_("Forward pass and loss of the torch training loop (value_and_grad differentiates it).")
 GRAD_FN = "{grad_fn} = mindspore.value_and_grad({forward_fn}, None, {opt}.parameters)\n"
 GRAD_FN_AUX = "{grad_fn} = mindspore.value_and_grad({forward_fn}, None, {opt}.parameters, has_aux=True)\n"
 REDUCER = (
@@ -53,7 +54,7 @@ TRAIN_MODE_NOTE = N_("a torch module starts in training mode, a MindSpore cell d
 TRAIN_STEP_CELL = """class {cls}(mindspore.nn.Cell):
     {doc}
 
-    # One compiled graph per step in PyNative too (MS_JIT=0 runs it op by op for debugging).
+    {jit_comment}
     @mindspore.jit
     def construct({params}):
         {got}, grads = {grad_call}
@@ -62,6 +63,7 @@ TRAIN_STEP_CELL = """class {cls}(mindspore.nn.Cell):
         {update}
         return {returns}
 """
+JIT_COMMENT = N_("One compiled graph per step in PyNative too (MS_JIT=0 runs it op by op for debugging).")
 UNSCALE = """{loss} = {scaler}.unscale({loss})
 grads = {scaler}.unscale(grads)
 {finite} = mindspore.amp.all_finite(grads)
@@ -166,7 +168,14 @@ class StepWriter:
         loss = expr(f"{plan.scaler}.scale({plan.loss_src})" if plan.scaler else plan.loss_src)
         ret = gen.tuple_of([loss, *map(cst.Name, plan.aux)])
         params = gen.parameters(plan.params)
-        fn = gen.statement(FORWARD_FN, self.refs, forward_fn=cst.Name(forward_fn), params=params, body=body, ret=ret)
+        fn = gen.statement(
+            doc_template(FORWARD_FN, FORWARD_DOC),
+            self.refs,
+            forward_fn=cst.Name(forward_fn),
+            params=params,
+            body=body,
+            ret=ret,
+        )
         grad = gen.statement(
             GRAD_FN_AUX if plan.aux else GRAD_FN,
             self.refs,
@@ -196,10 +205,14 @@ class StepWriter:
         update: list[Statement] = [_call_statement(opt_name, "grads")]
         if plan.scaler is not None:  # R13: torch's GradScaler step as MindSpore's documented loss-scaling step
             clip, update = self._scaled(setup, first, opt_name, clip)
-        doc = cst.SimpleString(f'"""Forward, loss.backward() and {plan.opt}.step() of the torch loop as one Cell."""')
+        doc = cst.SimpleString(
+            '"""'
+            + _("Forward, loss.backward() and {opt}.step() of the torch loop as one Cell.").format(opt=plan.opt)
+            + '"""'
+        )
         got = gen.names_tuple([first, *plan.aux], parens=bool(plan.aux))
         cell = gen.statement(
-            TRAIN_STEP_CELL,
+            TRAIN_STEP_CELL.replace("{jit_comment}", "# " + _(JIT_COMMENT)),  # a comment holds no node
             self.refs,
             cls=cst.Name(cls_name),
             doc=[cst.SimpleStatementLine([cst.Expr(doc)])],
@@ -216,7 +229,7 @@ class StepWriter:
         setup.append(gen.blank_lines(instance, self.gap))
         for i in [*plan.clips, plan.step_at, *plan.zero_at, *plan.scaler_calls]:
             self.out.replace[id(plan.body[i])] = []
-        self.out.form = "one TrainStep Cell (value_and_grad + optimizer)"
+        self.out.form = N_("one TrainStep Cell (value_and_grad + optimizer)")
         lhs = gen.names_tuple([plan.loss_name or "_", *plan.aux, *clip_out])
         call = cst.SimpleStatementLine(
             [
@@ -273,7 +286,7 @@ class StepWriter:
         for i in plan.clips:
             self.out.replace[id(plan.body[i])] = self.clip_code(plan.asts[i], grads_sum, plan.body[i])[0]
         self._general_step(plan.body[plan.step_at], grads_sum)
-        self.out.form = "gradients accumulated in a tuple between zero_grad() calls"
+        self.out.form = N_("gradients accumulated in a tuple between zero_grad() calls")
         return call
 
     def _general_step(self, node: Statement, grads_sum: str) -> None:
@@ -379,3 +392,9 @@ def comment_template(template: str, note: str) -> str:
     """``template`` with its ``{note}`` placeholder made the mark ``note``, in the current language (a
     comment holds no node, so the text goes in before the template is parsed)."""
     return template.replace("{note}", f"{MARK} " + _(note))
+
+
+def doc_template(template: str, doc: str) -> str:
+    """``template`` with its ``{doc}`` placeholder made the docstring ``doc`` in the current language
+    (generated code is the user's code: it speaks the language of the run)."""
+    return template.replace("{doc}", '"""' + _(doc) + '"""')

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from ....analysis.astwalk import is_method_call
+from ....i18n import _
 from ...cstutil import Statement, block
 from ...index import children
 from .amp import Amp
@@ -86,12 +87,12 @@ def loss_text(a: ast.stmt) -> tuple[ast.expr, str | None]:
     call = method_call(a, "backward")
     assert call is not None
     if call.args or call.keywords:
-        raise NotConvertible("backward() with arguments (retain_graph/gradient): port by hand")
+        raise NotConvertible(_("backward() with arguments (retain_graph/gradient): port by hand"))
     target = call.func.value  # type: ignore[attr-defined]
     if is_method_call(target, "scale") and len(target.args) == 1 and not target.keywords:
         return target.args[0], ast.unparse(target.func.value)
     if any(is_method_call(n, "scale") for n in ast.walk(target)):
-        raise NotConvertible("loss scaling inside the loss expression: use scaler.scale(loss).backward()")
+        raise NotConvertible(_("loss scaling inside the loss expression: use scaler.scale(loss).backward()"))
     return target, None
 
 
@@ -213,7 +214,9 @@ def _scaler_event(holders: Holders, a: ast.stmt, scalers: set[str]) -> Event | N
         if kind == "update":
             return Event(None, kind, None, 0, False, scaler)  # type: ignore[arg-type]
         if len(call.args) != 1 or call.keywords:
-            raise NotConvertible(f"{scaler}.{attr}() without one optimizer argument: port by hand")
+            raise NotConvertible(
+                _("{call}() without one optimizer argument: port by hand").format(call=f"{scaler}.{attr}")
+            )
         return Event(None, kind, holders.of_optimizer(ast.unparse(call.args[0])), 0, False, scaler)  # type: ignore[arg-type]
     return None
 
@@ -228,7 +231,9 @@ def _statement_event(roles: Roles, holders: Holders, a: ast.stmt) -> tuple[str, 
         if recv in roles.optimizers or (roles.is_optimizer(recv) and recv not in roles.schedulers):
             if step.args or step.keywords:
                 raise NotConvertible(
-                    f"{recv}.step(closure): re-evaluating the loss inside step() has no MindSpore form"
+                    _("{opt}.step(closure): re-evaluating the loss inside step() has no MindSpore form").format(
+                        opt=recv
+                    )
                 )
             return "step", holders.of_optimizer(recv)
         return None
@@ -236,7 +241,7 @@ def _statement_event(roles: Roles, holders: Holders, a: ast.stmt) -> tuple[str, 
         call = a.value  # type: ignore[attr-defined]
         module = parameters_of(call.args[0] if call.args else None)
         if module is None:
-            raise NotConvertible("gradient clipping of parameters other than model.parameters(): port by hand")
+            raise NotConvertible(_("gradient clipping of parameters other than model.parameters(): port by hand"))
         return "clip", holders.of_module(module)
     return None
 
@@ -303,7 +308,7 @@ def _check_grad_reads(a: ast.stmt, reads_here: list[Event], roles: Roles) -> Non
             allowed |= {id(n) for n in ast.walk(loop)}
     for n in ast.walk(a):
         if isinstance(n, ast.Attribute) and n.attr == "grad" and id(n) not in allowed:
-            raise NotConvertible("the loop reads .grad outside a `for p in model.parameters()` loop")
+            raise NotConvertible(_("the loop reads .grad outside a `for p in model.parameters()` loop"))
 
 
 def live_holders(events: list[Event], at: int, looped: bool) -> list[Holder]:

@@ -23,7 +23,18 @@ from ...cstutil import Statement, block, code
 from ...generated import GeneratedRefs
 from .amp import RenameCall
 from .analysis import Roles
-from .emit import FORWARD_FN, TRAIN_MODE, TRAIN_MODE_NOTE, Emitted, amp_setup, clip_code, comment_template, expr
+from .emit import (
+    FORWARD_DOC,
+    FORWARD_FN,
+    TRAIN_MODE,
+    TRAIN_MODE_NOTE,
+    Emitted,
+    amp_setup,
+    clip_code,
+    comment_template,
+    doc_template,
+    expr,
+)
 from .flow import Backward, Event, Flow, Holder
 
 GRAD_FN = "{grad_fn} = mindspore.value_and_grad({forward_fn}, None, {weights})\n"
@@ -49,7 +60,7 @@ class GeneralWriter:
 
     def __init__(self, flow: Flow, roles: Roles, refs: GeneratedRefs, fresh: Callable[[str], str]) -> None:
         self.flow, self.roles, self.refs, self.fresh = flow, roles, refs, fresh
-        self.out = Emitted(form="one forward_fn per backward(), gradients kept as torch keeps .grad")
+        self.out = Emitted(form=N_("one forward_fn per backward(), gradients kept as torch keeps .grad"))
         self.gap = 2 if flow.scope_ast is roles.tree else 1  # blank lines: two at module level
         self.amp_model = ""
         self.finite: dict[str, str] = {}  # GradScaler → the name of its all_finite flag
@@ -97,7 +108,7 @@ class GeneralWriter:
         body = [self._amp_call(flow.body[i]) for i in back.forward]
         body[0] = _without_blank_lines(body[0])
         fn = gen.statement(
-            FORWARD_FN,
+            doc_template(FORWARD_FN, FORWARD_DOC),
             self.refs,
             forward_fn=cst.Name(forward_fn),
             params=gen.parameters(back.params),

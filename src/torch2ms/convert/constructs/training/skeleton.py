@@ -22,20 +22,24 @@ from ...cstutil import Statement, block, code
 from ...state import FileState
 from .analysis import Roles, method_call
 from .backwards import forward_slice
-from .emit import comment_template
+from .emit import comment_template, doc_template
 from .errors import NotConvertible
 from .flow import Holder, Holders, nested_statements, writes
 
-SKELETON = '''def {forward_fn}():
-    """The forward pass that computes the loss from the model's inputs (write it here)."""
+SKELETON = """def {forward_fn}():
+    {doc}
     return {loss}
-'''
-SKELETON_FORWARD = '''def {forward_fn}():
-    """The forward pass again (a copy of the statements above): check it computes the loss from the model."""
+"""
+SKELETON_DOC = N_("The forward pass that computes the loss from the model's inputs (write it here).")
+SKELETON_FORWARD = """def {forward_fn}():
+    {doc}
     {body}
     return {loss}
-'''
+"""
 GRADS = "{loss_value}, {grads} = mindspore.value_and_grad({forward_fn}, None, {weights})()\n"
+SKELETON_FORWARD_DOC = N_(
+    "The forward pass again (a copy of the statements above): check it computes the loss from the model."
+)
 NO_WEIGHTS = "{grads} = ()  {note}\n"
 NO_WEIGHTS_NOTE = N_("no optimizer found for this loss: pass its parameters to value_and_grad")
 
@@ -67,7 +71,12 @@ def skeleton(
         new = _step_skeleton(state, loss, weights, grads, reason, forward)
         new[0] = new[0].with_changes(leading_lines=[*stmt.leading_lines, *new[0].leading_lines])
         replace[id(stmt)] = new
-        state.record("training loop", "not-converted", f"{reason}; runnable skeleton: write forward_fn", line)
+        state.record(
+            N_("training loop"),  # a construct, not a torch name: the report shows it translated
+            "not-converted",
+            _("{reason}; runnable skeleton: write forward_fn").format(reason=reason),
+            line,
+        )
     for node in _zero_grads(roles, body):  # MindSpore gradients start from zero in every call
         replace[id(node)] = []
     for node, _holder in steps:
@@ -104,7 +113,9 @@ def _step_skeleton(
             ).format(reason=reason, loss=loss, forward_fn=forward_fn)
         )
     )
-    template = SKELETON if not forward else SKELETON_FORWARD
+    template = (
+        doc_template(SKELETON, SKELETON_DOC) if not forward else doc_template(SKELETON_FORWARD, SKELETON_FORWARD_DOC)
+    )
     fn = gen.statement(
         template, state.generated, forward_fn=cst.Name(forward_fn), loss=cst.parse_expression(loss), body=forward
     )

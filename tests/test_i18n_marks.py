@@ -1,0 +1,402 @@
+"""Chinese and English (issue 13, "Language"): the ``# torch2ms:`` marks and report reasons of the
+converter stages — autograd.Function, the training-loop reasons and skeleton, calls kept as values,
+subclassed layers, legacy tensors, no_grad blocks, the numpy note — and the RuntimeError of the
+generated checkpoint check. Under zh each is Chinese and a second conversion changes nothing; under
+en each is exactly the English it always was."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+LOCALE_VARS = ("TORCH2MS_LANG", "LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG")
+
+SOURCE = """import numpy as np
+import torch
+import torch.nn as nn
+
+
+class Square(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return 2 * x * grad
+
+
+class Dirty(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.mark_dirty(x)
+        return x.mul_(2)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 2
+
+
+class Wide(nn.Linear):
+    pass
+
+
+class Net(nn.Module):
+    def __init__(self, layer=nn.Linear):
+        super().__init__()
+        self.fc = layer(4, 2)
+        self.scale = np.float64(2.0)
+
+    def forward(self, x):
+        return Square.apply(self.fc(x)) * self.scale
+
+
+def train(model, opt, data):
+    history = []
+    for x, y in data:
+        history.append(model(x))
+    loss = torch.stack(history).sum()
+    loss.backward()
+    opt.step()
+
+
+net = Net()
+net.load_state_dict(torch.load("w.pt"))
+buf = torch.FloatTensor(2, 3)
+with torch.no_grad():
+    y = net(torch.randn(3, 4))
+"""
+
+
+def _has_chinese(text: str) -> bool:
+    return any("\u4e00" <= ch <= "\u9fff" for ch in text)
+
+
+@pytest.fixture
+def convert_in(monkeypatch):
+    """``convert_in("zh", source)``: the conversion result in that language."""
+    for var in LOCALE_VARS:
+        monkeypatch.delenv(var, raising=False)
+
+    def run(lang: str, source: str):
+        from torch2ms.convert import convert_source
+
+        monkeypatch.setenv("TORCH2MS_LANG", lang)
+        return convert_source(source)
+
+    return run
+
+
+def _marks(code: str) -> list[str]:
+    return [line.split("# torch2ms:", 1)[1].strip() for line in code.splitlines() if "# torch2ms:" in line]
+
+
+def _notes(result) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for change in result.changes:
+        out.setdefault(change.api, []).append(change.note)
+    return out
+
+
+def test_r20_converter_marks_in_chinese_and_stable_when_converted_again(convert_in):
+    first = convert_in("zh", SOURCE)
+    marks = _marks(first.code)
+    for expected in (
+        "由输入重新计算（bprop 接收 inputs、out 和 dout；没有 ctx）",
+        "未转换 —— torch.autograd.Function：ctx.mark_dirty() 在 MindSpore 的 bprop 中没有对应写法；保留为 torch 代码",
+        "需复核 —— torch.nn.Linear：被当作值使用：由 torch2ms.runtime.TorchCompat 在运行时套用参数规则",
+        "未转换 —— 训练步骤：loss 不是由该代码块中的模型计算出来的",
+        "numpy 标量与 MindSpore 张量运算时由张量决定结果类型",
+    ):
+        assert any(m.startswith(expected) for m in marks), (expected, marks)
+    notes = _notes(first)
+    assert "forward → construct，backward → bprop(inputs, out, dout)" in notes["torch.autograd.Function"]
+    assert any(n.endswith("；已生成可运行的骨架：请编写 forward_fn") for n in notes["training loop"])
+    assert "按尺寸构造（torch 中是未初始化的内存）：改为该形状的全零张量" in notes["torch.FloatTensor"]
+    assert "保留代码块、去掉上下文管理器：MindSpore 只在求导函数内部求导" in notes["torch.no_grad"]
+    assert "被继承：由 torch2ms.runtime.compat_base 转换 torch 的参数" in notes["torch.nn.Linear"]
+    assert convert_in("zh", first.code).code == first.code
+
+
+def test_r20_converter_marks_in_english_exactly_as_before(convert_in):
+    result = convert_in("en", SOURCE)
+    code = result.code
+    assert not _has_chinese(code)
+    for line in (
+        "# torch2ms: recomputed from the inputs (bprop gets inputs, out and dout; there is no ctx)",
+        "# torch2ms: not converted — torch.autograd.Function: ctx.mark_dirty() has no MindSpore bprop equivalent; "
+        "kept as torch code",
+        "# torch2ms: review — torch.nn.Linear: used as a value: torch2ms.runtime.TorchCompat applies its argument "
+        "rules at run time",
+        "# torch2ms: not converted — training step: loss is not computed by a model in this block (built from "
+        "tensors recorded earlier: MindSpore differentiates a function, not a tape). Skeleton: MindSpore "
+        "differentiates a function (no loss.backward()): compute loss inside forward_fn from the model's inputs",
+        "# torch2ms: numpy scalars defer to MindSpore tensors (np.float64 * Tensor is a Tensor), as to torch's",
+    ):
+        assert line in code, line
+    notes = _notes(result)
+    assert "forward → construct, backward → bprop(inputs, out, dout)" in notes["torch.autograd.Function"]
+    assert "size form (uninitialised memory in torch): zeros of that shape" in notes["torch.FloatTensor"]
+    assert "subclassed: torch2ms.runtime.compat_base translates torch's arguments" in notes["torch.nn.Linear"]
+    assert convert_in("en", code).code == code
+
+
+def _strict_check(code: str) -> str:
+    """The generated ``if missing or unexpected: raise RuntimeError(...)`` statement, dedented."""
+    lines = code.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("if ") and "load_state_dict" in line)
+    end = next(i for i in range(start + 1, len(lines)) if not lines[i].startswith(" "))
+    return textwrap.dedent("\n".join(lines[start:end])) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("lang", "expected"),
+    [
+        ("zh", "检查点与 net 不匹配：未加载 ['fc.weight'], 多余的 ['head.bias']"),
+        ("en", "checkpoint does not match net: not loaded ['fc.weight'], unexpected ['head.bias']"),
+    ],
+)
+def test_r20_generated_checkpoint_check_raises_in_the_language_of_the_run(convert_in, lang, expected):
+    check = _strict_check(convert_in(lang, SOURCE).code)
+    names = check.split()[1:4:2]  # if MISSING or UNEXPECTED:
+    scope = {names[0].rstrip(":"): ["fc.weight"], names[1].rstrip(":"): ["head.bias"]}
+    with pytest.raises(RuntimeError) as raised:
+        exec(compile(check, "generated", "exec"), scope)  # the user's code as written, run
+    assert str(raised.value) == expected
+
+
+TRAINING_REASONS = {
+    "backward() with arguments (retain_graph/gradient): port by hand": (
+        "    loss = model(x).sum()\n    loss.backward(retain_graph=True)\n    opt.step()\n"
+    ),
+    "loss.backward() without an optimizer step or a read of the gradients after it": (
+        "    loss = model(x).sum()\n    loss.backward()\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("english", sorted(TRAINING_REASONS))
+def test_r20_training_loop_reasons_in_chinese_and_english(convert_in, english):
+    from torch2ms.i18n import every_language
+
+    source = "import torch\n\n\ndef train(model, opt, data):\n    for x in data:\n" + textwrap.indent(
+        TRAINING_REASONS[english], "    "
+    )
+    chinese = every_language(english)[1]
+    zh = convert_in("zh", source)
+    assert any(chinese in note for c in zh.changes if c.api == "training loop" for note in [c.note]), zh.changes
+    assert any(chinese in m for m in _marks(zh.code))
+    assert convert_in("zh", zh.code).code == zh.code
+    en = convert_in("en", source)
+    assert any(english in m for m in _marks(en.code)) and not _has_chinese(en.code)
+
+
+# ---- KB argument-rule notes ------------------------------------------------------------------------
+
+PRIORITY = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "torch_api_priority.tsv"
+
+
+@pytest.mark.skipif(not PRIORITY.exists(), reason="the shared priority list is not here")
+def test_the_argument_rule_notes_of_the_150_most_used_entries_have_a_chinese_note():
+    from torch2ms.kb import load_kb
+
+    kb = load_kb()
+    seen: dict[str, object] = {}
+    for line in PRIORITY.read_text(encoding="utf-8").splitlines()[1:]:
+        entry = kb.get(line.split("\t")[0])
+        if entry is not None:
+            seen.setdefault(entry.torch, entry)
+        if len(seen) == 150:
+            break
+    missing = [
+        f"{e.torch}:{name}"
+        for e in seen.values()
+        for name, rule in e.args.items()  # type: ignore[attr-defined]
+        if rule.note and not _has_chinese(e.arg_notes_zh.get(name, ""))  # type: ignore[attr-defined]
+    ]
+    assert missing == []
+
+
+def test_an_argument_note_for_a_rule_that_does_not_exist_is_refused(tmp_path):
+    from torch2ms.kb import KBError, load_kb
+    from torch2ms.kb.__init__ import DATA_DIR
+
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "a.toml").write_text((DATA_DIR / "nn_layers.toml").read_text(encoding="utf-8"), encoding="utf-8")
+    (data / "zh.toml").write_text('[arg_note_zh]\n"torch.nn.Conv2d:no_such_arg" = "没有这个参数"\n', encoding="utf-8")
+    with pytest.raises(KBError, match="no_such_arg"):
+        load_kb(data)
+
+
+def test_lookup_argument_rule_notes_in_chinese_and_english(convert_in):
+    from torch2ms.kb import load_kb
+    from torch2ms.kb.lookup import argument_differences
+
+    entry = load_kb().get("torch.nn.LayerNorm")
+    convert_in("zh", "")  # speak Chinese
+    zh = argument_differences(entry)
+    assert "bias：不支持的取值：False。LayerNorm(bias=False)：MindSpore 总有 beta；把它冻结在全 0。" in zh, zh
+    convert_in("en", "")
+    assert (
+        "bias: not supported for False. LayerNorm(bias=False): MindSpore always has beta; freeze it at zeros."
+        in argument_differences(entry)
+    )
+
+
+def test_r20_argument_rule_note_in_the_not_converted_mark(convert_in):
+    source = "import torch\n\ng = torch.Generator()\nx = torch.randn(3, generator=g)\n"
+    zh = convert_in("zh", source)
+    line = (
+        "# torch2ms: 未转换 —— torch.randn：generator= 在 MindSpore CPU 上没有对应写法："
+        "用 mindspore.set_seed 设定种子，或传 seed=。"
+    )
+    assert line in zh.code, zh.code
+    assert convert_in("zh", zh.code).code == zh.code
+    en = convert_in("en", source).code
+    assert (
+        "# torch2ms: not converted — torch.randn: generator= has no MindSpore CPU form: seed with "
+        "mindspore.set_seed or pass seed=." in en
+    )
+
+
+TRAIN_LOOP = """import torch
+import torch.nn as nn
+
+model = nn.Linear(4, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for x, y in [(torch.randn(3, 4), torch.randn(3, 2))]:
+    opt.zero_grad()
+    loss = ((model(x) - y) ** 2).mean()
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_generated_training_step_docstrings_and_comment_in_the_language_of_the_run(convert_in):
+    zh = convert_in("zh", TRAIN_LOOP).code
+    assert '    """torch 训练循环的前向计算与 loss（由 value_and_grad 对它求导）。"""' in zh
+    assert '    """把 torch 循环中的前向、loss.backward() 和 opt.step() 合成一个 Cell。"""' in zh
+    assert "    # 在 PyNative 模式下每一步也编译成一张图（调试时设 MS_JIT=0 可逐算子运行）。" in zh
+    assert convert_in("zh", zh).code == zh
+    en = convert_in("en", TRAIN_LOOP).code
+    assert '    """Forward pass and loss of the torch training loop (value_and_grad differentiates it)."""' in en
+    assert '    """Forward, loss.backward() and opt.step() of the torch loop as one Cell."""' in en
+    assert "    # One compiled graph per step in PyNative too (MS_JIT=0 runs it op by op for debugging)." in en
+    assert not _has_chinese(en)
+    compile(zh, "converted.py", "exec")  # the Chinese docstrings keep it valid Python
+
+
+def test_skeleton_docstring_in_the_language_of_the_run(convert_in):
+    zh = convert_in("zh", SOURCE).code
+    assert '        """由模型的输入计算 loss 的前向过程（请在这里编写）。"""' in zh, zh
+    en = convert_in("en", SOURCE).code
+    assert '        """The forward pass that computes the loss from the model\'s inputs (write it here)."""' in en
+
+
+DATASET = """import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Pairs(Dataset):
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        return torch.ones(2) * i, i
+
+
+loader = DataLoader(Pairs(), batch_size=2)
+"""
+
+
+def test_generated_dataset_index_comment_in_the_language_of_the_run(convert_in):
+    zh = convert_in("zh", DATASET).code
+    assert "i = int(i)  # GeneratorDataset 传入的索引是 numpy.int64" in zh, zh
+    assert convert_in("zh", zh).code == zh
+    en = convert_in("en", DATASET).code
+    assert "i = int(i)  # GeneratorDataset passes numpy.int64 indices" in en
+
+
+def _summary_lines() -> dict[str, str]:
+    from torch2ms.kb.transforms import HANDLERS, TRANSFORMS
+
+    out = {}
+    for registry in (TRANSFORMS.load_all(), HANDLERS.load_all()):
+        for name in registry:
+            doc = (registry[name].__doc__ or "").strip().splitlines()
+            if doc:
+                out[doc[0].replace("``", "")] = name
+    return out
+
+
+def test_listed_summaries_are_docstring_first_lines_of_transforms_or_handlers():
+    from torch2ms.kb.summaries import SUMMARIES
+
+    lines = _summary_lines()
+    assert [s for s in SUMMARIES if s not in lines] == []
+
+
+@pytest.mark.skipif(not PRIORITY.exists(), reason="the shared priority list is not here")
+def test_summaries_shown_for_the_150_most_used_entries_are_listed():
+    from torch2ms.kb import load_kb
+    from torch2ms.kb.summaries import SUMMARIES
+    from torch2ms.kb.transforms import HANDLERS, TRANSFORMS
+
+    kb = load_kb()
+    seen: dict[str, object] = {}
+    for line in PRIORITY.read_text(encoding="utf-8").splitlines()[1:]:
+        entry = kb.get(line.split("\t")[0])
+        if entry is not None:
+            seen.setdefault(entry.torch, entry)
+        if len(seen) == 150:
+            break
+    names = {r.transform for e in seen.values() for r in e.args.values() if r.transform and not r.unsupported}  # type: ignore[attr-defined]
+    names |= {e.template[1:] for e in seen.values() if e.template.startswith("@")}  # type: ignore[attr-defined]
+    shown = {
+        line for line, name in _summary_lines().items() if name in names and (name in TRANSFORMS or name in HANDLERS)
+    }
+    assert sorted(shown - set(SUMMARIES)) == []
+
+
+def test_lookup_transform_summary_in_chinese_and_english(convert_in):
+    from torch2ms.kb import load_kb
+    from torch2ms.kb.lookup import argument_differences
+
+    entry = load_kb().get("torch.nn.LayerNorm")
+    convert_in("zh", "")
+    assert any("LayerNorm 的 normalized_shape → tuple" in line for line in argument_differences(entry))
+    convert_in("en", "")
+    assert any(
+        "LayerNorm normalized_shape → a tuple; only the last dim normalises with MindSpore's default axes." in line
+        for line in argument_differences(entry)
+    )
+
+
+def test_convert_report_names_the_training_loop_construct_in_the_language_of_the_run(convert_in, tmp_path):
+    from torch2ms.convert import convert_tree
+
+    src = tmp_path / "proj"
+    src.mkdir()
+    (src / "train.py").write_text(SOURCE, encoding="utf-8")
+    for lang, api, reason in (
+        (
+            "zh",
+            "`训练循环` | 未转换 | loss 不是由该代码块中的模型计算出来的",
+            "；已生成可运行的骨架：请编写 forward_fn |",
+        ),
+        (
+            "en",
+            "`training loop` | not-converted | loss is not computed by a model",
+            "; runnable skeleton: write forward_fn |",
+        ),
+    ):
+        convert_in(lang, "")
+        convert_tree(str(src), str(tmp_path / f"out_{lang}"), jobs=1)
+        report = (tmp_path / f"out_{lang}" / "torch2ms-report.md").read_text(encoding="utf-8")
+        row = next(line for line in report.splitlines() if api in line)
+        assert row.endswith(reason), row
