@@ -37,6 +37,7 @@ SUMMARIES = (
     N_("x.type(torch.float16) → x.astype(mindspore.float16); x.type() → torch-style type string."),
     N_("ConvTranspose padding (+ output_padding for 2-D) → MindSpore pad_mode/padding."),
     N_("torch softmax-family dim → MindSpore axis."),
+    N_("nn.ModuleList([...]) → CellList([...]); built empty → torch2ms.runtime.ModuleList()."),
     N_("uniform_(t, a, b) → Uniform(scale) draws U(-scale, scale): scale (b-a)/2, shifted by (a+b)/2."),
     N_("x.max() / x.max(dim, keepdim) keep the method; x.max(other) → ops.maximum."),
     N_("x.new_zeros(2, 3) / ((2, 3)) / (size=...) with x's dtype unless dtype= is given."),

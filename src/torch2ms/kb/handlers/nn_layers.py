@@ -180,9 +180,11 @@ def int1_dilation(value: str | None, bound: dict[str, str], entry: Entry) -> dic
 
 @handler
 def module_list(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
-    """``nn.ModuleList([...])`` → ``CellList([...])``; built empty (``ModuleList()``, ``ModuleList([])``)
-    → ``torch2ms.runtime.ModuleList()``, whose cells appended later keep the parent's name prefix
-    (CellList names them ``0.w`` for ``layers.0.w``: torch's state dict would not load)."""
+    """``nn.ModuleList([...])`` → ``CellList([...])``; built empty → ``torch2ms.runtime.ModuleList()``.
+
+    Built empty (``ModuleList()``, ``ModuleList([])``), the cells appended later must keep the parent's
+    name prefix, which CellList does not give them (``0.w`` for ``layers.0.w``: torch's state dict would
+    not load)."""
     modules = bound.get("modules")
     if modules is None or modules.strip() in ("[]", "()", "None"):
         return "torch2ms.runtime.ModuleList()"
