@@ -59,7 +59,7 @@ def apply_entry(
         ctx.mark(api, _("*args/**kwargs in the call: convert by hand"), None)
         return updated
     try:
-        with known_ints(ctx.int_names()):  # rules may write the simple form for ints (LayerNorm((n,), ...))
+        with known_ints(ctx.int_names):  # rules may write the simple form for ints (LayerNorm((n,), ...))
             res = rewrite_call(entry, *split, receiver=receiver)
     except Exception as exc:  # noqa: BLE001 - a bad rule must not cost the whole file
         ctx.mark(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -133,6 +134,32 @@ class _Comments(cst.CSTVisitor):
 
 def comments_in(node: cst.CSTNode) -> list[str]:
     """Every comment inside ``node``, in order."""
+    if not has_comment(node):
+        return []  # the common case, found without a visitor's dispatch per node
     seen = _Comments()
     node.visit(seen)
     return seen.found
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def has_comment(node: cst.CSTNode) -> bool:
+    """Is there a comment anywhere inside ``node``? (A plain walk over the node's fields, in no
+    particular order: several times cheaper than a libcst visitor.)"""
+    stack: list[object] = [node]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is cst.Comment:
+            return True
+        names = _FIELDS.get(kind)
+        if names is None:
+            names = _FIELDS[kind] = tuple(f.name for f in dataclasses.fields(item))  # type: ignore[arg-type]
+        for name in names:
+            value = getattr(item, name)
+            if isinstance(value, cst.CSTNode):
+                stack.append(value)
+            elif type(value) in (list, tuple):
+                stack.extend(value)
+    return False
