@@ -124,7 +124,7 @@ def _comments_above(ctx: RewriteContext, old: cst.CSTNode, new: cst.BaseExpressi
     """Comments inside a call the rewrite could not keep in place go above its statement, never away."""
     if ctx.in_one_line_statement():
         return new  # nothing inside a one-line statement can be a comment
-    if not ctx.markers or comment_counts(old).keys() <= comment_counts(new).keys():
+    if not ctx.markers or not (before := comment_counts(old)) or before.keys() <= comment_counts(new).keys():
         return new  # no comment lost (the common case), found without a visitor
     kept = set(comments_in(new))
     ctx.markers[-1].extend(c for c in comments_in(old) if c not in kept)

@@ -28,6 +28,34 @@ from .plan import attribute_names
 _HOOK_ATTRIBUTES = frozenset({"format", "apply", "get_parameters"})
 
 _FIELDS: dict[type, tuple[str, ...]] = {}
+# Fields that hold only punctuation and whitespace (half of all nodes): never a name.
+_PUNCTUATION = frozenset(
+    {
+        "lpar",
+        "rpar",
+        "comma",
+        "operator",
+        "equal",
+        "colon",
+        "dot",
+        "semicolon",
+        "lbracket",
+        "rbracket",
+        "lbrace",
+        "rbrace",
+    }
+)
+
+
+def _fields(kind: type, node: cst.CSTNode) -> tuple[str, ...]:
+    names = _FIELDS.get(kind)
+    if names is None:
+        names = _FIELDS[kind] = tuple(
+            f.name
+            for f in dataclasses.fields(node)  # type: ignore[arg-type]
+            if f.name not in _PUNCTUATION and not f.name.startswith("whitespace")
+        )
+    return names
 
 
 class InertExpressions:
@@ -53,11 +81,7 @@ class InertExpressions:
         at = 0
         while at < len(found):
             node = found[at]
-            kind = type(node)
-            names = _FIELDS.get(kind)
-            if names is None:
-                names = _FIELDS[kind] = tuple(f.name for f in dataclasses.fields(node))  # type: ignore[arg-type]
-            for name in names:
+            for name in _fields(type(node), node):
                 value = getattr(node, name)
                 if isinstance(value, cst.CSTNode):
                     found.append(value)

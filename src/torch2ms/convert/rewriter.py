@@ -99,7 +99,7 @@ def _keep_lost_comments(original: cst.SimpleStatementLine, updated, one_line: bo
             before.append(original.trailing_whitespace.comment.value)
         if not before:
             return updated
-    elif not comment_counts(original) - comment_counts(updated):
+    elif not (before_counts := comment_counts(original)) or not before_counts - comment_counts(updated):
         return updated  # every comment is still there (the common case), found without a visitor
     else:
         before = comments_in(original)

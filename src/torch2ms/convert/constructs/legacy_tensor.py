@@ -47,11 +47,11 @@ def _sizes(call: cst.Call) -> list[str] | None:
 @torch_call()
 def legacy_sizes(ctx: RewriteContext, full: str, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
     """``torch.Tensor(i, o)`` → ``ops.zeros((i, o), ms.float32)``."""
+    dtype = _legacy_dtype(ctx, full)  # first: most torch calls are no legacy constructor
+    if dtype is None:
+        return None
     sizes = _sizes(updated)
     if sizes is None:
-        return None
-    dtype = _legacy_dtype(ctx, full)
-    if dtype is None:
         return None
     ctx.record(full, "converted", "size form (uninitialised memory in torch): zeros of that shape")
     return ctx.parse_ms(f"mindspore.ops.zeros(({', '.join(sizes)},), {dtype})")
