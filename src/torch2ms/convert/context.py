@@ -64,6 +64,10 @@ def _int_names(tree: ast.Module | None, cls: str, fn: str) -> frozenset[str]:
     return function_int_names(found[0], module_ints, fields)
 
 
+# Expressions whose code is their ``value`` when they have no parentheses.
+_BARE_TOKENS = frozenset({cst.Name, cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString})
+
+
 class RewriteContext:
     def __init__(self, kb: KB, facts: ModuleFacts, index: StatementIndex, generated: GeneratedRefs) -> None:
         self.kb = kb
@@ -173,6 +177,9 @@ class RewriteContext:
     def source_of(self, node: cst.CSTNode) -> str:
         """The stripped source text of a node, generated once per node (a method call's arguments are
         read by the Tensor rules, the KB rules and the argument reuse in turn)."""
+        kind = type(node)
+        if kind in _BARE_TOKENS and not node.lpar:  # type: ignore[attr-defined]
+            return node.value.strip()  # type: ignore[attr-defined]  # ``x``, ``3``, ``"s"``: the text is the value
         hit = self._sources.get(id(node))
         if hit is None:
             hit = self._sources[id(node)] = (node, code(node).strip())  # the node kept: its id stays its own

@@ -73,6 +73,11 @@ class InertExpressions:
         hit = self._live.get(id(node))
         return self._mark(node) if hit is None else hit
 
+    def known_inert(self, node: cst.CSTNode) -> bool:
+        """A node inside an expression already walked (an argument, a list element, a slice) that
+        holds nothing to change; False for nodes not walked yet."""
+        return self._live.get(id(node)) is False
+
     def _mark(self, root: cst.CSTNode) -> bool:
         """Walk ``root`` once, breadth first, and record every node inside it: a parent is live when
         it or anything below it is."""

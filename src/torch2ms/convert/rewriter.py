@@ -147,7 +147,8 @@ class Rewriter(FastDispatch, cst.CSTTransformer):
             if hook(self.ctx, node):
                 super().on_visit(node)
                 return False
-        if kind in _EXPRESSIONS and self._inert is not None and not self._inert.live(node):
+        inert = self._inert
+        if inert is not None and (not inert.live(node) if kind in _EXPRESSIONS else inert.known_inert(node)):
             self._skipped = node  # nothing inside it to convert: neither its hooks nor its children run
             return False
         return super().on_visit(node)
