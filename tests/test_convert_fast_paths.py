@@ -358,6 +358,9 @@ class _EveryExpression:
     def live(self, node) -> bool:
         return True
 
+    def known_inert(self, node) -> bool:
+        return False
+
 
 def test_r6_inert_expressions_change_nothing(monkeypatch):
     """Expressions with nothing to convert inside rewritten statements are not entered
