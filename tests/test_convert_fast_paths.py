@@ -449,3 +449,28 @@ def test_r6_known_ints_are_found_only_when_a_rule_asks():
     assert len(calls) == 2 and not is_int("n")
     with known_ints(frozenset({"k"})):
         assert is_int(" k ")
+
+
+def test_r6_collector_paused_only_while_a_file_converts(monkeypatch):
+    """convert_source turns the cyclic collector off while it works and leaves it as it found it
+    (also when a stage fails, or when the caller had turned it off)."""
+    import gc
+
+    from torch2ms.convert import pipeline
+
+    seen = []
+    real = pipeline.STAGES
+    assert gc.isenabled()
+    try:
+        monkeypatch.setattr(pipeline, "STAGES", (pipeline.Stage("parse", lambda s: seen.append(gc.isenabled())),))
+        convert_source("import torch\nx = torch.ones(2)\n", "a.py")
+        assert seen == [False] and gc.isenabled()
+        monkeypatch.setattr(pipeline, "STAGES", (pipeline.Stage("parse", lambda s: 1 / 0),))
+        assert "ZeroDivisionError" in (convert_source("x = 1\n", "b.py").error or "") and gc.isenabled()
+        gc.disable()
+        convert_source("import torch\n", "c.py")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    monkeypatch.setattr(pipeline, "STAGES", real)
+    assert "ops.ones(2)" in convert_source("import torch\nx = torch.ones(2)\n", "d.py").code
