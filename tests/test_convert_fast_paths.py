@@ -135,12 +135,13 @@ def test_r6_quiet_statements_come_back_byte_for_byte_and_lines_are_exact():
 @pytest.mark.slow
 def test_r6_fast_path_changes_nothing_on_torchvision(monkeypatch):
     """The installed torchvision models/ + ops/ (real code nobody here wrote): the same output and
-    the same report, line for line, with the quiet-statement fast path on and off."""
+    the same report, line for line, with the fast paths on and off (quiet statements, inert
+    expressions)."""
     import importlib.util
     from pathlib import Path
 
     from torch2ms.analysis.infer import project_module_classes
-    from torch2ms.convert import pipeline
+    from torch2ms.convert import pipeline, rewriter
     from torch2ms.convert.project import local_packages
     from torch2ms.kb import load_kb
 
@@ -165,6 +166,7 @@ def test_r6_fast_path_changes_nothing_on_torchvision(monkeypatch):
     hidden = []
     real = pipeline.hide_quiet_statements
     monkeypatch.setattr(pipeline, "hide_quiet_statements", lambda *a: hidden.append(real(*a)) or None)
+    monkeypatch.setattr(rewriter, "InertExpressions", _EveryExpression)
     slow = run()
     assert sum(len(q.segments) for q in hidden if q) > 100  # the fast path really was taken
     assert [p for p in sources if fast[p] != slow[p]] == []
@@ -301,3 +303,174 @@ def test_r18_checkpoint_changes_sit_on_their_torch_lines():
                 checked += 1
         ast.parse(res.code)
     assert checked >= 10
+
+
+INERT = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+
+    def make_optimizer(params, lr):
+        return torch.optim.SGD(params, lr=lr)
+
+
+    class Scale(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, k=2.0):
+            return x * k
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2.0, None
+
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 2)
+            self.bn = nn.BatchNorm1d(2)
+
+        def forward(self, x, scale: int):
+            y = self.helper(x, [a + 1 for a in range(scale)]) + torch.flatten(self.fc(x), 1)
+            z = (self.helper(x, {"k": (1, 2)}),  # the helper
+                 F.relu(y))
+            return Scale.apply(y, 3.0) + self.bn.weight.sum() + z[1]
+
+        def helper(self, x, extra):
+            return x
+
+
+    def report(net):
+        loss = torch.ones(1) * 2
+        opt = make_optimizer(net.get_parameters(), 0.1), torch.zeros(1)
+        print("loss {:.4f}".format(loss), torch.ones(1), f"{loss:.2f}")
+        return opt
+""")
+
+
+class _EveryExpression:
+    """The inert-expression fast path switched off: every expression is entered."""
+
+    def __init__(self, *args) -> None:
+        pass
+
+    def live(self, node) -> bool:
+        return True
+
+    def known_inert(self, node) -> bool:
+        return False
+
+
+def test_r6_inert_expressions_change_nothing(monkeypatch):
+    """Expressions with nothing to convert inside rewritten statements are not entered
+    (convert/inert.py): the same code and report as with every expression visited, hooks that act
+    without a torch name in sight (``"{:.4f}".format``, ``F.apply``, ``get_parameters``) included."""
+    from torch2ms.convert import inert, rewriter
+
+    asked: list[bool] = []
+
+    class Counting(inert.InertExpressions):
+        def live(self, node):
+            asked.append(super().live(node))
+            return asked[-1]
+
+    monkeypatch.setattr(rewriter, "InertExpressions", Counting)
+    fast = convert_source(INERT, "inert.py")
+    assert asked.count(False) > 10  # the fast path really was taken
+
+    monkeypatch.setattr(rewriter, "InertExpressions", _EveryExpression)
+    slow = convert_source(INERT, "inert.py")
+    assert fast.error is None and fast.code == slow.code
+    assert [(c.api, c.action, c.line, c.note) for c in fast.changes] == [
+        (c.api, c.action, c.line, c.note) for c in slow.changes
+    ]
+    for api in ("torch.Tensor.__format__", "torch.autograd.Function.apply", "torch.flatten", "torch.nn.Module.forward"):
+        assert api in {c.api for c in fast.changes}
+    assert "make_optimizer(net.trainable_params(), 0.1)" in fast.code
+    assert "# the helper" in fast.code
+
+
+def test_r6_inert_walk_marks_what_the_rewrite_acts_on():
+    import libcst as cst
+
+    from torch2ms.analysis.imports import ImportMap
+    from torch2ms.convert.inert import InertExpressions
+    from torch2ms.kb import load_kb
+
+    imap = ImportMap.from_tree(ast.parse("import torch\nimport torch.nn.functional as F\n"), frozenset())
+    marks = InertExpressions(imap, load_kb(), None)
+    expr = cst.parse_expression("self.head(x, [i for i in y]) + F.relu(self.body(x).view(n, -1))")
+    assert marks.live(expr)
+    left, right = expr.left, expr.right
+    assert not marks.live(left) and not marks.live(left.func) and not marks.live(left.args[1].value)
+    assert marks.live(right) and marks.live(right.func)
+    view_call = right.args[0].value
+    assert marks.live(view_call) and not marks.live(view_call.args[0].value)
+    assert marks.live(cst.parse_expression('"{:.3f}".format(v)'))
+
+
+def test_r6_comment_counts_are_comments_in():
+    """cstutil.comment_counts (a plain walk) finds the comments the ordered visitor finds."""
+    import importlib.util
+    from collections import Counter
+    from pathlib import Path
+
+    import libcst as cst
+
+    from torch2ms.convert.cstutil import comment_counts, comments_in, has_comment
+
+    sources = [INERT, CHECKPOINTS]
+    spec = importlib.util.find_spec("torchvision")
+    if spec is not None:
+        root = Path(list(spec.submodule_search_locations)[0])
+        sources += [p.read_text(encoding="utf-8") for p in sorted((root / "models" / "detection").glob("*.py"))]
+    with_comments = 0
+    for src in sources:
+        for stmt in cst.parse_module(src).body:
+            ordered = comments_in(stmt)
+            assert comment_counts(stmt) == Counter(ordered) and has_comment(stmt) == bool(ordered)
+            with_comments += bool(ordered)
+    assert with_comments > 5
+
+
+def test_r6_known_ints_are_found_only_when_a_rule_asks():
+    from torch2ms.kb.source import is_int, known_ints
+
+    calls = []
+
+    def names():
+        calls.append(1)
+        return frozenset({"n"})
+
+    with known_ints(names):
+        assert is_int("3") and not is_int("3.0") and not calls  # literals: no need to ask
+        assert is_int("n") and not is_int("m")
+    assert len(calls) == 2 and not is_int("n")
+    with known_ints(frozenset({"k"})):
+        assert is_int(" k ")
+
+
+def test_r6_collector_paused_only_while_a_file_converts(monkeypatch):
+    """convert_source turns the cyclic collector off while it works and leaves it as it found it
+    (also when a stage fails, or when the caller had turned it off)."""
+    import gc
+
+    from torch2ms.convert import pipeline
+
+    seen = []
+    real = pipeline.STAGES
+    assert gc.isenabled()
+    try:
+        monkeypatch.setattr(pipeline, "STAGES", (pipeline.Stage("parse", lambda s: seen.append(gc.isenabled())),))
+        convert_source("import torch\nx = torch.ones(2)\n", "a.py")
+        assert seen == [False] and gc.isenabled()
+        monkeypatch.setattr(pipeline, "STAGES", (pipeline.Stage("parse", lambda s: 1 / 0),))
+        assert "ZeroDivisionError" in (convert_source("x = 1\n", "b.py").error or "") and gc.isenabled()
+        gc.disable()
+        convert_source("import torch\n", "c.py")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    monkeypatch.setattr(pipeline, "STAGES", real)
+    assert "ops.ones(2)" in convert_source("import torch\nx = torch.ones(2)\n", "d.py").code

@@ -18,7 +18,7 @@ from ..kb import Entry
 from ..kb.rewrite import CallRewrite, bind, rewrite_call
 from ..kb.source import known_ints
 from .context import RewriteContext
-from .cstutil import code, comments_in
+from .cstutil import code, comment_counts, comments_in
 from .hooks import ActiveHooks
 
 
@@ -61,7 +61,7 @@ def apply_entry(
         ctx.mark(api, _("*args/**kwargs in the call: convert by hand"), None)
         return updated
     try:
-        with known_ints(ctx.int_names()):  # rules may write the simple form for ints (LayerNorm((n,), ...))
+        with known_ints(ctx.int_names):  # rules may write the simple form for ints (LayerNorm((n,), ...))
             res = rewrite_call(entry, *split, receiver=receiver)
     except Exception as exc:  # noqa: BLE001 - a bad rule must not cost the whole file
         ctx.mark(
@@ -87,7 +87,7 @@ def build_call(ctx: RewriteContext, res: CallRewrite, updated: cst.Call) -> cst.
         return _comments_above(ctx, updated, ctx.parse_ms(res.source))
     # Reuse the original argument nodes whose source is unchanged (keeps comments/format):
     # positional by position first, keywords by name, then any unused argument of the same source.
-    srcs = [code(a.value).strip() for a in updated.args]
+    srcs = [ctx.source_of(a.value) for a in updated.args]
     used: set[int] = set()
 
     def take(src: str, keyword: str | None, pos: int | None) -> cst.Arg | None:
@@ -126,10 +126,10 @@ def _comments_above(ctx: RewriteContext, old: cst.CSTNode, new: cst.BaseExpressi
     """Comments inside a call the rewrite could not keep in place go above its statement, never away."""
     if ctx.in_one_line_statement():
         return new  # nothing inside a one-line statement can be a comment
-    before = comments_in(old)
-    if before and ctx.markers:
-        kept = set(comments_in(new))
-        ctx.markers[-1].extend(c for c in before if c not in kept)
+    if not ctx.markers or not (before := comment_counts(old)) or before.keys() <= comment_counts(new).keys():
+        return new  # no comment lost (the common case), found without a visitor
+    kept = set(comments_in(new))
+    ctx.markers[-1].extend(c for c in comments_in(old) if c not in kept)
     return new
 
 
@@ -220,7 +220,7 @@ def method_call(ctx: RewriteContext, original: cst.Call, updated: cst.Call) -> c
             ctx.keep_marked(entry.torch, None)
         return updated
     ctx.converted_receivers[id(func.value)] = func_of(updated).value
-    receiver = code(func_of(updated).value).strip()
+    receiver = ctx.source_of(func_of(updated).value)
     split = ctx.split_args(updated)
     if split is not None and _already_mindspore(entry, split[1]):
         return updated  # ``x.argmax(axis=1)``: converted before; converting again changes nothing

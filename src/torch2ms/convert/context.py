@@ -64,6 +64,10 @@ def _int_names(tree: ast.Module | None, cls: str, fn: str) -> frozenset[str]:
     return function_int_names(found[0], module_ints, fields)
 
 
+# Expressions whose code is their ``value`` when they have no parentheses.
+_BARE_TOKENS = frozenset({cst.Name, cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString})
+
+
 class RewriteContext:
     def __init__(self, kb: KB, facts: ModuleFacts, index: StatementIndex, generated: GeneratedRefs) -> None:
         self.kb = kb
@@ -97,6 +101,7 @@ class RewriteContext:
         self.converted_before = False  # the source is torch2ms's output (MindSpore imports and its marks)
         self._keys: dict[int, dict[str, list[int]]] = {}  # per statement: lines of its torch uses
         self._seen: dict[tuple[int, str], int] = {}
+        self._sources: dict[int, tuple[cst.CSTNode, str]] = {}
 
     # ---- recording ---------------------------------------------------------------------------
 
@@ -171,17 +176,27 @@ class RewriteContext:
         """An expression written with full ``mindspore.``/``torch2ms.runtime.`` names, shortened."""
         return _parse_expression(self.names.shorten(source))
 
-    @staticmethod
-    def split_args(call: cst.Call) -> tuple[list[str], list[tuple[str, str]]] | None:
+    def source_of(self, node: cst.CSTNode) -> str:
+        """The stripped source text of a node, generated once per node (a method call's arguments are
+        read by the Tensor rules, the KB rules and the argument reuse in turn)."""
+        kind = type(node)
+        if kind in _BARE_TOKENS and not node.lpar:  # type: ignore[attr-defined]
+            return node.value.strip()  # type: ignore[attr-defined]  # ``x``, ``3``, ``"s"``: the text is the value
+        hit = self._sources.get(id(node))
+        if hit is None:
+            hit = self._sources[id(node)] = (node, code(node).strip())  # the node kept: its id stays its own
+        return hit[1]
+
+    def split_args(self, call: cst.Call) -> tuple[list[str], list[tuple[str, str]]] | None:
         """Positional and keyword argument sources; None when the call has ``*args``/``**kwargs``."""
         args, kwargs = [], []
         for a in call.args:
             if a.star:
                 return None
             if a.keyword is not None:
-                kwargs.append((a.keyword.value, code(a.value).strip()))
+                kwargs.append((a.keyword.value, self.source_of(a.value)))
             else:
-                args.append(code(a.value).strip())
+                args.append(self.source_of(a.value))
         return args, kwargs
 
     @staticmethod

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections import Counter
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -133,6 +135,41 @@ class _Comments(cst.CSTVisitor):
 
 def comments_in(node: cst.CSTNode) -> list[str]:
     """Every comment inside ``node``, in order."""
+    if not has_comment(node):
+        return []  # the common case, found without a visitor's dispatch per node
     seen = _Comments()
     node.visit(seen)
     return seen.found
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def has_comment(node: cst.CSTNode) -> bool:
+    """Is there a comment anywhere inside ``node``? (A plain walk over the node's fields, in no
+    particular order: several times cheaper than a libcst visitor.)"""
+    return bool(comment_counts(node, stop_at_first=True))
+
+
+def comment_counts(node: cst.CSTNode, stop_at_first: bool = False) -> Counter[str]:
+    """How often each comment occurs inside ``node`` (``comments_in`` gives them in document order)."""
+    found: Counter[str] = Counter()
+    stack: list[object] = [node]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is cst.Comment:
+            found[item.value] += 1  # type: ignore[attr-defined]
+            if stop_at_first:
+                return found
+            continue
+        names = _FIELDS.get(kind)
+        if names is None:
+            names = _FIELDS[kind] = tuple(f.name for f in dataclasses.fields(item))  # type: ignore[arg-type]
+        for name in names:
+            value = getattr(item, name)
+            if isinstance(value, cst.CSTNode):
+                stack.append(value)
+            elif type(value) in (list, tuple):
+                stack.extend(value)
+    return found

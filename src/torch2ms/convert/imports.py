@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import re
 
 import libcst as cst
@@ -166,6 +167,18 @@ def _numpy_interop(ctx: RewriteContext) -> list[cst.SimpleStatementLine]:
     return [stmt.with_changes(leading_lines=[cst.EmptyLine(comment=cst.Comment(f"{MARK} " + _(_NUMPY_NOTE)))])]
 
 
+def _is_import_line(stmt: Statement) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], (cst.Import, cst.ImportFrom))
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_import(line: str) -> cst.SimpleStatementLine:
+    """An import line as a statement, parsed once (libcst nodes are immutable: it may sit in many modules)."""
+    stmt = cst.parse_statement(line + "\n")
+    assert isinstance(stmt, cst.SimpleStatementLine)
+    return stmt
+
+
 def _settle_imports(
     module: cst.Module, ctx: RewriteContext, keep_locals: set[str], interop: list[cst.SimpleStatementLine]
 ) -> cst.Module:
@@ -212,8 +225,9 @@ def _settle_imports(
             new_body.append(stmt.with_changes(body=[imp.with_changes(names=names)], leading_lines=lines))
             continue
         new_body.append(stmt)
-    existing = {module.code_for_node(s).strip() for s in new_body if isinstance(s, cst.SimpleStatementLine)}
-    imports = [cst.parse_statement(line + "\n") for line in ctx.names.import_lines() if line not in existing]
+    # (only an import statement can read as an import line: the others are not generated)
+    existing = {module.code_for_node(s).strip() for s in new_body if _is_import_line(s)}
+    imports = [_parse_import(line) for line in ctx.names.import_lines() if line not in existing]
     if insert_at is None:
         insert_at = _after_header(new_body)
     if imports:

@@ -17,9 +17,10 @@ import libcst as cst
 from .calls import method_attribute, method_call, reference, torch_call
 from .class_name_guards import class_name_aliases, class_name_classes
 from .context import RewriteContext
-from .cstutil import FastDispatch, comments_in
+from .cstutil import FastDispatch, comment_counts, comments_in
 from .hooks import ActiveHooks
 from .index import StatementInfo
+from .inert import InertExpressions
 
 _SIMPLE = (cst.SimpleStatementLine, cst.SimpleStatementSuite)
 _STATEMENTS = frozenset(
@@ -72,6 +73,17 @@ _OPAQUE = frozenset(
         ),
     }
 )
+# Nodes the rewrite does not enter when nothing inside them could change (inert.py).
+_EXPRESSIONS = frozenset(
+    {
+        cst.Arg,
+        *(
+            c
+            for c in vars(cst).values()
+            if isinstance(c, type) and issubclass(c, cst.BaseExpression) and not c.__name__.startswith("Base")
+        ),
+    }
+)
 # Parts of a def/class header, skipped when the header mentions nothing to convert.
 _HEADER_PARTS = frozenset({cst.Parameters, cst.Decorator, cst.Annotation, cst.Arg})
 
@@ -88,6 +100,8 @@ def _keep_lost_comments(original: cst.SimpleStatementLine, updated, one_line: bo
             before.append(original.trailing_whitespace.comment.value)
         if not before:
             return updated
+    elif not (before_counts := comment_counts(original)) or not before_counts - comment_counts(updated):
+        return updated  # every comment is still there (the common case), found without a visitor
     else:
         before = comments_in(original)
     lost = Counter(before) - Counter(comments_in(updated))
@@ -106,6 +120,9 @@ class Rewriter(FastDispatch, cst.CSTTransformer):
         self._attr_depth = 0
         # ids of the MindSpore names construct stages wrote (None: none, the common case)
         self._generated = ctx.generated.refs if ctx.generated else None
+        # A data pipeline's hooks act on the project's own names: such files are visited whole.
+        self._inert = None if ctx.facts.data is not None else InertExpressions(ctx.imap, ctx.kb, self._generated)
+        self._skipped: cst.CSTNode | None = None  # the inert node just skipped (its leave does nothing)
 
     # ---- statements: skip those with nothing to convert, know each change's line ---------------
 
@@ -114,6 +131,9 @@ class Rewriter(FastDispatch, cst.CSTTransformer):
         if kind in _OPAQUE:
             return False
         if kind is cst.Name:  # its only children are parentheses: not rebuilding it saves a node copy
+            if self._inert is not None and not self._inert.live(node):
+                self._skipped = node
+                return False
             super().on_visit(node)
             return False
         if kind in _STATEMENTS:
@@ -128,12 +148,19 @@ class Rewriter(FastDispatch, cst.CSTTransformer):
             if hook(self.ctx, node):
                 super().on_visit(node)
                 return False
+        inert = self._inert
+        if inert is not None and (not inert.live(node) if kind in _EXPRESSIONS else inert.known_inert(node)):
+            self._skipped = node  # nothing inside it to convert: neither its hooks nor its children run
+            return False
         return super().on_visit(node)
 
     def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):  # type: ignore[override]
         kind = type(original)
         if kind in _OPAQUE:
             return updated  # no hooks for punctuation and whitespace
+        if original is self._skipped:
+            self._skipped = None
+            return updated
         result = super().on_leave(original, updated)
         if kind in _STATEMENTS:
             self.ctx.statements.pop()

@@ -8,7 +8,7 @@ sits at the bottom of torch2ms and imports nothing above it.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
@@ -44,13 +44,15 @@ def literal(src: str | None) -> Any:
 
 
 # Names the caller (the converter) has shown to be ints where the call is made: see analysis/int_names.py.
-_KNOWN_INTS: ContextVar[frozenset[str]] = ContextVar("torch2ms_known_ints", default=frozenset())
+# Held as a function: finding them costs a walk of the function, and few rules ever ask.
+_KNOWN_INTS: ContextVar[Callable[[], frozenset[str]]] = ContextVar("torch2ms_known_ints", default=frozenset)
 
 
 @contextmanager
-def known_ints(names: frozenset[str]) -> Iterator[None]:
-    """While rules run on one call: these names are ints there (``is_int`` answers for them)."""
-    token = _KNOWN_INTS.set(names)
+def known_ints(names: frozenset[str] | Callable[[], frozenset[str]]) -> Iterator[None]:
+    """While rules run on one call: these names are ints there (``is_int`` answers for them).
+    ``names`` may be a function giving them, called only when a rule asks."""
+    token = _KNOWN_INTS.set(names if callable(names) else lambda: names)
     try:
         yield
     finally:
@@ -62,7 +64,7 @@ def is_int(src: str | None) -> bool:
     value = literal(src)
     if value is not NOT_LITERAL:
         return type(value) is int
-    return src is not None and src.strip() in _KNOWN_INTS.get()
+    return src is not None and src.strip() in _KNOWN_INTS.get()()
 
 
 def _wrapped(src: str) -> bool:

@@ -14,6 +14,7 @@ checkpoint calls (torchvision's builders call ``load_state_dict``).
 from __future__ import annotations
 
 import ast
+from bisect import bisect_left
 
 import libcst as cst
 
@@ -52,6 +53,18 @@ def run(state: FileState) -> None:
         state.module = module
 
 
+# What lies between a compound statement and the statements of its body.
+_CONTAINERS = (
+    cst.Module,
+    cst.IndentedBlock,
+    cst.Else,
+    cst.ExceptHandler,
+    cst.ExceptStarHandler,
+    cst.Finally,
+    cst.MatchCase,
+)
+
+
 class _Checkpoints(cst.CSTTransformer):
     def __init__(self, state: FileState) -> None:
         super().__init__()
@@ -63,6 +76,10 @@ class _Checkpoints(cst.CSTTransformer):
         self.load_names: dict[int, tuple[str, str]] = {}
         self.current: ast.Expr | None = None
         lines = state.source.splitlines()
+        # Lines of the candidate statements: a compound statement around none of them is not entered.
+        self.target_lines = sorted(
+            n.lineno for n in nodes(state.tree) if isinstance(n, ast.Expr) and _call_name(n) in CALLS
+        )
         for n in nodes(state.tree):
             if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call) and is_method_call(n.value, "load_state_dict"):
                 owner = ast.unparse(n.value.func.value)  # type: ignore[attr-defined]
@@ -71,7 +88,15 @@ class _Checkpoints(cst.CSTTransformer):
                     self.load_names[id(n)] = (missing, unexpected)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        return not isinstance(node, (cst.SimpleStatementLine, cst.SimpleStatementSuite, cst.BaseExpression))
+        # Only the way down to statements: blocks and the compound statements that hold a candidate.
+        if isinstance(node, cst.BaseCompoundStatement):
+            origin = self.index.ast_of(node)
+            return origin is None or self._holds_target(origin)
+        return isinstance(node, _CONTAINERS)
+
+    def _holds_target(self, node: ast.stmt) -> bool:
+        at = bisect_left(self.target_lines, node.lineno)
+        return at < len(self.target_lines) and self.target_lines[at] <= (node.end_lineno or node.lineno)
 
     def on_leave(self, original, updated):  # type: ignore[override]
         result = super().on_leave(original, updated)

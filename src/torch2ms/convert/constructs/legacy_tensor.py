@@ -67,7 +67,7 @@ def _one_argument_kind(ctx: RewriteContext, call: cst.Call) -> str:
 @torch_call()
 def legacy_sizes(ctx: RewriteContext, full: str, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
     """``torch.Tensor(i, o)`` → ``ops.zeros((i, o), ms.float32)``."""
-    dtype = _legacy_dtype(ctx, full)
+    dtype = _legacy_dtype(ctx, full)  # first: most torch calls are no legacy constructor
     if dtype is None:
         return None
     sizes = _sizes(updated)

@@ -14,6 +14,7 @@ import ast
 
 import libcst as cst
 
+from ...analysis.astwalk import nodes
 from ...analysis.imports import ImportMap
 from ...i18n import _
 from ..context import RewriteContext
@@ -30,6 +31,8 @@ def _is_optimizer(full: str | None) -> bool:
 def optimizer_param_positions(tree: ast.Module, imap: ImportMap) -> dict[str, dict[int | str, str]]:
     """Function name → {position and name of each parameter that reaches an optimizer's params: name}."""
     out: dict[str, dict[int | str, str]] = {}
+    if not any(isinstance(n, ast.Call) and _is_optimizer(imap.resolve(n.func)) for n in nodes(tree)):
+        return out  # no optimizer built in this file (most files): no function to look into
     for fn in ast.walk(tree):
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue

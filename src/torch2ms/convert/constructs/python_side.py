@@ -12,6 +12,7 @@ import ast
 
 import libcst as cst
 
+from ...analysis.astwalk import nodes
 from ...analysis.infer import TENSOR
 from ...i18n import _
 from ..context import RewriteContext
@@ -53,13 +54,27 @@ class _AddItem(cst.CSTTransformer):
         return updated
 
 
+def _formats_with_spec(ctx: RewriteContext, stmt: ast.stmt) -> bool:
+    """Does the statement hold an f-string part with a format spec? A file with none answers for all
+    of its own statements at once (statements a stage wrote are looked at one by one)."""
+    memo = ctx.memo.get("format_specs")
+    if memo is None:
+        tree = ctx.facts.tree
+        found = tree is not None and any(
+            isinstance(n, ast.FormattedValue) and n.format_spec is not None for n in nodes(tree)
+        )
+        own = set() if found or tree is None else {id(n) for n in nodes(tree) if isinstance(n, ast.stmt)}
+        memo = ctx.memo["format_specs"] = own
+    if id(stmt) in memo:  # type: ignore[operator]
+        return False
+    return any(isinstance(n, ast.FormattedValue) and n.format_spec is not None for n in ast.walk(stmt))
+
+
 @leave(cst.SimpleStatementLine)
 def format_spec_of_tensor(ctx: RewriteContext, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
     """``f"{loss:.4f}"`` where ``loss`` is a tensor → ``f"{loss.item():.4f}"``."""
     info = ctx.statement
-    if info is not None and not any(
-        isinstance(n, ast.FormattedValue) and n.format_spec is not None for n in ast.walk(info.node)
-    ):
+    if info is not None and not _formats_with_spec(ctx, info.node):
         return updated  # the statement (as the cheap ast sees it) formats nothing with a spec
     found = _FormattedParts()
     original.visit(found)
