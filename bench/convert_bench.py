@@ -9,6 +9,7 @@ Timing lives here, never in tests.
 from __future__ import annotations
 
 import ast
+import gc
 import os
 import shutil
 import tempfile
@@ -38,6 +39,16 @@ def main() -> None:
         for s in sources.values():
             libcst.parse_module(s)
 
+    def parse_only_paused() -> None:
+        # the converter pauses the garbage collector while a file converts (pipeline.collector_paused):
+        # the same for the parse loop shows how much of the ratio that pause alone buys
+        for s in sources.values():
+            gc.disable()
+            try:
+                libcst.parse_module(s)
+            finally:
+                gc.enable()
+
     def convert_serial() -> None:
         for p, s in sources.items():
             convert_source(s, str(p), kb=kb, local_roots=roots, project_modules=modules)
@@ -55,6 +66,7 @@ def main() -> None:
 
     try:
         t_parse, c_parse = best_wall_cpu(parse_only, REPEAT)
+        t_paused, c_paused = best_wall_cpu(parse_only_paused, REPEAT)
         t_serial, c_serial = best_wall_cpu(convert_serial, REPEAT)
         t0 = os.times()
         t_par = best(convert_parallel, REPEAT)
@@ -71,10 +83,14 @@ def main() -> None:
         f"  {'libcst parse only, 1 process (floor)':40s} {t_parse:8.3f} {c_parse:8.3f} {lines / c_parse:12.0f} {1.0:14.2f}x"
     )
     print(
+        f"  {'libcst parse only, collector paused':40s} {t_paused:8.3f} {c_paused:8.3f} {lines / c_paused:12.0f} {c_paused / c_parse:14.2f}x"
+    )
+    print(
         f"  {'convert_source, 1 process':40s} {t_serial:8.3f} {c_serial:8.3f} {lines / c_serial:12.0f} {c_serial / c_parse:14.2f}x"
     )
     print(f"  {f'convert_tree, jobs={jobs}':40s} {t_par:8.3f} {'':>8s} {lines / t_par:12.0f} {'(wall)':>15s}")
     per_core = lines / c_serial
+    print(f"  convert_source vs parse with the collector paused as convert does: {c_serial / c_paused:.2f}x (CPU)")
     print(f"  wall-clock ratio convert/parse {t_serial / t_parse:.2f}x (stretched by any other load on the machine)")
     print(f"  parallel speed-up {t_serial / t_par:.2f}x on {jobs} cores; cores busy during the tree run: {busy:.2f}")
     print(f"  target >= 5000 lines/s per core: {per_core:.0f} -> {'met' if per_core >= 5000 else 'NOT met'}")
