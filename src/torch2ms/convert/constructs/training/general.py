@@ -23,7 +23,17 @@ from ...cstutil import Statement, block, code
 from ...generated import GeneratedRefs
 from .amp import RenameCall
 from .analysis import Roles
-from .emit import FORWARD_FN, TRAIN_MODE, TRAIN_MODE_NOTE, Emitted, amp_setup, clip_code, comment_template, expr
+from .emit import (
+    FORWARD_FN,
+    TRAIN_MODE,
+    TRAIN_MODE_NOTE,
+    Emitted,
+    amp_setup,
+    clip_code,
+    comment_template,
+    expr,
+    unbound_guards,
+)
 from .flow import Backward, Event, Flow, Holder
 
 GRAD_FN = "{grad_fn} = mindspore.value_and_grad({forward_fn}, None, {weights})\n"
@@ -88,6 +98,8 @@ class GeneralWriter:
                     _assign(e.holder.grads, cst.Name("None")) for e in resets[1:] if e.holder is not None
                 ]
                 self.out.replace[id(node)] = first + more
+        for back in flow.backwards:
+            setup += unbound_guards(self.roles, self.refs, flow.body[back.forward[0]], back.params)
         self.out.setup = [gen.blank_lines(setup[0], 1), *setup[1:]]
         return self.out
 
