@@ -176,3 +176,21 @@ def test_r26_side_errors_read_like_instructions():
     rec = {"events": [], "status": "no_steps", "error": None, "unstepped_losses": 3}
     assert "calls backward() but never optimizer.step()" in side_error(SideRun("ms", 0, 1.0, rec, ""), 60)
     assert "did not finish within 60 s" in side_error(SideRun("ms", None, 60.0, None, ""), 60)
+
+
+def test_r26_attention_key_bias_alone_is_named_not_a_difference():
+    import numpy as np
+
+    t = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6], dtype=np.float64)  # (query, key, value) thirds
+    m = t.copy()
+    m[2:4] += [0.05, -0.05]  # the key third moved by Adam-amplified noise
+    row = {"name": "model0:encoder.layers.0.self_attn.in_proj_bias", "rel": 0.083}
+    row["rel_without_key"] = diagnose._rel_without_key(t, m)
+    assert row["rel_without_key"] == 0.0
+    f = causes.final_parameter_finding([row], 1e-2, losses_agree=True)
+    assert f["kind"] == "attention-key-bias" and f["severity"] == "warning", f
+    m[0] += 0.05  # the query third differs too: a real difference
+    row["rel_without_key"] = diagnose._rel_without_key(t, m)
+    assert causes.final_parameter_finding([row], 1e-2, losses_agree=True)["kind"] == "params-final"
+    row["rel_without_key"] = 0.0  # losses that disagree: not explained either
+    assert causes.final_parameter_finding([row], 1e-2, losses_agree=False)["kind"] == "params-final"

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..i18n import _
+from ..progress import Progress
 from . import causes, diagnose
 from .report import TrainReport
 from .runner import SideRun, TrainUsageError, check_inputs, ms_command, run_side, torch_command, write_config
@@ -30,8 +31,10 @@ def compare_train(
     seed: int = 0,
     cwd: str | None = None,
     timeout: float = 900.0,
+    progress: Progress | None = None,
 ) -> TrainReport:
-    """Raises TrainUsageError for bad arguments; a script that fails gives a report with status "error"."""
+    """Raises TrainUsageError for bad arguments; a script that fails gives a report with status "error".
+    ``progress`` is told each side's training steps as they run."""
     check_inputs(torch_script, ms_script, torch_python, steps, tol)
     work = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="torch2ms-compare-train-"))
     config = write_config(
@@ -47,12 +50,13 @@ def compare_train(
     )
     rep = TrainReport("error", torch_script, ms_script, steps, tol, mode, data, seed, work_dir=str(work))
     run_dir = Path(cwd or ".")
-    t = run_side("torch", torch_command(torch_python, config), work, run_dir, timeout)
+    labels = {"torch": _("torch: training steps"), "ms": _("MindSpore: training steps")}
+    t = run_side("torch", torch_command(torch_python, config), work, run_dir, timeout, progress, labels["torch"], steps)
     rep.sides["torch"] = _side_summary(t)
     if (err := side_error(t, timeout)) is not None and not (t.record and t.record["events"]):
         rep.error = err
     else:
-        m = run_side("ms", ms_command(config), work, run_dir, timeout)
+        m = run_side("ms", ms_command(config), work, run_dir, timeout, progress, labels["ms"], steps)
         rep.sides["ms"] = _side_summary(m)
         rep.error = err or side_error(m, timeout)
         if m.record is not None:

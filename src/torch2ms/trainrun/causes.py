@@ -323,4 +323,11 @@ def final_parameter_finding(bad: list[dict[str, Any]], tol: float, losses_agree:
             "computed again in each function); its running statistics moved once per call"
         )
         return _finding("bn-statistics", text.format(head=head, models=", ".join(models)))
+    if losses_agree and all(p.get("rel_without_key", tol + 1) <= tol for p in bad):
+        text = _(
+            "{head} — only attention key biases (the query and value thirds of in_proj_bias agree), while every "
+            "loss agrees: softmax cancels a key bias, so its gradient is zero up to float noise on both sides, "
+            "and an Adam-type optimizer turns that noise into full-size steps of either sign"
+        )
+        return _finding("attention-key-bias", text.format(head=head), severity="warning")
     return _finding("params-final", head)

@@ -60,6 +60,7 @@ def cmd_compare_train(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.markup import escape
 
+    from ..progress import for_console
     from .api import compare_train
     from .report import print_report
     from .runner import TrainUsageError
@@ -68,20 +69,22 @@ def cmd_compare_train(args: argparse.Namespace) -> int:
     if script_args[:1] == ["--"]:
         script_args = script_args[1:]
     try:
-        rep = compare_train(
-            args.torch,
-            args.ms,
-            steps=args.steps,
-            args=script_args,
-            torch_python=args.torch_python,
-            out_dir=args.out,
-            data=args.data,
-            fake_data=args.fake_data,
-            tol=args.tol,
-            mode=args.mode,
-            seed=args.seed,
-            timeout=args.timeout,
-        )
+        with for_console(Console(stderr=True), quiet=args.json) as progress:
+            rep = compare_train(
+                args.torch,
+                args.ms,
+                steps=args.steps,
+                args=script_args,
+                torch_python=args.torch_python,
+                out_dir=args.out,
+                data=args.data,
+                fake_data=args.fake_data,
+                tol=args.tol,
+                mode=args.mode,
+                seed=args.seed,
+                timeout=args.timeout,
+                progress=progress,
+            )
     except TrainUsageError as exc:
         Console(stderr=True).print("[red]" + _("error:") + f"[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return EXIT_USAGE

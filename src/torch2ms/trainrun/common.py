@@ -94,6 +94,9 @@ def array_stats(a: Any) -> dict[str, Any]:
     }
 
 
+PROGRESS_FILE = "progress.txt"
+
+
 class Recorder:
     """Step events of one side. A step is one optimizer update; its loss is the sum of the losses
     back-propagated (or differentiated) since the previous update, so gradient accumulation and a GAN's
@@ -148,6 +151,8 @@ class Recorder:
         ev.update(extra)
         self.pending_inputs = None
         self.events.append(ev)
+        # the parent's progress display polls this (runner.run_side): steps done of those wanted
+        (self.out / PROGRESS_FILE).write_text(f"{min(n, self.steps_wanted)} {self.steps_wanted}", encoding="utf-8")
         if n >= self.steps_wanted and all(c >= self.steps_wanted for c in self.counts.values()):
             raise StopTraining
 

@@ -141,5 +141,16 @@ def compare_parameters(work: Path, t_rec: dict[str, Any], m_rec: dict[str, Any])
                 t, m = torch_state[name].astype(np.float64), z[name].astype(np.float64)
                 diff = float(np.abs(t - m).max()) if t.size else 0.0
                 scale = float(np.abs(t).max()) if t.size else 0.0
-                out.append({"name": f"{tm['key']}:{name}", "max_abs": diff, "rel": diff / max(scale, 1e-12)})
+                row = {"name": f"{tm['key']}:{name}", "max_abs": diff, "rel": diff / max(scale, 1e-12)}
+                if name.endswith("in_proj_bias") and t.ndim == 1 and t.size % 3 == 0:
+                    row["rel_without_key"] = _rel_without_key(t, m)
+                out.append(row)
     return sorted(out, key=lambda d: -d["rel"])
+
+
+def _rel_without_key(t: np.ndarray, m: np.ndarray) -> float:
+    """An attention's packed (query, key, value) bias compared without its key third: the key bias shifts
+    every score of a query alike, so softmax cancels it and its gradient is zero up to float noise."""
+    n = t.size // 3
+    keep = np.r_[0:n, 2 * n : 3 * n]
+    return float(np.abs(t[keep] - m[keep]).max()) / max(float(np.abs(t).max()), 1e-12)

@@ -91,6 +91,10 @@ def _no_dropout(input: Any, p: float = 0.5, training: bool = True, seed: Any = N
     return input
 
 
+def _no_inner_dropout(x: Any, p: float, training: bool) -> Any:
+    return x
+
+
 def patch_dropout() -> None:
     from mindspore.ops.function import nn_func
 
@@ -100,6 +104,8 @@ def patch_dropout() -> None:
     for name in ("dropout", "dropout1d", "dropout2d", "dropout3d"):
         setattr(ops, name, _no_dropout)
         setattr(nn_func, name, _no_dropout)
+    # MultiheadAttention drops attention weights through this one (torch: scaled_dot_product_attention's dropout_p)
+    nn_func._inner_dropout = _no_inner_dropout
 
 
 def _noise(shape: Any, dtype: Any, uniform: bool) -> Any:

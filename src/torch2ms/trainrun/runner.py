@@ -18,8 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from ..i18n import _
+from ..progress import Progress
+from .common import PROGRESS_FILE
 
 HERE = Path(__file__).resolve().parent
+_POLL_S = 0.2  # how often the progress display reads a running side's step count
 MS_LAUNCH = "import sys; sys.path.pop(0); from torch2ms.trainrun.ms_boot import main; main(sys.argv[1])"
 
 
@@ -71,24 +74,59 @@ def _child_env() -> dict[str, str]:
     return env
 
 
-def run_side(side: str, command: list[str], work: Path, cwd: Path, timeout: float) -> SideRun:
-    """One instrumented script; its output goes to work/SIDE/output.txt."""
+def run_side(
+    side: str,
+    command: list[str],
+    work: Path,
+    cwd: Path,
+    timeout: float,
+    progress: Progress | None = None,
+    label: str = "",
+    steps: int | None = None,
+) -> SideRun:
+    """One instrumented script; its output goes to work/SIDE/output.txt. ``progress`` is told each
+    training step the script records (phase ``label``, ``steps`` wanted)."""
     (work / side).mkdir(parents=True, exist_ok=True)
     log = work / side / "output.txt"
     t0 = time.perf_counter()
     with log.open("wb") as out:
-        try:
-            proc = subprocess.run(
-                command, cwd=cwd, env=_child_env(), stdout=out, stderr=subprocess.STDOUT, timeout=timeout
-            )
-            rc: int | None = proc.returncode
-        except subprocess.TimeoutExpired:
-            rc = None
+        proc = subprocess.Popen(command, cwd=cwd, env=_child_env(), stdout=out, stderr=subprocess.STDOUT)
+        rc = _wait(proc, timeout, work / side / PROGRESS_FILE, progress or Progress(), (label or side, steps))
     seconds = time.perf_counter() - t0
     record_path = work / side / "record.json"
     record = json.loads(record_path.read_text(encoding="utf-8")) if record_path.is_file() else None
     text = log.read_text(encoding="utf-8", errors="replace")
     return SideRun(side, rc, seconds, record, "\n".join(text.splitlines()[-15:]))
+
+
+def _wait(
+    proc: subprocess.Popen, timeout: float, progress_file: Path, progress: Progress, phase: tuple[str, int | None]
+) -> int | None:
+    """The script's exit code (None: killed at ``timeout``), telling ``progress`` its steps meanwhile."""
+    deadline = time.monotonic() + timeout
+    shown = ""
+    label, steps = phase
+    progress.update(label, 0, steps)
+    while True:
+        try:
+            rc: int | None = proc.wait(timeout=_POLL_S)
+        except subprocess.TimeoutExpired:
+            rc = None
+        try:
+            text = progress_file.read_text(encoding="utf-8")
+        except OSError:
+            text = ""
+        if text != shown and len(parts := text.split()) == 2:
+            shown = text
+            progress.update(label, int(parts[0]), int(parts[1]))
+        if rc is not None:
+            progress.finish(label)
+            return rc
+        if time.monotonic() > deadline:
+            proc.kill()
+            proc.wait()
+            progress.finish(label)
+            return None
 
 
 def torch_command(torch_python: str | None, config: Path) -> list[str]:

@@ -132,7 +132,9 @@ def dataloader(bound: dict[str, str], receiver: str | None, entry: Entry) -> str
         cols = bound.get("__columns__") or repr(columns_for(2))
         if bound.get("__dict_source__") == "1":  # dict samples → one numpy column per key
             data = f"torch2ms.runtime.DictSource({data}, {cols})"
-        pipe = f"mindspore.dataset.GeneratorDataset({data}, column_names={cols}, {', '.join(opts)})"
+        # a Python sampler's indices drawn lazily, as torch does (MindSpore draws a whole epoch first)
+        ctor = "mindspore.dataset.GeneratorDataset" if sampler in (None, "None") else "torch2ms.runtime.sampled_dataset"
+        pipe = f"{ctor}({data}, column_names={cols}, {', '.join(opts)})"
     if literal(bs) is None:
         return pipe  # batch_size=None: torch yields single samples
     return f"{pipe}.batch({bs}, drop_remainder={drop})"

@@ -23,6 +23,7 @@ from ...cstutil import Statement, block, code
 from ...index import StatementIndex
 from .amp import Amp, inline_autocast
 from .errors import NotConvertible
+from .sampling import data_objects
 
 LOOPS = (cst.For, cst.While)
 _BUILTIN_NAMES = frozenset(dir(builtins))
@@ -77,6 +78,7 @@ class Roles:
         # receivers of ``x.step()`` calls (an optimizer's name the file never builds)
         self.stepped = {ast.unparse(n.func.value) for n in nodes(tree) if _is_step_call(n)}  # type: ignore[attr-defined]
         self._data_functions: set[str] | None = None
+        self._data_objects: set[str] | None = None
 
     @property
     def data_functions(self) -> set[str]:
@@ -86,6 +88,13 @@ class Roles:
         if self._data_functions is None:
             self._data_functions = _data_functions(self.tree, self)
         return self._data_functions
+
+    @property
+    def data_objects(self) -> set[str]:
+        """Names holding an instance of a data-only class of the file (sampling.py): ``batch_loader.next()``."""
+        if self._data_objects is None:
+            self._data_objects = data_objects(self.tree, self.resolve, _module_names(self.tree))
+        return self._data_objects
 
     def resolve(self, node: ast.AST) -> str | None:
         full = self.imap.resolve(node)
@@ -348,9 +357,13 @@ def _prep(roles: Roles, asts: list[ast.stmt], slice_idx: list[int], local: set[s
                 root = n.func
                 while isinstance(root, (ast.Attribute, ast.Subscript, ast.Call)):
                     root = root.func if isinstance(root, ast.Call) else root.value
-                if not (isinstance(n.func, ast.Attribute) and isinstance(root, ast.Name) and root.id in local):
+                if not (
+                    isinstance(n.func, ast.Attribute)
+                    and isinstance(root, ast.Name)
+                    and (root.id in local or root.id in roles.data_objects)
+                ):
                     ok = False
-        if not ok or set(reads(asts[i])) & _module_names(roles.tree):
+        if not ok or set(reads(asts[i])) & (_module_names(roles.tree) - roles.data_objects):
             break
         prep.add(i)
     return prep
@@ -493,16 +506,36 @@ def post_order(node: ast.AST):
 
 
 def reads(node: ast.AST) -> list[str]:
-    """Names read, in source order."""
+    """Names read, in source order (a comprehension's own variables are not the loop's)."""
+    inner = _comprehension_names(node)
     names = sorted(
-        (n for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)),
+        (n for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and id(n) not in inner),
         key=lambda n: (n.lineno, n.col_offset),
     )
     return list(dict.fromkeys(n.id for n in names))
 
 
 def writes(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))}
+    inner = _comprehension_names(node)
+    return {
+        n.id
+        for n in ast.walk(node)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)) and id(n) not in inner
+    }
+
+
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+
+
+def _comprehension_names(node: ast.AST) -> set[int]:
+    """The Name nodes of variables a comprehension binds (``t`` in ``[t.to(d) for t in batch]``): they live
+    in the comprehension's scope, not the loop's."""
+    out: set[int] = set()
+    for comp in ast.walk(node):
+        if isinstance(comp, _COMPREHENSIONS):
+            bound = {n.id for g in comp.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+            out |= {id(n) for n in ast.walk(comp) if isinstance(n, ast.Name) and n.id in bound}
+    return out
 
 
 def method_call(s: ast.stmt, attr: str) -> ast.Call | None:

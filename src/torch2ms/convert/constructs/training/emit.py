@@ -27,6 +27,7 @@ from ...cstutil import Statement, block, code
 from ...generated import GeneratedRefs
 from .amp import Amp, RenameCall
 from .analysis import CLIP_VALUE, Roles, StepPlan, method_call, sets_mode, trained_module
+from .bindings import maybe_unbound
 
 FORWARD_FN = """def {forward_fn}({params}):
     {doc}
@@ -72,6 +73,8 @@ SCALED_UPDATE = """if {finite}:
     {opt}(grads)
 {scaler}.adjust({finite})
 """
+UNBOUND_GUARD = "{name} = {name} if {key} in locals() else None  {note}\n"
+UNBOUND_NOTE = N_("torch binds it on some paths only; forward_fn takes it as an argument")
 GRADS_SUM = "{sum} = None  {note}\n"
 GRADS_SUM_NOTE = N_("gradients since the last zero_grad() (torch keeps them in .grad)")
 ACCUMULATE = """{values}, grads = {grad_call}  {note}
@@ -151,6 +154,7 @@ class StepWriter:
                 if left:
                     left[0] = left[0].with_changes(leading_lines=[*w.leading_lines, *left[0].leading_lines])
                 out.replace[id(w)] = left
+        setup += unbound_guards(self.roles, self.refs, plan.body[plan.forward[0]], plan.params)
         out.setup = _flush_blank_lines(setup)
         return out
 
@@ -309,6 +313,15 @@ class StepWriter:
 
     def clip_code(self, a: ast.stmt, grads: str, node: cst.CSTNode) -> tuple[list[Statement], list[str]]:
         return clip_code(self.roles, self.refs, a, grads, node)
+
+
+def unbound_guards(roles: Roles, refs: GeneratedRefs, first: Statement, params: list[str]) -> list[Statement]:
+    """``hidden = hidden if "hidden" in locals() else None`` for each of forward_fn's parameters that
+    some path to the forward's first statement leaves unbound (the call reads it; torch did not)."""
+    at = roles.index.origin_of(first)
+    names = maybe_unbound(roles.tree, at, params) if at is not None else []
+    guard = comment_template(UNBOUND_GUARD, UNBOUND_NOTE)
+    return [gen.statement(guard, refs, name=cst.Name(n), key=cst.SimpleString(f'"{n}"')) for n in names]
 
 
 def amp_setup(refs: GeneratedRefs, amp: Amp, name: str) -> Statement:

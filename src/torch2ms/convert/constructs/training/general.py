@@ -34,6 +34,7 @@ from .emit import (
     comment_template,
     doc_template,
     expr,
+    unbound_guards,
 )
 from .flow import Backward, Event, Flow, Holder
 
@@ -99,6 +100,8 @@ class GeneralWriter:
                     _assign(e.holder.grads, cst.Name("None")) for e in resets[1:] if e.holder is not None
                 ]
                 self.out.replace[id(node)] = first + more
+        for back in flow.backwards:
+            setup += unbound_guards(self.roles, self.refs, flow.body[back.forward[0]], back.params)
         self.out.setup = [gen.blank_lines(setup[0], 1), *setup[1:]]
         return self.out
 
