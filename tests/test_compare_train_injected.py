@@ -12,6 +12,7 @@ step and the right cause. The torch side also runs in an environment without tor
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import sys
 from pathlib import Path
@@ -32,14 +33,18 @@ STEPS = 10  # six batches an epoch: the second epoch runs at half the learning r
 def converted(tmp_path_factory) -> str:
     out = tmp_path_factory.mktemp("small_ms")
     convert_tree(str(TORCH_SCRIPT.parent), str(out))
-    return (out / "train_small.py").read_text(encoding="utf-8")
+    return str(out)
 
 
-def inject(tmp_path: Path, source: str, old: str, new: str) -> str:
+def inject(tmp_path: Path, out: str, old: str, new: str) -> str:
+    """The converted script with one bug injected, beside the helpers its conversion carries (torch2ms_runtime/)."""
+    source = (Path(out) / "train_small.py").read_text(encoding="utf-8")
     assert old in source, f"the converted script no longer contains {old!r}: update the injection"
     path = tmp_path / "ms" / "train_small.py"
     path.parent.mkdir(exist_ok=True)
     path.write_text(source.replace(old, new), encoding="utf-8")
+    if (Path(out) / "torch2ms_runtime").is_dir():
+        shutil.copytree(Path(out) / "torch2ms_runtime", path.parent / "torch2ms_runtime")
     return str(path)
 
 
