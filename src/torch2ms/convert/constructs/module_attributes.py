@@ -64,11 +64,20 @@ def _class_buffers(ctx: RewriteContext) -> dict[str, ast.expr | None]:
     cls = ctx.class_stack[-1]
     key = f"buffers:{cls}"
     if key not in ctx.memo:
-        tree = ctx.facts.tree
-        found = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == cls] if tree else []
+        if "buffer-classes" not in ctx.memo:  # one walk per file: the classes that register a buffer, by name
+            tree, by_name = ctx.facts.tree, {}
+            for n in ast.walk(tree) if tree else ():
+                if isinstance(n, ast.ClassDef) and _registers_buffers(n):
+                    by_name.setdefault(n.name, []).append(n)
+            ctx.memo["buffer-classes"] = by_name
+        found = ctx.memo["buffer-classes"].get(cls, [])  # type: ignore[union-attr]
         # two classes of that name: which one this is is not known
         ctx.memo[key] = registered_buffers(found[0]) if len(found) == 1 else {}
     return ctx.memo[key]  # type: ignore[return-value]
+
+
+def _registers_buffers(cls: ast.ClassDef) -> bool:
+    return any(isinstance(n, ast.Attribute) and n.attr == "register_buffer" for n in ast.walk(cls))
 
 
 @leave(cst.SimpleStatementLine)
@@ -96,7 +105,9 @@ def buffer_reassignment(ctx: RewriteContext, original: cst.SimpleStatementLine, 
         tight = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
         value = cst.parse_expression(ast.unparse(persistent))
         args.append(cst.Arg(value, keyword=cst.Name("persistent"), equal=tight))
-    ctx.record("torch.nn.Module.register_buffer", "converted", "a registered buffer reassigned: register_buffer again")
+    ctx.record(
+        "torch.nn.Module.register_buffer", "converted", _("a registered buffer reassigned: register_buffer again")
+    )
     call = cst.Call(func=cst.Attribute(cst.Name("self"), cst.Name("register_buffer")), args=args)
     return updated.with_changes(body=[cst.Expr(call)])
 
