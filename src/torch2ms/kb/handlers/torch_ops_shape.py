@@ -232,6 +232,10 @@ def randint(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
             b["size"], b["high"], b["low"] = b["high"], b["low"], "0"
         else:
             raise Unsupported("torch.randint needs high and size")
+    elif "high" not in b and "low" in b:  # randint(high, size=...): the one bound first is high
+        b["high"], b["low"] = b["low"], "0"
+    if "high" not in b:
+        raise Unsupported("torch.randint needs high")
     lo = b.get("low", "0")
     rest = keyword_args(entry, b, skip=("low", "high", "size"))
     return f"mindspore.ops.randint({', '.join([lo, b['high'], b['size']] + rest)})"
