@@ -12,6 +12,7 @@ assignment would register it as a child and rename the parameters it holds (``we
 from __future__ import annotations
 
 import ast
+from typing import cast
 
 import libcst as cst
 
@@ -64,15 +65,17 @@ def _class_buffers(ctx: RewriteContext) -> dict[str, ast.expr | None]:
     cls = ctx.class_stack[-1]
     key = f"buffers:{cls}"
     if key not in ctx.memo:
-        if "buffer-classes" not in ctx.memo:  # one walk per file: the classes that register a buffer, by name
-            tree, by_name = ctx.facts.tree, {}
-            for n in ast.walk(tree) if tree else ():
-                if isinstance(n, ast.ClassDef) and _registers_buffers(n):
-                    by_name.setdefault(n.name, []).append(n)
-            ctx.memo["buffer-classes"] = by_name
-        found = ctx.memo["buffer-classes"].get(cls, [])  # type: ignore[union-attr]
+        if "classes-by-name" not in ctx.memo:  # one walk per file: every class, by name
+            classes: dict[str, list[ast.ClassDef]] = {}
+            for n in ast.walk(ctx.facts.tree) if ctx.facts.tree else ():
+                if isinstance(n, ast.ClassDef):
+                    classes.setdefault(n.name, []).append(n)
+            ctx.memo["classes-by-name"] = classes
+        by_name = cast("dict[str, list[ast.ClassDef]]", ctx.memo["classes-by-name"])
+        found = by_name.get(cls, [])
         # two classes of that name: which one this is is not known
-        ctx.memo[key] = registered_buffers(found[0]) if len(found) == 1 else {}
+        one = len(found) == 1 and _registers_buffers(found[0])
+        ctx.memo[key] = registered_buffers(found[0]) if one else {}
     return ctx.memo[key]  # type: ignore[return-value]
 
 
