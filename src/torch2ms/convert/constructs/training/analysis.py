@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TypeGuard
@@ -77,24 +78,23 @@ class Roles:
         self.opt_modules = _optimizer_modules(tree, imap)  # optimizer → the module whose parameters it trains
         # receivers of ``x.step()`` calls (an optimizer's name the file never builds)
         self.stepped = {ast.unparse(n.func.value) for n in nodes(tree) if _is_step_call(n)}  # type: ignore[attr-defined]
-        self._data_functions: set[str] | None = None
-        self._data_objects: set[str] | None = None
 
-    @property
+    @functools.cached_property
+    def module_names(self) -> set[str]:
+        """Names that hold a module or an optimizer (see ``_module_names``), found once per file."""
+        return _module_names(self.tree)
+
+    @functools.cached_property
     def data_functions(self) -> set[str]:
         """Module-level functions that only sample or shape data (``get_batch(split)``): no module, optimizer,
         ``self`` or global state in sight. A forward that starts with a call to one keeps it out of the
         compiled step: the gradients do not depend on it, and compiling data sampling costs time each step."""
-        if self._data_functions is None:
-            self._data_functions = _data_functions(self.tree, self)
-        return self._data_functions
+        return _data_functions(self.tree, self)
 
-    @property
+    @functools.cached_property
     def data_objects(self) -> set[str]:
         """Names holding an instance of a data-only class of the file (sampling.py): ``batch_loader.next()``."""
-        if self._data_objects is None:
-            self._data_objects = data_objects(self.tree, self.resolve, _module_names(self.tree))
-        return self._data_objects
+        return data_objects(self.tree, self.resolve, self.module_names)
 
     def resolve(self, node: ast.AST) -> str | None:
         full = self.imap.resolve(node)
@@ -363,7 +363,7 @@ def _prep(roles: Roles, asts: list[ast.stmt], slice_idx: list[int], local: set[s
                     and (root.id in local or root.id in roles.data_objects)
                 ):
                     ok = False
-        if not ok or set(reads(asts[i])) & (_module_names(roles.tree) - roles.data_objects):
+        if not ok or set(reads(asts[i])) & (roles.module_names - roles.data_objects):
             break
         prep.add(i)
     return prep
@@ -410,7 +410,7 @@ def _module_names(tree: ast.Module) -> set[str]:
 def _data_functions(tree: ast.Module, roles: Roles) -> set[str]:
     """See ``Roles.data_functions``: every call inside is torch's, a builtin's or a method of a value."""
     defs = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
-    banned = _module_names(tree) | {"self"}
+    banned = roles.module_names | {"self"}
     found: set[str] = set()
     for fn in tree.body:
         if not isinstance(fn, ast.FunctionDef) or fn.decorator_list:
