@@ -341,26 +341,36 @@ def test_listed_summaries_are_docstring_first_lines_of_transforms_or_handlers():
     assert [s for s in SUMMARIES if s not in lines] == []
 
 
-@pytest.mark.skipif(not PRIORITY.exists(), reason="the shared priority list is not here")
-def test_summaries_shown_for_the_150_most_used_entries_are_listed():
+def _summaries_lookup_can_show() -> dict[str, str]:
+    """First docstring line → ``module.function`` of every transform and handler a KB entry names
+    (a transform only where lookup shows it: not on an argument whose values are unsupported)."""
     from torch2ms.kb import load_kb
-    from torch2ms.kb.summaries import SUMMARIES
     from torch2ms.kb.transforms import HANDLERS, TRANSFORMS
 
-    kb = load_kb()
-    seen: dict[str, object] = {}
-    for line in PRIORITY.read_text(encoding="utf-8").splitlines()[1:]:
-        entry = kb.get(line.split("\t")[0])
-        if entry is not None:
-            seen.setdefault(entry.torch, entry)
-        if len(seen) == 150:
-            break
-    names = {r.transform for e in seen.values() for r in e.args.values() if r.transform and not r.unsupported}  # type: ignore[attr-defined]
-    names |= {e.template[1:] for e in seen.values() if e.template.startswith("@")}  # type: ignore[attr-defined]
-    shown = {
-        line for line, name in _summary_lines().items() if name in names and (name in TRANSFORMS or name in HANDLERS)
-    }
-    assert sorted(shown - set(SUMMARIES)) == []
+    out = {}
+    for entry in load_kb():
+        named = [(TRANSFORMS, r.transform) for r in entry.args.values() if r.transform and not r.unsupported]
+        if entry.template.startswith("@"):
+            named.append((HANDLERS, entry.template[1:]))
+        for registry, name in named:
+            doc = (registry[name].__doc__ or "").strip().splitlines()
+            out[doc[0].replace("``", "") if doc else f"<no docstring: {name}>"] = name
+    return out
+
+
+def test_r20_every_summary_lookup_shows_is_listed_and_translated():
+    from torch2ms.i18n import every_language
+    from torch2ms.kb.summaries import SUMMARIES
+
+    shown = _summaries_lookup_can_show()
+    undocumented = sorted(name for line, name in shown.items() if line.startswith("<no docstring"))
+    assert undocumented == [], "give these a docstring whose first line says what the rewrite does"
+    unlisted = [f"    N_({line!r}),  # {shown[line]}" for line in sorted(shown) if line not in SUMMARIES]
+    assert unlisted == [], "add to kb/summaries.py, then translate (README, 'How to translate'):\n" + "\n".join(
+        unlisted
+    )
+    untranslated = sorted(line for line in shown if len(every_language(line)) < 2)
+    assert untranslated == [], "no Chinese in the catalog: run pybabel extract/update, translate, compile"
 
 
 def test_lookup_transform_summary_in_chinese_and_english(convert_in):

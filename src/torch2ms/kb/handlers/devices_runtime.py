@@ -69,8 +69,9 @@ def hessian(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 
 @handler
 def vjp(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
-    """``vjp(f, x, v)`` → ``(out, vjp)`` from ``ops.vjp(f, x)`` and its pullback applied to ``v``
-    (``v`` omitted: ones, as torch allows for a one-element output)."""
+    """``vjp(f, x, v)`` → ``(out, vjp)`` from ``ops.vjp(f, x)`` and its pullback applied to ``v``.
+
+    ``v`` omitted: ones, as torch allows for a one-element output."""
     _only_defaults(bound, entry, ("create_graph", "strict"))
     inputs, items = _inputs(bound, entry)
     args = inputs if items is None else f"*{paren(inputs)}"
@@ -92,8 +93,9 @@ def jvp(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 
 @handler
 def hvp(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
-    """``hvp(f, x, v)`` / ``vhp`` → ``(f(x), jvp of ops.grad(f) at x along v)``: forward over reverse; the
-    Hessian is symmetric, so v·H and H·v are the same vector."""
+    """``hvp(f, x, v)`` / ``vhp`` → ``(f(x), jvp of ops.grad(f) at x along v)``: forward over reverse.
+
+    The Hessian is symmetric, so v·H and H·v are the same vector."""
     _only_defaults(bound, entry, ("create_graph", "strict"))
     inputs, items = _inputs(bound, entry)
     if items is not None:

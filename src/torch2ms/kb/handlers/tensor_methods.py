@@ -238,7 +238,7 @@ def _ints(src: str) -> str:
 
 @handler
 def flip(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
-    """``x.flip(0)`` / ``x.flip(0, 1)`` / ``x.flip([0, 1])`` → ``x.flip((0, 1))`` (MS takes only a tuple)."""
+    """``x.flip(0)`` / ``x.flip(0, 1)`` / ``x.flip([0, 1])`` → ``x.flip((0, 1))`` (MindSpore takes only a tuple)."""
     receiver = _receiver(receiver)
     return f"{receiver}.flip({_ints(bound['dims'])})"
 
@@ -392,9 +392,10 @@ def positional_args(bound: dict[str, str], receiver: str | None, entry: Entry) -
 
 @handler
 def norm(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
-    """``x.norm(p, dim, keepdim)``: torch's p='fro' means the 2-norm over ``dim`` (all elements when
-    dim is None); a numeric p with dim=None is a vector norm of the flattened tensor (MindSpore
-    would take a matrix norm of a 2-D tensor)."""
+    """``x.norm(p, dim, keepdim)`` → a vector norm over ``dim``, or over all elements when dim is None.
+
+    torch's p='fro' means the 2-norm over ``dim`` (all elements when dim is None); a numeric p with
+    dim=None is a vector norm of the flattened tensor (MindSpore would take a matrix norm of a 2-D tensor)."""
     receiver = _receiver(receiver)
     p, dim, keep = bound.get("p"), bound.get("dim"), bound.get("keepdim")
     if p is not None and literal(p) in ("fro", None):
@@ -436,8 +437,9 @@ def roll(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 
 @handler
 def unique(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
-    """``x.unique()`` → ``ops.unique`` then a sort (MindSpore's x.unique kernel is unregistered on CPU
-    and ops.unique keeps first-appearance order)."""
+    """``x.unique()`` → ``ops.unique`` then a sort (MindSpore's x.unique has no CPU kernel).
+
+    ops.unique keeps first-appearance order; torch's unique is sorted by default."""
     receiver = _receiver(receiver)
     for key in ("return_inverse", "return_counts"):
         if not _is_false(bound.get(key)):

@@ -61,8 +61,10 @@ def bincount(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 
 @handler
 def nanmedian(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
-    """``x.nanmedian()`` is one value (MindSpore returns a (values, indices) pair per axis 0);
-    ``x.nanmedian(dim, keepdim)`` → (values, indices), keepdim passed positionally."""
+    """``x.nanmedian()`` → one value; ``x.nanmedian(dim, keepdim)`` → (values, indices).
+
+    MindSpore's ``x.nanmedian()`` returns a (values, indices) pair along axis 0; keepdim is passed
+    positionally."""
     x = _receiver(receiver)
     dim = bound.get("dim")
     if dim is None or literal(dim) is None:
@@ -113,8 +115,9 @@ _MS_SCIPY_LINALG = "__import__('mindspore' + '.scipy.linalg', fromlist=['linalg'
 
 @handler
 def triangular_solve(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
-    """``b.triangular_solve(A, upper, transpose, unitriangular)`` → (solution, A) through
-    mindspore.scipy.linalg.solve_triangular (torch returns a copy of A as the second value)."""
+    """``b.triangular_solve(A, upper, transpose, unitriangular)`` → (solution, a copy of A), as torch returns.
+
+    The solution comes from mindspore.scipy.linalg.solve_triangular."""
     b, a = _receiver(receiver), paren(bound["A"])
     lower = not _is_true(bound.get("upper", "True"))
     trans = 1 if _is_true(bound.get("transpose", "False")) else 0
@@ -166,8 +169,9 @@ def histogram(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 
 @handler
 def new(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
-    """Legacy ``x.new(...)``: sizes → zeros of x's dtype (torch leaves them uninitialised), a
-    sequence → a tensor of x's dtype, nothing → an empty tensor."""
+    """Legacy ``x.new(...)``: sizes → zeros, a sequence → a tensor, nothing → an empty tensor, in x's dtype.
+
+    torch leaves the memory of the sizes form uninitialised."""
     x = _receiver(receiver)
     args = bound.get("args")
     if not args:
@@ -227,8 +231,9 @@ def set_source(bound: dict[str, str], receiver: str | None, entry: Entry) -> str
 
 @handler
 def inplace_dunder(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
-    """``x.__iadd__(y)`` → ``x.copy_(x + y)``: MindSpore's __iadd__ returns the sum without writing
-    it into x (``x += y`` is fine: Python rebinds x), and copy_ is an in-place method that mutates."""
+    """``x.__iadd__(y)`` → ``x.copy_(x + y)``: MindSpore's __iadd__ returns the sum without writing it into x.
+
+    ``x += y`` is fine (Python rebinds x); copy_ is an in-place method that mutates."""
     x = _receiver(receiver)
     other = paren(bound["other"])
     op = entry.torch.rsplit(".", 1)[-1][3:-2]  # __iadd__ → add
@@ -256,8 +261,9 @@ def _flag(bound: dict[str, str], name: str, default: str) -> str:
 
 @handler
 def quantile(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
-    """``x.quantile(q, dim, keepdim, interpolation=)`` / ``nanquantile`` → torch2ms.runtime.quantile
-    (sort-based: MindSpore's Quantile has no CPU kernel)."""
+    """``x.quantile(q, dim, keepdim, interpolation=)`` / ``nanquantile`` → torch2ms.runtime.quantile.
+
+    Sort-based: MindSpore's Quantile has no CPU kernel."""
     x = _receiver(receiver)
     ignore_nan = entry.torch.endswith("nanquantile")
     args = [
@@ -273,8 +279,9 @@ def quantile(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 
 @handler
 def scatter_reduce(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
-    """``x.scatter_reduce(dim, index, src, reduce, include_self=)`` → torch2ms.runtime.scatter_reduce
-    (n-d scatters: MindSpore's element-wise scatter only replaces or adds)."""
+    """``x.scatter_reduce(dim, index, src, reduce, include_self=)`` → torch2ms.runtime.scatter_reduce.
+
+    n-d scatters: MindSpore's element-wise scatter only replaces or adds."""
     args = [bound["dim"], bound["index"], bound["src"], bound["reduce"], _flag(bound, "include_self", "True")]
     return f"torch2ms.runtime.scatter_reduce({_receiver(receiver)}, {', '.join(args)})"
 
@@ -308,8 +315,9 @@ def nonzero_static(bound: dict[str, str], receiver: str | None, entry: Entry) ->
 
 @handler
 def new_empty_strided(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
-    """``x.new_empty_strided(size, stride)`` → zeros of that size (MindSpore allocates contiguous
-    tensors; torch's values are uninitialised), in x's dtype unless ``dtype=`` is given."""
+    """``x.new_empty_strided(size, stride)`` → zeros of that size, in x's dtype unless ``dtype=`` is given.
+
+    MindSpore allocates contiguous tensors; torch's values are uninitialised."""
     x = _receiver(receiver)
     dtype = bound.get("dtype")
     return f"mindspore.ops.zeros(tuple({bound['size']}), {dtype if dtype not in (None, 'None') else f'{x}.dtype'})"

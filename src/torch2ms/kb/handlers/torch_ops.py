@@ -78,7 +78,7 @@ def _creation_tail(bound: dict[str, str], entry: Entry) -> list[str]:
 
 @handler
 def sized(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
-    """``torch.zeros(2, 3, dtype=...)`` → ``ops.zeros((2, 3), dtype=...)`` (MS takes one shape).
+    """``torch.zeros(2, 3, dtype=...)`` → ``ops.zeros((2, 3), dtype=...)`` (MindSpore takes the shape as one tuple).
 
     A 0-d shape (``torch.ones([])``, CLIP's logit scale) fails in MindSpore without a dtype
     ("Select CPU operator[Ones] fail"): torch's default float32 is written out."""
@@ -178,7 +178,7 @@ def _is_int_literal(src: str | None) -> bool:
 
 @handler
 def max_min(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
-    """torch.max / torch.min: three overloads.
+    """torch.max / torch.min: over all elements, along dim (values, int64 indices), or against another tensor.
 
     ``max(x)`` → ``ops.max(x)[0]`` (MS returns (value, index)); ``max(x, dim, keepdim)`` →
     ``ops.max(x, dim, keepdims)`` = (values, int64 indices); ``max(x, other)`` → ``ops.maximum``.
@@ -343,7 +343,7 @@ def unique(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 
 @handler
 def kthvalue(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
-    """kthvalue(x, k, dim) = the k-th entry of an ascending sort along dim (MS kernel is missing)."""
+    """kthvalue(x, k, dim) = the k-th entry of an ascending sort along dim (MindSpore has no kernel for it)."""
     _reject_out(entry, bound)
     x, k = bound["input"], bound["k"]
     dim = bound.get("dim", "-1")

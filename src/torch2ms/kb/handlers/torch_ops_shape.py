@@ -57,12 +57,14 @@ def matmul_chain(bound: dict[str, str], receiver: str | None, entry: Entry) -> s
 
 @handler
 def unflatten(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """torch.unflatten(x, dim, sizes) → a reshape that splits dimension dim into sizes."""
     x, d, sizes = paren(bound["input"]), bound["dim"], bound["sizes"]
     return f"mindspore.ops.reshape({x}, {x}.shape[:{d}] + tuple({sizes}) + {x}.shape[{d}:][1:])"
 
 
 @handler
 def select(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """torch.select(x, dim, i) → ops.narrow to index i along dim, then ops.squeeze(dim)."""
     x, d, i = paren(bound["input"]), bound["dim"], paren(bound["index"])
     v = literal(bound["index"])
     start = i if isinstance(v, int) and v >= 0 else f"{i} % {x}.shape[{d}]"
@@ -71,6 +73,7 @@ def select(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 
 @handler
 def masked_fill(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """torch.masked_fill(x, mask, value) → ops.masked_fill, an int value made a tensor of x's dtype."""
     x, mask, value = bound["input"], bound["mask"], bound["value"]
     v = literal(value)
     if isinstance(v, int) and not isinstance(v, bool):
@@ -81,7 +84,7 @@ def masked_fill(bound: dict[str, str], receiver: str | None, entry: Entry) -> st
 
 @handler
 def scatter(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
-    """torch.scatter(input, dim, index, src|value, reduce=None)."""
+    """torch.scatter(input, dim, index, src|value) → ops.tensor_scatter_elements; of the reduce modes only 'add'."""
     x, d, idx = bound["input"], bound["dim"], bound["index"]
     src = bound.get("src")
     value = bound.get("value")
@@ -104,6 +107,7 @@ def scatter(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 
 @handler
 def scatter_reduce(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """torch.scatter_reduce → ops.tensor_scatter_elements(..., 'add'): only reduce='sum' with include_self=True."""
     x, d, idx, src = bound["input"], bound["dim"], bound["index"], bound["src"]
     red = literal(bound.get("reduce"))
     if red != "sum":
@@ -129,6 +133,7 @@ def index_add(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 
 @handler
 def take_along_dim(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """torch.take_along_dim(x, i, dim) → ops.gather_elements(x, dim, i); without dim, on the flattened tensors."""
     x, idx = paren(bound["input"]), paren(bound["indices"])
     d = bound.get("dim")
     if d is None or literal(d) is None:
@@ -138,6 +143,7 @@ def take_along_dim(bound: dict[str, str], receiver: str | None, entry: Entry) ->
 
 @handler
 def where(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """torch.where(c, x, y) → ops.where(c, x, y); torch.where(c) → one index tensor per dimension, as nonzero."""
     c = bound["condition"]
     if "input" not in bound and "other" not in bound:
         return f"tuple(mindspore.ops.nonzero({c}).T)"
@@ -148,6 +154,7 @@ def where(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 
 @handler
 def nonzero(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """torch.nonzero(x) → ops.nonzero(x); as_tuple=True → one index tensor per dimension."""
     if "out" in bound:
         raise Unsupported("out= is not supported; assign the result.")
     as_tuple = literal(bound.get("as_tuple", "False"))
@@ -168,6 +175,7 @@ def diag(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 
 @handler
 def meshgrid(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """torch.meshgrid(*tensors) → ops.meshgrid(*tensors, indexing='ij'): MindSpore's default is 'xy'."""
     return star_call(bound, receiver, entry)
 
 
@@ -211,6 +219,7 @@ _MS_SCIPY_LINALG = "__import__('mindspore' + '.scipy.linalg', fromlist=['linalg'
 
 @handler
 def matrix_rank(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """linalg.matrix_rank(A) → the singular values above torch's default tolerance, counted."""
     if any(k in bound for k in ("atol", "rtol", "tol", "hermitian")):
         raise Unsupported(
             "matrix_rank with atol/rtol/hermitian: compare mindspore.ops.svd(A, compute_uv=False) to your tolerance"
@@ -225,7 +234,7 @@ def matrix_rank(bound: dict[str, str], receiver: str | None, entry: Entry) -> st
 
 @handler
 def randint(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
-    """torch.randint(high, size) or (low, high, size)."""
+    """torch.randint(high, size) / (low, high, size) → ops.randint(low, high, size), low 0 when omitted."""
     b = dict(bound)
     if "size" not in b:
         if "high" in b and "low" in b:
@@ -280,6 +289,7 @@ def normal(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 
 @handler
 def finfo(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """torch.finfo / iinfo(dtype) → numpy.finfo / iinfo of the matching numpy dtype (float32 when omitted)."""
     fn = entry.torch.rsplit(".", 1)[-1]
     t = bound.get("type")
     if t is None:
@@ -341,6 +351,7 @@ def atleast(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 
 @handler
 def solve_triangular(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """linalg.solve_triangular(A, B, upper) → MatrixTriangularSolve(lower=not upper)(A, B); left=True only."""
     if literal(bound.get("left", "True")) is not True:
         raise Unsupported("solve_triangular(left=False) has no MindSpore form: transpose the system")
     if literal(bound.get("unitriangular", "False")) is not False:
@@ -356,6 +367,7 @@ def solve_triangular(bound: dict[str, str], receiver: str | None, entry: Entry) 
 
 @handler
 def linalg_cond(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """linalg.cond(A) → largest / smallest singular value (the 2-norm condition number only)."""
     if literal(bound.get("p", "None")) not in (None, 2):
         raise Unsupported("linalg.cond: only the 2-norm (p=None or 2) maps, via the singular values")
     return f"(lambda s: s[..., 0] / s[..., -1])(mindspore.ops.svd({bound['A']}, compute_uv=False))"
@@ -363,6 +375,7 @@ def linalg_cond(bound: dict[str, str], receiver: str | None, entry: Entry) -> st
 
 @handler
 def linalg_lu(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """linalg.lu(A) → (P, L, U) from mindspore.scipy.linalg.lu, P cast to L's dtype."""
     if literal(bound.get("pivot", "True")) is not True:
         raise Unsupported("linalg.lu(pivot=False) has no MindSpore form")
     return f"(lambda p, l, u: (p.astype(l.dtype), l, u))(*{_MS_SCIPY_LINALG}.lu({bound['A']}))"
@@ -370,6 +383,7 @@ def linalg_lu(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 
 @handler
 def lu_factor(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """linalg.lu_factor(A) → (LU, pivots) from mindspore.scipy.linalg.lu_factor, pivots made 1-based as in torch."""
     if literal(bound.get("pivot", "True")) is not True:
         raise Unsupported("linalg.lu_factor(pivot=False) has no MindSpore form")
     return f"(lambda lu, piv: (lu, piv + 1))(*{_MS_SCIPY_LINALG}.lu_factor({bound['A']}))"
@@ -391,6 +405,7 @@ def put(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 
 @handler
 def lu_solve(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """linalg.lu_solve(LU, pivots, B) → ops.lu_solve(B, LU, pivots); left=True and adjoint=False only."""
     if literal(bound.get("left", "True")) is not True or literal(bound.get("adjoint", "False")) is not False:
         raise Unsupported("linalg.lu_solve(left=False / adjoint=True) has no MindSpore form")
     return f"mindspore.ops.lu_solve({bound['B']}, {bound['LU']}, {bound['pivots']})"

@@ -135,8 +135,10 @@ def _source(cls: str, args: list[str], bound: dict[str, str]) -> str:
 
 @handler
 def voc_segmentation(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
-    """VOCSegmentation(root, year, image_set) → VOCDataset(<VOC folder>, task='Segmentation', decode=False), the
-    image decoded to RGB PIL and the mask opened as it is stored (mode 'P': class indices), as torchvision does."""
+    """VOCSegmentation(root, year, image_set) → VOCDataset(<VOC folder>, task='Segmentation', decode=False).
+
+    The image is decoded to RGB PIL and the mask opened as it is stored (mode 'P': class indices), as
+    torchvision does."""
     _no_download(bound, "VOCDataset")
     usage = bound.get("image_set", "'train'")
     ctor = f"mindspore.dataset.VOCDataset({_voc_base(bound, 'VOCSegmentation')}, task='Segmentation', usage={usage}, decode=False)"
