@@ -82,7 +82,7 @@ SUMMARIES = (
     N_("F.interpolate / F.upsample* → ops.interpolate, with scale_factor turned into a size."),
     N_("F.one_hot(t, num_classes=-1) → ops.one_hot(t, depth); -1 means max(t) + 1, as in torch."),
     N_("F.layer_norm → the ops.LayerNorm primitive (ops.layer_norm's LayerNormExt has no CPU kernel)."),
-    N_("F.rms_norm → x * rsqrt(mean(x², last dims) + eps) * weight (the RmsNorm kernel has no CPU kernel)."),
+    N_("F.rms_norm → x * rsqrt(mean(x², last dims) + eps) * weight (MindSpore's RmsNorm has no CPU kernel)."),
     N_("F.scaled_dot_product_attention → softmax(q·kᵀ·scale + mask)·v, spelled out with ops."),
     N_("F.embedding → ops.gather(weight, idx, 0): ops.embedding's kernel is not registered on CPU."),
     N_("F.triplet_margin_loss spelled out (the TripletMarginLoss kernel is not on CPU)."),

@@ -197,7 +197,7 @@ def layer_norm(bound: dict[str, str], receiver: str | None, entry: Entry) -> str
 
 @handler
 def rms_norm(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
-    """F.rms_norm → x * rsqrt(mean(x², last dims) + eps) * weight (the RmsNorm kernel has no CPU kernel)."""
+    """F.rms_norm → x * rsqrt(mean(x², last dims) + eps) * weight (MindSpore's RmsNorm has no CPU kernel)."""
     x, ns = bound["input"], bound["normalized_shape"]
     w = bound.get("weight")
     eps = bound.get("eps")
