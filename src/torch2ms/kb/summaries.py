@@ -216,8 +216,10 @@ SUMMARIES = (
     N_("linalg.solve_ex → (ops.matrix_solve(A, B), info), info from the LU factors of A as LAPACK reports it."),
     N_("linalg.polar(A) = (U Vᴴ, V S Vᴴ) from the reduced SVD (ops.svd returns S, U, V)."),
     N_("linalg.matrix_sqrth(A) = V diag(sqrt(w)) Vᴴ from the Eigh primitive."),
-    N_("torch._foreach_exp(ts) → [ops.exp(t) for t in ts]."),
-    N_("torch._foreach_exp_(ts) → [t.copy_(ops.exp(t)) for t in ts]: each tensor overwritten, the list returned."),
+    N_("torch._foreach_<op>(ts) → [<MindSpore op>(t) for t in ts] (torch._foreach_exp: ops.exp)."),
+    N_(
+        "torch._foreach_<op>_(ts) → [t.copy_(<MindSpore op>(t)) for t in ts]: each tensor overwritten, the list returned."
+    ),
     N_("F._Reduction.get_enum(name) → torch's enum value (0 none, 1 mean, 2 sum)."),
     # kb/handlers/torch_ops_shape.py
     N_("ms(*args, **kw) for a signature with one *name parameter (rand(*size), meshgrid(*tensors))."),

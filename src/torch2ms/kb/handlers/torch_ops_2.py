@@ -359,13 +359,13 @@ def matrix_sqrth(bound: dict[str, str], receiver: str | None, entry: Entry) -> s
 
 @handler
 def foreach(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
-    """torch._foreach_exp(ts) → [ops.exp(t) for t in ts]."""
+    """torch._foreach_<op>(ts) → [<MindSpore op>(t) for t in ts] (torch._foreach_exp: ops.exp)."""
     return f"[{entry.ms}(_t) for _t in {bound['tensors']}]"
 
 
 @handler
 def foreach_inplace(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
-    """torch._foreach_exp_(ts) → [t.copy_(ops.exp(t)) for t in ts]: each tensor overwritten, the list returned."""
+    """torch._foreach_<op>_(ts) → [t.copy_(<MindSpore op>(t)) for t in ts]: each tensor overwritten, the list returned."""
     return f"[_t.copy_({entry.ms}(_t)) for _t in {bound['tensors']}]"
 
 
