@@ -358,7 +358,7 @@ def _summaries_lookup_can_show() -> dict[str, str]:
     return out
 
 
-def test_r20_every_summary_lookup_shows_is_listed_and_translated():
+def test_r2_every_summary_lookup_shows_is_listed_and_translated():
     from torch2ms.i18n import every_language
     from torch2ms.kb.summaries import SUMMARIES
 
