@@ -154,6 +154,18 @@ def test_usage_errors_in_chinese(tmp_path):
     assert english.returncode == 2 and english.stderr.startswith("error:") and not _has_chinese(english.stderr)
 
 
+def test_lang_after_the_subcommand_works_like_before_it(tmp_path):
+    (tmp_path / "m.py").write_text(MODEL)
+    after = _run(["scan", "m.py", "--lang", "zh"], tmp_path, LANG="en_US.UTF-8")
+    before = _run(["--lang", "zh", "scan", "m.py"], tmp_path, LANG="en_US.UTF-8")
+    assert after.returncode == before.returncode == 0, after.stderr
+    assert after.stdout == before.stdout and "工作量估计" in after.stdout
+    english = _run(["lookup", "nn.Conv2d", "--lang=en"], tmp_path, LANG="zh_CN.UTF-8")
+    assert english.returncode == 0 and not _has_chinese(english.stdout.split("torch.nn.Conv2d")[0])
+    wrong = _run(["scan", "m.py", "--lang", "fr"], tmp_path, LANG="en_US.UTF-8")
+    assert wrong.returncode == 2 and "--lang" in wrong.stderr
+
+
 def test_help_in_chinese(tmp_path):
     out = _run(["--lang", "zh", "convert", "--help"], tmp_path)
     assert out.returncode == 0

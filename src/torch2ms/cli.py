@@ -12,7 +12,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from .cli_support import exit_codes, language_from_argv, localise_argparse
+from .cli_support import add_lang, add_subcommand, exit_codes, language_from_argv, localise_argparse
 from .i18n import _, set_language
 
 EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2
@@ -204,13 +204,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def _sub(sub, name: str, help: str, codes: str, description: str | None = None) -> argparse.ArgumentParser:
-    return sub.add_parser(
-        name,
-        help=help,
-        description=description or help,
-        epilog=codes,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    return add_subcommand(sub, name, help, codes, description)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -221,11 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--version", action=_VersionAction)
-    p.add_argument(
-        "--lang",
-        choices=["zh", "en"],
-        help=_("language of messages, reports and code marks (default: from LANGUAGE/LC_ALL/LC_MESSAGES/LANG)"),
-    )
+    add_lang(p)
     sub = p.add_subparsers(dest="command", required=True)
     _add_lookup_and_scan(sub)
     _add_convert(sub)

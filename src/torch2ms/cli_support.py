@@ -77,9 +77,29 @@ def exit_codes_epilog(ok: str, found: str) -> str:
     return exit_codes(ok, found, _(RUN_USAGE))
 
 
-def add_subcommand(sub: argparse._SubParsersAction, name: str, help_text: str, epilog: str) -> argparse.ArgumentParser:
-    return sub.add_parser(
-        name, help=help_text, description=help_text, epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter
+def add_subcommand(
+    sub: argparse._SubParsersAction, name: str, help_text: str, epilog: str, description: str | None = None
+) -> argparse.ArgumentParser:
+    parser = sub.add_parser(
+        name,
+        help=help_text,
+        description=description or help_text,
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_lang(parser)
+    return parser
+
+
+def add_lang(parser: argparse.ArgumentParser) -> None:
+    """``--lang`` on the top-level parser and on every subcommand (`torch2ms lookup X --lang zh` works like
+    `torch2ms --lang zh lookup X`): language_from_argv reads it anywhere before the parser is built, and a
+    subcommand's copy must not reset the top-level value, hence SUPPRESS."""
+    parser.add_argument(
+        "--lang",
+        choices=["zh", "en"],
+        default=argparse.SUPPRESS,
+        help=_("language of messages, reports and code marks (default: from LANGUAGE/LC_ALL/LC_MESSAGES/LANG)"),
     )
 
 
