@@ -39,13 +39,12 @@ def render_lookup(d: dict, console: Console | None = None) -> None:
     console.print(t)
     if d["argument_differences"]:
         console.print("[bold]" + _("argument differences") + "[/]")
-        for line in d["argument_differences"]:
-            console.print(escape(f"  • {line}" if not line.startswith("  ") else f"    {line.strip()}"))
+        _bullets(console, [(not line.startswith("  "), line.strip()) for line in d["argument_differences"]])
     if d["parameter_renames"]:
         console.print("[bold]" + _("parameter renames (weights)") + "[/]")
-        for k, v in d["parameter_renames"].items():
-            target = v if v is not None else _("(dropped)")
-            console.print(escape(f"  • {k} → {target}"))
+        dropped = _("(dropped)")
+        renames = d["parameter_renames"].items()
+        _bullets(console, [(True, f"{k} → {v if v is not None else dropped}") for k, v in renames])
     if d["example"]:
         # Plain text with rich's light highlighter (numbers, strings): pygments' Python lexer compiles
         # ~130 regexes on first use, half the time of a cold `torch2ms lookup` (kb_bench).
@@ -53,3 +52,14 @@ def render_lookup(d: dict, console: Console | None = None) -> None:
         console.print(d["example"]["torch"], markup=False)
         console.print("[bold]" + _("after (MindSpore)") + "[/]")
         console.print(d["example"]["mindspore"], markup=False)
+
+
+def _bullets(console: Console, items: list[tuple[bool, str]]) -> None:
+    """A bulleted list whose long lines wrap under their own text (a hanging indent), not at column 0;
+    ``(False, text)`` is a continuation line of the bullet above."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True, width=3, justify="right")
+    grid.add_column(overflow="fold")
+    for bulleted, text in items:
+        grid.add_row("•" if bulleted else "", escape(text))
+    console.print(grid)
