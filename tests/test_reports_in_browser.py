@@ -210,12 +210,13 @@ def test_r30_check_data_report_in_chinese(browser, tmp_path, monkeypatch):
 
 
 def test_r30_compare_train_report_in_chinese(browser, tmp_path, monkeypatch):
+    from torch2ms import i18n
     from torch2ms.trainrun.report import TrainReport
 
     monkeypatch.setenv("TORCH2MS_LANG", "zh")
     rows = [
         {"index": i, "step": i + 1, "opt": 0, "torch_loss": 2.0 - 0.1 * i, "ms_loss": 2.0 - 0.1 * i + (0.05 if i > 2 else 0),
-         "rel": 0.05 / (2.0 - 0.1 * i) if i > 2 else 0.0, "torch_lr": 0.1, "ms_lr": 0.1, "torch_grad_norm": 1.0,
+         "rel": 0.05 / (2.0 - 0.1 * i) if i > 2 else 0.0, "torch_lr": 0.1, "ms_lr": 0.1 if i < 3 else 0.2, "torch_grad_norm": 1.0,
          "ms_grad_norm": 1.0, "same_inputs": True}
         for i in range(6)
     ]  # fmt: skip
@@ -225,8 +226,12 @@ def test_r30_compare_train_report_in_chinese(browser, tmp_path, monkeypatch):
         "torch_loss": 1.7,
         "ms_loss": 1.75,
         "rel_text": "2.9e-02",
-        "cause": "lr",
-        "facts": [],
+        "cause": i18n._("learning-rate schedule differs"),
+        "facts": [
+            i18n._("learning rate differs from step {step} (optimizer {opt}): torch {torch}, MindSpore {ms}").format(
+                step=4, opt=0, torch="0.1", ms="0.2"
+            )
+        ],
     }
     rep = TrainReport("different", "train.py", "train_ms.py", 6, 1e-4, "pynative", "replay", 0, rows, divergence)
     paths = rep.write(tmp_path / "r")
@@ -234,3 +239,5 @@ def test_r30_compare_train_report_in_chinese(browser, tmp_path, monkeypatch):
     assert console == [], console
     assert '<html lang="zh-CN">' in dom and "compare-train: 不同" in dom and "<th>torch 损失</th>" in dom
     assert "第一个超出容差的步骤：4" in dom
+    assert "学习率" in dom.split("第一个超出容差的步骤")[1]  # the cause in words, in Chinese
+    assert ">True<" not in dom and ">是<" in dom  # the "same batch" column in words of the report's language

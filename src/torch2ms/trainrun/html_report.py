@@ -53,6 +53,8 @@ def loss_plot_png(rep: TrainReport) -> bytes | None:
 def _cell(v: Any) -> str:
     if v is None:
         return "—"
+    if isinstance(v, bool):  # "same batch" column: a word of the report's language, not Python's True/False
+        return _("yes") if v else _("no")
     if isinstance(v, float):
         return f"{v:.3e}" if v and (abs(v) < 1e-3 or abs(v) >= 1e5) else f"{v:.6f}"
     if isinstance(v, list):
