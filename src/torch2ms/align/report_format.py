@@ -13,6 +13,42 @@ _STATUS_WORDS = {"match": N_("MATCH"), "divergence": N_("DIVERGENCE")}
 _PHASE_WORDS = {"forward": N_("forward"), "after training": N_("after training")}
 
 
+# What kind of divergence a layer shows (layers.Finding.kind), in words; report.json keeps the key.
+_KIND_WORDS = {
+    "values": N_("values"),
+    "shape": N_("shape"),
+    "non-finite": N_("non-finite"),
+    "input": N_("input"),
+    "error": N_("error"),
+}
+
+
+def kind_word(kind: str) -> str:
+    """A divergence's kind in the current language."""
+    return _(_KIND_WORDS[kind]) if kind in _KIND_WORDS else kind
+
+
+# The phases compare times (CompareReport.timings keys; report.json keeps the keys), in words.
+_TIMING_WORDS = {
+    "torch_side": N_("torch side in all"),
+    "torch_build": N_("torch: build"),
+    "torch_forward_hooked": N_("torch: hooked forward"),
+    "torch_noise_f64": N_("torch: float64 noise reference"),
+    "torch_train": N_("torch: training"),
+    "ms_build_and_load": N_("MindSpore: build and load"),
+    "ms_forward_hooked": N_("MindSpore: hooked forward"),
+    "ms_replay_and_metrics": N_("MindSpore: replay and metrics"),
+    "ms_graph_check": N_("MindSpore: GRAPH_MODE check"),
+    "ms_train": N_("MindSpore: training"),
+    "total": N_("total"),
+}
+
+
+def timing_word(key: str) -> str:
+    """A timed phase of compare in the current language."""
+    return _(_TIMING_WORDS[key]) if key in _TIMING_WORDS else key
+
+
 def verdict_word(verdict: str) -> str:
     """A row's verdict in the current language."""
     return _(_VERDICT_WORDS[verdict]) if verdict in _VERDICT_WORDS else verdict

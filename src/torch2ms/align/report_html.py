@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ..i18n import _, html_lang
 from ..plots import figure, png_bytes, svg_markup
 from .metrics import OUTPUT_TOL
-from .report_format import fmt, phase_word, sorted_rows, status_word, training_lines
+from .report_format import fmt, kind_word, phase_word, sorted_rows, status_word, timing_word, training_lines
 from .report_text import COLUMNS, row_cells
 from .rows import LayerRow
 
@@ -43,7 +43,7 @@ def _layer_figure(rep: CompareReport) -> Any:
     if fd is not None and fd.index is not None and fd.phase == "forward":
         ax.axvline(fd.index, color="red", lw=1.2)
         label = _("first divergence: {layer} ({type}, {kind})").format(
-            layer=fd.layer or _("(model)"), type=fd.torch_type, kind=fd.kind
+            layer=fd.layer or _("(model)"), type=fd.torch_type, kind=kind_word(fd.kind)
         )
         ax.annotate(label, (fd.index, 1), xycoords=("data", "axes fraction"), color="red", ha="left", va="top",
                     fontsize=9, xytext=(4, -4), textcoords="offset points")  # fmt: skip
@@ -120,7 +120,7 @@ def _divergence_html(rep: CompareReport) -> str:
     )
     return (
         f"<h2 class='bad'>{e(heading)}</h2>"
-        f"<p>{e(fd.torch_type or '?')} → {e(fd.ms_type or '?')}; <b>{e(fd.kind)}</b>: {e(fd.detail)}</p>"
+        f"<p>{e(fd.torch_type or '?')} → {e(fd.ms_type or '?')}; <b>{e(kind_word(fd.kind))}</b>: {e(fd.detail)}</p>"
         "<p><b>" + e(_("Hint:")) + f"</b> {e(fd.hint or '—')}</p>"
     )
 
@@ -227,7 +227,7 @@ def render_html(rep: CompareReport) -> str:
     if rep.post_training_layers:
         parts.append("<h2>" + e(_("Layers after training")) + f"</h2>{_rows_html(rep.post_training_layers)}")
     if rep.timings:
-        times = ", ".join(f"{e(k)} {v:.2f}" for k, v in rep.timings.items())
+        times = "; ".join(f"{e(timing_word(k))} {v:.2f}" for k, v in rep.timings.items())
         parts.append("<h2>" + e(_("Timings (s)")) + f"</h2><p>{times}</p>")
     parts.append("</body></html>")
     return "\n".join(parts)

@@ -9,7 +9,7 @@ from rich.table import Table
 
 from ..i18n import N_, _
 from .metrics import OUTPUT_TOL
-from .report_format import fmt, phase_word, sorted_rows, status_word, training_lines, verdict_word
+from .report_format import fmt, kind_word, phase_word, sorted_rows, status_word, training_lines, verdict_word
 from .rows import LayerRow
 
 if TYPE_CHECKING:
@@ -74,7 +74,7 @@ def _print_divergence(rep: CompareReport, console: Any) -> None:
     console.print(
         "[bold red]" + _("first divergence") + f"[/] ({escape(phase_word(fd.phase))}): "
         f"[bold]{escape(fd.layer or model)}[/] "
-        f"({escape(fd.torch_type or '?')} → {escape(fd.ms_type or '?')}), {fd.kind}: {escape(fd.detail)}"
+        f"({escape(fd.torch_type or '?')} → {escape(fd.ms_type or '?')}), {kind_word(fd.kind)}: {escape(fd.detail)}"
     )
     if fd.hint:
         console.print("  [yellow]" + _("hint:") + f"[/] {escape(fd.hint)}")
