@@ -224,6 +224,19 @@ def test_a_chinese_note_for_an_unknown_name_is_refused(tmp_path):
         load_kb(data)
 
 
+def test_a_chinese_note_given_in_two_files_is_refused(tmp_path):
+    from torch2ms.kb import KBError, load_kb
+    from torch2ms.kb.__init__ import DATA_DIR
+
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "a.toml").write_text((DATA_DIR / "nn_layers.toml").read_text(encoding="utf-8"), encoding="utf-8")
+    (data / "zh1.toml").write_text('[note_zh]\n"torch.nn.Linear" = "旧译文"\n', encoding="utf-8")
+    (data / "zh2.toml").write_text('[note_zh]\n"torch.nn.Linear" = "新译文"\n', encoding="utf-8")
+    with pytest.raises(KBError, match=r"zh2.toml: \[note_zh\] torch.nn.Linear is already translated in zh1.toml"):
+        load_kb(data)
+
+
 PAIR_TORCH = """import torch.nn as nn
 
 

@@ -158,9 +158,11 @@ def cmd_kb_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_kb_check(args: argparse.Namespace) -> int:
+    from .cli_support import quiet_frameworks
     from .kb import KBError
     from .kb.check import check_kb
 
+    quiet_frameworks(False)  # resolving targets imports MindSpore: its deprecation warnings are not findings
     try:
         problems = check_kb(
             resolve_targets=not args.no_targets, priority_file=Path(args.priority) if args.priority else None

@@ -170,6 +170,11 @@ def _parse_files(files: list[Path]) -> list[Entry]:
         got, tables = _load_file(path)
         entries += got
         for table, zh in tables.items():
+            # A name translated in two files: the later file would win silently and the other text go
+            # stale when its English changes (seen once); refuse it so one place holds each note.
+            if twice := sorted(set(zh) & set(notes[table])):
+                first = notes[table][twice[0]][1]
+                raise KBError(f"{path.name}: [{table}] {twice[0]} is already translated in {first}; keep one")
             notes[table].update({name: (note, path.name) for name, note in zh.items()})
     return with_chinese_arg_notes(with_chinese_notes(entries, notes["note_zh"]), notes["arg_note_zh"])
 
