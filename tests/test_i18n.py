@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from i18n_support import SRC, source_messages
+from rich.console import Console
 
 PO = SRC / "locale" / "zh_CN" / "LC_MESSAGES" / "torch2ms.po"
 MO = PO.with_suffix(".mo")
@@ -128,19 +129,29 @@ def test_convert_marks_and_summary_in_chinese_from_lang_env_and_idempotent(tmp_p
     assert "conversion rate" in en.stdout
 
 
-def test_lookup_note_in_chinese_falls_back_to_english(tmp_path):
+def test_lookup_note_in_chinese_falls_back_to_english(tmp_path, monkeypatch):
     from torch2ms.kb import load_kb
+    from torch2ms.kb.__init__ import DATA_DIR
+    from torch2ms.kb.lookup import lookup, lookup_dict
+    from torch2ms.report.lookup_report import render_lookup
 
-    kb = load_kb()
-    translated = next(e for e in kb if e.note_zh)
-    untranslated = next(e for e in kb if e.note and not e.note_zh)
+    translated = next(e for e in load_kb() if e.note_zh)
     zh = _run(["--lang", "zh", "lookup", translated.torch], tmp_path)
     assert zh.returncode == 0 and "注意" in zh.stdout
     assert translated.note_zh.split()[0][:10] in zh.stdout
-    fallback = _run(["--lang", "zh", "lookup", untranslated.torch], tmp_path)
-    assert untranslated.note.split()[0] in fallback.stdout
     missing = _run(["--lang", "zh", "lookup", "torch.nn.NoSuchLayer"], tmp_path)
     assert missing.returncode == 1 and "不在知识库中" in missing.stdout
+    # Every bundled note has its Chinese twin (test_i18n_kb_notes.py); one without it shows the English note.
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "a.toml").write_text((DATA_DIR / "nn_layers.toml").read_text(encoding="utf-8"), encoding="utf-8")
+    kb = load_kb(data)
+    untranslated = next(e for e in kb if e.note and not e.note_zh)
+    monkeypatch.setenv("TORCH2MS_LANG", "zh")
+    console = Console(record=True, width=100)
+    render_lookup(lookup_dict(lookup(untranslated.torch, kb), kb), console)
+    shown = console.export_text()
+    assert "注意" in shown and untranslated.note.split()[0] in shown
 
 
 def test_usage_errors_in_chinese(tmp_path):
