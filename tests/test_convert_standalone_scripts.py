@@ -215,6 +215,7 @@ def test_r29_onnx_export_writes_the_model_where_torch_does_with_mindspore_alone(
     src.mkdir()
     (src / "export.py").write_text(ONNX_EXPORT, encoding="utf-8")
     convert_tree(src, out)
+    mode = out.stat().st_mode & 0o777
     code = (out / "export.py").read_text(encoding="utf-8")
     assert not _imports_torch(code) and "onnx_export(model, (x, h), " in code, code
     weight = np.asarray(_run(out, "export.py", block=True)["weight"], dtype=np.float32)
@@ -224,3 +225,6 @@ def test_r29_onnx_export_writes_the_model_where_torch_does_with_mindspore_alone(
         assert fields[1][0] >= 3 and 7 in fields and 8 in fields, name  # ir_version, graph, opset_import
         assert weight.tobytes() in fields[7][0], name  # the Dense weights are in the graph's initializers
     assert not (out / "net.bin.onnx").exists()
+    # As torch leaves them: the files writable, their folder's mode unchanged.
+    assert (out / "net.onnx").stat().st_mode & 0o200 and (out / "net.bin").stat().st_mode & 0o200
+    assert out.stat().st_mode & 0o777 == mode

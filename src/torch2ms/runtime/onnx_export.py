@@ -31,9 +31,17 @@ def onnx_export(model: Any, args: Any = (), f: Any = None, *, kwargs: Any = None
             f.write(data)
         return None
     name = os.fspath(f)
+    folder = os.path.dirname(os.path.abspath(name))
+    mode = os.stat(folder).st_mode if os.path.isdir(folder) else None
     mindspore.export(model, *inputs, file_name=name, file_format="ONNX")
     if not name.endswith(".onnx"):  # MindSpore wrote name + ".onnx"
         os.replace(name + ".onnx", name)
+    # MindSpore leaves the file read-only and its folder private (0o700); torch changes neither.
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(name, 0o666 & ~umask)
+    if mode is not None:
+        os.chmod(folder, mode)
     return None
 
 
