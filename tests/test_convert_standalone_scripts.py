@@ -228,3 +228,71 @@ def test_r29_onnx_export_writes_the_model_where_torch_does_with_mindspore_alone(
     # As torch leaves them: the files writable, their folder's mode unchanged.
     assert (out / "net.onnx").stat().st_mode & 0o200 and (out / "net.bin").stat().st_mode & 0o200
     assert out.stat().st_mode & 0o777 == mode
+
+
+GENERATOR = textwrap.dedent("""\
+    import json
+    import torch
+
+
+    def split(seed):
+        rng = torch.Generator()
+        rng.manual_seed(seed)
+        return torch.randperm(20, generator=rng).tolist()
+
+
+    first, again, other = split(1337), split(1337), split(1)
+    rng = torch.Generator().manual_seed(3)
+    a, b = torch.randperm(20, generator=rng).tolist(), torch.randperm(20, generator=rng).tolist()
+    print(json.dumps({
+        "permutation": sorted(first) == list(range(20)),
+        "reproducible": first == again,
+        "seeded": first != other,
+        "advances": a != b,
+        "initial_seed": rng.initial_seed(),
+    }))
+""")
+
+
+@pytest.mark.slow
+def test_r17_a_scripts_own_seeded_generator_draws_permutations_without_torch(tmp_path):
+    src, out = tmp_path / "src", tmp_path / "out"
+    src.mkdir()
+    (src / "split.py").write_text(GENERATOR, encoding="utf-8")
+    convert_tree(src, out)
+    code = (out / "split.py").read_text(encoding="utf-8")
+    assert not _imports_torch(code) and "randperm(20, generator=rng)" in code, code
+    expected = _run(src, "split.py", block=False)
+    assert expected == {"permutation": True, "reproducible": True, "seeded": True, "advances": True, "initial_seed": 3}
+    assert _run(out, "split.py", block=True) == expected
+
+
+CORPUS = ROOT.parent / "shared" / "realcode" / "corpus"
+WORD_LM = CORPUS / "pytorch" / "examples" / "word_language_model"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not WORD_LM.is_dir(), reason="the real-code corpus is not beside the checkout")
+def test_r18_word_language_model_trains_saves_loads_and_exports_with_mindspore_alone(tmp_path):
+    """pytorch/examples' word_language_model: torch.save(model) / safe_globals + torch.load /
+    flatten_parameters / torch.onnx.export all in one script, run for one tiny epoch."""
+    out = tmp_path / "out"
+    convert_tree(WORD_LM, out)
+    for name in ("main.py", "generate.py"):
+        assert not _imports_torch((out / name).read_text(encoding="utf-8")), name
+    data = tmp_path / "data"
+    data.mkdir()
+    words = "the cat sat on a mat dog ran far away".split()
+    for part, lines in (("train", 20), ("valid", 6), ("test", 6)):
+        text = "\n".join(" ".join(words[(i * 7 + j * 3) % len(words)] for j in range(12)) for i in range(lines))
+        (data / f"{part}.txt").write_text(text + "\n", encoding="utf-8")
+    argv = ["main.py", "--data", str(data), "--emsize", "8", "--nhid", "8", "--nlayers", "1", "--epochs", "1"]
+    argv += ["--bptt", "5", "--batch_size", "2", "--save", str(tmp_path / "model.pt")]
+    argv += ["--onnx-export", str(tmp_path / "model.onnx")]
+    code = BLOCKER + f"import runpy\nsys.argv = {argv!r}\nrunpy.run_path('main.py', run_name='__main__')\n"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"GLOG_v": "3"}
+    res = subprocess.run([sys.executable, "-c", code], cwd=out, capture_output=True, text=True, env=env, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "End of training" in res.stdout, res.stdout
+    assert (tmp_path / "model.pt.ckpt").is_file()  # the whole model's parameters, loaded back before the test
+    assert _onnx_fields((tmp_path / "model.onnx").read_bytes())[1][0] >= 3
