@@ -307,3 +307,29 @@ def test_r20_model_lookup_in_a_module_namespace_is_marked_with_a_form_that_conve
         "import torchvision.models as models\nmodel = {'resnet18': models.resnet18}['resnet18']()\n", "a.py"
     )
     assert "{'resnet18': tv_models.resnet18}['resnet18']()" in advised.code and "torchvision" not in advised.code
+
+
+BUILT_IN_SCOPES = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+
+    model = nn.Linear(3, 2)
+
+
+    def restore(path):
+        net = nn.Sequential(nn.Linear(3, 2)).to("cpu")
+        net = torch.load(path)
+        return net
+
+
+    def restore_global(path):
+        global model
+        model = torch.load(path)
+""")
+
+
+def test_r18_whole_model_load_finds_the_model_built_in_its_function_or_as_a_global():
+    res = convert_source(BUILT_IN_SCOPES, "restore.py")
+    assert "ms.load_param_into_net(net, ms.load_checkpoint(ckpt_path(path)))" in res.code, res.code
+    assert "ms.load_param_into_net(model, ms.load_checkpoint(ckpt_path(path)))" in res.code, res.code
+    assert not [c for c in res.changes if c.action != "converted"], res.changes

@@ -23,9 +23,12 @@ _MODEL_METHODS = MODULE_ONLY_METHODS | {"train", "load_state_dict", "state_dict"
 def whole_model_loads(tree: ast.Module, imap: ImportMap, module_classes: Mapping[str, str], kb: KB) -> dict[int, str]:
     """``id`` of each ``NAME = torch.load(...)`` statement that loads a whole model → BUILT or USED."""
     found: dict[int, str] = {}
+    if not any(_loads_into_name(n, imap) for n in ast.walk(tree)):
+        return found  # most files: nothing to type
     top = _scope_facts(tree.body, imap, module_classes, kb)
     scopes: list[tuple[list[ast.stmt], set[str]]] = [(tree.body, set())]
-    scopes += [(f.body, _globals(f)) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    functions = [f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    scopes += [(f.body, _globals(f)) for f in functions if any(_loads_into_name(n, imap) for n in _own_nodes(f.body))]
     for body, global_names in scopes:
         facts = top if body is tree.body else _scope_facts(body, imap, module_classes, kb)
         for stmt, name in facts["loads"]:
@@ -47,7 +50,7 @@ def _scope_facts(body: list[ast.stmt], imap: ImportMap, module_classes: Mapping[
     for node in _own_nodes(body):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             name = node.targets[0].id
-            if isinstance(node.value, ast.Call) and imap.resolve(node.value.func) == "torch.load":
+            if _loads_into_name(node, imap):
                 loads.append((node, name))
             elif expr_type(node.value, imap, scope, {}, kb) == MODULE:
                 built.add(name)
@@ -55,6 +58,17 @@ def _scope_facts(body: list[ast.stmt], imap: ImportMap, module_classes: Mapping[
             if node.func.attr in _MODEL_METHODS and isinstance(node.func.value, ast.Name):
                 used.add(node.func.value.id)
     return {"loads": loads, "built": built, "used": used}
+
+
+def _loads_into_name(node: ast.AST, imap: ImportMap) -> bool:
+    """``name = torch.load(...)``."""
+    return (
+        isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and isinstance(node.value, ast.Call)
+        and imap.resolve(node.value.func) == "torch.load"
+    )
 
 
 def _own_nodes(body: list[ast.stmt]) -> list[ast.AST]:
