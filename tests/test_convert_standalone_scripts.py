@@ -333,3 +333,45 @@ def test_r18_whole_model_load_finds_the_model_built_in_its_function_or_as_a_glob
     assert "ms.load_param_into_net(net, ms.load_checkpoint(ckpt_path(path)))" in res.code, res.code
     assert "ms.load_param_into_net(model, ms.load_checkpoint(ckpt_path(path)))" in res.code, res.code
     assert not [c for c in res.changes if c.action != "converted"], res.changes
+
+
+SHADOWING = textwrap.dedent("""\
+    import json
+    import os
+    import torch
+    import torch.nn as nn
+
+
+    class Generator(nn.Module):  # the script's own class, named like torch.Generator
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(2, 2)
+
+        def forward(self, x):
+            return self.fc(x)
+
+
+    def save(model, work_dir):
+        ckpt_path = os.path.join(work_dir, "model.pt")  # a local named like the checkpoint helper
+        torch.save(model.state_dict(), ckpt_path)
+        return ckpt_path
+
+
+    net = Generator()
+    path = save(net, ".")
+    net.load_state_dict(torch.load(path))
+    order = torch.randperm(6, generator=torch.Generator().manual_seed(0))
+    print(json.dumps({"saved": os.path.exists(path) or os.path.exists(path + ".ckpt"), "n": len(order.tolist())}))
+""")
+
+
+@pytest.mark.slow
+def test_r6_runtime_helpers_named_like_the_scripts_own_names_are_imported_under_another(tmp_path):
+    src, out = tmp_path / "src", tmp_path / "out"
+    src.mkdir()
+    (src / "gan.py").write_text(SHADOWING, encoding="utf-8")
+    convert_tree(src, out)
+    code = (out / "gan.py").read_text(encoding="utf-8")
+    assert "ckpt_path as torch2ms_ckpt_path" in code and "Generator as torch2ms_Generator" in code, code
+    assert "ms.save_checkpoint(model, torch2ms_ckpt_path(ckpt_path))" in code
+    assert _run(out, "gan.py", block=True) == _run(src, "gan.py", block=False) == {"saved": True, "n": 6}
