@@ -40,7 +40,8 @@ TENSOR_ONLY_METHODS = frozenset(
 # parameter ``model``) calling them is most likely a Module. ``train``/``state_dict``/``zero_grad`` are
 # left out: trainers and optimizers have them too.
 MODULE_ONLY_METHODS = frozenset(
-    "eval parameters named_parameters named_modules named_children children modules buffers named_buffers".split()
+    "eval parameters named_parameters named_modules named_children children modules buffers named_buffers "
+    "flatten_parameters".split()
 )
 
 

@@ -274,7 +274,10 @@ _TORCH_SUBMODULES = frozenset(
 def _reexports(tree: ast.Module, imap: ImportMap) -> set[str]:
     """Torch names a file imports but never reads itself (``from torch.hub import
     load_state_dict_from_url`` in a utils module): other modules import them from here, so the
-    import stays (it has no MindSpore meaning to convert to)."""
+    import stays (it has no MindSpore meaning to convert to). A script (a top-level ``if __name__ ==
+    "__main__":`` block) is run, not imported from: what it imports and never reads is a leftover."""
+    if any(_is_main_guard(node) for node in tree.body):
+        return set()
     candidates = {
         a.asname or a.name
         for node in nodes(tree)
@@ -287,3 +290,13 @@ def _reexports(tree: ast.Module, imap: ImportMap) -> set[str]:
     read = {n.id for n in nodes(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     read |= {n.value.id for n in nodes(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)}
     return candidates - read
+
+
+def _is_main_guard(node: ast.stmt) -> bool:
+    """``if __name__ == "__main__":`` (either operand order)."""
+    if not (isinstance(node, ast.If) and isinstance(node.test, ast.Compare) and len(node.test.comparators) == 1):
+        return False
+    sides = [node.test.left, node.test.comparators[0]]
+    names = [s.id for s in sides if isinstance(s, ast.Name)]
+    texts = [s.value for s in sides if isinstance(s, ast.Constant)]
+    return isinstance(node.test.ops[0], ast.Eq) and names == ["__name__"] and texts == ["__main__"]

@@ -51,13 +51,20 @@ class MindSporeNames:
         return _FULL.sub(lambda m: self._short(m.group(0)), source)
 
     def _runtime(self, m: re.Match) -> str:
-        # Helpers of torch2ms.runtime are imported by name: `from torch2ms.runtime import add_module`.
-        self.needed.add(f"from torch2ms.runtime import {m.group(1)}")
-        return m.group(1)
+        # Helpers of torch2ms.runtime are imported by name: `from torch2ms.runtime import add_module`;
+        # under another name where the file binds that one itself (`ckpt_path = "m.pt"`, a class
+        # Generator), which would shadow the helper.
+        name = m.group(1)
+        if name not in self.taken:
+            self.needed.add(f"from torch2ms.runtime import {name}")
+            return name
+        alias = f"torch2ms_{name}"
+        self.needed.add(f"from torch2ms.runtime import {name} as {alias}")
+        return alias
 
     def import_lines(self) -> list[str]:
         lines = [imp for imp in IMPORT_ORDER if imp in self.needed]
-        helpers = sorted(imp.rsplit(" ", 1)[1] for imp in self.needed if imp.startswith("from torch2ms.runtime "))
+        helpers = sorted(imp.split(" import ", 1)[1] for imp in self.needed if imp.startswith("from torch2ms.runtime "))
         if helpers:
             lines.append("from torch2ms.runtime import " + ", ".join(helpers))
         # `from mindspore import nn` + `from mindspore import ops` → `from mindspore import nn, ops`

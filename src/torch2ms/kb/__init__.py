@@ -12,6 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from .cache import load_entries
+from .reexports import public_name
 from .schema import (
     STATUSES,
     ArgRule,
@@ -105,8 +106,12 @@ class KB:
         return None if i is None else self.entries[i]
 
     def get(self, name: str) -> Entry | None:
-        """Exact lookup by full torch name, alias, or a short form."""
-        return self._named(name) or self._named(canonical_name(name))
+        """Exact lookup by full torch name, alias, or a short form; a public name spelled from its
+        defining submodule (``torch.utils.data.dataloader.DataLoader``) finds the public name's entry."""
+        found = self._named(name) or self._named(canonical_name(name))
+        if found is None and (public := public_name(canonical_name(name))) is not None:
+            return self._named(public)
+        return found
 
     def with_role(self, role: str) -> frozenset[str]:
         """Every torch name (aliases included) whose entry has this ``role``."""

@@ -18,8 +18,9 @@ BACKENDS = ("CPU", "GPU", "Ascend")
 CHECKS = ("values", "shape", "stats", "state", "optimizer", "scheduler")
 # How convert treats a construct beyond the call itself (convert/handlers.py):
 # grad-context: ``with x():`` is unwrapped and ``@x`` dropped (MindSpore differentiates only inside
-# grad functions); drop-decorator: ``@x`` means something only to TorchScript/FX/autograd, dropped.
-ROLES = ("", "grad-context", "drop-decorator")
+# grad functions); drop-decorator: ``@x`` means something only to TorchScript/FX/autograd, dropped;
+# drop-context: ``with x(...):`` guards something MindSpore does not have (unpickling allow-lists), unwrapped.
+ROLES = ("", "grad-context", "drop-decorator", "drop-context")
 
 
 class KBError(ValueError):

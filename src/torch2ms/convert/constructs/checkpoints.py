@@ -5,7 +5,9 @@
 anything is left unloaded (torch's strict load raises too), never a silent partial load. The
 arguments stay the user's torch code: the rewrite stage converts them (``torch.load(p)`` →
 ``mindspore.load_checkpoint(...)``). Only statements that own their line are rewritten
-(``a; m.load_state_dict(sd)`` is left to the per-call rules).
+(``a; m.load_state_dict(sd)`` is left to the per-call rules). A whole model saved and loaded
+(``torch.save(model, f)`` … ``model = torch.load(f)``) is loaded into the model the script built,
+or marked where the script builds none (``whole_model.py``).
 
 The stage visits statements only, never expressions: most model-zoo files hold one or two
 checkpoint calls (torchvision's builders call ``load_state_dict``).
@@ -22,9 +24,10 @@ from ...analysis.astwalk import is_method_call, nodes
 from ...analysis.imports import ImportMap
 from ...i18n import N_, _
 from .. import generated
-from ..changes import MARK
+from ..changes import MARK, review_mark
 from ..cstutil import Statement, code
 from ..state import FileState
+from .whole_model import BUILT, whole_model_loads
 
 CALLS = frozenset({"save", "load_state_dict"})
 NAME = "checkpoints"
@@ -33,14 +36,22 @@ SAVE = "mindspore.save_checkpoint({model}, torch2ms.runtime.ckpt_path({path}))\n
 LOAD = "{missing}, {unexpected} = mindspore.load_param_into_net({model}, {state})\n"
 STRICT = "if {missing} or {unexpected}:  " + MARK + " {note}\n    raise RuntimeError({message})\n"
 STRICT_NOTE = N_("torch's strict load_state_dict raises too")
+NO_MODEL_NOTE = N_(
+    "{name} is a whole model pickled by torch.save, but a MindSpore checkpoint holds parameters only: "
+    "build the model class first ({name} = MyModel(...)), then "
+    "mindspore.load_param_into_net({name}, mindspore.load_checkpoint(...))"
+)
 
 
 def applies(state: FileState) -> bool:
     """Any ``torch.save(...)`` or ``x.load_state_dict(...)`` statement (a text check first: cheap)."""
-    if "save" not in state.source and "load_state_dict" not in state.source:
+    if "save" not in state.source and "load" not in state.source:
         return False
     assert state.tree is not None
-    return any(_call_name(n) in CALLS for n in nodes(state.tree) if isinstance(n, ast.Expr))
+    return any(
+        (_call_name(n) in CALLS and isinstance(n, ast.Expr)) or (_call_name(n) == "load" and isinstance(n, ast.Assign))
+        for n in nodes(state.tree)
+    )
 
 
 def run(state: FileState) -> None:
@@ -71,6 +82,8 @@ class _Checkpoints(cst.CSTTransformer):
         assert state.tree is not None and state.imap is not None and state.index is not None
         self.state, self.imap, self.index = state, state.imap, state.index
         self.schedulers = _scheduler_names(state.tree, state.imap)
+        classes = state.facts.module_classes if state.facts is not None else {}
+        self.model_loads = whole_model_loads(state.tree, state.imap, classes, state.kb)
         self.rewritten = 0
         # Fresh names for each load, given in ast.walk order (breadth first), as they always were.
         self.load_names: dict[int, tuple[str, str]] = {}
@@ -78,9 +91,14 @@ class _Checkpoints(cst.CSTTransformer):
         lines = state.source.splitlines()
         # Lines of the candidate statements: a compound statement around none of them is not entered.
         self.target_lines = sorted(
-            n.lineno for n in nodes(state.tree) if isinstance(n, ast.Expr) and _call_name(n) in CALLS
+            n.lineno
+            for n in nodes(state.tree)
+            if isinstance(n, ast.stmt)
+            and ((isinstance(n, ast.Expr) and _call_name(n) in CALLS) or id(n) in self.model_loads)
         )
         for n in nodes(state.tree):
+            if isinstance(n, ast.Assign) and self.model_loads.get(id(n)) == BUILT and _owns_line(n, lines):
+                self.load_names[id(n)] = (state.fresh_name("param_not_load"), state.fresh_name("ckpt_not_load"))
             if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call) and is_method_call(n.value, "load_state_dict"):
                 owner = ast.unparse(n.value.func.value)  # type: ignore[attr-defined]
                 if n.value.args and owner not in self.schedulers and _owns_line(n, lines):
@@ -106,6 +124,8 @@ class _Checkpoints(cst.CSTTransformer):
 
     def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
         node = self.index.ast_of(original)
+        if len(original.body) == 1 and isinstance(node, ast.Assign) and id(node) in self.model_loads:
+            return self._whole_model(node, original)
         if len(original.body) != 1 or not isinstance(node, ast.Expr) or _call_name(node) not in CALLS:
             return updated
         expr = original.body[0]
@@ -124,6 +144,34 @@ class _Checkpoints(cst.CSTTransformer):
             self.index.derive_tree(stmt, original)
         self.rewritten += 1
         return cst.FlattenSentinel(new)
+
+    def _whole_model(self, node: ast.Assign, original: cst.SimpleStatementLine):
+        """``model = torch.load(f)``: loaded into the model built here, else marked for a person."""
+        assign = original.body[0]
+        assert isinstance(assign, cst.Assign) and isinstance(node.targets[0], ast.Name)
+        name, names = node.targets[0].id, self.load_names.get(id(node))
+        if names is None:  # used as a model, never built here: a person builds the class
+            note = _(NO_MODEL_NOTE).format(name=name)
+            self.state.record("torch.load", "review", note, node.lineno)
+            mark = cst.EmptyLine(comment=cst.Comment(review_mark("torch.load", note)))
+            self.rewritten += 1
+            return original.with_changes(leading_lines=[*original.leading_lines, mark])
+        missing, unexpected = cst.Name(names[0]), cst.Name(names[1])
+        model = cst.Name(name)
+        refs = self.state.generated
+        stmts = generated.statements(
+            LOAD, refs, missing=missing, unexpected=unexpected, model=model, state=assign.value
+        )
+        message = _mismatch_message(name, missing.value, unexpected.value)
+        strict_check = STRICT.replace("{note}", _(STRICT_NOTE))
+        stmts += generated.statements(strict_check, refs, missing=missing, unexpected=unexpected, message=message)
+        note = _("whole model loaded into the {name} this script builds (load_param_into_net)").format(name=name)
+        self.state.record("torch.load", "converted", note, node.lineno)
+        stmts[0] = stmts[0].with_changes(leading_lines=original.leading_lines)
+        for stmt in stmts:
+            self.index.derive_tree(stmt, original)
+        self.rewritten += 1
+        return cst.FlattenSentinel(stmts)
 
     def _resolve(self, node: ast.AST) -> str | None:
         full = self.imap.resolve(node)

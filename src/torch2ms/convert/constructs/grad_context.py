@@ -1,8 +1,10 @@
-"""Gradient contexts and decorators with no MindSpore meaning.
+"""Gradient contexts, other context managers and decorators with no MindSpore meaning.
 
 ``with torch.no_grad(): body`` → ``body``: MindSpore differentiates only inside grad functions, so
-outside them every block already runs without a graph. ``@torch.no_grad()``, ``@torch.jit.ignore``
-and friends are dropped. Which torch names these are is KB data (entry ``role``).
+outside them every block already runs without a graph. ``with torch.serialization.safe_globals([...]):
+body`` → ``body`` too: MindSpore checkpoints are not pickles, there is nothing to allow-list.
+``@torch.no_grad()``, ``@torch.jit.ignore`` and friends are dropped. Which torch names these are is
+KB data (entry ``role``).
 """
 
 from __future__ import annotations
@@ -16,7 +18,15 @@ from ..hooks import leave, skip, torch_call
 
 
 def grad_contexts(ctx: RewriteContext) -> frozenset[str]:
-    return ctx.kb.with_role("grad-context")
+    """Context managers whose ``with`` header goes, the block kept."""
+    return ctx.kb.with_role("grad-context") | ctx.kb.with_role("drop-context")
+
+
+def _dropped_note(ctx: RewriteContext, name: str) -> str:
+    entry = ctx.kb.get(name)
+    if entry is not None and entry.role == "drop-context":
+        return entry.note_shown  # why this context means nothing in MindSpore
+    return _("block kept without a context: MindSpore differentiates only inside grad functions")
 
 
 def dropped_decorators(ctx: RewriteContext) -> frozenset[str]:
@@ -41,11 +51,7 @@ def unwrap_grad_context(ctx: RewriteContext, original: cst.With, updated: cst.Wi
         return updated
     dropped = [ctx.resolve(callee(i.item)) for i in updated.items if i not in keep]
     for name in dropped:
-        ctx.record(
-            name or "torch.no_grad",
-            "converted",
-            _("block kept without a context: MindSpore differentiates only inside grad functions"),
-        )
+        ctx.record(name or "torch.no_grad", "converted", _dropped_note(ctx, name or "torch.no_grad"))
     if keep:
         keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
         return updated.with_changes(items=keep)
