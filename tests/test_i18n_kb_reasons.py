@@ -113,3 +113,28 @@ def test_r20_rewrite_note_for_an_unknown_keyword_in_the_language_of_the_run(conv
         notes[lang] = rewrite_call(entry, ["4", "2"], [("colour", "1")]).notes
     assert "参数 'colour' 不在 nn.Linear 的签名中；已原样传递" in notes["zh"], notes
     assert "argument 'colour' is not in nn.Linear's signature; passed through" in notes["en"], notes
+
+
+def test_r20_every_argument_rule_that_refuses_a_value_has_a_chinese_note():
+    from torch2ms.kb import load_kb
+
+    missing = [
+        f"{entry.torch}:{name}"
+        for entry in load_kb()
+        for name, rule in entry.args.items()
+        if rule.unsupported and rule.note and not entry.arg_notes_zh.get(name)
+    ]
+    assert missing == [], "add them to an [arg_note_zh] table (kb/data/notes_zh_refused.toml): " + ", ".join(missing)
+
+
+def test_r20_refused_argument_note_in_the_not_converted_mark(convert_in):
+    source = "import torch\nimport torch.nn as nn\n\n\ndef f(x, y):\n    return torch.fft.fft(x, out=y), nn.L1Loss(size_average=False)\n"
+    zh = convert_in("zh", source)
+    assert "# torch2ms: 未转换 —— torch.fft.fft：不支持 out=；请改为给结果赋值。" in zh, zh
+    assert (
+        "# torch2ms: 未转换 —— torch.nn.L1Loss：size_average 在 torch 中已弃用：请先改写为 reduction='sum'|'mean'。"
+        in zh
+    )
+    assert convert_in("zh", zh) == zh
+    en = convert_in("en", source)
+    assert "# torch2ms: not converted — torch.fft.fft: out= is not supported; assign the result." in en, en
