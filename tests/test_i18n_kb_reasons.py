@@ -138,3 +138,28 @@ def test_r20_refused_argument_note_in_the_not_converted_mark(convert_in):
     assert convert_in("zh", zh) == zh
     en = convert_in("en", source)
     assert "# torch2ms: not converted — torch.fft.fft: out= is not supported; assign the result." in en, en
+
+
+def test_r20_every_no_equivalent_entry_has_a_chinese_note():
+    """A no-equivalent entry's note is the whole reason in its not-converted mark."""
+    from torch2ms.kb import load_kb
+
+    missing = [e.torch for e in load_kb() if e.status == "no-equivalent" and e.note and not e.note_zh]
+    assert missing == [], "add them to a [note_zh] table (kb/data/notes_zh_refused.toml): " + ", ".join(missing)
+
+
+def test_r20_no_equivalent_note_in_the_not_converted_mark(convert_in):
+    source = "import torch\nimport torch.nn as nn\n\n\ndef f(x):\n    return torch.frexp(x), nn.LazyLinear(4)\n"
+    zh = convert_in("zh", source)
+    assert (
+        "# torch2ms: 未转换 —— torch.frexp：2.10 中没有 mindspore.ops.frexp；请对 x.asnumpy() 使用 numpy.frexp。" in zh
+    )
+    assert (
+        "未转换 —— torch.nn.LazyLinear：MindSpore 中没有延迟确定形状的层：请显式给出 in_features 并使用 nn.Dense。"
+        in zh
+    )
+    assert convert_in("zh", zh) == zh
+    en = convert_in("en", source)
+    assert (
+        "# torch2ms: not converted — torch.frexp: No mindspore.ops.frexp in 2.10; use numpy.frexp on x.asnumpy()." in en
+    )
