@@ -163,3 +163,18 @@ def test_r20_no_equivalent_note_in_the_not_converted_mark(convert_in):
     assert (
         "# torch2ms: not converted — torch.frexp: No mindspore.ops.frexp in 2.10; use numpy.frexp on x.asnumpy()." in en
     )
+
+
+def test_r20_composite_note_in_the_conversion_record_in_the_language_of_the_run(monkeypatch):
+    """A composite entry's note is what convert's JSON report records for the converted call."""
+    from torch2ms.convert import convert_source
+
+    for var in LOCALE_VARS:
+        monkeypatch.delenv(var, raising=False)
+    source = "import torch\n\ny = torch.max(torch.randn(3))\n"
+    notes = {}
+    for lang in ("zh", "en"):
+        monkeypatch.setenv("TORCH2MS_LANG", lang)
+        notes[lang] = {c.api: c.note for c in convert_source(source).changes}
+    assert notes["zh"]["torch.max"].startswith("torch.max(x) → ops.max(x)[0]（MindSpore 返回 (value, index)）；")
+    assert notes["en"]["torch.max"].startswith("torch.max(x) → ops.max(x)[0] (MS returns (value, index));")
