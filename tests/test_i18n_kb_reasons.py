@@ -5,6 +5,8 @@ nothing; under en each mark is exactly the English it always was."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 LOCALE_VARS = ("TORCH2MS_LANG", "LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG")
@@ -178,3 +180,16 @@ def test_r20_composite_note_in_the_conversion_record_in_the_language_of_the_run(
         notes[lang] = {c.api: c.note for c in convert_source(source).changes}
     assert notes["zh"]["torch.max"].startswith("torch.max(x) → ops.max(x)[0]（MindSpore 返回 (value, index)）；")
     assert notes["en"]["torch.max"].startswith("torch.max(x) → ops.max(x)[0] (MS returns (value, index));")
+
+
+PRIORITY = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "torch_api_priority.tsv"
+
+
+@pytest.mark.skipif(not PRIORITY.exists(), reason="the shared priority list is not here")
+def test_r20_every_listed_most_used_api_with_a_note_has_a_chinese_note():
+    from torch2ms.kb import load_kb
+
+    kb = load_kb()
+    names = [line.split("\t")[0] for line in PRIORITY.read_text(encoding="utf-8").splitlines()[1:]]
+    missing = sorted({e.torch for n in names if (e := kb.get(n)) is not None and e.note and not e.note_zh})
+    assert missing == [], "add them to kb/data/notes_zh.toml: " + ", ".join(missing)
