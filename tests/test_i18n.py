@@ -3,6 +3,7 @@ comes from --lang or the locale, and what the static commands write is in that l
 
 from __future__ import annotations
 
+import dataclasses
 import gettext
 import os
 import subprocess
@@ -128,17 +129,18 @@ def test_convert_marks_and_summary_in_chinese_from_lang_env_and_idempotent(tmp_p
     assert "conversion rate" in en.stdout
 
 
-def test_lookup_note_in_chinese_falls_back_to_english(tmp_path):
+def test_lookup_note_in_chinese_falls_back_to_english(tmp_path, monkeypatch):
     from torch2ms.kb import load_kb
 
     kb = load_kb()
     translated = next(e for e in kb if e.note_zh)
-    untranslated = next(e for e in kb if e.note and not e.note_zh)
     zh = _run(["--lang", "zh", "lookup", translated.torch], tmp_path)
     assert zh.returncode == 0 and "注意" in zh.stdout
     assert translated.note_zh.split()[0][:10] in zh.stdout
-    fallback = _run(["--lang", "zh", "lookup", untranslated.torch], tmp_path)
-    assert untranslated.note.split()[0] in fallback.stdout
+    # Every bundled note has its twin now: an entry without one shows its English note.
+    untranslated = dataclasses.replace(translated, note_zh="")
+    monkeypatch.setenv("TORCH2MS_LANG", "zh")
+    assert untranslated.note_shown == translated.note and translated.note_shown == translated.note_zh
     missing = _run(["--lang", "zh", "lookup", "torch.nn.NoSuchLayer"], tmp_path)
     assert missing.returncode == 1 and "不在知识库中" in missing.stdout
 
