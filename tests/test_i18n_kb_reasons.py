@@ -194,3 +194,19 @@ def test_r20_every_listed_most_used_api_with_a_note_has_a_chinese_note():
     names = [line.split("\t")[0] for line in PRIORITY.read_text(encoding="utf-8").splitlines()[1:]]
     missing = sorted({e.torch for n in names if (e := kb.get(n)) is not None and e.note and not e.note_zh})
     assert missing == [], "add them to kb/data/notes_zh.toml: " + ", ".join(missing)
+
+
+def test_r20_no_kb_reason_is_a_plain_english_literal():
+    """A reason written as a bare string or f-string would reach a Chinese run in English: every
+    ``Unsupported(...)`` of kb/ takes ``_(...)`` (or a value built from one)."""
+    import ast
+
+    kb_dir = Path(__file__).resolve().parents[1] / "src" / "torch2ms" / "kb"
+    plain = []
+    for path in sorted(kb_dir.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Unsupported":
+                first = node.args[0] if node.args else None
+                if isinstance(first, (ast.Constant, ast.JoinedStr)):
+                    plain.append(f"{path.relative_to(kb_dir)}:{node.lineno}")
+    assert plain == [], "wrap these reasons in _() from torch2ms.i18n: " + ", ".join(plain)
