@@ -92,11 +92,15 @@ def rewrite_call(
         )
     bound, extra, unknown = bind(entry, args, kwargs)
     if extra:
-        notes.append(f"{len(extra)} more positional argument(s) than {entry.short} takes")
+        notes.append(
+            _("{count} more positional argument(s) than {api} takes").format(count=len(extra), api=entry.short)
+        )
     # A ``**name`` parameter takes any keyword (einops' axis lengths): passed through, nothing to note.
     if not any(p.startswith("**") for p in entry.sig):
         for k in unknown:
-            notes.append(f"argument '{k}' is not in {entry.short}'s signature; passed through")
+            notes.append(
+                _("argument '{name}' is not in {api}'s signature; passed through").format(name=k, api=entry.short)
+            )
     defaults = entry.sig_defaults()
     try:
         if entry.template:
@@ -116,7 +120,7 @@ def rewrite_call(
             if is_star and was_positional:
                 # *tensors: the collected positional sources stay positional, renamed or not.
                 if not positional_ok:
-                    raise Unsupported(f"{entry.short}: *{name} after a keyword argument")
+                    raise Unsupported(_("{api}: *{name} after a keyword argument").format(api=entry.short, name=name))
                 out_pos.append(next(iter(emitted.values())) if emitted else (src or ""))
                 continue
             if (
@@ -234,13 +238,13 @@ def _template(entry: Entry, bound: dict[str, str], defaults: dict[str, str], rec
         key = m.group(1)
         if key == "self":
             if receiver is None:
-                raise Unsupported(f"{entry.short} needs a receiver")
+                raise Unsupported(_("{api} needs a receiver").format(api=entry.short))
             return paren(receiver)
         if key in bound:
             return paren(bound[key])
         if key in defaults:
             return paren(defaults[key])
-        raise Unsupported(f"{entry.short}: argument '{key}' is required")
+        raise Unsupported(_("{api}: argument '{name}' is required").format(api=entry.short, name=key))
 
     return _PLACEHOLDER.sub(sub, entry.template)
 

@@ -151,7 +151,7 @@ def sparse_buffer(ctx: RewriteContext, original: cst.SimpleStatementLine, update
     call = after.value
     if not isinstance(call, cst.Call) or len(call.args) < 2:
         return updated
-    ctx.record("torch.nn.Module.register_buffer", "converted", "a sparse buffer kept as a plain attribute")
+    ctx.record("torch.nn.Module.register_buffer", "converted", _("a sparse buffer kept as a plain attribute"))
     args = [cst.Arg(cst.Name("self")), *call.args[:2]]  # persistent=: a plain attribute is never saved
     helper = cst.Call(
         func=ctx.parse_ms("torch2ms.runtime.plain_attribute"),

@@ -11,6 +11,7 @@ from typing import Any
 
 import libcst as cst
 
+from ...i18n import _
 from ..context import RewriteContext
 from ..cstutil import code
 from ..hooks import leave
@@ -76,5 +77,7 @@ def parameter_suffix_tests(ctx: RewriteContext, original: cst.For, updated: cst.
     body = updated.body.visit(fixer)
     if not fixer.changed:
         return updated
-    ctx.record("torch.nn.Module.named_parameters", "converted", "parameter-name suffix tests match MindSpore's names")
+    ctx.record(
+        "torch.nn.Module.named_parameters", "converted", _("parameter-name suffix tests match MindSpore's names")
+    )
     return updated.with_changes(body=body)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
+from ...i18n import _
 from ..schema import Entry
 from ..source import NOT_LITERAL, is_int, literal
 from ..transforms import Unsupported, handler, registry_name, transform
@@ -37,7 +38,7 @@ def conv_padding(value: str | None, bound: dict[str, str], entry: Entry) -> dict
         return _run_time_padding(str(value), dims)
     if isinstance(v, str):
         if v not in ("same", "valid"):
-            raise Unsupported(f"padding={v!r} is not a torch padding mode")
+            raise Unsupported(_("padding={v!r} is not a torch padding mode").format(v=v))
         return {"pad_mode": repr(v)}
     if isinstance(v, int):
         return {"pad_mode": "'pad'", "padding": repr(v)}
@@ -47,7 +48,7 @@ def conv_padding(value: str | None, bound: dict[str, str], entry: Entry) -> dict
             return {"pad_mode": "'pad'", "padding": repr(v[0])}
         if len(v) == dims:
             return {"pad_mode": "'pad'", "padding": repr(tuple(p for p in v for _ in (0, 1)))}
-    raise Unsupported(f"padding={value} has no MindSpore form")
+    raise Unsupported(_("padding={value} has no MindSpore form").format(value=value))
 
 
 def _run_time_padding(value: str, dims: int) -> dict[str, str]:
@@ -97,7 +98,7 @@ def one_minus(value: str | None, bound: dict[str, str], entry: Entry) -> dict[st
     src = value if value is not None else entry.sig_defaults().get("momentum", "0.1")
     v = literal(src)
     if v is None:
-        raise Unsupported("momentum=None (cumulative moving average) has no MindSpore form")
+        raise Unsupported(_("momentum=None (cumulative moving average) has no MindSpore form"))
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         return {rule_key(entry, one_minus): repr(round(1.0 - v, 12))}
     return {rule_key(entry, one_minus): f"1 - ({src})"}

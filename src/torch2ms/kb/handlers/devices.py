@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ...i18n import _
 from ..schema import Entry
 from ..source import literal
 from ..transforms import Unsupported, handler
@@ -12,7 +13,7 @@ def device(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """torch.device('cuda', 0) → torch2ms.runtime.torch_device('cuda', 0): a Device value (type, index)."""
     kind = bound.get("type")
     if kind is None:
-        raise Unsupported("torch.device() needs a device type")
+        raise Unsupported(_("torch.device() needs a device type"))
     index = bound.get("index")
     if index is None or literal(index) is None:
         return f"torch2ms.runtime.torch_device({kind})"

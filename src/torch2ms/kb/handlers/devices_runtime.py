@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from ...i18n import _
 from ..schema import Entry
 from ..source import NOT_LITERAL, literal, paren
 from ..transforms import Unsupported, handler
@@ -22,7 +23,7 @@ def _tuple_items(src: str) -> list[str] | None:
 
 def _inputs(bound: dict[str, str], entry: Entry) -> tuple[str, list[str] | None]:
     if "inputs" not in bound:
-        raise Unsupported(f"{entry.short}: inputs is required")
+        raise Unsupported(_("{api}: inputs is required").format(api=entry.short))
     return bound["inputs"], _tuple_items(bound["inputs"])
 
 
@@ -36,8 +37,10 @@ def _only_defaults(bound: dict[str, str], entry: Entry, names: tuple[str, ...]) 
             and literal(bound[name]) != literal(defaults[name])
         ):
             raise Unsupported(
-                f"{entry.short}({name}={bound[name]}): MindSpore's functional transforms have no such switch "
-                "(gradients of MindSpore functions are always differentiable again: nest ops.grad instead)"
+                _(
+                    "{api}({name}={value}): MindSpore's functional transforms have no such switch "
+                    "(gradients of MindSpore functions are always differentiable again: nest ops.grad instead)"
+                ).format(api=entry.short, name=name, value=bound[name])
             )
 
 
@@ -62,7 +65,7 @@ def hessian(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     inputs, items = _inputs(bound, entry)
     if items is not None:
         raise Unsupported(
-            "hessian of several inputs: take ops.jacfwd(ops.jacrev(f, grad_position=i), grad_position=j) per pair"
+            _("hessian of several inputs: take ops.jacfwd(ops.jacrev(f, grad_position=i), grad_position=j) per pair")
         )
     return f"mindspore.ops.jacfwd(mindspore.ops.jacrev({bound['func']}))({inputs})"
 
@@ -85,9 +88,9 @@ def vjp(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 def jvp(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``jvp(f, x, v)`` → ``ops.jvp(f, x, v)``: the same (outputs, jvp) pair."""
     _only_defaults(bound, entry, ("create_graph", "strict"))
-    inputs, _ = _inputs(bound, entry)
+    inputs, _names = _inputs(bound, entry)
     if literal(bound.get("v", "None")) is None:
-        raise Unsupported("jvp without v: pass v = ones_like(inputs) (MindSpore's ops.jvp needs the tangent)")
+        raise Unsupported(_("jvp without v: pass v = ones_like(inputs) (MindSpore's ops.jvp needs the tangent)"))
     return f"mindspore.ops.jvp({bound['func']}, {inputs}, {bound['v']})"
 
 
@@ -99,8 +102,12 @@ def hvp(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     _only_defaults(bound, entry, ("create_graph", "strict"))
     inputs, items = _inputs(bound, entry)
     if items is not None:
-        raise Unsupported(f"{entry.short} of several inputs: nest ops.grad(f, grad_position=...) in ops.jvp per input")
+        raise Unsupported(
+            _("{api} of several inputs: nest ops.grad(f, grad_position=...) in ops.jvp per input").format(
+                api=entry.short
+            )
+        )
     if literal(bound.get("v", "None")) is None:
-        raise Unsupported(f"{entry.short} without v: pass v (MindSpore's ops.jvp needs the tangent)")
+        raise Unsupported(_("{api} without v: pass v (MindSpore's ops.jvp needs the tangent)").format(api=entry.short))
     func = bound["func"]
     return f"({func}({inputs}), mindspore.ops.jvp(mindspore.ops.grad({func}), {inputs}, {bound['v']})[1])"

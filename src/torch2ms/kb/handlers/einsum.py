@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from ...i18n import _
 from ..schema import Entry
 from ..source import literal, paren
 from ..transforms import Unsupported, handler
@@ -29,7 +30,7 @@ def einsum(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``torch.einsum('bij,bjk->bik', a, b)`` → permutes, reshapes and ``ops.bmm`` (a literal equation only)."""
     equation = literal(bound.get("equation"))
     if not isinstance(equation, str):
-        raise Unsupported("torch.einsum: the equation must be a string literal to convert")
+        raise Unsupported(_("torch.einsum: the equation must be a string literal to convert"))
     operands = _operand_sources(bound.get("operands", ""))
     names = [f"_e{i}" for i in range(len(operands))]
     inputs, output = _parse(equation.replace(" ", ""), len(operands))
@@ -46,7 +47,7 @@ def _operand_sources(src: str) -> list[str]:
     if len(args) == 1 and isinstance(args[0], (ast.List, ast.Tuple)):
         args = list(args[0].elts)
     if not args or any(isinstance(a, ast.Starred) for a in args):
-        raise Unsupported("torch.einsum(eq, *operands): write the operands out to convert")
+        raise Unsupported(_("torch.einsum(eq, *operands): write the operands out to convert"))
     return [ast.get_source_segment(text, a) or "" for a in args]
 
 
@@ -54,10 +55,14 @@ def _parse(equation: str, count: int) -> tuple[list[str], str]:
     lhs, arrow, rhs = equation.partition("->")
     inputs = lhs.split(",")
     if len(inputs) != count:
-        raise Unsupported(f"torch.einsum: the equation names {len(inputs)} operands, the call passes {count}")
+        raise Unsupported(
+            _("torch.einsum: the equation names {operands} operands, the call passes {count}").format(
+                operands=len(inputs), count=count
+            )
+        )
     if "..." in equation:
         if not all(p.startswith("...") and p.count("...") == 1 for p in inputs + ([rhs] if arrow else [])):
-            raise Unsupported("torch.einsum: '...' converts only at the start of every operand and of the output")
+            raise Unsupported(_("torch.einsum: '...' converts only at the start of every operand and of the output"))
         inputs = [_ELLIPSIS + p[3:] for p in inputs]
         rhs = _ELLIPSIS + rhs[3:] if arrow else rhs
     if not arrow:
@@ -65,7 +70,7 @@ def _parse(equation: str, count: int) -> tuple[list[str], str]:
         once = sorted(c for c in set(joined) if joined.count(c) == 1 and c != _ELLIPSIS)
         rhs = (_ELLIPSIS if _ELLIPSIS in joined else "") + "".join(once)
     if not all(c.isalpha() or c == _ELLIPSIS for c in "".join(inputs) + rhs):
-        raise Unsupported(f"torch.einsum: cannot read the equation {equation!r}")
+        raise Unsupported(_("torch.einsum: cannot read the equation {equation!r}").format(equation=equation))
     return inputs, rhs
 
 

@@ -6,6 +6,7 @@ import ast
 import math
 import re
 
+from ...i18n import _
 from ..schema import Entry
 from ..source import NOT_LITERAL, literal, paren
 from ..transforms import Unsupported, handler, registry_name, transform
@@ -32,7 +33,7 @@ def _arg(bound: dict[str, str], entry: Entry, name: str) -> str:
         return bound[name]
     default = entry.sig_defaults().get(name)
     if default is None:
-        raise Unsupported(f"{entry.short}: argument '{name}' is required")
+        raise Unsupported(_("{api}: argument '{name}' is required").format(api=entry.short, name=name))
     return default
 
 
@@ -91,8 +92,10 @@ def kaiming(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     v = literal(nl)
     if v is not NOT_LITERAL and v not in _MS_GAINS:
         raise Unsupported(
-            f"{entry.short}(nonlinearity={nl}): MindSpore's He initializers only know {sorted(_MS_GAINS)}; "
-            "use Normal/Uniform with the gain computed by hand"
+            _(
+                "{api}(nonlinearity={nl}): MindSpore's He initializers only know {known}; "
+                "use Normal/Uniform with the gain computed by hand"
+            ).format(api=entry.short, nl=nl, known=sorted(_MS_GAINS))
         )
     cls = "HeUniform" if "uniform" in entry.torch else "HeNormal"
     init = (
@@ -146,7 +149,7 @@ def _gain(nl: str, param) -> float:
         return math.sqrt(2.0 / (1 + slope**2))
     if nl == "selu":
         return 3.0 / 4
-    raise Unsupported(f"calculate_gain: unknown nonlinearity {nl!r}")
+    raise Unsupported(_("calculate_gain: unknown nonlinearity {nl!r}").format(nl=nl))
 
 
 @handler
@@ -156,8 +159,10 @@ def calculate_gain(bound: dict[str, str], receiver: str | None, entry: Entry) ->
     param = literal(bound.get("param", "None"))
     if not isinstance(nl, str) or param is NOT_LITERAL:
         raise Unsupported(
-            "calculate_gain with non-literal arguments: MindSpore has no public function; "
-            "compute the gain in Python (math.sqrt(2.0) for relu, 5/3 for tanh, ...)"
+            _(
+                "calculate_gain with non-literal arguments: MindSpore has no public function; "
+                "compute the gain in Python (math.sqrt(2.0) for relu, 5/3 for tanh, ...)"
+            )
         )
     return repr(_gain(nl, param))
 
@@ -171,16 +176,18 @@ def cyclic_lr_cycle_momentum(value: str | None, bound: dict[str, str], entry: En
     if literal(value) is False:
         return {}
     raise Unsupported(
-        "CyclicLR(cycle_momentum=True) is torch's default and also cycles the momentum between "
-        "base_momentum and max_momentum; MindSpore's CyclicLR only cycles the lr. Pass cycle_momentum=False "
-        "(or set momentum by hand each step)"
+        _(
+            "CyclicLR(cycle_momentum=True) is torch's default and also cycles the momentum between "
+            "base_momentum and max_momentum; MindSpore's CyclicLR only cycles the lr. Pass cycle_momentum=False "
+            "(or set momentum by hand each step)"
+        )
     )
 
 
 def _float_src(value: str) -> str:
     v = literal(value)
     if isinstance(v, bool):
-        raise Unsupported(f"expected a number, got {value}")
+        raise Unsupported(_("expected a number, got {value}").format(value=value))
     if isinstance(v, (int, float)):
         return repr(float(v))
     return f"float({value})"
@@ -196,7 +203,7 @@ def float_hyperparameter(value: str | None, bound: dict[str, str], entry: Entry)
     # (Arguments with the same source get the same conversion, so emitting all matches is safe.)
     out = {name: _float_src(value) for name in names if bound.get(name) == value}
     if not out:
-        raise Unsupported(f"float_hyperparameter: cannot tell which argument {value} is")
+        raise Unsupported(_("float_hyperparameter: cannot tell which argument {value} is").format(value=value))
     return out
 
 
@@ -228,7 +235,7 @@ def adam(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     wd = bound.get("weight_decay", "0")
     if literal(bound.get("decoupled_weight_decay", "False")) is not False:
         raise Unsupported(
-            "Adam(decoupled_weight_decay=True) is AdamW: convert it to mindspore.experimental.optim.AdamW."
+            _("Adam(decoupled_weight_decay=True) is AdamW: convert it to mindspore.experimental.optim.AdamW.")
         )
     # A param group may set its own weight_decay: then it must stay coupled (Adam).
     use_adamw = literal(wd) in (0, 0.0) and "weight_decay" not in bound["params"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ...i18n import _
 from ..schema import Entry
 from ..source import NOT_LITERAL, literal
 from ..transforms import Unsupported, handler
@@ -30,7 +31,7 @@ def module_to(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     if dtype is None and dev is not None and _is_dtype_src(dev):
         dtype = dev
     if "tensor" in bound:
-        raise Unsupported("Module.to(tensor) has no MindSpore form: pass the tensor's dtype")
+        raise Unsupported(_("Module.to(tensor) has no MindSpore form: pass the tensor's dtype"))
     if dtype is None:
         return self
     return f"{self}.to({dtype})"
@@ -51,11 +52,11 @@ def grad_scaler(bound: dict[str, str], receiver: str | None, entry: Entry) -> st
     growth = bound.get("growth_factor", "2.0")
     if backoff is NOT_LITERAL or literal(growth) is NOT_LITERAL or abs(backoff * literal(growth) - 1.0) > 1e-12:
         raise Unsupported(
-            "DynamicLossScaler divides by scale_factor on overflow: backoff_factor must be 1/growth_factor"
+            _("DynamicLossScaler divides by scale_factor on overflow: backoff_factor must be 1/growth_factor")
         )
     enabled = literal(bound.get("enabled", "True"))
     if enabled is not True:
-        raise Unsupported("GradScaler(enabled=...) has no DynamicLossScaler form: drop the scaler when disabled")
+        raise Unsupported(_("GradScaler(enabled=...) has no DynamicLossScaler form: drop the scaler when disabled"))
     g = literal(growth)
     growth = str(int(g)) if isinstance(g, (int, float)) and float(g).is_integer() else growth
     scale = bound.get("init_scale", "65536.0")
@@ -67,10 +68,10 @@ def grad_scaler(bound: dict[str, str], receiver: str | None, entry: Entry) -> st
 def checkpoint(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """torch.utils.checkpoint.checkpoint(fn, *args, use_reentrant=...) → mindspore.recompute(fn, *args)."""
     if bound.get("context_fn") not in (None, "None"):
-        raise Unsupported("checkpoint(context_fn=...) has no mindspore.recompute form")
+        raise Unsupported(_("checkpoint(context_fn=...) has no mindspore.recompute form"))
     fn = bound.get("function")
     if fn is None:
-        raise Unsupported("checkpoint() needs the function to run")
+        raise Unsupported(_("checkpoint() needs the function to run"))
     rest = bound.get("args")
     return f"mindspore.recompute({fn}, {rest})" if rest else f"mindspore.recompute({fn})"
 
@@ -93,7 +94,7 @@ def jit(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     key = next(n for n in entry.sig_names() if n in ("obj", "func", "model"))
     fn = bound.get(key)
     if fn is None or literal(fn) is None:
-        raise Unsupported(f"{entry.short}() without a function: use @mindspore.jit as the decorator")
+        raise Unsupported(_("{api}() without a function: use @mindspore.jit as the decorator").format(api=entry.short))
     if literal(bound.get("disable", "False")) is True:
         return fn
     extra = ""

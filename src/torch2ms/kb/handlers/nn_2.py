@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ...i18n import _
 from ..schema import Entry
 from ..source import NOT_LITERAL, literal, paren
 from ..transforms import Unsupported, handler
@@ -12,9 +13,11 @@ def module_type(bound: dict[str, str], receiver: str | None, entry: Entry) -> st
     """``m.type(torch.float64)`` → ``m.to(mindspore.float64)``; torch's type-name strings are refused."""
     dst = bound.get("dst_type")
     if dst is None:
-        raise Unsupported("Module.type() needs dst_type")
+        raise Unsupported(_("Module.type() needs dst_type"))
     if isinstance(literal(dst), str):
-        raise Unsupported(f"Module.type({dst}): pass a dtype (mindspore.float64 for 'torch.DoubleTensor')")
+        raise Unsupported(
+            _("Module.type({dst}): pass a dtype (mindspore.float64 for 'torch.DoubleTensor')").format(dst=dst)
+        )
     return f"{paren(receiver or 'self')}.to({dst})"
 
 
@@ -23,7 +26,7 @@ def ntuple(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``_ntuple(n)`` → a function making an n-tuple from a scalar and a tuple from an iterable."""
     n = bound.get("n")
     if n is None or literal(n) is NOT_LITERAL:
-        raise Unsupported("_ntuple(n) needs a literal n")
+        raise Unsupported(_("_ntuple(n) needs a literal n"))
     return f"(lambda x: tuple(x) if isinstance(x, (list, tuple)) else (x,) * {literal(n)})"
 
 

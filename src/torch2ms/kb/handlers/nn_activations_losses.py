@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ...i18n import _
 from ..schema import Entry
 from ..source import NOT_LITERAL, literal
 from ..transforms import Unsupported, handler, transform
@@ -21,7 +22,7 @@ def gelu_approximate(value: str | None, bound: dict[str, str], entry: Entry) -> 
         return {"approximate": "True"}
     if v is NOT_LITERAL:
         return {"approximate": f"({value}) == 'tanh'"}
-    raise Unsupported(f"GELU(approximate={value}) is not a torch mode")
+    raise Unsupported(_("GELU(approximate={value}) is not a torch mode").format(value=value))
 
 
 @transform
@@ -29,8 +30,10 @@ def softmax_dim(value: str | None, bound: dict[str, str], entry: Entry) -> dict[
     """Softmax/LogSoftmax/Softmin ``dim`` → ``axis``; an omitted dim is torch's legacy implicit dim."""
     if value is None or literal(value) is None:
         raise Unsupported(
-            f"{entry.short}() without dim uses torch's deprecated implicit dim (0 for 1-D/3-D input, 1 otherwise); "
-            "pass the dim explicitly (MindSpore's default axis is -1)"
+            _(
+                "{api}() without dim uses torch's deprecated implicit dim (0 for 1-D/3-D input, 1 otherwise); "
+                "pass the dim explicitly (MindSpore's default axis is -1)"
+            ).format(api=entry.short)
         )
     return {"axis": value}
 
@@ -42,8 +45,10 @@ def alpha_one(value: str | None, bound: dict[str, str], entry: Entry) -> dict[st
     if isinstance(v, (int, float)) and not isinstance(v, bool) and float(v) == 1.0:
         return {}
     raise Unsupported(
-        f"nn.ELU(alpha={value}): MindSpore's Elu kernel only supports alpha=1.0; "
-        "use ops.where(x > 0, x, alpha * (ops.exp(x) - 1)) in construct()"
+        _(
+            "nn.ELU(alpha={value}): MindSpore's Elu kernel only supports alpha=1.0; "
+            "use ops.where(x > 0, x, alpha * (ops.exp(x) - 1)) in construct()"
+        ).format(value=value)
     )
 
 
@@ -51,8 +56,10 @@ def _legacy_reduction(bound: dict[str, str], entry: Entry) -> None:
     for k in ("size_average", "reduce"):
         if k in bound and literal(bound[k]) is not None:
             raise Unsupported(
-                f"{entry.short}({k}=...) is deprecated in torch; convert it to reduction= first "
-                "(size_average=False → 'sum', reduce=False → 'none')"
+                _(
+                    "{api}({k}=...) is deprecated in torch; convert it to reduction= first "
+                    "(size_average=False → 'sum', reduce=False → 'none')"
+                ).format(api=entry.short, k=k)
             )
 
 
@@ -79,9 +86,11 @@ def cross_entropy(bound: dict[str, str], receiver: str | None, entry: Entry) -> 
     ls = bound.get("label_smoothing")
     if ls is not None and literal(ls) not in (0, 0.0):
         raise Unsupported(
-            "CrossEntropyLoss(label_smoothing=...): call mindspore.ops.cross_entropy(logits, labels, weight, "
-            "ignore_index, reduction, label_smoothing) in construct() (it accepts int64 labels), or use "
-            "nn.CrossEntropyLoss(label_smoothing=...) with labels.astype(mindspore.int32) at the call"
+            _(
+                "CrossEntropyLoss(label_smoothing=...): call mindspore.ops.cross_entropy(logits, labels, weight, "
+                "ignore_index, reduction, label_smoothing) in construct() (it accepts int64 labels), or use "
+                "nn.CrossEntropyLoss(label_smoothing=...) with labels.astype(mindspore.int32) at the call"
+            )
         )
     kws = _kw(bound, entry, ["weight", "ignore_index", "reduction"])
     return f"mindspore.nn.WithLossCell(mindspore.nn.LogSoftmax(axis=1), mindspore.nn.NLLLoss({', '.join(kws)}))"
@@ -99,9 +108,11 @@ def triplet_margin(bound: dict[str, str], receiver: str | None, entry: Entry) ->
     eps = literal(bound.get("eps", "1e-06"))
     if p != 2 or eps != 1e-6:
         raise Unsupported(
-            "TripletMarginLoss(p != 2 or eps != 1e-6): MindSpore's nn.TripletMarginLoss has no CPU kernel; use "
-            "nn.TripletMarginWithDistanceLoss(distance_function=lambda a, b: ops.norm(a - b + eps, ord=p, dim=-1)) "
-            "or nn.TripletMarginLoss on GPU/Ascend"
+            _(
+                "TripletMarginLoss(p != 2 or eps != 1e-6): MindSpore's nn.TripletMarginLoss has no CPU kernel; use "
+                "nn.TripletMarginWithDistanceLoss(distance_function=lambda a, b: ops.norm(a - b + eps, ord=p, dim=-1)) "
+                "or nn.TripletMarginLoss on GPU/Ascend"
+            )
         )
     kws = _kw(bound, entry, ["margin", "swap", "reduction"])
     return f"mindspore.nn.TripletMarginWithDistanceLoss({', '.join(kws)})"
@@ -119,7 +130,7 @@ def pad_sequence(bound: dict[str, str], receiver: str | None, entry: Entry) -> s
     MindSpore has no pad_sequence; ops.pad's padding tuple starts from the last dim, as in torch.
     """
     if "sequences" not in bound:
-        raise Unsupported("pad_sequence needs sequences")
+        raise Unsupported(_("pad_sequence needs sequences"))
     bf = _bool_arg(bound, "batch_first", False)
     axis = ("0" if bf else "1") if isinstance(bf, bool) else f"0 if {bf} else 1"
     pv = bound.get("padding_value", "0.0")
@@ -130,7 +141,11 @@ def pad_sequence(bound: dict[str, str], receiver: str | None, entry: Entry) -> s
     elif side == "left":
         pad = f"({n} - _t.shape[0], 0)"
     else:
-        raise Unsupported(f"pad_sequence(padding_side={bound.get('padding_side')}) must be 'left' or 'right'")
+        raise Unsupported(
+            _("pad_sequence(padding_side={padding_side}) must be 'left' or 'right'").format(
+                padding_side=bound.get("padding_side")
+            )
+        )
     return (
         "(lambda _s: mindspore.ops.stack([mindspore.ops.pad(_t, (0, 0) * (_t.ndim - 1) + "
         f"{pad}, value={pv}) for _t in _s], axis={axis}))(list({bound['sequences']}))"
@@ -152,7 +167,7 @@ def unpad_sequence(bound: dict[str, str], receiver: str | None, entry: Entry) ->
 def get_total_norm(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """get_total_norm → the vector norm of the per-tensor vector norms (ops.vector_norm)."""
     if literal(bound.get("error_if_nonfinite", "False")) is not False:
-        raise Unsupported("get_total_norm(error_if_nonfinite=True): check ops.isfinite(norm) yourself")
+        raise Unsupported(_("get_total_norm(error_if_nonfinite=True): check ops.isfinite(norm) yourself"))
     p = bound.get("norm_type", "2.0")
     return (
         f"mindspore.ops.vector_norm(mindspore.ops.stack([mindspore.ops.vector_norm(_t, {p}) "

@@ -6,6 +6,7 @@ that file's differential cases, as ``nn_functional.<function>``.
 
 from __future__ import annotations
 
+from ...i18n import _
 from ..schema import Entry
 from ..source import NOT_LITERAL, literal, paren
 from ..transforms import Unsupported, handler, transform
@@ -32,7 +33,9 @@ def _reduce(expr: str, reduction: str | None) -> str:
         return f"({expr}).sum()"
     if r == "none":
         return expr
-    raise Unsupported(f"reduction={reduction} must be a literal 'mean', 'sum' or 'none' to convert")
+    raise Unsupported(
+        _("reduction={reduction} must be a literal 'mean', 'sum' or 'none' to convert").format(reduction=reduction)
+    )
 
 
 def _ntuple(src: str | None, n: int, what: str) -> tuple:
@@ -43,7 +46,7 @@ def _ntuple(src: str | None, n: int, what: str) -> tuple:
         return tuple(v)
     if isinstance(v, (tuple, list)) and len(v) == 1 and isinstance(v[0], int):
         return (v[0],) * n
-    raise Unsupported(f"{what}={src} must be a literal int or {n}-tuple to convert")
+    raise Unsupported(_("{what}={src} must be a literal int or {n}-tuple to convert").format(what=what, src=src, n=n))
 
 
 # ---- argument transforms ---------------------------------------------------------------------
@@ -95,11 +98,11 @@ def interpolate(bound: dict[str, str], receiver: str | None, entry: Entry) -> st
         mode_src, align = _get(bound, entry, "mode"), bound.get("align_corners")
     mode = literal(mode_src)
     if literal(bound.get("antialias", "False")) is not False:
-        raise Unsupported("antialias=True has no MindSpore interpolate equivalent")
+        raise Unsupported(_("antialias=True has no MindSpore interpolate equivalent"))
     size = bound.get("size")
     sf = bound.get("scale_factor")
     if _is_none(size) and _is_none(sf):
-        raise Unsupported("interpolate needs size or scale_factor")
+        raise Unsupported(_("interpolate needs size or scale_factor"))
     if mode == "bicubic" or not isinstance(mode, str) or (_is_none(size) and not _static_scale(bound, sf)):
         return _runtime_interpolate(x, size, sf, mode_src, align, bound.get("recompute_scale_factor"))
     if _is_none(size):
@@ -181,7 +184,7 @@ def layer_norm(bound: dict[str, str], receiver: str | None, entry: Entry) -> str
     if k is None:
         if _is_none(w):
             raise Unsupported(
-                "F.layer_norm with a non-literal normalized_shape and no weight: pass the shape as a literal"
+                _("F.layer_norm with a non-literal normalized_shape and no weight: pass the shape as a literal")
             )
         axis = f"{xs}.ndim - {paren(w)}.ndim"
         shape_src = f"{paren(w)}.shape"
@@ -203,9 +206,9 @@ def rms_norm(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     eps = bound.get("eps")
     if _is_none(eps):
         eps = "1.1920928955078125e-07"  # torch: finfo(float32).eps
-    _, k = _norm_shape(ns)
+    _shape, k = _norm_shape(ns)
     if k is None:
-        raise Unsupported("F.rms_norm: normalized_shape must be a literal to convert")
+        raise Unsupported(_("F.rms_norm: normalized_shape must be a literal to convert"))
     xs = paren(x)
     axes = tuple(range(-k, 0))
     out = f"{xs} * {_OPS}.rsqrt(({xs} * {xs}).mean(axis={axes!r}, keep_dims=True) + {eps})"
@@ -219,7 +222,7 @@ def scaled_dot_product_attention(bound: dict[str, str], receiver: str | None, en
     """F.scaled_dot_product_attention → softmax(q·kᵀ·scale + mask)·v, spelled out with ops."""
     q, k, v = bound["query"], bound["key"], bound["value"]
     if literal(bound.get("enable_gqa", "False")) is not False:
-        raise Unsupported("enable_gqa=True: repeat key/value heads by hand before the attention")
+        raise Unsupported(_("enable_gqa=True: repeat key/value heads by hand before the attention"))
     qs, ks = paren(q), paren(k)
     scale = bound.get("scale")
     if _is_none(scale):
@@ -252,7 +255,7 @@ def scaled_dot_product_attention(bound: dict[str, str], receiver: str | None, en
 def embedding(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """F.embedding → ops.gather(weight, idx, 0): ops.embedding's kernel is not registered on CPU."""
     if not _is_none(bound.get("max_norm")):
-        raise Unsupported("max_norm renormalises the weight in place; no MindSpore equivalent")
+        raise Unsupported(_("max_norm renormalises the weight in place; no MindSpore equivalent"))
     return f"{_OPS}.gather({bound['weight']}, {bound['input']}, 0)"
 
 
@@ -263,7 +266,7 @@ def triplet_margin_loss(bound: dict[str, str], receiver: str | None, entry: Entr
     margin, p, eps = (_get(bound, entry, n) for n in ("margin", "p", "eps"))
     swap = literal(_get(bound, entry, "swap"))
     if swap is NOT_LITERAL:
-        raise Unsupported("swap must be a literal True/False to convert")
+        raise Unsupported(_("swap must be a literal True/False to convert"))
 
     def dist(u, w):
         return f"{_OPS}.norm({u} - {w} + {eps}, {p}, -1)"
@@ -291,7 +294,7 @@ def poisson_nll_loss(bound: dict[str, str], receiver: str | None, entry: Entry) 
     full = literal(_get(bound, entry, "full"))
     eps = _get(bound, entry, "eps")
     if log_input is NOT_LITERAL or full is NOT_LITERAL:
-        raise Unsupported("log_input and full must be literal True/False to convert")
+        raise Unsupported(_("log_input and full must be literal True/False to convert"))
     if log_input:
         expr = f"{_OPS}.exp({x}) - {t} * {x}"
     else:
@@ -322,7 +325,7 @@ def local_response_norm(bound: dict[str, str], receiver: str | None, entry: Entr
     size = literal(bound["size"])
     if not isinstance(size, int) or size % 2 == 0:
         raise Unsupported(
-            "local_response_norm: only a literal odd size converts (torch pads an even window asymmetrically)"
+            _("local_response_norm: only a literal odd size converts (torch pads an even window asymmetrically)")
         )
     alpha, beta, k = (_get(bound, entry, n) for n in ("alpha", "beta", "k"))
     return (
@@ -335,9 +338,9 @@ def local_response_norm(bound: dict[str, str], receiver: str | None, entry: Entr
 def instance_norm(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """F.instance_norm (batch statistics) = group_norm with one group per channel."""
     if not _is_none(bound.get("running_mean")) or not _is_none(bound.get("running_var")):
-        raise Unsupported("instance_norm with running stats: no MindSpore functional form; use nn.InstanceNorm2d")
+        raise Unsupported(_("instance_norm with running stats: no MindSpore functional form; use nn.InstanceNorm2d"))
     if literal(_get(bound, entry, "use_input_stats")) is not True:
-        raise Unsupported("use_input_stats=False needs running stats; no MindSpore functional form")
+        raise Unsupported(_("use_input_stats=False needs running stats; no MindSpore functional form"))
     x = bound["input"]
     parts = [x, f"{paren(x)}.shape[1]"]
     for n in ("weight", "bias"):
@@ -353,7 +356,7 @@ def rrelu(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     lower, upper = _get(bound, entry, "lower"), _get(bound, entry, "upper")
     training = literal(_get(bound, entry, "training"))
     if training is NOT_LITERAL:
-        raise Unsupported("rrelu training= must be a literal to convert")
+        raise Unsupported(_("rrelu training= must be a literal to convert"))
     if training:
         return f"{_OPS}.rrelu({bound['input']}, {lower}, {upper})"
     return f"{_OPS}.leaky_relu({bound['input']}, ({lower} + {upper}) / 2)"
@@ -364,7 +367,7 @@ def alpha_dropout(bound: dict[str, str], receiver: str | None, entry: Entry) -> 
     """F.alpha_dropout / feature_alpha_dropout: identity when not training (torch default)."""
     training = literal(_get(bound, entry, "training"))
     if training is not False:
-        raise Unsupported(f"{entry.short} in training mode has no MindSpore equivalent")
+        raise Unsupported(_("{api} in training mode has no MindSpore equivalent").format(api=entry.short))
     return bound["input"]
 
 
@@ -372,7 +375,7 @@ def alpha_dropout(bound: dict[str, str], receiver: str | None, entry: Entry) -> 
 def max_pool1d(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """F.max_pool1d → ops.max_pool2d on an (N, C, 1, L) view (MindSpore has no max_pool1d)."""
     if literal(bound.get("return_indices", "False")) is not False:
-        raise Unsupported("max_pool1d(return_indices=True) does not convert")
+        raise Unsupported(_("max_pool1d(return_indices=True) does not convert"))
     x = bound["input"]
     k = _ntuple(bound["kernel_size"], 1, "kernel_size")[0]
     stride = bound.get("stride")
@@ -407,7 +410,7 @@ def conv_transpose(bound: dict[str, str], receiver: str | None, entry: Entry) ->
         d = _ntuple(_get(bound, entry, "dilation"), 2, "dilation")
     g = literal(_get(bound, entry, "groups"))
     if not isinstance(g, int):
-        raise Unsupported("groups must be a literal int to convert")
+        raise Unsupported(_("groups must be a literal int to convert"))
     xs, ws = paren(x), paren(w)
     out_c = f"{ws}.shape[1] * {g}" if g != 1 else f"{ws}.shape[1]"
     hw = [
@@ -432,7 +435,9 @@ def batch_norm(bound: dict[str, str], receiver: str | None, entry: Entry) -> str
     x, rm, rv = bound["input"], bound["running_mean"], bound["running_var"]
     if _is_none(rm) or _is_none(rv):
         raise Unsupported(
-            "F.batch_norm without running stats has no ops.batch_norm form; normalise with the batch mean/var by hand"
+            _(
+                "F.batch_norm without running stats has no ops.batch_norm form; normalise with the batch mean/var by hand"
+            )
         )
     w, b = bound.get("weight"), bound.get("bias")
     if _is_none(w):
@@ -455,7 +460,7 @@ def conv_padding(value: str | None, bound: dict[str, str], entry: Entry) -> dict
         return {"pad_mode": "'pad'", "padding": value}  # type: ignore[dict-item]
     if isinstance(v, str):
         if v not in ("same", "valid"):
-            raise Unsupported(f"padding={v!r} is not a torch padding mode")
+            raise Unsupported(_("padding={v!r} is not a torch padding mode").format(v=v))
         return {"pad_mode": repr(v)}
     if isinstance(v, (list, tuple)):
         v = tuple(v)
@@ -472,7 +477,9 @@ def int_margin(value: str | None, bound: dict[str, str], entry: Entry) -> dict[s
         return {"margin": repr(int(v))}
     if isinstance(v, int):
         return {"margin": repr(v)}
-    raise Unsupported(f"multi_margin_loss(margin={value}): MindSpore only takes an integer margin")
+    raise Unsupported(
+        _("multi_margin_loss(margin={value}): MindSpore only takes an integer margin").format(value=value)
+    )
 
 
 @handler
@@ -485,7 +492,9 @@ def conv_transpose3d(bound: dict[str, str], receiver: str | None, entry: Entry) 
     d = _ntuple(_get(bound, entry, "dilation"), 3, "dilation")
     g = literal(_get(bound, entry, "groups"))
     if g != 1:
-        raise Unsupported("conv_transpose3d with groups != 1 does not convert (Conv3DTranspose on CPU takes group=1)")
+        raise Unsupported(
+            _("conv_transpose3d with groups != 1 does not convert (Conv3DTranspose on CPU takes group=1)")
+        )
     ws = paren(w)
     pad = tuple(v for v in p for _ in (0, 1))
     out = (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ...i18n import _
 from ..schema import Entry
 from ..source import NOT_LITERAL, is_int, literal
 from ..transforms import Unsupported, handler, transform
@@ -33,21 +34,25 @@ def conv_transpose_padding(value: str | None, bound: dict[str, str], entry: Entr
         return conv_padding(value, bound, entry)
     if op is NOT_LITERAL:
         raise Unsupported(
-            "ConvTranspose2d: a non-literal output_padding cannot be rewritten; MindSpore's output_padding is wrong on CPU"
+            _(
+                "ConvTranspose2d: a non-literal output_padding cannot be rewritten; MindSpore's output_padding is wrong on CPU"
+            )
         )
     pad = literal(value) if value is not None else 0
     if pad is NOT_LITERAL or isinstance(pad, str):
-        raise Unsupported("ConvTranspose2d with output_padding needs a literal integer padding")
+        raise Unsupported(_("ConvTranspose2d with output_padding needs a literal integer padding"))
     ops_ = (op, op) if isinstance(op, int) else tuple(op)
     pads = (pad, pad) if isinstance(pad, int) else tuple(pad)
     if len(ops_) != 2 or len(pads) != 2:
-        raise Unsupported("ConvTranspose2d: padding/output_padding must be an int or a pair")
+        raise Unsupported(_("ConvTranspose2d: padding/output_padding must be an int or a pair"))
     out: list[int] = []
     for p, o in zip(pads, ops_):
         if o > p:
             raise Unsupported(
-                "ConvTranspose2d output_padding larger than padding has no exact MindSpore form "
-                "(nn.Conv2dTranspose's output_padding is wrong on CPU): pad the output by hand"
+                _(
+                    "ConvTranspose2d output_padding larger than padding has no exact MindSpore form "
+                    "(nn.Conv2dTranspose's output_padding is wrong on CPU): pad the output by hand"
+                )
             )
         out += [p, p - o]
     return {"pad_mode": "'pad'", "padding": repr(tuple(out))}
@@ -59,7 +64,7 @@ def local_response_norm(bound: dict[str, str], receiver: str | None, entry: Entr
     size = literal(bound.get("size"))
     if not isinstance(size, int) or size % 2 == 0:
         raise Unsupported(
-            "LocalResponseNorm: only a literal odd size maps to nn.LRN (torch pads an even window asymmetrically)"
+            _("LocalResponseNorm: only a literal odd size maps to nn.LRN (torch pads an even window asymmetrically)")
         )
     alpha = _arg(bound, entry, "alpha")
     a = literal(alpha)
@@ -76,11 +81,13 @@ def instance_norm(bound: dict[str, str], receiver: str | None, entry: Entry) -> 
     trs = bound.get("track_running_stats")
     if trs is not None and literal(trs) is not False:
         raise Unsupported(
-            "InstanceNorm(track_running_stats=True) has no MindSpore CPU form: running stats are not kept by GroupNorm"
+            _(
+                "InstanceNorm(track_running_stats=True) has no MindSpore CPU form: running stats are not kept by GroupNorm"
+            )
         )
     n = bound.get("num_features")
     if n is None:
-        raise Unsupported("InstanceNorm needs num_features")
+        raise Unsupported(_("InstanceNorm needs num_features"))
     return f"mindspore.nn.GroupNorm({n}, {n}, eps={_arg(bound, entry, 'eps')}, affine={_arg(bound, entry, 'affine')})"
 
 
@@ -99,8 +106,10 @@ def upsample_scale(value: str | None, bound: dict[str, str], entry: Entry) -> di
     vals = v if isinstance(v, (tuple, list)) else (v,)
     if recompute is not True and any(float(s) != int(s) for s in vals):
         raise Unsupported(
-            "Upsample with a fractional scale_factor: MindSpore only supports recompute_scale_factor=True "
-            "(a different coordinate map); pass size= instead"
+            _(
+                "Upsample with a fractional scale_factor: MindSpore only supports recompute_scale_factor=True "
+                "(a different coordinate map); pass size= instead"
+            )
         )
     fv = tuple(float(s) for s in v) if isinstance(v, (tuple, list)) else float(v)
     return {"scale_factor": repr(fv), "recompute_scale_factor": "True"}
@@ -139,8 +148,10 @@ def layernorm_shape(value: str | None, bound: dict[str, str], entry: Entry) -> d
     if isinstance(v, (list, tuple)):
         if len(v) != 1:
             raise Unsupported(
-                "LayerNorm over several trailing dims: pass begin_norm_axis=begin_params_axis=<rank - len(shape)> "
-                "(a positive axis; MindSpore rejects -2)"
+                _(
+                    "LayerNorm over several trailing dims: pass begin_norm_axis=begin_params_axis=<rank - len(shape)> "
+                    "(a positive axis; MindSpore rejects -2)"
+                )
             )
         return {"normalized_shape": repr(tuple(v))}
     if is_int(value):  # a name the source shows is an int (an int-annotated parameter, n = 64): the simple form
@@ -153,7 +164,7 @@ def _int1(value: str | None, key: str) -> dict[str, str]:
     v = literal(value)
     if isinstance(v, (tuple, list)):
         if len(v) != 1 or not isinstance(v[0], int):
-            raise Unsupported(f"{key}={value}: a 1-D convolution takes one value")
+            raise Unsupported(_("{key}={value}: a 1-D convolution takes one value").format(key=key, value=value))
         return {key: repr(v[0])}
     if v is NOT_LITERAL and value is not None:
         return {key: f"({value}[0] if isinstance({value}, (tuple, list)) else {value})"}

@@ -133,7 +133,9 @@ def to(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
             # x.to(other_tensor): match the other tensor's dtype (and device, which MS ignores).
             return f"{receiver}.astype({src}.dtype)"
         else:
-            raise Unsupported(f"Tensor.to({src}): cannot tell whether this is a dtype, a device or a tensor")
+            raise Unsupported(
+                _("Tensor.to({src}): cannot tell whether this is a dtype, a device or a tensor").format(src=src)
+            )
     if dtype is None:
         return receiver or "self"
     return f"{receiver}.astype({_ms_dtype(dtype)})"
@@ -164,7 +166,7 @@ def type_cast(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
             "torch.CharTensor": "int8",
         }
         if v.replace("torch.cuda.", "torch.") not in names:
-            raise Unsupported(f"Tensor.type({dtype}) has no MindSpore dtype")
+            raise Unsupported(_("Tensor.type({dtype}) has no MindSpore dtype").format(dtype=dtype))
         return f"{receiver}.astype(mindspore.{names[v.replace('torch.cuda.', 'torch.')]})"
     return f"{receiver}.astype({_ms_dtype(dtype)})"
 
@@ -278,7 +280,7 @@ def random_int(bound: dict[str, str], receiver: str | None, entry: Entry) -> str
     lo, hi = bound.get("from"), bound.get("to")
     if hi is None or literal(hi) is None:
         if lo is None:
-            raise Unsupported("Tensor.random_() without bounds (dtype-dependent range) has no MindSpore form")
+            raise Unsupported(_("Tensor.random_() without bounds (dtype-dependent range) has no MindSpore form"))
         lo, hi = "0", lo
     return f"mindspore.ops.randint({lo}, {hi}, {receiver}.shape).astype({receiver}.dtype)"
 
@@ -332,7 +334,7 @@ def kthvalue(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     k, dim = bound["k"], bound.get("dim", "-1")
     keep = literal(bound.get("keepdim", "False"))
     if keep is NOT_LITERAL:
-        raise Unsupported("Tensor.kthvalue with a non-literal keepdim")
+        raise Unsupported(_("Tensor.kthvalue with a non-literal keepdim"))
     srt = f"{receiver}.sort(axis={dim})"  # stable=True selects SortExt, which GRAPH_MODE on CPU lacks
     if keep:
         return f"({srt}[0].narrow({dim}, ({k}) - 1, 1), {srt}[1].narrow({dim}, ({k}) - 1, 1).astype(mindspore.int64))"
@@ -406,7 +408,7 @@ def norm(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
         p = "'fro'"
     if dim is None:
         if keep is not None and literal(keep) is not False:
-            raise Unsupported("Tensor.norm(dim=None, keepdim=True) has no MindSpore form")
+            raise Unsupported(_("Tensor.norm(dim=None, keepdim=True) has no MindSpore form"))
         flat = receiver if receiver.endswith(".flatten()") else f"{receiver}.flatten()"  # (idempotent)
         return f"{flat}.norm({p or 'None'})"
     d = literal(dim)
@@ -444,10 +446,12 @@ def unique(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     for key in ("return_inverse", "return_counts"):
         if not _is_false(bound.get(key)):
             raise Unsupported(
-                f"Tensor.unique({key}=True) has no sorted MindSpore form; use ops.unique and sort yourself"
+                _("Tensor.unique({key}=True) has no sorted MindSpore form; use ops.unique and sort yourself").format(
+                    key=key
+                )
             )
     if bound.get("dim") not in (None, "None"):
-        raise Unsupported("Tensor.unique(dim=...) has no MindSpore form")
+        raise Unsupported(_("Tensor.unique(dim=...) has no MindSpore form"))
     return f"mindspore.ops.sort(mindspore.ops.unique({receiver})[0])[0]"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ...i18n import _
 from ..rewrite import keyword_args
 from ..schema import Entry
 from ..source import NOT_LITERAL, literal, paren
@@ -28,7 +29,7 @@ def _is_true(src: str | None) -> bool:
     """A literal True; a non-literal flag is refused by the caller."""
     value = literal(src) if src is not None else False
     if value is NOT_LITERAL:
-        raise Unsupported(f"a non-literal flag ({src}): write the two branches out")
+        raise Unsupported(_("a non-literal flag ({src}): write the two branches out").format(src=src))
     return bool(value)
 
 
@@ -92,7 +93,7 @@ def dist(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     if isinstance(p, (int, float)) and not isinstance(p, bool) and float(p).is_integer() and p > 0:
         return f"mindspore.ops.dist({x}, {y}, {int(p)})"
     if p is NOT_LITERAL:
-        raise Unsupported("Tensor.dist with a non-literal p: ops.dist takes only an integer p")
+        raise Unsupported(_("Tensor.dist with a non-literal p: ops.dist takes only an integer p"))
     return f"({diff} ** {p_src}).sum() ** (1 / {p_src})"
 
 
@@ -102,7 +103,9 @@ def svd(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     x = _receiver(receiver)
     if not _is_true(bound.get("compute_uv", "True")):
         raise Unsupported(
-            "Tensor.svd(compute_uv=False) returns zero-filled U and V in torch: use ops.svd(x, compute_uv=False) for S"
+            _(
+                "Tensor.svd(compute_uv=False) returns zero-filled U and V in torch: use ops.svd(x, compute_uv=False) for S"
+            )
         )
     full = "" if _is_true(bound.get("some", "True")) else ", full_matrices=True"
     return f"(lambda s, u, v: (u, s, v))(*mindspore.ops.svd({x}{full}))"
@@ -131,9 +134,9 @@ def lu(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``x.lu()`` → (LU, pivots) from mindspore.scipy.linalg.lu_factor, pivots made 1-based as in torch."""
     x = _receiver(receiver)
     if not _is_true(bound.get("pivot", "True")):
-        raise Unsupported("Tensor.lu(pivot=False) has no MindSpore form")
+        raise Unsupported(_("Tensor.lu(pivot=False) has no MindSpore form"))
     if _is_true(bound.get("get_infos", "False")):
-        raise Unsupported("Tensor.lu(get_infos=True): MindSpore reports no LU info; drop it and check the pivots")
+        raise Unsupported(_("Tensor.lu(get_infos=True): MindSpore reports no LU info; drop it and check the pivots"))
     return f"(lambda lu, piv: (lu, piv + 1))(*{_MS_SCIPY_LINALG}.lu_factor({x}))"
 
 
@@ -146,10 +149,10 @@ def histogram(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     x = _receiver(receiver)
     bins = bound["bins"]
     if not isinstance(literal(bins), int) and not bins.strip().isidentifier():
-        raise Unsupported("Tensor.histogram with a tensor of bin edges: MindSpore's histc takes a bin count")
+        raise Unsupported(_("Tensor.histogram with a tensor of bin edges: MindSpore's histc takes a bin count"))
     if bound.get("weight") not in (None, "None"):
         raise Unsupported(
-            "Tensor.histogram(weight=...): no weighted histc in MindSpore; use ops.bincount on bucketized x"
+            _("Tensor.histogram(weight=...): no weighted histc in MindSpore; use ops.bincount on bucketized x")
         )
     rng = bound.get("range")
     if rng in (None, "None"):
@@ -158,7 +161,9 @@ def histogram(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     else:
         bounds = literal(rng)
         if not (isinstance(bounds, (tuple, list)) and len(bounds) == 2):
-            raise Unsupported(f"Tensor.histogram(range={rng}): histc needs the range as literal numbers")
+            raise Unsupported(
+                _("Tensor.histogram(range={rng}): histc needs the range as literal numbers").format(rng=rng)
+            )
         lo, hi = repr(float(bounds[0])), repr(float(bounds[1]))
         hist = f"{x}.histc({bins}, {lo}, {hi})"
     edges = f"mindspore.ops.linspace({lo}, {hi}, {bins} + 1).astype({x}.dtype)"
@@ -182,7 +187,9 @@ def new(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
         return f"mindspore.ops.zeros(({args},), {x}.dtype)"
     if isinstance(value, (list, tuple)):
         return f"mindspore.Tensor({args}, {x}.dtype)"
-    raise Unsupported(f"Tensor.new({args}): say whether it is a size (ops.zeros) or data (mindspore.Tensor)")
+    raise Unsupported(
+        _("Tensor.new({args}): say whether it is a size (ops.zeros) or data (mindspore.Tensor)").format(args=args)
+    )
 
 
 @handler
@@ -221,7 +228,9 @@ def set_source(bound: dict[str, str], receiver: str | None, entry: Entry) -> str
     for arg in ("storage_offset", "size", "stride"):
         if bound.get(arg) not in (None, "None", "0"):
             raise Unsupported(
-                f"Tensor.set_({arg}=...): MindSpore exposes no storage; build the view with reshape/narrow"
+                _("Tensor.set_({arg}=...): MindSpore exposes no storage; build the view with reshape/narrow").format(
+                    arg=arg
+                )
             )
     source = bound.get("source")
     if source is None or literal(source) is None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 
+from ...i18n import _
 from ..rewrite import render_by_rules
 from ..schema import Entry
 from ..source import NOT_LITERAL, literal, paren
@@ -20,7 +21,7 @@ _DROPPED = ("device", "layout", "requires_grad", "pin_memory", "memory_format", 
 def _reject_out(entry: Entry, bound: dict[str, str]) -> None:
     out = bound.get("out")
     if out is not None and literal(out) is not None:
-        raise Unsupported(f"{entry.short}: out= is not supported; assign the result")
+        raise Unsupported(_("{api}: out= is not supported; assign the result").format(api=entry.short))
 
 
 def _is_true(src: str | None) -> bool:
@@ -58,7 +59,7 @@ def cast_dtype(bound: dict[str, str], receiver: str | None, entry: Entry) -> str
 
 def _size_src(size: str | None) -> str:
     if size is None:
-        raise Unsupported("a size is required")
+        raise Unsupported(_("a size is required"))
     try:
         node = ast.parse(f"f({size})", mode="eval").body
     except SyntaxError:
@@ -72,7 +73,7 @@ def _creation_tail(bound: dict[str, str], entry: Entry) -> list[str]:
     _reject_out(entry, bound)
     for k in bound:
         if k not in ("size", "dtype", "out", "fill_value", *_DROPPED):
-            raise Unsupported(f"{entry.short}: argument {k!r} is not supported")
+            raise Unsupported(_("{api}: argument {k!r} is not supported").format(api=entry.short, k=k))
     return [f"dtype={bound['dtype']}"] if bound.get("dtype") not in (None, "None") else []
 
 
@@ -95,7 +96,7 @@ def full(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     tail = _creation_tail(bound, entry)
     fill = bound.get("fill_value")
     if fill is None:
-        raise Unsupported("torch.full needs fill_value")
+        raise Unsupported(_("torch.full needs fill_value"))
     if not tail:
         v = literal(fill)
         if isinstance(v, bool):
@@ -244,7 +245,7 @@ def norm(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """
     _reject_out(entry, bound)
     if bound.get("dtype") not in (None, "None"):
-        raise Unsupported("torch.norm(dtype=) is not supported; cast the input first")
+        raise Unsupported(_("torch.norm(dtype=) is not supported; cast the input first"))
     x = bound["input"]
     p = bound.get("p", "'fro'")
     pv = literal(p)
@@ -257,17 +258,17 @@ def norm(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     if pv == "fro":
         pv, p = 2, "2"
     if isinstance(pv, str):
-        raise Unsupported(f"torch.norm(p={p}) is not supported")
+        raise Unsupported(_("torch.norm(p={p}) is not supported").format(p=p))
     if dim is None or dv is None:
         if _is_true(keep):
-            raise Unsupported("torch.norm(dim=None, keepdim=True) is not supported")
+            raise Unsupported(_("torch.norm(dim=None, keepdim=True) is not supported"))
         return f"mindspore.ops.norm({paren(x)}.reshape(-1), {p})"
     if isinstance(dv, (list, tuple)):
         if len(dv) == 1:
             return f"mindspore.ops.norm({x}, {p}, {dv[0]}{kd})"
         if pv == 2:
             return f"mindspore.ops.norm({x}, 'fro', {tuple(dv)!r}{kd})"
-        raise Unsupported("torch.norm over several dims with p != 2 is not supported")
+        raise Unsupported(_("torch.norm over several dims with p != 2 is not supported"))
     return f"mindspore.ops.norm({x}, {p}, {dim}{kd})"
 
 
@@ -290,7 +291,7 @@ def aminmax(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     kd = f", keepdims={bound['keepdim']}" if "keepdim" in bound else ""
     if bound.get("dim") in (None, "None"):
         if _is_true(bound.get("keepdim")):
-            raise Unsupported("torch.aminmax(dim=None, keepdim=True) is not supported")
+            raise Unsupported(_("torch.aminmax(dim=None, keepdim=True) is not supported"))
         return f"mindspore.ops.aminmax({paren(x)}.reshape(-1), axis=0)"
     return f"mindspore.ops.aminmax({x}, axis={bound['dim']}{kd})"
 
@@ -321,14 +322,14 @@ def bincount(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 def unique(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """ops.unique does not sort and always returns (output, inverse): sort + unique_consecutive."""
     if bound.get("dim") not in (None, "None"):
-        raise Unsupported("torch.unique(dim=...) is not supported")
+        raise Unsupported(_("torch.unique(dim=...) is not supported"))
     if literal(bound.get("sorted", "True")) is not True:
         pass  # torch sorts on CPU anyway
     x = paren(bound["input"])
     inv = literal(bound.get("return_inverse", "False"))
     cnt = literal(bound.get("return_counts", "False"))
     if inv is NOT_LITERAL or cnt is NOT_LITERAL:
-        raise Unsupported("torch.unique: return_inverse/return_counts must be literals")
+        raise Unsupported(_("torch.unique: return_inverse/return_counts must be literals"))
     srt = f"mindspore.ops.sort({x}.reshape(-1))[0]"
     uc = f"mindspore.ops.unique_consecutive({srt}{', return_counts=True' if cnt else ''})"
     if not inv:
@@ -349,7 +350,7 @@ def kthvalue(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     dim = bound.get("dim", "-1")
     keep = _is_true(bound.get("keepdim"))
     if bound.get("keepdim") is not None and literal(bound["keepdim"]) is NOT_LITERAL:
-        raise Unsupported("torch.kthvalue: keepdim must be a literal")
+        raise Unsupported(_("torch.kthvalue: keepdim must be a literal"))
     pick = f"mindspore.ops.narrow(t, {dim}, {paren(k)} - 1, 1)"
     if not keep:
         pick = f"{pick}.squeeze({dim})"
@@ -409,9 +410,9 @@ def diff(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     n = b.pop("n", None)
     nv = 1 if n is None else literal(n)
     if not isinstance(nv, int) or isinstance(nv, bool) or nv < 1:
-        raise Unsupported(f"torch.diff(n={n}): n must be a positive int literal")
+        raise Unsupported(_("torch.diff(n={n}): n must be a positive int literal").format(n=n))
     src = render_by_rules(entry, b)
     axis = b.get("dim", "-1")
-    for _ in range(nv - 1):
+    for _step in range(nv - 1):
         src = f"mindspore.ops.diff({src}, 1, {axis})"
     return src

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 
+from ...i18n import _
 from ..rewrite import keyword_args, render_by_rules
 from ..schema import Entry
 from ..source import NOT_LITERAL, literal, paren
@@ -54,7 +55,7 @@ def hamming_alpha(value: str | None, bound: dict[str, str], entry: Entry) -> dic
 def _copy_into(bound: dict[str, str], entry: Entry, result: str) -> str:
     target = bound.get(entry.sig_names()[0])
     if target is None:
-        raise Unsupported(f"{entry.short} needs its input")
+        raise Unsupported(_("{api} needs its input").format(api=entry.short))
     return f"{paren(target)}.copy_({result})"
 
 
@@ -86,7 +87,9 @@ def inplace_rrelu(bound: dict[str, str], receiver: str | None, entry: Entry) -> 
 def identity_unless_train(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """torch.alpha_dropout(x, p, train=False) and friends are the identity; training has no MindSpore form."""
     if literal(bound.get("train", "False")) is not False:
-        raise Unsupported(f"{entry.short} with train=True has no MindSpore equivalent (alpha dropout)")
+        raise Unsupported(
+            _("{api} with train=True has no MindSpore equivalent (alpha dropout)").format(api=entry.short)
+        )
     return bound["input"]
 
 
@@ -169,7 +172,7 @@ def vander(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
         n = f"{paren(x)}.shape[-1]"
     inc = literal(bound.get("increasing", "False"))
     if inc is NOT_LITERAL:
-        raise Unsupported("torch.vander(increasing=<expression>): write both branches out")
+        raise Unsupported(_("torch.vander(increasing=<expression>): write both branches out"))
     return _powers(x, n, bool(inc))
 
 
@@ -190,7 +193,7 @@ def unravel_index(bound: dict[str, str], receiver: str | None, entry: Entry) -> 
     if isinstance(shape, int):
         shape = (shape,)
     if not isinstance(shape, (tuple, list)) or not all(isinstance(d, int) for d in shape):
-        raise Unsupported("torch.unravel_index with a non-literal shape: pass the shape as a tuple of ints")
+        raise Unsupported(_("torch.unravel_index with a non-literal shape: pass the shape as a tuple of ints"))
     i = paren(bound["indices"])
     parts = []
     for k, size in enumerate(shape):
@@ -206,7 +209,7 @@ def broadcast_shapes(bound: dict[str, str], receiver: str | None, entry: Entry) 
     """torch.broadcast_shapes(*shapes): computed here for literal shapes, else from int8 zeros of each shape."""
     srcs = _split_args(bound.get("shapes", ""))
     if any(s.startswith("*") for s in srcs):
-        raise Unsupported("torch.broadcast_shapes(*shapes): pass the shapes one by one")
+        raise Unsupported(_("torch.broadcast_shapes(*shapes): pass the shapes one by one"))
     shapes = [literal(s) for s in srcs]
     if all(isinstance(s, (int, tuple, list)) for s in shapes):
         return repr(_broadcast([(s,) if isinstance(s, int) else tuple(s) for s in shapes]))
@@ -227,7 +230,7 @@ def _broadcast(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
     for s in shapes:
         for k, d in enumerate((1,) * (rank - len(s)) + tuple(s)):
             if d != 1 and out[k] not in (1, d):
-                raise Unsupported(f"torch.broadcast_shapes: shapes {shapes} do not broadcast")
+                raise Unsupported(_("torch.broadcast_shapes: shapes {shapes} do not broadcast").format(shapes=shapes))
             out[k] = d if d != 1 else out[k]
     return tuple(out)
 
@@ -247,11 +250,11 @@ def gradient(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
         elif isinstance(value, (int, float)):
             args.append(spacing)
         else:
-            raise Unsupported("torch.gradient(spacing=<expression>): pass a number or a list of numbers")
+            raise Unsupported(_("torch.gradient(spacing=<expression>): pass a number or a list of numbers"))
     if bound.get("dim") is not None:
         args.append(f"axis={bound['dim']}")
     if literal(bound.get("edge_order", "1")) != 1:
-        raise Unsupported("torch.gradient(edge_order=2): mindspore.numpy.gradient implements edge_order=1 only")
+        raise Unsupported(_("torch.gradient(edge_order=2): mindspore.numpy.gradient implements edge_order=1 only"))
     call = f"mindspore.numpy.gradient({', '.join(args)})"
     return f"(lambda g: tuple(g) if isinstance(g, (list, tuple)) else (g,))({call})"
 
@@ -261,11 +264,11 @@ def triangular_solve(bound: dict[str, str], receiver: str | None, entry: Entry) 
     """torch.triangular_solve(b, A, upper, transpose) → (MatrixTriangularSolve(lower, adjoint)(A, b), copy of A)."""
     if literal(bound.get("unitriangular", "False")) is not False:
         raise Unsupported(
-            "triangular_solve(unitriangular=True): use mindspore.scipy.linalg.solve_triangular(unit_diagonal=True)"
+            _("triangular_solve(unitriangular=True): use mindspore.scipy.linalg.solve_triangular(unit_diagonal=True)")
         )
     upper, transpose = literal(bound.get("upper", "True")), literal(bound.get("transpose", "False"))
     if not isinstance(upper, bool) or not isinstance(transpose, bool):
-        raise Unsupported("triangular_solve: upper and transpose must be literal True/False to convert")
+        raise Unsupported(_("triangular_solve: upper and transpose must be literal True/False to convert"))
     a, b = bound["A"], bound["input"]
     solve = f"mindspore.ops.MatrixTriangularSolve(lower={not upper}, adjoint={transpose})({a}, {b})"
     return f"({solve}, mindspore.ops.deepcopy({a}))"
@@ -289,7 +292,7 @@ def reduction_enum(value: str | None, bound: dict[str, str], entry: Entry) -> di
     names = {0: "'none'", 1: "'mean'", 2: "'sum'"}
     v = 0 if value is None else literal(value)
     if v not in names:
-        raise Unsupported(f"{entry.short}: reduction must be a literal 0, 1 or 2 to convert")
+        raise Unsupported(_("{api}: reduction must be a literal 0, 1 or 2 to convert").format(api=entry.short))
     return {"reduction": names[v]}
 
 
@@ -301,7 +304,7 @@ def csr_tensor(bound: dict[str, str], receiver: str | None, entry: Entry) -> str
     """torch.sparse_csr_tensor → mindspore.CSRTensor with int32 indices and the (required) shape."""
     size = bound.get("size")
     if size is None or literal(size) is None:
-        raise Unsupported("torch.sparse_csr_tensor without size: MindSpore's CSRTensor needs the dense shape")
+        raise Unsupported(_("torch.sparse_csr_tensor without size: MindSpore's CSRTensor needs the dense shape"))
     crow, col = (f"{paren(bound[n])}.astype(mindspore.int32)" for n in ("crow_indices", "col_indices"))
     values = bound["values"]
     if bound.get("dtype") is not None and literal(bound["dtype"]) is not None:
@@ -323,7 +326,7 @@ _LU_INFO = (
 def lu_factor_ex(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """linalg.lu_factor_ex → (LU, 1-based pivots, info) from mindspore.scipy.linalg.lu_factor; info from U's diagonal."""
     if literal(bound.get("pivot", "True")) is not True:
-        raise Unsupported("linalg.lu_factor_ex(pivot=False) has no MindSpore form")
+        raise Unsupported(_("linalg.lu_factor_ex(pivot=False) has no MindSpore form"))
     info = _LU_INFO.format(lu="lu")
     return f"(lambda lu, piv: (lu, piv + 1, {info}))(*{_SCIPY_LINALG}.lu_factor({bound['A']}))"
 
@@ -332,7 +335,7 @@ def lu_factor_ex(bound: dict[str, str], receiver: str | None, entry: Entry) -> s
 def solve_ex(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """linalg.solve_ex → (ops.matrix_solve(A, B), info), info from the LU factors of A as LAPACK reports it."""
     if literal(bound.get("left", "True")) is not True:
-        raise Unsupported("linalg.solve_ex(left=False) has no MindSpore form: solve the transposed system")
+        raise Unsupported(_("linalg.solve_ex(left=False) has no MindSpore form: solve the transposed system"))
     info = _LU_INFO.format(lu=f"{_SCIPY_LINALG}.lu_factor(a)[0]")
     return f"(lambda a, b: (mindspore.ops.matrix_solve(a, b), {info}))({bound['A']}, {bound['B']})"
 

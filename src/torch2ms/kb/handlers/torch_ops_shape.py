@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from ...i18n import _
 from ..rewrite import keyword_args
 from ..schema import Entry
 from ..source import NOT_LITERAL, literal, paren
@@ -47,7 +48,7 @@ def matmul_chain(bound: dict[str, str], receiver: str | None, entry: Entry) -> s
     if len(items) == 1:
         node = ast.parse(items[0], mode="eval").body
         if not isinstance(node, (ast.List, ast.Tuple)):
-            raise Unsupported(f"{entry.short} of a non-literal sequence: write the matmuls out")
+            raise Unsupported(_("{api} of a non-literal sequence: write the matmuls out").format(api=entry.short))
         items = [ast.unparse(e) for e in node.elts]
     out = items[0]
     for it in items[1:]:
@@ -96,13 +97,15 @@ def scatter(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
         # MindSpore needs src exactly index-shaped; torch reads only that corner of src.
         upd = f"{paren(src)}[tuple(slice(0, n) for n in {paren(idx)}.shape)]"
     else:
-        raise Unsupported("torch.scatter needs src or value")
+        raise Unsupported(_("torch.scatter needs src or value"))
     reduce = literal(bound.get("reduce", "None"))
     if reduce is None:
         return f"mindspore.ops.tensor_scatter_elements({x}, {idx}, {upd}, {d})"
     if reduce == "add":
         return f"mindspore.ops.tensor_scatter_elements({x}, {idx}, {upd}, {d}, 'add')"
-    raise Unsupported(f"torch.scatter(reduce={bound.get('reduce')}) has no MindSpore CPU form; only 'add'")
+    raise Unsupported(
+        _("torch.scatter(reduce={reduce}) has no MindSpore CPU form; only 'add'").format(reduce=bound.get("reduce"))
+    )
 
 
 @handler
@@ -112,12 +115,14 @@ def scatter_reduce(bound: dict[str, str], receiver: str | None, entry: Entry) ->
     red = literal(bound.get("reduce"))
     if red != "sum":
         raise Unsupported(
-            "scatter_reduce: only reduce='sum' maps (tensor_scatter_elements 'add'); "
-            "'prod'/'mean'/'amax'/'amin' have no MindSpore CPU kernel"
+            _(
+                "scatter_reduce: only reduce='sum' maps (tensor_scatter_elements 'add'); "
+                "'prod'/'mean'/'amax'/'amin' have no MindSpore CPU kernel"
+            )
         )
     inc = literal(bound.get("include_self", "True"))
     if inc is not True:
-        raise Unsupported("scatter_reduce(include_self=False) has no MindSpore form")
+        raise Unsupported(_("scatter_reduce(include_self=False) has no MindSpore form"))
     return f"mindspore.ops.tensor_scatter_elements({x}, {idx}, {src}, {d}, 'add')"
 
 
@@ -148,7 +153,7 @@ def where(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     if "input" not in bound and "other" not in bound:
         return f"tuple(mindspore.ops.nonzero({c}).T)"
     if "input" not in bound or "other" not in bound:
-        raise Unsupported("torch.where needs both input and other (or neither)")
+        raise Unsupported(_("torch.where needs both input and other (or neither)"))
     return f"mindspore.ops.where({c}, {bound['input']}, {bound['other']})"
 
 
@@ -156,13 +161,13 @@ def where(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 def nonzero(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """torch.nonzero(x) → ops.nonzero(x); as_tuple=True → one index tensor per dimension."""
     if "out" in bound:
-        raise Unsupported("out= is not supported; assign the result.")
+        raise Unsupported(_("out= is not supported; assign the result."))
     as_tuple = literal(bound.get("as_tuple", "False"))
     if as_tuple is False:
         return f"mindspore.ops.nonzero({bound['input']})"
     if as_tuple is True:
         return f"tuple(mindspore.ops.nonzero({bound['input']}).T)"
-    raise Unsupported("nonzero(as_tuple=<expression>): write the two branches out")
+    raise Unsupported(_("nonzero(as_tuple=<expression>): write the two branches out"))
 
 
 @handler
@@ -190,7 +195,7 @@ def linalg_svd(bound: dict[str, str], receiver: str | None, entry: Entry) -> str
 def svd(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """torch.svd → (U, S, V); mindspore.ops.svd returns (S, U, V)."""
     if literal(bound.get("compute_uv", "True")) is not True:
-        raise Unsupported("torch.svd(compute_uv=False) returns zero U/V; use mindspore.ops.svd(x, compute_uv=False)")
+        raise Unsupported(_("torch.svd(compute_uv=False) returns zero U/V; use mindspore.ops.svd(x, compute_uv=False)"))
     some = literal(bound.get("some", "True"))
     fm = "False" if some is True else ("True" if some is False else f"not {paren(bound['some'])}")
     return f"(lambda s, u, v: (u, s, v))(*mindspore.ops.svd({bound['input']}, full_matrices={fm}))"
@@ -222,7 +227,7 @@ def matrix_rank(bound: dict[str, str], receiver: str | None, entry: Entry) -> st
     """linalg.matrix_rank(A) → the singular values above torch's default tolerance, counted."""
     if any(k in bound for k in ("atol", "rtol", "tol", "hermitian")):
         raise Unsupported(
-            "matrix_rank with atol/rtol/hermitian: compare mindspore.ops.svd(A, compute_uv=False) to your tolerance"
+            _("matrix_rank with atol/rtol/hermitian: compare mindspore.ops.svd(A, compute_uv=False) to your tolerance")
         )
     a = paren(bound["A"])
     return (
@@ -240,11 +245,11 @@ def randint(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
         if "high" in b and "low" in b:
             b["size"], b["high"], b["low"] = b["high"], b["low"], "0"
         else:
-            raise Unsupported("torch.randint needs high and size")
+            raise Unsupported(_("torch.randint needs high and size"))
     elif "high" not in b and "low" in b:  # randint(high, size=...): the one bound first is high
         b["high"], b["low"] = b["low"], "0"
     if "high" not in b:
-        raise Unsupported("torch.randint needs high")
+        raise Unsupported(_("torch.randint needs high"))
     lo = b.get("low", "0")
     rest = keyword_args(entry, b, skip=("low", "high", "size"))
     return f"mindspore.ops.randint({', '.join([lo, b['high'], b['size']] + rest)})"
@@ -275,7 +280,7 @@ def normal(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
         elif s is NOT_LITERAL:
             shape = f"{paren(std)}.shape"
         else:
-            raise Unsupported("torch.normal(float, float) needs size")
+            raise Unsupported(_("torch.normal(float, float) needs size"))
         size = shape
     else:
         v = literal(size)
@@ -334,7 +339,9 @@ def tensor_data(value: str | None, bound: dict[str, str], entry: Entry) -> dict[
     v = literal(value)
     if isinstance(v, int) and not isinstance(v, bool):
         raise Unsupported(
-            f"{entry.short}(<sizes>) allocates uninitialised memory: use mindspore.ops.zeros((sizes), {dtype})"
+            _("{api}(<sizes>) allocates uninitialised memory: use mindspore.ops.zeros((sizes), {dtype})").format(
+                api=entry.short, dtype=dtype
+            )
         )
     return {"input_data": value, "dtype": dtype}  # type: ignore[dict-item]
 
@@ -353,13 +360,13 @@ def atleast(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 def solve_triangular(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """linalg.solve_triangular(A, B, upper) → MatrixTriangularSolve(lower=not upper)(A, B); left=True only."""
     if literal(bound.get("left", "True")) is not True:
-        raise Unsupported("solve_triangular(left=False) has no MindSpore form: transpose the system")
+        raise Unsupported(_("solve_triangular(left=False) has no MindSpore form: transpose the system"))
     if literal(bound.get("unitriangular", "False")) is not False:
         raise Unsupported(
-            "solve_triangular(unitriangular=True): use mindspore.scipy.linalg.solve_triangular(unit_diagonal=True)"
+            _("solve_triangular(unitriangular=True): use mindspore.scipy.linalg.solve_triangular(unit_diagonal=True)")
         )
     if "upper" not in bound:
-        raise Unsupported("solve_triangular needs upper=")
+        raise Unsupported(_("solve_triangular needs upper="))
     up = literal(bound["upper"])
     lower = "False" if up is True else ("True" if up is False else f"not {paren(bound['upper'])}")
     return f"mindspore.ops.MatrixTriangularSolve(lower={lower})({bound['A']}, {bound['B']})"
@@ -369,7 +376,7 @@ def solve_triangular(bound: dict[str, str], receiver: str | None, entry: Entry) 
 def linalg_cond(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """linalg.cond(A) → largest / smallest singular value (the 2-norm condition number only)."""
     if literal(bound.get("p", "None")) not in (None, 2):
-        raise Unsupported("linalg.cond: only the 2-norm (p=None or 2) maps, via the singular values")
+        raise Unsupported(_("linalg.cond: only the 2-norm (p=None or 2) maps, via the singular values"))
     return f"(lambda s: s[..., 0] / s[..., -1])(mindspore.ops.svd({bound['A']}, compute_uv=False))"
 
 
@@ -377,7 +384,7 @@ def linalg_cond(bound: dict[str, str], receiver: str | None, entry: Entry) -> st
 def linalg_lu(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """linalg.lu(A) → (P, L, U) from mindspore.scipy.linalg.lu, P cast to L's dtype."""
     if literal(bound.get("pivot", "True")) is not True:
-        raise Unsupported("linalg.lu(pivot=False) has no MindSpore form")
+        raise Unsupported(_("linalg.lu(pivot=False) has no MindSpore form"))
     return f"(lambda p, l, u: (p.astype(l.dtype), l, u))(*{_MS_SCIPY_LINALG}.lu({bound['A']}))"
 
 
@@ -385,7 +392,7 @@ def linalg_lu(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 def lu_factor(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """linalg.lu_factor(A) → (LU, pivots) from mindspore.scipy.linalg.lu_factor, pivots made 1-based as in torch."""
     if literal(bound.get("pivot", "True")) is not True:
-        raise Unsupported("linalg.lu_factor(pivot=False) has no MindSpore form")
+        raise Unsupported(_("linalg.lu_factor(pivot=False) has no MindSpore form"))
     return f"(lambda lu, piv: (lu, piv + 1))(*{_MS_SCIPY_LINALG}.lu_factor({bound['A']}))"
 
 
@@ -395,7 +402,7 @@ def put(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     x, idx, src = paren(bound["input"]), paren(bound["index"]), paren(bound["source"])
     acc = literal(bound.get("accumulate", "False"))
     if acc not in (True, False):
-        raise Unsupported("torch.put(accumulate=<expression>): write the two branches out")
+        raise Unsupported(_("torch.put(accumulate=<expression>): write the two branches out"))
     red = ", 'add'" if acc else ""
     return (
         f"mindspore.ops.tensor_scatter_elements({x}.reshape(-1), {idx}.reshape(-1), "
@@ -407,5 +414,5 @@ def put(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 def lu_solve(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """linalg.lu_solve(LU, pivots, B) → ops.lu_solve(B, LU, pivots); left=True and adjoint=False only."""
     if literal(bound.get("left", "True")) is not True or literal(bound.get("adjoint", "False")) is not False:
-        raise Unsupported("linalg.lu_solve(left=False / adjoint=True) has no MindSpore form")
+        raise Unsupported(_("linalg.lu_solve(left=False / adjoint=True) has no MindSpore form"))
     return f"mindspore.ops.lu_solve({bound['B']}, {bound['LU']}, {bound['pivots']})"
