@@ -274,7 +274,15 @@ def test_r6_vendored_kb_rewrites_every_call_as_torch2ms_does(tmp_path):
             alone.setdefault(registered.split(".")[0], name)
     assert len(names) > 500 and len(alone) >= 10
     groups = [("snap_all", names)] + [(f"snap_{module}", [name]) for module, name in sorted(alone.items())]
-    dropped = {"cases": (), "source": "", "proven_by": "", "params": {}, "layout": {}}
+    dropped = {
+        "cases": (),
+        "source": "",
+        "proven_by": "",
+        "params": {},
+        "layout": {},
+        "note_zh": "",
+        "arg_notes_zh": {},
+    }
     for package, group in groups:
         vendored = _import_snapshot(kb_snapshot(group).files, tmp_path, package)
         for name in group:
