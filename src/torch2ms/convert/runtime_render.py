@@ -9,9 +9,10 @@ from __future__ import annotations
 import ast
 import importlib.metadata
 
+from ..i18n import _
 from .runtime_sources import Closure, RuntimeModule, bound_names
 
-__all__ = ["HEADER", "PACKAGE", "part_header", "render"]
+__all__ = ["PACKAGE", "header", "part_header", "render"]
 
 PACKAGE = "torch2ms_runtime"
 
@@ -24,23 +25,29 @@ def _version() -> str:
 
 
 __version__ = _version()
-HEADER = (
-    f"# {PACKAGE}: the torch2ms.runtime helpers this converted project uses, written by torch2ms "
-    f"{__version__}\n# (only those helpers and what they need). It imports neither torch nor torch2ms; you may edit it.\n"
-)
+
+
+def header() -> str:
+    """The comment the vendored package's ``__init__`` starts with, in the language of the run."""
+    text = _(
+        "{package}: the torch2ms.runtime helpers this converted project uses, written by torch2ms {version}\n"
+        "(only those helpers and what they need). It imports neither torch nor torch2ms; you may edit it."
+    ).format(package=PACKAGE, version=__version__)
+    return "".join(f"# {line}\n" for line in text.splitlines())
 
 
 def part_header() -> str:
     """The first line of every vendored file but the package's ``__init__``."""
-    return f"# Part of {PACKAGE}, written by torch2ms {__version__}; you may edit it.\n"
+    text = _("Part of {package}, written by torch2ms {version}; you may edit it.")
+    return "# " + text.format(package=PACKAGE, version=__version__) + "\n"
 
 
 def render(mod: RuntimeModule, closure: Closure, extra: list[str]) -> str:
     """A runtime module as the vendored package holds it: header, then its kept statements in their order
     (``extra``: the package ``__init__``'s re-exports, after its imports, and built classes, at its end)."""
-    header = HEADER if mod.key == "__init__.py" else part_header()
+    first = header() if mod.key == "__init__.py" else part_header()
     if mod.whole:
-        return header + mod.text
+        return first + mod.text
     imports = _merged_imports([line for line in extra if line.startswith("from ")])
     kept = closure.statements.get(mod.key, set())
     body, lines = mod.tree.body, mod.text.splitlines(keepends=True)
@@ -66,7 +73,7 @@ def render(mod: RuntimeModule, closure: Closure, extra: list[str]) -> str:
     built = [line for line in extra if not line.startswith("from ")]
     if built:
         parts.append("\n\n" + "".join(f"{line}\n" for line in built))
-    return header + "".join(parts)
+    return first + "".join(parts)
 
 
 def _merged_imports(lines: list[str]) -> list[str]:

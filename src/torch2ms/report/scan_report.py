@@ -44,8 +44,15 @@ def _locations(locs: list[str]) -> str:
     return ", ".join(locs[:MAX_LOCATIONS]) + more
 
 
+# How sure scan is that a method call's receiver is a tensor (analysis/scan.py ApiUse.confidence).
+_CONFIDENCE_WORDS = {"certain": N_("certain"), "likely": N_("likely"), "guess": N_("guess")}
+
+
 def _confidence(conf: dict) -> str:
-    return ", ".join(f"{k} {v}" for k, v in sorted(conf.items())) if set(conf) != {"certain"} else ""
+    if set(conf) == {"certain"}:
+        return ""
+    words = {k: _(_CONFIDENCE_WORDS[k]) if k in _CONFIDENCE_WORDS else k for k in conf}
+    return ", ".join(f"{words[k]} {v}" for k, v in sorted(conf.items()))
 
 
 def render_terminal(report: ScanReport, console: Console | None = None) -> None:
@@ -139,9 +146,9 @@ def to_markdown(report: ScanReport) -> str:
     out = [
         f"# torch2ms scan: {report.root}",
         "",
-        _summary_line(s) + ".",
+        _("{summary}.").format(summary=_summary_line(s)),
         "",
-        "| " + _("status") + " | APIs | " + _("uses") + " |",
+        "| " + _("status") + " | " + _("APIs") + " | " + _("uses") + " |",
         "|---|---:|---:|",
     ]
     for status in STATUS_ORDER:
