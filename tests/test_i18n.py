@@ -177,6 +177,20 @@ def test_lang_after_the_subcommand_works_like_before_it(tmp_path):
     assert wrong.returncode == 2 and "--lang" in wrong.stderr
 
 
+def test_scan_markdown_and_vendored_runtime_header_in_chinese(tmp_path):
+    src = "import torch\n\n\ndef f(x, n):\n    return x.view(n).sum(), torch.device('cpu')\n"
+    (tmp_path / "m.py").write_text(src)
+    md = _run(["--lang", "zh", "scan", "m.py", "--format", "md"], tmp_path)
+    assert md.returncode == 0, md.stderr
+    assert "| 状态 | API 数 | 次数 |" in md.stdout and "个不同 API。" in md.stdout and "APIs" not in md.stdout
+    table = _run(["--lang", "zh", "scan", "m.py"], tmp_path, COLUMNS="200")
+    assert "很可能" in table.stdout and "likely" not in table.stdout
+    out = _run(["--lang", "zh", "convert", "m.py", "-o", "out"], tmp_path)
+    assert out.returncode == 0, out.stderr
+    header = (tmp_path / "out" / "torch2ms_runtime" / "__init__.py").read_text(encoding="utf-8").splitlines()[0]
+    assert header.startswith("# torch2ms_runtime：") and _has_chinese(header)
+
+
 def test_help_in_chinese(tmp_path):
     out = _run(["--lang", "zh", "convert", "--help"], tmp_path)
     assert out.returncode == 0
