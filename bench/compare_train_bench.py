@@ -1,15 +1,22 @@
 """compare-train's instrumentation overhead: examples/project/train_cnn.py and its conversion, each run
-plain (`python train_cnn.py --epochs E`) and instrumented (the bootstrap compare-train starts), per side.
+plain (`python train_cnn.py --epochs E`, unmodified) and instrumented (the bootstrap compare-train
+starts), per side. Target: instrumented / plain ≤ 1.2 per step.
 
-Per-step cost = (T(long) - T(short)) / (steps_long - steps_short), so interpreter start, imports,
-compilation and the script's evaluation and checkpoint after training cancel out; each variant runs
-`--repeat` rounds (a short and a long run back to back) and the median of the rounds' per-step figures
-is reported. CPU seconds of the child process (steadier on a shared machine) and wall seconds are both shown.
-The MindSpore side is instrumented with --own-data here, so it runs the same data pipeline as the
-plain script (with replay it reads torch's recorded batches instead, which is cheaper still).
-Target: instrumented / plain ≤ 1.2 per step.
+How a step is timed: inside each process (bench/step_clock.py), a perf_counter and a process_time
+stamp after every training step: torch at every optimizer step (its global step post-hook), MindSpore
+at the end of every call of the most-called outermost Cell (the converted loop's jit-compiled
+TrainStep). The same clock, about a microsecond a step, runs in the plain and the instrumented process,
+so interpreter start, imports, compilation and the script's evaluation after training stay out of the
+figure (whole-process timing drowned a few-ms torch step in start-up noise of ±hundreds of ms).
+A run's per-step figure: the median, over its epochs after the first `--warmup` (graph compilation,
+model discovery, caches), of the epoch's wall (or CPU) time from the last step of the previous epoch to
+its own last step, divided by its steps, so the epoch boundary's work (scheduler, new data iterator)
+counts. Variants are interleaved in `--repeat` rounds; each variant's figure is the median over rounds.
+CPU seconds (the process's, all its threads) are steadier than wall on a shared machine: the verdict
+is on CPU time, wall is shown beside it. MindSpore's instrumented runs need the torch record of the
+same config, so each round runs the torch variants first.
 
-Run:  .venv/bin/python bench/compare_train_bench.py [--short 2] [--long 20] [--repeat 3]
+Run:  .venv/bin/python bench/compare_train_bench.py [--epochs 8] [--warmup 2] [--repeat 2]
 """
 
 from __future__ import annotations
@@ -17,36 +24,25 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
+from collections import Counter
 from pathlib import Path
 
 os.environ.setdefault("GLOG_v", "3")
 # One intra-op thread for every variant: oversubscribed OpenMP threads spin, and on a shared 2-core
-# machine that turns other load into CPU seconds of ours (a first run with the default threads, load
-# average 10, spread the torch per-step CPU time of near-identical variants over 54-140 ms).
+# machine that turns other load into CPU seconds of ours.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")
 os.environ.setdefault("MS_DEV_LAUNCH_BLOCKING", "1")
 os.environ.setdefault("MS_DEV_HOST_BLOCKING_RUN", "1")
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "project"
+CLOCK = Path(__file__).resolve().with_name("step_clock.py")
 STEPS_PER_EPOCH = 4  # 72 training images, batches of 16, drop_last
-TRAINRUN = ROOT / "src" / "torch2ms" / "trainrun"
-
-
-def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float]:
-    """Wall and CPU (user + system) seconds of one child process."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-    wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+PAIRS = (("torch", "torch plain"), ("MindSpore", "MindSpore plain"))
 
 
 def config(work: Path, epochs: int, ms_script: Path, data: str) -> Path:
@@ -67,28 +63,51 @@ def config(work: Path, epochs: int, ms_script: Path, data: str) -> Path:
 
 
 def commands(tmp: Path, ms_dir: Path, epochs: int) -> dict[str, list[str]]:
-    py = sys.executable
-    plain_args = ["--epochs", str(epochs), "--checkpoint", str(tmp / "cnn.pth")]
-    launch = "import sys; sys.path.pop(0); from torch2ms.trainrun.ms_boot import main; main(sys.argv[1])"
-    own = config(tmp / f"own{epochs}", epochs, ms_dir / "train_cnn.py", "own")
+    """Each variant's step_clock arguments after OUT.json, in the order a round runs them."""
+    script_args = ["--epochs", str(epochs), "--checkpoint", str(tmp / "cnn.pth")]
+    replay = str(config(tmp / "replay", epochs, ms_dir / "train_cnn.py", "replay"))
+    own = str(config(tmp / "own", epochs, ms_dir / "train_cnn.py", "own"))
     return {
-        "torch plain": [py, str(EXAMPLE / "train_cnn.py"), *plain_args],
-        "torch instrumented": [
-            py,
-            str(TRAINRUN / "torch_boot.py"),
-            str(config(tmp / f"w{epochs}", epochs, ms_dir / "train_cnn.py", "replay")),
-        ],
-        "torch instrumented (own data, for MindSpore)": [py, str(TRAINRUN / "torch_boot.py"), str(own)],
-        "MindSpore plain": [py, str(ms_dir / "train_cnn.py"), *plain_args],
-        "MindSpore instrumented": [py, "-c", launch, str(own)],
+        "torch plain": ["torch", "run", str(EXAMPLE / "train_cnn.py"), *script_args],
+        "torch instrumented": ["torch", "boot", replay],
+        "torch instrumented (own data, for MindSpore)": ["torch", "boot", own],
+        "MindSpore plain": ["mindspore", "run", str(ms_dir / "train_cnn.py"), *script_args],
+        "MindSpore instrumented": ["mindspore", "boot", own],
     }
+
+
+def per_step(stamps: list[list], warmup: int) -> tuple[float, float]:
+    """Median steady-state epoch time per step, (wall, CPU) seconds, from one run's step stamps."""
+    most = Counter(name for _, _, name in stamps).most_common(1)[0][0]
+    steps = [(wall, cpu) for wall, cpu, name in stamps if name == most]
+    ends = range(warmup * STEPS_PER_EPOCH - 1, len(steps) - STEPS_PER_EPOCH, STEPS_PER_EPOCH)
+    if warmup < 1 or len(ends) < 1:
+        sys.exit(f"too few steps ({len(steps)}) after {warmup} warm-up epoch(s): raise --epochs")
+    epochs = [[b - a for a, b in zip(steps[e], steps[e + STEPS_PER_EPOCH])] for e in ends]
+    return (
+        statistics.median(w for w, _ in epochs) / STEPS_PER_EPOCH,
+        statistics.median(c for _, c in epochs) / STEPS_PER_EPOCH,
+    )
+
+
+def run_variant(args: list[str], out: Path, env: dict[str, str], warmup: int) -> tuple[float, float]:
+    out.unlink(missing_ok=True)
+    subprocess.run(
+        [sys.executable, str(CLOCK), str(out), *args],
+        cwd=out.parent,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        check=True,
+    )
+    return per_step(json.loads(out.read_text()), warmup)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--short", type=int, default=2, help="epochs of the short run")
-    ap.add_argument("--long", type=int, default=20, help="epochs of the long run")
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--epochs", type=int, default=8, help="epochs of every run")
+    ap.add_argument("--warmup", type=int, default=2, help="first epochs left out of the figure")
+    ap.add_argument("--repeat", type=int, default=2, help="interleaved rounds")
     opts = ap.parse_args()
     from torch2ms.convert import convert_tree
 
@@ -102,36 +121,32 @@ def main() -> None:
     )
     subprocess.run([sys.executable, "-c", "import data; data.make_image_folder()"], cwd=EXAMPLE, env=env, check=True)
     load0 = os.getloadavg()[0]
-    slopes: dict[str, list[tuple[float, float]]] = {}
-    steps = (opts.long - opts.short) * STEPS_PER_EPOCH
+    figures: dict[str, list[tuple[float, float]]] = {}
     for _ in range(opts.repeat):
-        short_cmds, long_cmds = commands(tmp, ms_dir, opts.short), commands(tmp, ms_dir, opts.long)
-        for n in short_cmds:  # torch first (MindSpore loads its record); a variant's two runs back to back
-            a, b = timed(short_cmds[n], tmp, env), timed(long_cmds[n], tmp, env)
-            slopes.setdefault(n, []).append(((b[0] - a[0]) / steps, (b[1] - a[1]) / steps))
-    report(slopes, steps, opts, (load0, os.getloadavg()[0]))
+        for name, args in commands(tmp, ms_dir, opts.epochs).items():
+            figures.setdefault(name, []).append(run_variant(args, tmp / "stamps.json", env, opts.warmup))
+    report(figures, opts, (load0, os.getloadavg()[0]))
 
 
-def report(slopes: dict[str, list[tuple[float, float]]], steps: int, opts: argparse.Namespace, load: tuple) -> None:
-    per_step = {n: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for n, v in slopes.items()}
+def report(figures: dict[str, list[tuple[float, float]]], opts: argparse.Namespace, load: tuple) -> None:
+    med = {n: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for n, v in figures.items()}
+    steady = (opts.epochs - opts.warmup - 1) * STEPS_PER_EPOCH
     print(
-        f"compare-train instrumentation overhead, examples/project/train_cnn.py: {steps} steps between runs "
-        f"of {opts.short} and {opts.long} epochs, median of {opts.repeat} rounds (load average {load[0]:.1f} → {load[1]:.1f})"
+        f"compare-train instrumentation overhead, examples/project/train_cnn.py: step times inside each process, "
+        f"{steady} steady-state steps of {opts.epochs} epochs per run, median over {opts.repeat} interleaved "
+        f"rounds (load average {load[0]:.1f} → {load[1]:.1f})"
     )
-    print(f"  {'variant':44s} {'wall ms/step':>12s} {'CPU ms/step':>12s}")
-    for name, (wall, cpu) in per_step.items():
-        print(f"  {name:44s} {1000 * wall:12.2f} {1000 * cpu:12.2f}")
-    for side, base in (("torch", "torch plain"), ("MindSpore", "MindSpore plain")):
-        inst, plain = per_step[f"{side} instrumented"], per_step[base]
-        if min(inst + plain) <= 0:
-            print(
-                f"  {side}: too noisy to tell (a longer run took less time than a shorter one): rerun on a quieter machine"
-            )
-            continue
+    print(f"  {'variant':44s} {'wall ms/step':>12s} {'CPU ms/step':>12s}   rounds (wall ms)")
+    for name, (wall, cpu) in med.items():
+        rounds = " ".join(f"{1000 * w:.2f}" for w, _ in figures[name])
+        print(f"  {name:44s} {1000 * wall:12.2f} {1000 * cpu:12.2f}   {rounds}")
+    for side, base in PAIRS:
+        inst, plain = med[f"{side} instrumented"], med[base]
         ratio_wall, ratio_cpu = inst[0] / plain[0], inst[1] / plain[1]
         verdict = "ok" if ratio_cpu <= 1.2 else "ABOVE TARGET"
         print(
-            f"  {side}: instrumented / plain per step = {ratio_cpu:.2f}× CPU, {ratio_wall:.2f}× wall (target ≤ 1.2× CPU: {verdict})"
+            f"  {side}: instrumented / plain per step = {ratio_cpu:.2f}× CPU, {ratio_wall:.2f}× wall "
+            f"(target ≤ 1.2× CPU: {verdict})"
         )
 
 
