@@ -8,15 +8,16 @@ at the end of every call of the most-called outermost Cell (the converted loop's
 TrainStep). The same clock, about a microsecond a step, runs in the plain and the instrumented process,
 so interpreter start, imports, compilation and the script's evaluation after training stay out of the
 figure (whole-process timing drowned a few-ms torch step in start-up noise of ±hundreds of ms).
-A run's per-step figure: the median, over its epochs after the first `--warmup` (graph compilation,
-model discovery, caches), of the epoch's wall (or CPU) time from the last step of the previous epoch to
-its own last step, divided by its steps, so the epoch boundary's work (scheduler, new data iterator)
-counts. Variants are interleaved in `--repeat` rounds; each variant's figure is the median over rounds.
+A variant's per-step figure: the median, over its steady-state epochs (every epoch after the first
+`--warmup`: graph compilation, model discovery, caches) of all rounds, of the epoch's wall (or CPU)
+time from the last step of the previous epoch to its own last step, divided by its steps, so the epoch
+boundary's work (scheduler, a new data iterator) counts. Variants are interleaved in `--repeat` rounds.
 CPU seconds (the process's, all its threads) are steadier than wall on a shared machine: the verdict
-is on CPU time, wall is shown beside it. MindSpore's instrumented runs need the torch record of the
-same config, so each round runs the torch variants first.
+is on CPU time, wall is shown beside it, and so is each round's CPU ratio: when the rounds disagree by
+more than 0.2 the machine was too busy to judge. MindSpore's instrumented run needs the torch record
+of the same config, so each round runs the torch variants first.
 
-Run:  .venv/bin/python bench/compare_train_bench.py [--epochs 8] [--warmup 2] [--repeat 2]
+Run:  .venv/bin/python bench/compare_train_bench.py [--epochs 30] [--warmup 2] [--repeat 2]
 """
 
 from __future__ import annotations
@@ -76,22 +77,18 @@ def commands(tmp: Path, ms_dir: Path, epochs: int) -> dict[str, list[str]]:
     }
 
 
-def per_step(stamps: list[list], warmup: int) -> tuple[float, float]:
-    """Median steady-state epoch time per step, (wall, CPU) seconds, from one run's step stamps."""
+def epoch_windows(stamps: list[list], warmup: int) -> list[tuple[float, float]]:
+    """(wall, CPU) seconds per step of each steady-state epoch, from one run's step stamps."""
     most = Counter(name for _, _, name in stamps).most_common(1)[0][0]
     steps = [(wall, cpu) for wall, cpu, name in stamps if name == most]
     ends = range(warmup * STEPS_PER_EPOCH - 1, len(steps) - STEPS_PER_EPOCH, STEPS_PER_EPOCH)
     if warmup < 1 or len(ends) < 1:
         sys.exit(f"too few steps ({len(steps)}) after {warmup} warm-up epoch(s): raise --epochs")
-    epochs = [[b - a for a, b in zip(steps[e], steps[e + STEPS_PER_EPOCH])] for e in ends]
-    return (
-        statistics.median(w for w, _ in epochs) / STEPS_PER_EPOCH,
-        statistics.median(c for _, c in epochs) / STEPS_PER_EPOCH,
-    )
+    pairs = [(steps[e], steps[e + STEPS_PER_EPOCH]) for e in ends]
+    return [((b[0] - a[0]) / STEPS_PER_EPOCH, (b[1] - a[1]) / STEPS_PER_EPOCH) for a, b in pairs]
 
 
-def run_variant(args: list[str], out: Path, env: dict[str, str], warmup: int) -> tuple[float, float]:
-    out.unlink(missing_ok=True)
+def run_variant(args: list[str], out: Path, env: dict[str, str], warmup: int) -> list[tuple[float, float]]:
     subprocess.run(
         [sys.executable, str(CLOCK), str(out), *args],
         cwd=out.parent,
@@ -100,12 +97,12 @@ def run_variant(args: list[str], out: Path, env: dict[str, str], warmup: int) ->
         stderr=subprocess.DEVNULL,
         check=True,
     )
-    return per_step(json.loads(out.read_text()), warmup)
+    return epoch_windows(json.loads(out.read_text()), warmup)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--epochs", type=int, default=8, help="epochs of every run")
+    ap.add_argument("--epochs", type=int, default=30, help="epochs of every run")
     ap.add_argument("--warmup", type=int, default=2, help="first epochs left out of the figure")
     ap.add_argument("--repeat", type=int, default=2, help="interleaved rounds")
     opts = ap.parse_args()
@@ -121,32 +118,42 @@ def main() -> None:
     )
     subprocess.run([sys.executable, "-c", "import data; data.make_image_folder()"], cwd=EXAMPLE, env=env, check=True)
     load0 = os.getloadavg()[0]
-    figures: dict[str, list[tuple[float, float]]] = {}
-    for _ in range(opts.repeat):
-        for name, args in commands(tmp, ms_dir, opts.epochs).items():
-            figures.setdefault(name, []).append(run_variant(args, tmp / "stamps.json", env, opts.warmup))
+    figures: dict[str, list[list[tuple[float, float]]]] = {}
+    for r in range(opts.repeat):
+        for k, (name, args) in enumerate(commands(tmp, ms_dir, opts.epochs).items()):
+            stamps = tmp / f"stamps-{k}-{r}.json"
+            figures.setdefault(name, []).append(run_variant(args, stamps, env, opts.warmup))
     report(figures, opts, (load0, os.getloadavg()[0]))
 
 
-def report(figures: dict[str, list[tuple[float, float]]], opts: argparse.Namespace, load: tuple) -> None:
-    med = {n: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for n, v in figures.items()}
-    steady = (opts.epochs - opts.warmup - 1) * STEPS_PER_EPOCH
+def medians(runs: list[list[tuple[float, float]]]) -> tuple[float, float]:
+    """Median per-step (wall, CPU) seconds over the steady-state epochs of the given runs."""
+    return (
+        statistics.median(w for run in runs for w, _ in run),
+        statistics.median(c for run in runs for _, c in run),
+    )
+
+
+def report(figures: dict[str, list[list[tuple[float, float]]]], opts: argparse.Namespace, load: tuple) -> None:
+    med = {name: medians(runs) for name, runs in figures.items()}
     print(
         f"compare-train instrumentation overhead, examples/project/train_cnn.py: step times inside each process, "
-        f"{steady} steady-state steps of {opts.epochs} epochs per run, median over {opts.repeat} interleaved "
-        f"rounds (load average {load[0]:.1f} → {load[1]:.1f})"
+        f"median of {(opts.epochs - opts.warmup) * opts.repeat} steady-state epochs ({opts.epochs} per run, first "
+        f"{opts.warmup} left out, {opts.repeat} interleaved rounds; load average {load[0]:.1f} → {load[1]:.1f})"
     )
-    print(f"  {'variant':44s} {'wall ms/step':>12s} {'CPU ms/step':>12s}   rounds (wall ms)")
+    print(f"  {'variant':44s} {'wall ms/step':>12s} {'CPU ms/step':>12s}")
     for name, (wall, cpu) in med.items():
-        rounds = " ".join(f"{1000 * w:.2f}" for w, _ in figures[name])
-        print(f"  {name:44s} {1000 * wall:12.2f} {1000 * cpu:12.2f}   {rounds}")
+        print(f"  {name:44s} {1000 * wall:12.2f} {1000 * cpu:12.2f}")
     for side, base in PAIRS:
         inst, plain = med[f"{side} instrumented"], med[base]
         ratio_wall, ratio_cpu = inst[0] / plain[0], inst[1] / plain[1]
+        paired = [medians([i])[1] / medians([p])[1] for i, p in zip(figures[f"{side} instrumented"], figures[base])]
         verdict = "ok" if ratio_cpu <= 1.2 else "ABOVE TARGET"
+        if max(paired) - min(paired) > 0.2:  # the rounds disagree by more than the margin judged
+            verdict += ", but the rounds disagree: rerun on a quieter machine"
         print(
             f"  {side}: instrumented / plain per step = {ratio_cpu:.2f}× CPU, {ratio_wall:.2f}× wall "
-            f"(target ≤ 1.2× CPU: {verdict})"
+            f"(CPU per round {' '.join(f'{r:.2f}' for r in paired)}; target ≤ 1.2× CPU: {verdict})"
         )
 
 

@@ -201,14 +201,18 @@ class TorchSide:
 
     def on_batch(self, index: int, batch: Any, record: bool) -> None:
         leaves = _leaves(batch)
+        keep = record and self.replay_note is None
+        if keep and not all(isinstance(x, torch.Tensor) for x in leaves):
+            self.replay_note, keep = "a batch holds something other than tensors: not replayed", False
+        if keep:  # the first leaf's copy serves its statistics too
+            arrays = [_to_numpy(x) for x in leaves]
+            self.rec.batch_stats = array_stats(arrays[0]) if arrays else None
+            self._keep(index, arrays)
+            return
         first = next((x for x in leaves if isinstance(x, torch.Tensor)), None)
         self.rec.batch_stats = array_stats(_to_numpy(first)) if first is not None else None
-        if not record or self.replay_note is not None:
-            return
-        if not all(isinstance(x, torch.Tensor) for x in leaves):
-            self.replay_note = "a batch holds something other than tensors: not replayed"
-            return
-        arrays = [_to_numpy(x) for x in leaves]
+
+    def _keep(self, index: int, arrays: list[np.ndarray]) -> None:
         self.replay_bytes += sum(a.nbytes for a in arrays)
         if self.replay_bytes > REPLAY_BYTES_CAP:
             self.replay_note = "more than 1 GiB of batches: replay stopped there"
