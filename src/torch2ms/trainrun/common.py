@@ -99,7 +99,7 @@ PROGRESS_FILE = "progress.txt"
 
 
 class ProgressFile:
-    """ "DONE TOTAL": steps done of those wanted, for the parent's progress display (runner.run_side
+    """Steps done of those wanted, as "DONE TOTAL", for the parent's progress display (runner.run_side
     polls it). Rewritten in place at one fixed width, never truncated: write_text every step took
     4-5 ms of wall time here (ext4 flushes a file truncated and rewritten when it is closed), as much
     as a small model's whole step; an in-place write takes microseconds."""
