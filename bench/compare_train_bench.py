@@ -8,16 +8,19 @@ at the end of every call of the most-called outermost Cell (the converted loop's
 TrainStep). The same clock, about a microsecond a step, runs in the plain and the instrumented process,
 so interpreter start, imports, compilation and the script's evaluation after training stay out of the
 figure (whole-process timing drowned a few-ms torch step in start-up noise of ±hundreds of ms).
-A variant's per-step figure: the median, over its steady-state epochs (every epoch after the first
-`--warmup`: graph compilation, model discovery, caches) of all rounds, of the epoch's wall (or CPU)
-time from the last step of the previous epoch to its own last step, divided by its steps, so the epoch
-boundary's work (scheduler, a new data iterator) counts. Variants are interleaved in `--repeat` rounds.
-CPU seconds (the process's, all its threads) are steadier than wall on a shared machine: the verdict
-is on CPU time, wall is shown beside it, and so is each round's CPU ratio: when the rounds disagree by
-more than 0.2 the machine was too busy to judge. MindSpore's instrumented run needs the torch record
-of the same config, so each round runs the torch variants first.
+A side's variants start together and only the epochs all of them trained at the same time count
+(perf_counter is one clock for all processes): on a shared machine they then see the same load (run
+one after the other, a load that came and went between them moved a round's ratio by ±0.3).
+Per run, an epoch's figure is its wall (or CPU) time from the last step of the previous epoch to its
+own last step, divided by its steps, so the epoch boundary's work (scheduler, a new data iterator)
+counts; the first `--warmup` epochs (graph compilation, model discovery, caches) are left out. A
+variant's per-step figure is the median over its epochs of all `--repeat` rounds. CPU seconds (the
+process's, all its threads) are steadier than wall on a shared machine: the verdict is on CPU time,
+wall is shown beside it, and so is each round's CPU ratio: when the rounds disagree by more than 0.2
+the machine was too busy to judge. MindSpore's instrumented run needs the torch record of the same
+config, so each round runs the torch variants first.
 
-Run:  .venv/bin/python bench/compare_train_bench.py [--epochs 30] [--warmup 2] [--repeat 2]
+Run:  .venv/bin/python bench/compare_train_bench.py [--epochs 40] [--warmup 2] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -44,6 +47,11 @@ EXAMPLE = ROOT / "examples" / "project"
 CLOCK = Path(__file__).resolve().with_name("step_clock.py")
 STEPS_PER_EPOCH = 4  # 72 training images, batches of 16, drop_last
 PAIRS = (("torch", "torch plain"), ("MindSpore", "MindSpore plain"))
+# the variants of a group run at the same time, so that they see the same load
+GROUPS = (
+    ("torch plain", "torch instrumented", "torch instrumented (own data, for MindSpore)"),
+    ("MindSpore plain", "MindSpore instrumented"),
+)
 
 
 def config(work: Path, epochs: int, ms_script: Path, data: str) -> Path:
@@ -77,34 +85,50 @@ def commands(tmp: Path, ms_dir: Path, epochs: int) -> dict[str, list[str]]:
     }
 
 
-def epoch_windows(stamps: list[list], warmup: int) -> list[tuple[float, float]]:
-    """(wall, CPU) seconds per step of each steady-state epoch, from one run's step stamps."""
+def steady_steps(stamps: list[list], warmup: int) -> list[tuple[float, float]]:
+    """(wall, CPU) stamps of one run's steps from the last step of its warm-up epochs on."""
     most = Counter(name for _, _, name in stamps).most_common(1)[0][0]
-    steps = [(wall, cpu) for wall, cpu, name in stamps if name == most]
-    ends = range(warmup * STEPS_PER_EPOCH - 1, len(steps) - STEPS_PER_EPOCH, STEPS_PER_EPOCH)
-    if warmup < 1 or len(ends) < 1:
-        sys.exit(f"too few steps ({len(steps)}) after {warmup} warm-up epoch(s): raise --epochs")
-    pairs = [(steps[e], steps[e + STEPS_PER_EPOCH]) for e in ends]
-    return [((b[0] - a[0]) / STEPS_PER_EPOCH, (b[1] - a[1]) / STEPS_PER_EPOCH) for a, b in pairs]
+    return [(wall, cpu) for wall, cpu, name in stamps if name == most][max(warmup * STEPS_PER_EPOCH - 1, 0) :]
 
 
-def run_variant(args: list[str], out: Path, env: dict[str, str], warmup: int) -> list[tuple[float, float]]:
-    subprocess.run(
-        [sys.executable, str(CLOCK), str(out), *args],
-        cwd=out.parent,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        check=True,
-    )
-    return epoch_windows(json.loads(out.read_text()), warmup)
+def epoch_windows(steps: list[tuple[float, float]], span: tuple[float, float]) -> list[tuple[float, float]]:
+    """(wall, CPU) seconds per step of each epoch whose steps all ran within `span` (wall clock)."""
+    pairs = [(steps[e], steps[e + STEPS_PER_EPOCH]) for e in range(0, len(steps) - STEPS_PER_EPOCH, STEPS_PER_EPOCH)]
+    return [
+        ((b[0] - a[0]) / STEPS_PER_EPOCH, (b[1] - a[1]) / STEPS_PER_EPOCH)
+        for a, b in pairs
+        if span[0] <= a[0] and b[0] <= span[1]
+    ]
+
+
+def run_together(cmds: dict[str, list[str]], tmp: Path, env: dict[str, str], warmup: int) -> dict[str, list]:
+    """Start the variants at once, wait for all; each one's epoch windows while all were training."""
+    procs = {}
+    for k, (name, args) in enumerate(cmds.items()):
+        out = tmp / f"stamps-{k}.json"
+        out.unlink(missing_ok=True)
+        cmd = [sys.executable, str(CLOCK), str(out), *args]
+        procs[name] = (
+            subprocess.Popen(cmd, cwd=tmp, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
+            out,
+        )
+    steady = {}
+    for name, (proc, out) in procs.items():
+        if proc.wait() != 0 or not out.is_file():
+            sys.exit(f"{name}: the run failed (exit code {proc.returncode}); run it by hand: {' '.join(cmds[name])}")
+        steady[name] = steady_steps(json.loads(out.read_text()), warmup)
+    span = (max(s[0][0] for s in steady.values() if s), min(s[-1][0] for s in steady.values() if s))
+    windows = {name: epoch_windows(steps, span) for name, steps in steady.items()}
+    if min(len(w) for w in windows.values()) < 2:
+        sys.exit(f"fewer than 2 epochs of {', '.join(cmds)} trained at the same time: raise --epochs")
+    return windows
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--epochs", type=int, default=30, help="epochs of every run")
+    ap.add_argument("--epochs", type=int, default=40, help="epochs of every run")
     ap.add_argument("--warmup", type=int, default=2, help="first epochs left out of the figure")
-    ap.add_argument("--repeat", type=int, default=2, help="interleaved rounds")
+    ap.add_argument("--repeat", type=int, default=3, help="rounds")
     opts = ap.parse_args()
     from torch2ms.convert import convert_tree
 
@@ -119,10 +143,11 @@ def main() -> None:
     subprocess.run([sys.executable, "-c", "import data; data.make_image_folder()"], cwd=EXAMPLE, env=env, check=True)
     load0 = os.getloadavg()[0]
     figures: dict[str, list[list[tuple[float, float]]]] = {}
-    for r in range(opts.repeat):
-        for k, (name, args) in enumerate(commands(tmp, ms_dir, opts.epochs).items()):
-            stamps = tmp / f"stamps-{k}-{r}.json"
-            figures.setdefault(name, []).append(run_variant(args, stamps, env, opts.warmup))
+    for _ in range(opts.repeat):
+        cmds = commands(tmp, ms_dir, opts.epochs)
+        for group in GROUPS:  # torch first: MindSpore's instrumented run loads its record
+            for name, windows in run_together({n: cmds[n] for n in group}, tmp, env, opts.warmup).items():
+                figures.setdefault(name, []).append(windows)
     report(figures, opts, (load0, os.getloadavg()[0]))
 
 
@@ -138,12 +163,12 @@ def report(figures: dict[str, list[list[tuple[float, float]]]], opts: argparse.N
     med = {name: medians(runs) for name, runs in figures.items()}
     print(
         f"compare-train instrumentation overhead, examples/project/train_cnn.py: step times inside each process, "
-        f"median of {(opts.epochs - opts.warmup) * opts.repeat} steady-state epochs ({opts.epochs} per run, first "
-        f"{opts.warmup} left out, {opts.repeat} interleaved rounds; load average {load[0]:.1f} → {load[1]:.1f})"
+        f"median over the steady-state epochs a side's variants trained at the same time ({opts.epochs} epochs a "
+        f"run, first {opts.warmup} left out, {opts.repeat} rounds; load average {load[0]:.1f} → {load[1]:.1f})"
     )
-    print(f"  {'variant':44s} {'wall ms/step':>12s} {'CPU ms/step':>12s}")
+    print(f"  {'variant':44s} {'wall ms/step':>12s} {'CPU ms/step':>12s} {'epochs':>7s}")
     for name, (wall, cpu) in med.items():
-        print(f"  {name:44s} {1000 * wall:12.2f} {1000 * cpu:12.2f}")
+        print(f"  {name:44s} {1000 * wall:12.2f} {1000 * cpu:12.2f} {sum(map(len, figures[name])):7d}")
     for side, base in PAIRS:
         inst, plain = med[f"{side} instrumented"], med[base]
         ratio_wall, ratio_cpu = inst[0] / plain[0], inst[1] / plain[1]
