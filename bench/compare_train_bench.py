@@ -109,14 +109,14 @@ def run_together(cmds: dict[str, list[str]], tmp: Path, env: dict[str, str], war
         out = tmp / f"stamps-{k}.json"
         out.unlink(missing_ok=True)
         cmd = [sys.executable, str(CLOCK), str(out), *args]
-        procs[name] = (
-            subprocess.Popen(cmd, cwd=tmp, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
-            out,
-        )
+        proc = subprocess.Popen(cmd, cwd=tmp, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        procs[name] = (proc, out, cmd)
     steady = {}
-    for name, (proc, out) in procs.items():
+    for name, (proc, out, cmd) in procs.items():
         if proc.wait() != 0 or not out.is_file():
-            sys.exit(f"{name}: the run failed (exit code {proc.returncode}); run it by hand: {' '.join(cmds[name])}")
+            sys.exit(
+                f"{name}: the run failed (exit code {proc.returncode}); see its output: cd {tmp} && {' '.join(cmd)}"
+            )
         steady[name] = steady_steps(json.loads(out.read_text()), warmup)
     span = (max(s[0][0] for s in steady.values() if s), min(s[-1][0] for s in steady.values() if s))
     windows = {name: epoch_windows(steps, span) for name, steps in steady.items()}
