@@ -51,13 +51,25 @@ def test_r26_progress_file_rewritten_in_place_at_one_width(tmp_path):
     from torch2ms.trainrun.common import ProgressFile
 
     path = tmp_path / "progress.txt"
-    shown = ProgressFile(path, 100)
+    shown = ProgressFile(path, 100, interval=0.0)
     assert not path.exists()  # no file before the first step
     seen = []
     for done in (1, 10, 100, 150):
         shown.show(done)
         seen.append(path.read_text())
     assert seen == ["  1 100", " 10 100", "100 100", "100 100"]  # done is capped at the total
+
+
+def test_r26_progress_file_written_at_most_every_interval_and_at_the_last_step(tmp_path):
+    from torch2ms.trainrun.common import ProgressFile
+
+    path = tmp_path / "progress.txt"
+    shown = ProgressFile(path, 100, interval=60.0)
+    seen = []
+    for done in (1, 2, 99, 100):
+        shown.show(done)
+        seen.append(path.read_text())
+    assert seen == ["  1 100", "  1 100", "  1 100", "100 100"]
 
 
 def test_r26_run_side_timeout_still_finishes_the_phase(tmp_path):
