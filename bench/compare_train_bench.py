@@ -10,7 +10,7 @@ so interpreter start, imports, compilation and the script's evaluation after tra
 figure (whole-process timing drowned a few-ms torch step in start-up noise of ±hundreds of ms).
 A side's variants start together and only the epochs all of them trained at the same time count
 (perf_counter is one clock for all processes): on a shared machine they then see the same load (run
-one after the other, a load that came and went between them moved a round's ratio by ±0.3).
+one after the other, a load that came and went between them spread the rounds' ratios over 0.8-1.6).
 Per run, an epoch's figure is its wall (or CPU) time from the last step of the previous epoch to its
 own last step, divided by its steps, so the epoch boundary's work (scheduler, a new data iterator)
 counts; the first `--warmup` epochs (graph compilation, model discovery, caches) are left out. A
