@@ -29,19 +29,47 @@ class Recording(Progress):
 
 
 def test_r26_run_side_reports_the_steps_a_script_records(tmp_path):
-    # what common.Recorder writes after each optimizer step, at a pace the poll sees
+    # the real common.Recorder in the child, at a pace the poll sees; a stale longer file goes first
+    (tmp_path / "side").mkdir()
+    (tmp_path / "side" / "progress.txt").write_text("999 1000 from an earlier run")
     child = (
-        "import pathlib, sys, time\n"
-        "p = pathlib.Path(sys.argv[1]) / 'side' / 'progress.txt'\n"
-        "for k in (1, 2, 3):\n"
-        "    p.write_text(f'{k} 3')\n"
+        "import sys, time\n"
+        "from torch2ms.trainrun.common import Recorder\n"
+        "rec = Recorder('side', {'work': sys.argv[1], 'steps': 10})\n"
+        "for _ in range(3):\n"
+        "    rec.step(0, [0.1], None, {})\n"
         "    time.sleep(0.5)\n"
     )
     progress = Recording()
-    run = run_side("side", [sys.executable, "-c", child, str(tmp_path)], tmp_path, tmp_path, 60, progress, "steps", 3)
+    run = run_side("side", [sys.executable, "-c", child, str(tmp_path)], tmp_path, tmp_path, 60, progress, "steps", 10)
     assert run.returncode == 0
-    assert progress.updates == [("steps", 0, 3), ("steps", 1, 3), ("steps", 2, 3), ("steps", 3, 3)]
+    assert progress.updates == [("steps", 0, 10), ("steps", 1, 10), ("steps", 2, 10), ("steps", 3, 10)]
     assert progress.finished == ["steps"]
+
+
+def test_r26_progress_file_rewritten_in_place_at_one_width(tmp_path):
+    from torch2ms.trainrun.common import ProgressFile
+
+    path = tmp_path / "progress.txt"
+    shown = ProgressFile(path, 100, interval=0.0)
+    assert not path.exists()  # no file before the first step
+    seen = []
+    for done in (1, 10, 100, 150):
+        shown.show(done)
+        seen.append(path.read_text())
+    assert seen == ["  1 100", " 10 100", "100 100", "100 100"]  # done is capped at the total
+
+
+def test_r26_progress_file_written_at_most_every_interval_and_at_the_last_step(tmp_path):
+    from torch2ms.trainrun.common import ProgressFile
+
+    path = tmp_path / "progress.txt"
+    shown = ProgressFile(path, 100, interval=60.0)
+    seen = []
+    for done in (1, 2, 99, 100):
+        shown.show(done)
+        seen.append(path.read_text())
+    assert seen == ["  1 100", "  1 100", "  1 100", "100 100"]
 
 
 def test_r26_run_side_timeout_still_finishes_the_phase(tmp_path):

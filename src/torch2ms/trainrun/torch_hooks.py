@@ -122,6 +122,7 @@ class TorchSide:
         self.iterators: list[list[list[np.ndarray]]] = []
         self.replay_bytes = 0
         self.replay_note: str | None = None
+        self.stats_later: list[tuple[dict[str, Any], np.ndarray]] = []
 
     # -- optimizers and models -------------------------------------------------------------------
     def register_optimizer(self, opt: torch.optim.Optimizer) -> None:
@@ -201,22 +202,39 @@ class TorchSide:
 
     def on_batch(self, index: int, batch: Any, record: bool) -> None:
         leaves = _leaves(batch)
+        keep = record and self.replay_note is None
+        if keep and not all(isinstance(x, torch.Tensor) for x in leaves):
+            self.replay_note, keep = "a batch holds something other than tensors: not replayed", False
+        if keep:
+            arrays = [_to_numpy(x) for x in leaves]
+            if arrays and self._keep(index, arrays):
+                # a kept batch's statistics wait for the end (fill_batch_stats), off the training step:
+                # the steps' events hold this dict until then
+                self.rec.batch_stats = {}
+                self.stats_later.append((self.rec.batch_stats, arrays[0]))
+            else:
+                self.rec.batch_stats = array_stats(arrays[0]) if arrays else None
+            return
         first = next((x for x in leaves if isinstance(x, torch.Tensor)), None)
         self.rec.batch_stats = array_stats(_to_numpy(first)) if first is not None else None
-        if not record or self.replay_note is not None:
-            return
-        if not all(isinstance(x, torch.Tensor) for x in leaves):
-            self.replay_note = "a batch holds something other than tensors: not replayed"
-            return
-        arrays = [_to_numpy(x) for x in leaves]
+
+    def _keep(self, index: int, arrays: list[np.ndarray]) -> bool:
         self.replay_bytes += sum(a.nbytes for a in arrays)
         if self.replay_bytes > REPLAY_BYTES_CAP:
             self.replay_note = "more than 1 GiB of batches: replay stopped there"
-            return
+            return False
         self.iterators[index].append(arrays)
+        return True
+
+    def fill_batch_stats(self) -> None:
+        """The statistics of the batches kept for replay, into the dicts the steps' events hold."""
+        for stats, array in self.stats_later:
+            stats.update(array_stats(array))
+        self.stats_later = []
 
     # -- the end -----------------------------------------------------------------------------------
     def finish(self, status: str) -> None:
+        self.fill_batch_stats()  # first: the record is written after finish, even if saving fails
         for m in self.models:
             m.save(self.rec.out / m.describe()["final"])
         self.rec.models = [m.describe() for m in self.models]
