@@ -225,12 +225,14 @@ def test_r14_mnist_and_cifar10_read_torchvision_folders():
 
 def test_r14_download_and_datasets_without_a_reader_are_marked_not_dropped():
     res = conv(
-        HEAD + VISION + "m = datasets.Flowers102('data', download=True)\nv = datasets.CocoDetection('imgs', 'a.json')\n"
+        HEAD
+        + VISION
+        + "m = datasets.VOCDetection('data', download=True)\nv = datasets.CocoDetection('imgs', 'a.json')\n"
     )
-    assert "# torch2ms: not converted — torchvision.datasets.Flowers102: download=True" in res.code
+    assert "# torch2ms: not converted — torchvision.datasets.VOCDetection: download=True" in res.code
     assert "# torch2ms: not converted — torchvision.datasets.CocoDetection" in res.code
     assert {c.api for c in res.changes if c.action == "not-converted"} >= {
-        "torchvision.datasets.Flowers102",
+        "torchvision.datasets.VOCDetection",
         "torchvision.datasets.CocoDetection",
     }
 

@@ -306,6 +306,64 @@ def test_r14_converted_cifar10_download_fetches_the_binary_release_and_gives_tor
         np.testing.assert_array_equal(m_lab, t_lab)
 
 
+TORCH_FLOWERS = """
+from torch.utils.data import DataLoader
+from torchvision import datasets, transforms
+
+transform = transforms.Compose([transforms.Resize(6), transforms.ToTensor()])
+loader = DataLoader(datasets.Flowers102({root!r}, split="train", download=True, transform=transform), batch_size=2)
+"""
+
+
+def _write_flowers(folder: Path) -> dict[str, tuple[str, str]]:
+    """4 JPEGs in 102flowers.tgz (jpg/), labels and splits in .mat files: torchvision's _file_dict for them."""
+    import scipy.io
+    from PIL import Image
+
+    rng = np.random.default_rng(4)
+    members = {}
+    for i in range(1, 5):
+        buf = io.BytesIO()
+        Image.fromarray(rng.integers(0, 256, (10, 12, 3), np.uint8)).save(buf, format="JPEG")
+        members[f"jpg/image_{i:05d}.jpg"] = buf.getvalue()
+    (folder / "102flowers.tgz").write_bytes(_cifar_binary_archive(members))
+    scipy.io.savemat(folder / "imagelabels.mat", {"labels": np.array([[3, 1, 102, 7]])})
+    splits = {"trnid": np.array([[1, 3, 4]]), "valid": np.array([[2]]), "tstid": np.array([[4]])}
+    scipy.io.savemat(folder / "setid.mat", splits)
+    names = {"image": "102flowers.tgz", "label": "imagelabels.mat", "setid": "setid.mat"}
+    return {key: (name, _md5((folder / name).read_bytes())) for key, name in names.items()}
+
+
+@pytest.mark.differential
+def test_r14_converted_flowers102_download_fetches_and_gives_torchvisions_batches(tmp_path, served, monkeypatch):
+    torchvision = pytest.importorskip("torchvision")
+    pytest.importorskip("mindspore")
+    pytest.importorskip("scipy")
+    folder, server = served
+    file_dict = _write_flowers(folder)
+    monkeypatch.setattr(torchvision.datasets.Flowers102, "_download_url_prefix", server.url)
+    monkeypatch.setattr(torchvision.datasets.Flowers102, "_file_dict", file_dict)
+    monkeypatch.setenv(MIRROR_ENV, server.url)
+    release = dataset_files.RELEASES["Flowers102"]
+    files = tuple(file_dict[key] for key in ("image", "label", "setid"))
+    monkeypatch.setitem(dataset_files.RELEASES, "Flowers102", dataclasses.replace(release, files=files))
+    (tmp_path / "torch_flowers.py").write_text(TORCH_FLOWERS.format(root=str(tmp_path / "t")))
+    converted = convert_source(TORCH_FLOWERS.format(root=str(tmp_path / "m")))
+    assert converted.error is None and "fetch_dataset('Flowers102'" in converted.code
+    (tmp_path / "ms_flowers.py").write_text(converted.code)
+    tmod = _load(tmp_path / "torch_flowers.py", "t2m_torch_fetch_flowers")
+    before = len(server.requests)
+    mmod = _load(tmp_path / "ms_flowers.py", "t2m_ms_fetch_flowers")
+    assert sorted(server.requests[before:]) == ["/102flowers.tgz", "/imagelabels.mat", "/setid.mat"]
+    t_batches = [tuple(v.numpy() for v in b) for b in tmod.loader]
+    m_batches = [tuple(v.asnumpy() for v in b) for b in mmod.loader.create_tuple_iterator()]
+    assert len(t_batches) == len(m_batches) == 2
+    for (t_img, t_lab), (m_img, m_lab) in zip(t_batches, m_batches):
+        assert t_img.shape == m_img.shape
+        np.testing.assert_allclose(m_img, t_img, atol=1e-6)
+        np.testing.assert_array_equal(m_lab, t_lab)
+
+
 def test_r14_cifar100_and_svhn_download_fetch_their_release():
     head = "from torchvision import datasets\n"
     code = convert_source(
@@ -313,7 +371,15 @@ def test_r14_cifar100_and_svhn_download_fetch_their_release():
     ).code
     assert "str(fetch_dataset('CIFAR100', 'd')) + '/cifar-100-binary'" in code
     assert "ds.SVHNDataset(str(fetch_dataset('SVHN/extra', 'd')), usage='extra'" in code
-    assert set(dataset_files.RELEASES) >= {"MNIST", "FashionMNIST", "KMNIST", "CIFAR10", "CIFAR100", "SVHN/extra"}
+    assert set(dataset_files.RELEASES) >= {
+        "MNIST",
+        "FashionMNIST",
+        "KMNIST",
+        "CIFAR10",
+        "CIFAR100",
+        "SVHN/extra",
+        "Flowers102",
+    }
 
 
 def _framework_imports(code: str) -> list[str]:

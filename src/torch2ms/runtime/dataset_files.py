@@ -49,7 +49,7 @@ def _idx_release(folder: str, mirrors: tuple[str, ...], md5s: tuple[str, str, st
 _TORONTO = ("https://www.cs.toronto.edu/~kriz/",)
 _SVHN = ("http://ufldl.stanford.edu/housenumbers/",)
 
-# torchvision's mirrors and md5s (torchvision/datasets/mnist.py, svhn.py); CIFAR's binary releases and their
+# torchvision's mirrors and md5s (torchvision/datasets/mnist.py, svhn.py, flowers102.py); CIFAR's binary releases and their
 # md5s are the ones the CIFAR page (cs.toronto.edu/~kriz/cifar.html) lists next to the Python ones torchvision uses.
 RELEASES: dict[str, Release] = {
     "MNIST": _idx_release(
@@ -93,6 +93,18 @@ RELEASES: dict[str, Release] = {
         (("cifar-100-binary.tar.gz", "03b5dce01913d631647c71ecec9e9cb8"),),
         _TORONTO,
         ("cifar-100-binary/train.bin", "cifar-100-binary/test.bin"),
+    ),
+    # torchvision/datasets/flowers102.py: the JPEGs' archive (unpacked to jpg/) and the two .mat files beside it
+    "Flowers102": Release(
+        "flowers-102",
+        (
+            ("102flowers.tgz", "52808999861908f626f3c1f4e79d11fa"),
+            ("imagelabels.mat", "e0620be6f572b9609742df49c70aed4d"),
+            ("setid.mat", "a5357ecc9cb78c4bef273ce3793fc85c"),
+        ),
+        ("https://www.robots.ox.ac.uk/~vgg/data/flowers/102/",),
+        ("jpg/image_00001.jpg", "imagelabels.mat", "setid.mat"),
+        "flowers-102",
     ),
     "SVHN/train": Release("", (("train_32x32.mat", "e26dedcc434d2e4c54c9b2d4a06d8373"),), _SVHN, ("train_32x32.mat",)),
     "SVHN/test": Release("", (("test_32x32.mat", "eb5a983be6a315427106f1b164d9cef3"),), _SVHN, ("test_32x32.mat",)),
@@ -147,7 +159,7 @@ def _download(name: str, file_name: str, md5: str, path: str, official: tuple[st
     errors = []
     for base in _mirrors(official):
         url = base + file_name
-        part = path + ".part"
+        part = f"{path}.{os.getpid()}.part"  # one per process: data-parallel workers may fetch at once
         try:
             with urllib.request.urlopen(url, timeout=TIMEOUT_S) as response, open(part, "wb") as out:
                 shutil.copyfileobj(response, out)
@@ -178,9 +190,10 @@ def _unpack(path: str, folder: str) -> None:
                 tar.extractall(folder)
     elif path.endswith(".gz"):
         target = os.path.join(folder, os.path.basename(path)[:-3])
-        with gzip.open(path, "rb") as src, open(target + ".part", "wb") as out:
+        part = f"{target}.{os.getpid()}.part"
+        with gzip.open(path, "rb") as src, open(part, "wb") as out:
             shutil.copyfileobj(src, out)
-        os.replace(target + ".part", target)
+        os.replace(part, target)
 
 
 def _md5(path: str) -> str:

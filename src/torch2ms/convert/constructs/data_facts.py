@@ -39,7 +39,8 @@ TV_DATASETS = {
 }
 # download=True converts for these: torch2ms.runtime.fetch_dataset fetches the files first (runtime/dataset_files.py)
 FETCHED_DATASETS = frozenset(
-    f"torchvision.datasets.{n}" for n in ("MNIST", "FashionMNIST", "KMNIST", "CIFAR10", "CIFAR100", "SVHN")
+    f"torchvision.datasets.{n}"
+    for n in ("MNIST", "FashionMNIST", "KMNIST", "CIFAR10", "CIFAR100", "SVHN", "Flowers102")
 )
 
 

@@ -83,8 +83,8 @@ def svhn(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 @handler
 def flowers102(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """Flowers102(root, split) → Flowers102Dataset(root + '/flowers-102', usage, decode=False) + Decode(to_pil=True)."""
-    _no_download(bound, "Flowers102Dataset")
-    root = _root(bound, "Flowers102")
+    _root(bound, "Flowers102")
+    root = fetched_root(bound, "Flowers102")
     ctor = (
         f"mindspore.dataset.Flowers102Dataset(str({root}) + '/flowers-102', task='Classification', "
         f"usage={_split(bound, 'train', _FLOWERS_SPLITS)}, decode=False)"
