@@ -225,14 +225,32 @@ def test_r14_mnist_and_cifar10_read_torchvision_folders():
 
 def test_r14_download_and_datasets_without_a_reader_are_marked_not_dropped():
     res = conv(
-        HEAD + VISION + "m = datasets.MNIST('data', download=True)\nv = datasets.CocoDetection('imgs', 'a.json')\n"
+        HEAD
+        + VISION
+        + "m = datasets.VOCDetection('data', download=True)\nv = datasets.CocoDetection('imgs', 'a.json')\n"
     )
-    assert "# torch2ms: not converted — torchvision.datasets.MNIST: download=True" in res.code
+    assert "# torch2ms: not converted — torchvision.datasets.VOCDetection: download=True" in res.code
     assert "# torch2ms: not converted — torchvision.datasets.CocoDetection" in res.code
     assert {c.api for c in res.changes if c.action == "not-converted"} >= {
-        "torchvision.datasets.MNIST",
+        "torchvision.datasets.VOCDetection",
         "torchvision.datasets.CocoDetection",
     }
+
+
+def test_r14_mnist_download_fetches_the_files_then_reads_them():
+    code = conv(
+        HEAD
+        + VISION
+        + "m = datasets.MNIST('data', download=True)\nc = datasets.CIFAR10(root, train=False, download=args.download)\n"
+    ).code
+    assert "not converted" not in code
+    assert "from torch2ms.runtime import fetch_dataset" in code
+    assert line_with(code, "m =").startswith(
+        "m = ds.MnistDataset(str(fetch_dataset('MNIST', 'data')) + '/MNIST/raw', usage='train', shuffle=False)"
+    )
+    assert line_with(code, "c =").startswith(
+        "c = ds.Cifar10Dataset(str(fetch_dataset('CIFAR10', root, download=args.download)) + '/cifar-10-batches-bin'"
+    )
 
 
 @pytest.mark.parametrize(

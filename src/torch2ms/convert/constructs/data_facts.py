@@ -37,6 +37,11 @@ TV_DATASETS = {
     "torchvision.datasets.CocoDetection": "torchvision_2.coco_detection",
     "torchvision.datasets.CocoCaptions": "torchvision_2.coco_captions",
 }
+# download=True converts for these: torch2ms.runtime.fetch_dataset fetches the files first (runtime/dataset_files.py)
+FETCHED_DATASETS = frozenset(
+    f"torchvision.datasets.{n}"
+    for n in ("MNIST", "FashionMNIST", "KMNIST", "CIFAR10", "CIFAR100", "SVHN", "Flowers102")
+)
 
 
 @dataclass
@@ -171,7 +176,7 @@ def scan_data(source: str, tree: ast.Module, imap, kb, plan=None) -> DataFacts |
         elif full == TENSOR_DATASET:
             _set_kind(facts, name, "tensor_dataset")
             facts.columns[name] = columns_for(len(call.args))
-        elif full in TV_DATASETS and not _downloads(call):
+        elif full in TV_DATASETS and (full in FETCHED_DATASETS or not _downloads(call)):
             _set_kind(facts, name, "ms_dataset")
             if full == "torchvision.datasets.ImageFolder":
                 facts.folders.add(name)
@@ -210,7 +215,7 @@ def _set_kind(facts: DataFacts, name: str, kind: str) -> None:
 
 
 def _downloads(call: ast.Call) -> bool:
-    """``download=True`` (any literal true): MindSpore's datasets do not download, so the call stays torchvision's."""
+    """``download=True`` (any literal true): a dataset the runtime cannot fetch stays torchvision's."""
     flag = next((k.value for k in call.keywords if k.arg == "download"), None)
     return isinstance(flag, ast.Constant) and bool(flag.value)
 

@@ -235,12 +235,26 @@ def cifar10(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     return _binary_dataset(bound, "CIFAR10", "Cifar10Dataset", "/cifar-10-batches-bin")
 
 
+def fetched_root(bound: dict[str, str], release: str) -> str:
+    """The dataset's root; with ``download=True`` (or a run-time flag) the runtime helper fetching the files first.
+
+    MindSpore's readers never download: ``torch2ms.runtime.fetch_dataset`` fetches what torchvision fetches
+    (CIFAR: the binary release the reader reads), skips files already there and returns the root.
+    """
+    root = bound["root"]
+    flag = bound.get("download", "False")
+    value = literal(flag)
+    if value is not NOT_LITERAL and not value:
+        return root
+    extra = "" if value is True else f", download={flag}"
+    return f"torch2ms.runtime.fetch_dataset({release!r}, {root}{extra})"
+
+
 def _binary_dataset(bound: dict[str, str], torch_name: str, ms_name: str, subdir: str) -> str:
     """MindSpore reads the datasets' binary files from the folder torchvision downloads them to."""
-    _no_download(bound, ms_name)
-    root = bound.get("root")
-    if root is None:
+    if bound.get("root") is None:
         raise Unsupported(_("{name}() needs a root").format(name=torch_name))
+    root = fetched_root(bound, torch_name)
     ctor = f"mindspore.dataset.{ms_name}(str({root}) + '{subdir}', usage={_usage(bound)})"
     return _dataset_pipeline(ctor, bound, TO_PIL)
 

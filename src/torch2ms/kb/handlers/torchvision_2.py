@@ -21,6 +21,7 @@ from .data_pipeline import (
     _operations,
     _usage,
     _workers,
+    fetched_root,
 )
 
 # torchvision's split → MindSpore's usage, per dataset ('val' is 'valid')
@@ -60,8 +61,9 @@ def _split(bound: dict[str, str], default: str, splits: dict[str, str]) -> str:
 @handler
 def cifar100(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """CIFAR100(root, train) → Cifar100Dataset(root + '/cifar-100-binary', usage), its fine labels as 'label'."""
-    _no_download(bound, "Cifar100Dataset")
-    ctor = f"mindspore.dataset.Cifar100Dataset(str({_root(bound, 'CIFAR100')}) + '/cifar-100-binary', usage={_usage(bound)})"
+    _root(bound, "CIFAR100")
+    root = fetched_root(bound, "CIFAR100")
+    ctor = f"mindspore.dataset.Cifar100Dataset(str({root}) + '/cifar-100-binary', usage={_usage(bound)})"
     pipe = _dataset_pipeline(ctor, bound, TO_PIL)
     at = pipe.index(").map(operations=") + 1
     # torchvision returns (image, fine label): MindSpore has image, coarse_label and fine_label columns
@@ -71,16 +73,18 @@ def cifar100(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 @handler
 def svhn(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """SVHN(root, split) → SVHNDataset(root, usage): the same .mat files, digit 0 labelled 0 on both sides."""
-    _no_download(bound, "SVHNDataset")
-    ctor = f"mindspore.dataset.SVHNDataset(str({_root(bound, 'SVHN')}), usage={_split(bound, 'train', _SVHN_SPLITS)})"
+    usage = _split(bound, "train", _SVHN_SPLITS)
+    _root(bound, "SVHN")
+    root = fetched_root(bound, "SVHN/" + usage.strip("'"))
+    ctor = f"mindspore.dataset.SVHNDataset(str({root}), usage={usage})"
     return _dataset_pipeline(ctor, bound, TO_PIL)
 
 
 @handler
 def flowers102(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """Flowers102(root, split) → Flowers102Dataset(root + '/flowers-102', usage, decode=False) + Decode(to_pil=True)."""
-    _no_download(bound, "Flowers102Dataset")
-    root = _root(bound, "Flowers102")
+    _root(bound, "Flowers102")
+    root = fetched_root(bound, "Flowers102")
     ctor = (
         f"mindspore.dataset.Flowers102Dataset(str({root}) + '/flowers-102', task='Classification', "
         f"usage={_split(bound, 'train', _FLOWERS_SPLITS)}, decode=False)"
