@@ -25,7 +25,7 @@ _KIND_WORDS = {
 
 def kind_word(kind: str) -> str:
     """A divergence's kind in the current language."""
-    return _(_KIND_WORDS[kind]) if kind in _KIND_WORDS else kind
+    return _word(_KIND_WORDS, kind)
 
 
 # The phases compare times (CompareReport.timings keys; report.json keeps the keys), in words.
@@ -46,12 +46,12 @@ _TIMING_WORDS = {
 
 def timing_word(key: str) -> str:
     """A timed phase of compare in the current language."""
-    return _(_TIMING_WORDS[key]) if key in _TIMING_WORDS else key
+    return _word(_TIMING_WORDS, key)
 
 
 def verdict_word(verdict: str) -> str:
     """A row's verdict in the current language."""
-    return _(_VERDICT_WORDS[verdict]) if verdict in _VERDICT_WORDS else verdict
+    return _word(_VERDICT_WORDS, verdict)
 
 
 def status_word(status: str) -> str:
@@ -60,7 +60,12 @@ def status_word(status: str) -> str:
 
 
 def phase_word(phase: str) -> str:
-    return _(_PHASE_WORDS[phase]) if phase in _PHASE_WORDS else phase
+    return _word(_PHASE_WORDS, phase)
+
+
+def _word(words: dict[str, str], key: str) -> str:
+    """``key``'s word from a table of N_() messages, in the current language (the key itself when not listed)."""
+    return _(words[key]) if key in words else key
 
 
 def fmt(value: Any, digits: int = 2) -> str:
