@@ -105,6 +105,7 @@ def _top_level_stores(tree: ast.Module) -> set[str]:
 def facts(state: FileState) -> None:
     assert state.tree is not None
     state.facts = module_facts(state.tree, state.kb, state.local_roots, state.project_modules, state.imap)
+    state.facts.source = state.source
 
 
 def data(state: FileState) -> None:
@@ -134,6 +135,7 @@ def refresh(state: FileState) -> None:
     tree = ast.parse(code)
     imap = project_import_map(tree, state.local_roots, state.project_names)
     new = module_facts(tree, state.kb, state.local_roots, state.project_modules, imap)
+    new.source = code
     for cls, fn, name in state.assumed_modules:
         new.assume_module(cls, fn, name)
     try:
