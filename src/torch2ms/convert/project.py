@@ -32,6 +32,7 @@ from ..analysis.sourcefiles import BadInput, TreeListing, display, read_python, 
 from ..i18n import N_, _
 from ..progress import Progress
 from .constructs import vision_models
+from .pipeline import collector_paused
 from .project_paths import (
     REPORT_JSON,
     REPORT_MD,
@@ -216,16 +217,9 @@ def _project_facts(
     and per module the torch names it gets from other project files (``from .parts import *``)."""
     classes: list[tuple[str, tuple[str, ...], bool]] = []
     imports: dict[str, tuple[ast.Module, bool]] = {}
-    for p in py_files:
-        try:
-            tree = ast.parse(read_python(p).text)
-        except (BadInput, SyntaxError, ValueError, RecursionError, MemoryError):
-            continue  # reported when the file itself is converted
-        classes += _class_bases(tree, roots)
-        try:
-            imports[module_name(p.relative_to(base))] = (_top_level_imports(tree), p.name == "__init__.py")
-        except ValueError:
-            pass
+    with collector_paused():  # each tree is freed as the next is parsed (no cycles): nothing to collect
+        for p in py_files:
+            _project_file_facts(p, base, roots, classes, imports)
     found: set[str] = set()
     changed = True
     while changed:
@@ -235,6 +229,25 @@ def _project_facts(
                 found.add(name)
                 changed = True
     return frozenset(found), project_bindings(imports, roots)
+
+
+def _project_file_facts(
+    p: Path,
+    base: Path,
+    roots: frozenset[str],
+    classes: list[tuple[str, tuple[str, ...], bool]],
+    imports: dict[str, tuple[ast.Module, bool]],
+) -> None:
+    """One file's part of ``_project_facts``: its classes and its top-level imports."""
+    try:
+        tree = ast.parse(read_python(p).text)
+    except (BadInput, SyntaxError, ValueError, RecursionError, MemoryError):
+        return  # reported when the file itself is converted
+    classes += _class_bases(tree, roots)
+    try:
+        imports[module_name(p.relative_to(base))] = (_top_level_imports(tree), p.name == "__init__.py")
+    except ValueError:
+        pass
 
 
 def local_packages(src: Path) -> frozenset[str]:

@@ -10,6 +10,7 @@ parent, so the knowledge base loaded once is shared, and so are a test's monkeyp
 from __future__ import annotations
 
 import ast
+import gc
 import multiprocessing
 import os
 import time
@@ -37,6 +38,7 @@ TASKS_PER_WORKER = 200  # a fresh worker now and then: memory a converter leaks 
 # Deeper expressions are not converted: the converter's recursion gives up near 800 levels anyway, and
 # libcst's parser needs seconds to minutes from ~1500 levels and overflows its stack near 3000.
 MAX_NESTING = 500
+FREEZE_BEFORE_FORK = True  # see run_jobs
 
 
 @dataclass(frozen=True)
@@ -71,8 +73,11 @@ class Outcome:
 
 def convert_job(job: Job) -> Outcome:
     """Read and convert one file; every failure becomes the outcome's error (runs in a worker)."""
+    from .pipeline import collector_paused
+
     start = time.process_time()
-    outcome = _convert(job)
+    with collector_paused():  # the depth check's and the syntax check's parses too, not only the conversion
+        outcome = _convert(job)
     outcome.seconds = time.process_time() - start
     return outcome
 
@@ -208,6 +213,12 @@ def run_jobs(jobs: Iterable[Job], workers: int) -> Iterator[tuple[Job, Outcome]]
     from pebble import ProcessPool
 
     ctx = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
+    # What the driver holds (the knowledge base above all) goes to the collector's permanent generation
+    # before the workers fork: their collections then neither scan it nor write to its pages, which
+    # would copy the whole shared heap into every worker.
+    frozen = ctx is not None and FREEZE_BEFORE_FORK
+    if frozen:
+        gc.freeze()
     pool = ProcessPool(
         max_workers=workers, max_tasks=TASKS_PER_WORKER, initializer=_init_worker, context=ctx or multiprocessing
     )
@@ -233,6 +244,8 @@ def run_jobs(jobs: Iterable[Job], workers: int) -> Iterator[tuple[Job, Outcome]]
     finally:
         pool.stop()
         pool.join()
+        if frozen:
+            gc.unfreeze()
 
 
 def _order(pending: dict[Future, Job], fut: Future) -> int:

@@ -21,7 +21,7 @@ from typing import cast
 import libcst as cst
 
 from ...analysis.astwalk import nodes
-from ...analysis.forward_state import forward_caches, recast_attributes
+from ...analysis.forward_state import forward_caches, recast_attributes, recasts_anywhere
 from ...i18n import N_, _, every_language
 from ..changes import MARK
 from ..context import RewriteContext
@@ -92,9 +92,11 @@ def _attributes_made_local(ctx: RewriteContext, method: str) -> tuple[list[str],
     if cls is None:
         return [], []
     cached = forward_caches(cls) if method == "forward" else []
+    if "recasts-anywhere" not in ctx.memo:  # most files re-cast nothing: their classes are not looked at
+        ctx.memo["recasts-anywhere"] = ctx.facts.tree is not None and recasts_anywhere(ctx.facts.tree)
     key = f"recasts:{id(cls)}"  # one look at the class, not one per method
     if key not in ctx.memo:
-        ctx.memo[key] = recast_attributes(cls)
+        ctx.memo[key] = recast_attributes(cls) if ctx.memo["recasts-anywhere"] else {}
     recasts = cast("dict[str, list[str]]", ctx.memo[key])
     recast = [a for a in recasts.get(method, []) if a not in cached]
     return cached, recast
