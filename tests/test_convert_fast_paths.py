@@ -474,3 +474,39 @@ def test_r6_collector_paused_only_while_a_file_converts(monkeypatch):
         gc.enable()
     monkeypatch.setattr(pipeline, "STAGES", real)
     assert "ops.ones(2)" in convert_source("import torch\nx = torch.ones(2)\n", "d.py").code
+
+
+def test_r20_multiline_statements_keep_every_comment():
+    """Statements spanning lines without a ``#`` are known comment-free from the text (no walk); a
+    comment inside, after, above, or in a second statement after a ``;`` is still never lost."""
+    src = textwrap.dedent(
+        """\
+        import torch
+
+        x = torch.zeros(
+            3,
+            4,
+            device="cuda",  # on the gpu
+        )
+        y = torch.ones(
+            2,
+            2,
+        ); z = torch.zeros(
+            1,
+            device="cuda",  # also gpu
+        )
+        # above
+        w = torch.ones(
+            5,
+            device="cuda",
+        )
+        s = torch.ones(
+            5,
+            device="cuda",
+        )  # after
+        """
+    )
+    code = convert_source(src).code
+    for comment in ("# on the gpu", "# also gpu", "# above", "# after"):
+        assert code.count(comment) == 1, (comment, code)
+    assert "cuda" not in code and "z = ops.zeros(1)" in code

@@ -253,3 +253,27 @@ def test_r6_realcode_vendored_runs_with_torch2ms_blocked(tmp_path, rel, factory,
         block=True,
     )
     assert res.returncode == 0 and "RAN" in res.stdout, res.stderr[-3000:]
+
+
+def test_r6_vendored_runtime_same_with_one_or_two_workers(tmp_path):
+    """Workers point the runtime imports at the vendored package (relatively inside the root package)
+    and send back the helpers they asked for: the tree is the same with one worker or two."""
+    src = tmp_path / "pkg"
+    (src / "sub").mkdir(parents=True)
+    (src / "__init__.py").write_text("", encoding="utf-8")
+    (src / "sub" / "__init__.py").write_text("", encoding="utf-8")
+    for i in range(5):  # enough files for the parallel path (PARALLEL_MIN_FILES)
+        (src / "sub" / f"io{i}.py").write_text(
+            f"import torch\n\ndef save{i}(m, p):\n    torch.save(m.state_dict(), p)\n", encoding="utf-8"
+        )
+        (src / f"plain{i}.py").write_text(f"import torch\n\ndef load{i}(p):\n    return torch.load(p)\n", "utf-8")
+    convert_tree(src, tmp_path / "one", jobs=1)
+    convert_tree(src, tmp_path / "two", jobs=2)
+    one, two = _tree(tmp_path / "one"), _tree(tmp_path / "two")
+    reports = [json.loads(t.pop("torch2ms-report.json")) for t in (one, two)]
+    one.pop("torch2ms-report.md"), two.pop("torch2ms-report.md")
+    assert one == two
+    assert reports[0]["files"] == reports[1]["files"] and reports[0]["generated"] == reports[1]["generated"]
+    assert any(k.startswith("torch2ms_runtime/") for k in two)
+    assert b"from ..torch2ms_runtime import ckpt_path" in two["sub/io3.py"]
+    assert b"from torch2ms_runtime import ckpt_path" in two["plain4.py"]

@@ -62,11 +62,7 @@ def walk(tree: ast.AST) -> list[ast.AST]:
         kind = node.__class__
         fields = fields_of.get(kind)
         if fields is None:
-            fields = fields_of[kind] = tuple(
-                f
-                for f in kind._fields
-                if not (f in _LEAF_FIELDS and kind is not _TYPE_ALIAS or kind is ast.Constant and f == "value")
-            )
+            fields = _child_fields(kind)
         for name in fields:
             value = getattr(node, name, None)
             if value.__class__ is list:
@@ -76,6 +72,43 @@ def walk(tree: ast.AST) -> list[ast.AST]:
             elif isinstance(value, ast.AST):
                 append(value)
     return out
+
+
+def _child_fields(kind: type) -> tuple[str, ...]:
+    """The fields of a node class that may hold nodes, computed once per class."""
+    fields = _CHILD_FIELDS[kind] = tuple(
+        f
+        for f in kind._fields  # type: ignore[attr-defined]
+        if not (f in _LEAF_FIELDS and kind is not _TYPE_ALIAS or kind is ast.Constant and f == "value")
+    )
+    return fields
+
+
+def depth(tree: ast.AST) -> int:
+    """How many levels below ``tree`` its deepest node lies (what a recursive walk over
+    ``ast.iter_child_nodes`` finds), counted one level at a time with ``walk``'s field table."""
+    level = [tree]
+    deepest = -1
+    fields_of = _CHILD_FIELDS
+    while level:
+        deepest += 1
+        below: list[ast.AST] = []
+        append = below.append
+        for node in level:
+            kind = node.__class__
+            fields = fields_of.get(kind)
+            if fields is None:
+                fields = _child_fields(kind)
+            for name in fields:
+                value = getattr(node, name, None)
+                if value.__class__ is list:
+                    for item in value:
+                        if isinstance(item, ast.AST):
+                            append(item)
+                elif isinstance(value, ast.AST):
+                    append(value)
+        level = below
+    return deepest
 
 
 COMPOUND = (

@@ -79,6 +79,17 @@ def has_recasts(tree: ast.AST) -> bool:
     return any((attr := self_attr(n.targets[0])) is not None and _recast(n.value, attr) for n in assigns)
 
 
+def recasts_anywhere(tree: ast.AST) -> bool:
+    """Whether any assignment of ``tree`` re-casts a self attribute, whichever of its targets that is:
+    without one, ``recast_attributes`` of every class in it is empty."""
+    assigns = [n for n in nodes(tree) if n.__class__ is ast.Assign]
+    return any(
+        (attr := self_attr(t)) is not None and _recast(n.value, attr)
+        for n in assigns
+        for t in n.targets  # type: ignore[attr-defined]
+    )
+
+
 def recast_attributes(cls: ast.ClassDef) -> dict[str, list[str]]:
     """Method → attributes it only re-casts in place (``self.mask = self.mask.to(dtype=x.dtype)``,
     CLIP's attention): no other method but ``__init__`` writes them. Same values on every call, so

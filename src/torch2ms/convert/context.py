@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 
 import libcst as cst
 
+from ..analysis.astwalk import nodes
 from ..analysis.infer import Scope, expr_type
 from ..analysis.int_names import dataclass_int_fields, function_int_names, module_int_names
 from ..kb import KB
@@ -64,6 +66,9 @@ def _int_names(tree: ast.Module | None, cls: str, fn: str) -> frozenset[str]:
     return function_int_names(found[0], module_ints, fields)
 
 
+# The line breaks ast counts lines by (str.splitlines knows more, e.g. form feed).
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
 # Expressions whose code is their ``value`` when they have no parentheses.
 _BARE_TOKENS = frozenset({cst.Name, cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString})
 
@@ -102,6 +107,7 @@ class RewriteContext:
         self._keys: dict[int, dict[str, list[int]]] = {}  # per statement: lines of its torch uses
         self._seen: dict[tuple[int, str], int] = {}
         self._sources: dict[int, tuple[cst.CSTNode, str]] = {}
+        self._text: tuple[list[str], set[int]] | None = None  # the facts' source lines, ids of its statements
 
     # ---- recording ---------------------------------------------------------------------------
 
@@ -110,9 +116,29 @@ class RewriteContext:
         return self.statements[-1] if self.statements else None
 
     def in_one_line_statement(self) -> bool:
-        """The statement being rewritten spans one line of its code: no comment can sit inside it."""
+        """No comment can sit inside the statement being rewritten: it spans one line of its code, or
+        it stands in the file's text as parsed (not written by a stage), its lines hold no ``#`` and
+        nothing follows it on its last line."""
         info = self.statement
-        return info is not None and info.node.end_lineno == info.node.lineno
+        if info is None:
+            return False
+        node = info.node
+        if node.end_lineno == node.lineno:
+            return True
+        return info.fixed_line is None and self._without_hash(node)
+
+    def _without_hash(self, node: ast.stmt) -> bool:
+        if self._text is None:
+            source, tree = self.facts.source, self.facts.tree
+            own = {id(n) for n in nodes(tree) if isinstance(n, ast.stmt)} if tree is not None else set()
+            self._text = (_LINE_BREAK.split(source) if source is not None else [], own)
+        lines, own = self._text
+        end = node.end_lineno or node.lineno
+        if id(node) not in own or end > len(lines) or node.end_col_offset is None:
+            return False
+        if any("#" in line for line in lines[node.lineno - 1 : end]):
+            return False  # maybe a comment (or a # in a string): look inside
+        return not lines[end - 1].encode()[node.end_col_offset :].strip()  # (another statement after a ;)
 
     def marked_before(self, api: str) -> bool:
         """An earlier conversion marked ``api`` "not converted" above the current statement."""

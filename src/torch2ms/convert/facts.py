@@ -49,6 +49,7 @@ class ModuleFacts:
     reexports: set[str] = field(default_factory=set)
     data: DataFacts | None = None  # the data pipeline (None: the file has none)
     tree: ast.Module | None = field(default=None, repr=False)
+    source: str | None = field(default=None, repr=False)  # the text ``tree`` was parsed from
     # class name → self attribute → Module classes of this file it may hold (self.visual = ResNet(...))
     sub_modules: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     _module_receivers: dict | None = field(default=None, repr=False)

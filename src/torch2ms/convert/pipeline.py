@@ -63,7 +63,8 @@ class Stage:
 
 def parse(state: FileState) -> None:
     try:
-        state.tree = ast.parse(state.source, filename=state.path)
+        if state.tree is None:  # (a caller that parsed the source already hands its tree in)
+            state.tree = ast.parse(state.source, filename=state.path)
     except SyntaxError as exc:
         state.finish(error=f"syntax error at line {exc.lineno}: {exc.msg}; copied unchanged")
         return
@@ -104,6 +105,7 @@ def _top_level_stores(tree: ast.Module) -> set[str]:
 def facts(state: FileState) -> None:
     assert state.tree is not None
     state.facts = module_facts(state.tree, state.kb, state.local_roots, state.project_modules, state.imap)
+    state.facts.source = state.source
 
 
 def data(state: FileState) -> None:
@@ -133,6 +135,7 @@ def refresh(state: FileState) -> None:
     tree = ast.parse(code)
     imap = project_import_map(tree, state.local_roots, state.project_names)
     new = module_facts(tree, state.kb, state.local_roots, state.project_modules, imap)
+    new.source = code
     for cls, fn, name in state.assumed_modules:
         new.assume_module(cls, fn, name)
     try:
@@ -198,14 +201,17 @@ def convert_source(
     local_roots: frozenset[str] = frozenset(),
     project_modules: frozenset[str] = frozenset(),
     project_names: dict[str, str] | None = None,
+    tree: ast.Module | None = None,
 ) -> ConvertedModule:
     """Convert one module. A file that cannot be parsed comes back unchanged with the error.
 
     ``local_roots``: the project's own top-level packages (their imports are not torch's).
     ``project_modules``: names of the project's nn.Module subclasses defined in other files.
     ``project_names``: torch names the file gets from other project files (analysis/project_names.py).
+    ``tree``: ``ast.parse(source)`` when the caller has it already (not parsed twice).
     """
     state = FileState(path, source, kb or load_kb(), local_roots, project_modules, dict(project_names or {}))
+    state.tree = tree
     with collector_paused():
         for stage in STAGES:
             if state.done:

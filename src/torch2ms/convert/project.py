@@ -20,17 +20,19 @@ import shutil
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from ..analysis.astwalk import walk
 from ..analysis.imports import ImportMap
 from ..analysis.project_names import module_name, project_bindings
 from ..analysis.sourcefiles import BadInput, TreeListing, display, read_python, skip_reason, walk_tree
 from ..i18n import N_, _
 from ..progress import Progress
 from .constructs import vision_models
+from .pipeline import collector_paused
 from .project_paths import (
     REPORT_JSON,
     REPORT_MD,
@@ -185,7 +187,7 @@ def _class_bases(tree: ast.Module, roots: frozenset[str]) -> list[tuple[str, tup
     tuples stay in memory, not every file's syntax tree (the driver's peak would grow with the tree)."""
     imap = ImportMap.from_tree(tree, roots)
     out = []
-    for n in ast.walk(tree):
+    for n in walk(tree):  # ast.walk's order, a list instead of a generator step per node
         if isinstance(n, ast.ClassDef):
             tails, torch_base = [], False
             for base in n.bases:
@@ -215,16 +217,9 @@ def _project_facts(
     and per module the torch names it gets from other project files (``from .parts import *``)."""
     classes: list[tuple[str, tuple[str, ...], bool]] = []
     imports: dict[str, tuple[ast.Module, bool]] = {}
-    for p in py_files:
-        try:
-            tree = ast.parse(read_python(p).text)
-        except (BadInput, SyntaxError, ValueError, RecursionError, MemoryError):
-            continue  # reported when the file itself is converted
-        classes += _class_bases(tree, roots)
-        try:
-            imports[module_name(p.relative_to(base))] = (_top_level_imports(tree), p.name == "__init__.py")
-        except ValueError:
-            pass
+    with collector_paused():  # each tree is freed as the next is parsed (no cycles): nothing to collect
+        for p in py_files:
+            _project_file_facts(p, base, roots, classes, imports)
     found: set[str] = set()
     changed = True
     while changed:
@@ -234,6 +229,25 @@ def _project_facts(
                 found.add(name)
                 changed = True
     return frozenset(found), project_bindings(imports, roots)
+
+
+def _project_file_facts(
+    p: Path,
+    base: Path,
+    roots: frozenset[str],
+    classes: list[tuple[str, tuple[str, ...], bool]],
+    imports: dict[str, tuple[ast.Module, bool]],
+) -> None:
+    """One file's part of ``_project_facts``: its classes and its top-level imports."""
+    try:
+        tree = ast.parse(read_python(p).text)
+    except (BadInput, SyntaxError, ValueError, RecursionError, MemoryError):
+        return  # reported when the file itself is converted
+    classes += _class_bases(tree, roots)
+    try:
+        imports[module_name(p.relative_to(base))] = (_top_level_imports(tree), p.name == "__init__.py")
+    except ValueError:
+        pass
 
 
 def local_packages(src: Path) -> frozenset[str]:
@@ -296,10 +310,12 @@ def convert_tree(
     vendor = RuntimeVendor() if runtime == "vendor" else None
     packages = _package_dirs(listing.python, base) if src_p.is_dir() else frozenset()
     try:
-        for job, outcome in _run(listing.python, base, roots, modules, names, jobs, progress):
-            uses_vision_package |= outcome.code is not None and vision_models.uses_package(outcome.code)
-            if vendor is not None and outcome.code is not None:
-                outcome.code = vendor.rewrite(outcome.code, display(job.rel), _import_level(job.rel, packages))
+        levels = (lambda rel: _import_level(rel, packages)) if vendor is not None else None
+        for job, outcome in _run(listing.python, base, roots, modules, names, jobs, progress, levels):
+            # (the worker found whether torchvision_ms is used and pointed the runtime imports at the vendor)
+            uses_vision_package |= outcome.uses_vision_package
+            if vendor is not None and outcome.runtime is not None:
+                vendor.merge(outcome.runtime)
             result = _write_result(tmp, base, job, outcome)
             result.spill(spill)
             report.files.append(result)
@@ -368,11 +384,14 @@ def _run(
     names: dict[str, dict[str, str]],
     jobs: int | None,
     progress: bool | Progress,
+    runtime_level: Callable[[str], int] | None = None,
 ) -> Iterator[tuple[Job, Outcome]]:
     from ..kb import load_kb
 
     load_kb()  # once here: forked workers inherit it instead of each loading it again
     workers = 1 if len(files) < PARALLEL_MIN_FILES else max(1, jobs or os.cpu_count() or 1)
+    if workers > 1:  # largest first: no worker is left with one big file while the others wait
+        files = sorted(files, key=_size, reverse=True)
     work = (
         Job(
             str(p),
@@ -381,6 +400,7 @@ def _run(
             modules,
             _size(p),
             tuple(sorted(names.get(module_name(p.relative_to(base)), {}).items())),
+            runtime_level(str(p.relative_to(base))) if runtime_level is not None else None,
         )
         for p in files
     )

@@ -10,16 +10,22 @@ parent, so the knowledge base loaded once is shared, and so are a test's monkeyp
 from __future__ import annotations
 
 import ast
+import gc
 import multiprocessing
 import os
 import time
-from collections import deque
 from collections.abc import Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from itertools import islice
+from typing import TYPE_CHECKING
 
+from ..analysis.astwalk import depth as tree_depth
 from ..i18n import _
+
+if TYPE_CHECKING:
+    from .runtime_vendor import Collected
 
 # A file may take FILE_TIMEOUT_BASE_S plus FILE_TIMEOUT_PER_KB_S per KiB. Real code converts at
 # ~7 ms/KiB (50 ms/KiB at worst, measured over the realcode corpus and torchvision), so the limit is
@@ -32,6 +38,7 @@ TASKS_PER_WORKER = 200  # a fresh worker now and then: memory a converter leaks 
 # Deeper expressions are not converted: the converter's recursion gives up near 800 levels anyway, and
 # libcst's parser needs seconds to minutes from ~1500 levels and overflows its stack near 3000.
 MAX_NESTING = 500
+FREEZE_BEFORE_FORK = True  # see run_jobs
 
 
 @dataclass(frozen=True)
@@ -42,6 +49,9 @@ class Job:
     project_modules: frozenset[str]
     size: int = 0
     project_names: tuple[tuple[str, str], ...] = ()  # torch names this file gets from other project files
+    # Vendored runtime (runtime_vendor.py): the import level of the converted module's runtime imports;
+    # None: they stay ``torch2ms.runtime``.
+    runtime_level: int | None = None
 
     @property
     def timeout(self) -> float:
@@ -57,12 +67,17 @@ class Outcome:
     # CPU seconds the worker spent on the file (not wall time: steady on a loaded machine; kept out of the
     # report, which is reproducible)
     seconds: float = 0.0
+    uses_vision_package: bool = False  # builds torchvision architectures (vision_models.uses_package)
+    runtime: Collected | None = None  # the runtime helpers its vendored imports ask for
 
 
 def convert_job(job: Job) -> Outcome:
     """Read and convert one file; every failure becomes the outcome's error (runs in a worker)."""
+    from .pipeline import collector_paused
+
     start = time.process_time()
-    outcome = _convert(job)
+    with collector_paused():  # the depth check's and the syntax check's parses too, not only the conversion
+        outcome = _convert(job)
     outcome.seconds = time.process_time() - start
     return outcome
 
@@ -73,7 +88,7 @@ def _convert(job: Job) -> Outcome:
 
     try:
         src = read_python(job.path)
-        depth = nesting_depth(src.text)
+        depth, tree = nesting_depth_and_tree(src.text)
         if depth > MAX_NESTING:
             return Outcome(
                 error=f"nested {depth} levels deep, over the {MAX_NESTING} torch2ms converts; copied unchanged"
@@ -84,9 +99,11 @@ def _convert(job: Job) -> Outcome:
             local_roots=job.local_roots,
             project_modules=job.project_modules,
             project_names=dict(job.project_names),
+            tree=tree,
         )
+        converted = None
         if mod.changed and mod.error is None and depth >= 0:
-            invalid = _syntax_error(mod.code)
+            invalid, converted = _syntax_error_or_tree(mod.code)
             if invalid:  # a converter defect: never hand the user a file that does not parse
                 return Outcome(
                     error=_("the converter produced invalid Python ({error}); copied unchanged").format(error=invalid)
@@ -101,32 +118,49 @@ def _convert(job: Job) -> Outcome:
     except Exception as exc:  # noqa: BLE001 - a converter bug fails this file only
         return Outcome(error=_converter_failed(exc))
     changes = [{"api": c.api, "action": c.action, "note": c.note, "line": c.line} for c in mod.changes]
-    return Outcome(mod.code if mod.changed else None, src.encoding, changes, mod.error)
+    outcome = Outcome(mod.code if mod.changed else None, src.encoding, changes, mod.error)
+    if outcome.code is not None:
+        _finish_in_worker(job, outcome, converted)
+    return outcome
+
+
+def _finish_in_worker(job: Job, outcome: Outcome, tree: ast.Module | None) -> None:
+    """What the driver would otherwise do per file, one process for all: is torchvision_ms used, and
+    the runtime imports pointed at the vendored package (the syntax check's tree is not parsed again)."""
+    from ..analysis.sourcefiles import display
+    from .constructs.vision_models import uses_package
+    from .runtime_vendor import RuntimeVendor
+
+    assert outcome.code is not None
+    outcome.uses_vision_package = uses_package(outcome.code)
+    if job.runtime_level is not None:
+        vendor = RuntimeVendor()
+        outcome.code = vendor.rewrite(outcome.code, display(job.rel), job.runtime_level, tree)
+        outcome.runtime = vendor.collected()
 
 
 def nesting_depth(text: str) -> int:
     """How deep the module's syntax tree goes (-1 when it does not parse: the converter reports that)."""
+    return nesting_depth_and_tree(text)[0]
+
+
+def nesting_depth_and_tree(text: str) -> tuple[int, ast.Module | None]:
+    """The depth of the module's syntax tree and the tree ((-1, None) when it does not parse). The depth
+    is counted level by level over the fields that can hold nodes (astwalk's table): no per-node tuple."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return -1
-    deepest = 0
-    stack: list[tuple[ast.AST, int]] = [(tree, 0)]
-    while stack:
-        node, depth = stack.pop()
-        deepest = max(deepest, depth)
-        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
-    return deepest
+        return -1, None
+    return tree_depth(tree), tree
 
 
-def _syntax_error(code: str) -> str | None:
+def _syntax_error_or_tree(code: str) -> tuple[str | None, ast.Module | None]:
     try:
-        ast.parse(code)
+        return None, ast.parse(code)
     except SyntaxError as exc:
-        return f"SyntaxError at line {exc.lineno}: {exc.msg}"
+        return f"SyntaxError at line {exc.lineno}: {exc.msg}", None
     except (ValueError, RecursionError, MemoryError) as exc:
-        return f"{type(exc).__name__}: {exc}"
-    return None
+        return f"{type(exc).__name__}: {exc}", None
 
 
 def _init_worker() -> None:
@@ -172,30 +206,48 @@ def _converter_failed(exc: BaseException) -> str:
 
 
 def run_jobs(jobs: Iterable[Job], workers: int) -> Iterator[tuple[Job, Outcome]]:
-    """Convert every job in worker processes, yielding results in job order; at most a few in flight."""
+    """Convert every job in worker processes, yielding results as they finish; at most a few in flight.
+
+    Results come in finishing order, not job order: waiting for the oldest job would leave the other
+    workers idle behind one large file (the caller sorts what it reports)."""
     from pebble import ProcessPool
 
     ctx = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
+    # What the driver holds (the knowledge base above all) goes to the collector's permanent generation
+    # before the workers fork: their collections then neither scan it nor write to its pages, which
+    # would copy the whole shared heap into every worker.
+    frozen = ctx is not None and FREEZE_BEFORE_FORK
+    if frozen:
+        gc.freeze()
     pool = ProcessPool(
         max_workers=workers, max_tasks=TASKS_PER_WORKER, initializer=_init_worker, context=ctx or multiprocessing
     )
     it = iter(jobs)
-    pending: deque = deque()
+    pending: dict[Future, Job] = {}
 
     def submit(batch: Iterable[Job]) -> None:
         for job in batch:
-            pending.append((job, pool.schedule(convert_job, (job,), timeout=job.timeout)))
+            pending[pool.schedule(convert_job, (job,), timeout=job.timeout)] = job
 
     try:
         submit(islice(it, workers * 4))
         while pending:
-            job, fut = pending.popleft()
-            try:
-                outcome = fut.result()
-            except Exception as exc:  # noqa: BLE001 - timeouts, dead workers, unpicklable results
-                outcome = _failure(job, exc)
-            submit(islice(it, 1))
-            yield job, outcome
+            done, _running = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in sorted(done, key=lambda f: _order(pending, f)):
+                job = pending.pop(fut)
+                try:
+                    outcome = fut.result()
+                except Exception as exc:  # noqa: BLE001 - timeouts, dead workers, unpicklable results
+                    outcome = _failure(job, exc)
+                submit(islice(it, 1))
+                yield job, outcome
     finally:
         pool.stop()
         pool.join()
+        if frozen:
+            gc.unfreeze()
+
+
+def _order(pending: dict[Future, Job], fut: Future) -> int:
+    """Jobs that finished together come back in the order they were given."""
+    return list(pending).index(fut)

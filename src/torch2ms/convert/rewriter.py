@@ -95,20 +95,26 @@ def _keep_lost_comments(original: cst.SimpleStatementLine, updated, one_line: bo
     if not isinstance(updated, cst.SimpleStatementLine):
         return updated
     if one_line:
-        before = [ln.comment.value for ln in original.leading_lines if ln.comment is not None]
-        if original.trailing_whitespace.comment is not None:
-            before.append(original.trailing_whitespace.comment.value)
-        if not before:
-            return updated
+        before = _own_line_comments(original)
+        if not before or not Counter(before) - Counter(_own_line_comments(updated)):
+            return updated  # none, or all still above and after it (the common case): no walk
     elif not (before_counts := comment_counts(original)) or not before_counts - comment_counts(updated):
         return updated  # every comment is still there (the common case), found without a visitor
     else:
         before = comments_in(original)
-    lost = Counter(before) - Counter(comments_in(updated))
+    lost = Counter(before) - comment_counts(updated)
     if not lost:
         return updated
     above = [cst.EmptyLine(comment=cst.Comment(c)) for c in lost.elements()]
     return updated.with_changes(leading_lines=[*updated.leading_lines, *above])
+
+
+def _own_line_comments(stmt: cst.SimpleStatementLine) -> list[str]:
+    """The comments above a statement and after it (a subset of ``comments_in(stmt)``)."""
+    found = [ln.comment.value for ln in stmt.leading_lines if ln.comment is not None]
+    if stmt.trailing_whitespace.comment is not None:
+        found.append(stmt.trailing_whitespace.comment.value)
+    return found
 
 
 class Rewriter(FastDispatch, cst.CSTTransformer):

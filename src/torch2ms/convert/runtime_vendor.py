@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..analysis.astwalk import walk
 from ..i18n import _
 from .runtime_kb import kb_snapshot
 from .runtime_render import PACKAGE, render
@@ -26,6 +27,15 @@ from .runtime_sources import KB_LINK, Closure, RuntimeSources, runtime_sources
 __all__ = ["PACKAGE", "RuntimeVendor"]
 
 _SOURCE = "torch2ms.runtime"
+
+
+@dataclass(frozen=True)
+class Collected:
+    """The helpers, kept imports and TorchCompat names one file's rewrite asked for."""
+
+    requests: set[tuple[str, str]]
+    kept_on_package: dict[str, set[str]]
+    compat_apis: set[str]
 
 
 @dataclass
@@ -37,20 +47,34 @@ class RuntimeVendor:
     kept_on_package: dict[str, set[str]] = field(default_factory=dict)  # helper → files still importing torch2ms
     compat_apis: set[str] = field(default_factory=set)  # torch names given to TorchCompat / compat_base
 
+    def collected(self) -> Collected:
+        """What this vendor collected, without its sources (what a worker sends back)."""
+        return Collected(self.requests, self.kept_on_package, self.compat_apis)
+
+    def merge(self, other: Collected) -> None:
+        """Take in what a vendor of one file (in a worker) collected."""
+        self.requests |= other.requests
+        self.compat_apis |= other.compat_apis
+        for name, paths in other.kept_on_package.items():
+            self.kept_on_package.setdefault(name, set()).update(paths)
+
     def vendorable(self, submodule: str, name: str) -> bool:
         found = self.sources.resolve(submodule, name)
         return found is not None and not self.sources.closure([found[0]]).outside
 
-    def rewrite(self, code: str, path: str, level: int = 0) -> str:
+    def rewrite(self, code: str, path: str, level: int = 0, tree: ast.Module | None = None) -> str:
         """``code`` with its ``from torch2ms.runtime[.x] import ...`` lines pointing at the vendored package
-        (``level`` > 0: a relative import, for a file inside the converted package)."""
+        (``level`` > 0: a relative import, for a file inside the converted package). ``tree``: ``code``
+        already parsed (the worker's syntax check), so it is not parsed again."""
         if _SOURCE not in code:
             return code
-        try:
-            tree = ast.parse(code)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return code
-        self.compat_apis |= set(_compat_apis(tree))
+        if tree is None:
+            try:
+                tree = ast.parse(code)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                return code
+        if any(helper in code for helper in _COMPAT_HELPERS):  # no call of theirs without their name
+            self.compat_apis |= set(_compat_apis(tree))
         lines = code.splitlines(keepends=True)
         for node in sorted(_runtime_imports(tree), key=lambda n: -n.lineno):
             new = self._replacement(node, path, level)
@@ -138,7 +162,7 @@ class RuntimeVendor:
 
 
 def _runtime_imports(tree: ast.Module) -> Iterable[ast.ImportFrom]:
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             if node.module == _SOURCE or node.module.startswith(_SOURCE + "."):
                 yield node
@@ -149,8 +173,8 @@ _COMPAT_HELPERS = ("TorchCompat", "compat_base")
 
 def _compat_apis(tree: ast.Module) -> Iterable[str]:
     """The torch names in ``TorchCompat("torch.nn.Conv2d")`` / ``compat_base("torch.nn.Linear")`` calls."""
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)):
+    for node in walk(tree):
+        if not (node.__class__ is ast.Call and node.args and isinstance(node.args[0], ast.Constant)):  # type: ignore[attr-defined]
             continue
         func = node.func
         name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None

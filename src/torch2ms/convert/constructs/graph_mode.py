@@ -16,11 +16,12 @@ numbers, reported with the line and the reason where it cannot be.
 from __future__ import annotations
 
 import ast
+from typing import cast
 
 import libcst as cst
 
 from ...analysis.astwalk import nodes
-from ...analysis.forward_state import forward_caches, recast_attributes
+from ...analysis.forward_state import forward_caches, recast_attributes, recasts_anywhere
 from ...i18n import N_, _, every_language
 from ..changes import MARK
 from ..context import RewriteContext
@@ -64,7 +65,14 @@ def class_node(ctx: RewriteContext) -> ast.ClassDef | None:
     tree = ctx.facts.tree
     if tree is None or not ctx.class_stack:
         return None
-    return next((n for n in nodes(tree) if isinstance(n, ast.ClassDef) and n.name == ctx.class_stack[-1]), None)
+    classes = cast("dict[str, ast.ClassDef] | None", ctx.memo.get("first-class-by-name"))
+    if classes is None:  # one scan per file: the first class of each name, in walk order
+        classes = {}
+        for n in nodes(tree):
+            if isinstance(n, ast.ClassDef):
+                classes.setdefault(n.name, n)
+        ctx.memo["first-class-by-name"] = classes
+    return classes.get(ctx.class_stack[-1])
 
 
 class _ToLocal(cst.CSTTransformer):
@@ -84,7 +92,13 @@ def _attributes_made_local(ctx: RewriteContext, method: str) -> tuple[list[str],
     if cls is None:
         return [], []
     cached = forward_caches(cls) if method == "forward" else []
-    recast = [a for a in recast_attributes(cls).get(method, []) if a not in cached]
+    if "recasts-anywhere" not in ctx.memo:  # most files re-cast nothing: their classes are not looked at
+        ctx.memo["recasts-anywhere"] = ctx.facts.tree is not None and recasts_anywhere(ctx.facts.tree)
+    key = f"recasts:{id(cls)}"  # one look at the class, not one per method
+    if key not in ctx.memo:
+        ctx.memo[key] = recast_attributes(cls) if ctx.memo["recasts-anywhere"] else {}
+    recasts = cast("dict[str, list[str]]", ctx.memo[key])
+    recast = [a for a in recasts.get(method, []) if a not in cached]
     return cached, recast
 
 

@@ -12,10 +12,12 @@ assignment would register it as a child and rename the parameters it holds (``we
 from __future__ import annotations
 
 import ast
+from bisect import bisect_left
 from typing import cast
 
 import libcst as cst
 
+from ...analysis.astwalk import nodes
 from ...analysis.buffers import registered_buffers
 from ...i18n import _
 from ..context import RewriteContext
@@ -65,22 +67,30 @@ def _class_buffers(ctx: RewriteContext) -> dict[str, ast.expr | None]:
     cls = ctx.class_stack[-1]
     key = f"buffers:{cls}"
     if key not in ctx.memo:
-        if "classes-by-name" not in ctx.memo:  # one walk per file: every class, by name
+        if "classes-by-name" not in ctx.memo:  # one walk per file: every class by name, every register_buffer line
             classes: dict[str, list[ast.ClassDef]] = {}
-            for n in ast.walk(ctx.facts.tree) if ctx.facts.tree else ():
+            lines: list[int] = []
+            for n in nodes(ctx.facts.tree) if ctx.facts.tree else ():
                 if isinstance(n, ast.ClassDef):
                     classes.setdefault(n.name, []).append(n)
+                elif isinstance(n, ast.Attribute) and n.attr == "register_buffer":
+                    lines.append(n.lineno)
             ctx.memo["classes-by-name"] = classes
+            ctx.memo["register-buffer-lines"] = sorted(lines)
         by_name = cast("dict[str, list[ast.ClassDef]]", ctx.memo["classes-by-name"])
         found = by_name.get(cls, [])
         # two classes of that name: which one this is is not known
-        one = len(found) == 1 and _registers_buffers(found[0])
+        one = len(found) == 1 and _registers_buffers(found[0], cast("list[int]", ctx.memo["register-buffer-lines"]))
         ctx.memo[key] = registered_buffers(found[0]) if one else {}
     return ctx.memo[key]  # type: ignore[return-value]
 
 
-def _registers_buffers(cls: ast.ClassDef) -> bool:
-    return any(isinstance(n, ast.Attribute) and n.attr == "register_buffer" for n in ast.walk(cls))
+def _registers_buffers(cls: ast.ClassDef, lines: list[int]) -> bool:
+    """Does ``.register_buffer`` occur in the class (decorators included)? Known from the lines of the
+    file's ``register_buffer`` attributes: a class spans whole lines, so no walk of the class is needed."""
+    first = min([cls.lineno, *(d.lineno for d in cls.decorator_list)])
+    at = bisect_left(lines, first)
+    return at < len(lines) and lines[at] <= (cls.end_lineno or cls.lineno)
 
 
 @leave(cst.SimpleStatementLine)

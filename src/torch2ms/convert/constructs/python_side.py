@@ -9,10 +9,12 @@ with a spec gets ``.item()``, which is what torch formatted; other values are le
 from __future__ import annotations
 
 import ast
+from bisect import bisect_left
+from typing import cast
 
 import libcst as cst
 
-from ...analysis.astwalk import nodes
+from ...analysis.astwalk import nodes, walk
 from ...analysis.infer import TENSOR
 from ...i18n import _
 from ..context import RewriteContext
@@ -55,19 +57,27 @@ class _AddItem(cst.CSTTransformer):
 
 
 def _formats_with_spec(ctx: RewriteContext, stmt: ast.stmt) -> bool:
-    """Does the statement hold an f-string part with a format spec? A file with none answers for all
-    of its own statements at once (statements a stage wrote are looked at one by one)."""
-    memo = ctx.memo.get("format_specs")
+    """Does the statement hold an f-string part with a format spec? Answered for the file's own
+    statements from the lines of its spec'd parts, found in one walk (a part lies within the lines
+    of its statement; statements a stage wrote are walked one by one)."""
+    memo = cast("tuple[set[int], list[int]] | None", ctx.memo.get("format_specs"))
     if memo is None:
-        tree = ctx.facts.tree
-        found = tree is not None and any(
-            isinstance(n, ast.FormattedValue) and n.format_spec is not None for n in nodes(tree)
-        )
-        own = set() if found or tree is None else {id(n) for n in nodes(tree) if isinstance(n, ast.stmt)}
-        memo = ctx.memo["format_specs"] = own
-    if id(stmt) in memo:  # type: ignore[operator]
-        return False
-    return any(isinstance(n, ast.FormattedValue) and n.format_spec is not None for n in ast.walk(stmt))
+        memo = ctx.memo["format_specs"] = _spec_lines(ctx.facts.tree)
+    own, lines = memo
+    if id(stmt) in own:
+        at = bisect_left(lines, stmt.lineno)
+        if at == len(lines) or lines[at] > (stmt.end_lineno or stmt.lineno):
+            return False
+    return any(isinstance(n, ast.FormattedValue) and n.format_spec is not None for n in walk(stmt))
+
+
+def _spec_lines(tree: ast.Module | None) -> tuple[set[int], list[int]]:
+    """(ids of the tree's statements, sorted lines of its f-string parts that carry a format spec)."""
+    if tree is None:
+        return set(), []
+    every = nodes(tree)
+    own = {id(n) for n in every if isinstance(n, ast.stmt)}
+    return own, sorted(n.lineno for n in every if isinstance(n, ast.FormattedValue) and n.format_spec is not None)
 
 
 @leave(cst.SimpleStatementLine)
