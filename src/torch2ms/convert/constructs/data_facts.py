@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from ...analysis.astwalk import nodes
 from ...kb.handlers.data_pipeline import columns_for
 from ..plan import header_nodes
+from .range_index_facts import mark_range_indices
 
 # Text gate: files without a loader or a Dataset class skip the scan (torchvision datasets and
 # transforms alone are converted by their KB handlers, with torch's shuffle=False).
@@ -141,6 +142,8 @@ def scan_data(source: str, tree: ast.Module, imap, kb, plan=None) -> DataFacts |
     Statements that format values with a spec are marked for the rewrite stage too (python_side.py)."""
     if plan is not None and ("{" in source and ":" in source):
         mark_formatted(plan)
+    if plan is not None and "range(" in source:
+        mark_range_indices(plan)
     if not any(h in source for h in HINTS):
         return None
     facts = DataFacts()
