@@ -28,7 +28,7 @@ TENSOR_ONLY_METHODS = frozenset(
     "sub_ div_ copy_ normal_ uniform_ bernoulli_ exp_ narrow chunk topk rsqrt repeat_interleave "
     "masked_select index_select gather scatter scatter_ scatter_add unfold nelement numel dim "
     "float double half long int bool to_sparse is_contiguous tolist requires_grad_ backward "
-    "cpu t norm std var sum mean "
+    "cpu t norm std var sum mean clone "
     # in-place methods: a trailing underscore is torch's spelling (numpy, lists and dicts have none of them)
     "erfinv_ erf_ abs_ neg_ sqrt_ rsqrt_ pow_ log_ exp_ sigmoid_ tanh_ relu_ floor_ ceil_ round_ trunc_ "
     "clamp_min_ clamp_max_ addcmul_ addcdiv_ lerp_ masked_scatter_ index_fill_ index_add_ index_copy_ "

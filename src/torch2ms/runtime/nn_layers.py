@@ -1,6 +1,7 @@
 """torch.nn layers MindSpore 2.10 has no Cell for, as Cells over mindspore.ops that take torch's arguments.
 
-Unfold/Fold (ops.unfold/ops.fold run on CPU; mint.nn's Im2ColExt/Col2ImExt kernels do not, and
+Dropout2d/dropout2d (torch drops whole (N, C) slices of an input of any rank >= 2; MindSpore's
+Dropout2D takes 4-D only), Unfold/Fold (ops.unfold/ops.fold run on CPU; mint.nn's Im2ColExt/Col2ImExt kernels do not, and
 nn.Unfold is TF's extract_image_patches), RMSNorm (ops.rms_norm has no CPU kernel), CosineSimilarity
 (nn.CosineSimilarity is a metric), PairwiseDistance and the circular pads. Parameter names are torch's.
 Needs MindSpore only (converted projects carry this module as it is).
@@ -20,10 +21,12 @@ __all__ = [
     "CircularPad2d",
     "CircularPad3d",
     "CosineSimilarity",
+    "Dropout2d",
     "Fold",
     "PairwiseDistance",
     "RMSNorm",
     "Unfold",
+    "dropout2d",
 ]
 
 
@@ -123,3 +126,25 @@ class CircularPad3d(_CircularPad):
     """torch.nn.CircularPad3d: ops.pad(mode='circular') on the last three dims."""
 
     dims = 3
+
+
+def dropout2d(input: Any, p: float = 0.5, training: bool = True) -> Any:
+    """torch.nn.functional.dropout2d: torch's feature dropout, one keep/drop draw per (n, c) whatever
+    the rank (2-D: per element; 3-D: (N, C, L) channels, as torch 2.x does; 5-D: (N, C) volumes).
+    The trailing dims are folded into one so MindSpore's 4-D-only ops.dropout2d does the draw."""
+    if not training or p == 0.0:
+        return input
+    shape = input.shape
+    folded = input.reshape(shape[0], shape[1], -1, 1)
+    return ops.dropout2d(folded, p, True).reshape(shape)
+
+
+class Dropout2d(nn.Cell):
+    """torch.nn.Dropout2d on inputs of any rank >= 2 (see dropout2d); identity in eval mode."""
+
+    def __init__(self, p: float = 0.5) -> None:
+        super().__init__()
+        self.p = p
+
+    def construct(self, x: Any) -> Any:
+        return dropout2d(x, self.p, self.training)

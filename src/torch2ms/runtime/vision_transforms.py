@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import math
 import random
+import threading
 from collections.abc import Sequence
 from typing import Any
 
 __all__ = [
     "ColorJitter",
     "GaussianBlur",
+    "Lambda",
     "RandomAffine",
     "RandomEqualize",
     "RandomPerspective",
@@ -29,6 +31,8 @@ __all__ = [
     "gaussian_blur",
     "perspective",
 ]
+
+_MINDSPORE_OPS_LOCK = threading.Lock()
 
 
 def _pil_filter(interpolation: Any, default: str) -> int:
@@ -376,3 +380,31 @@ class ToDtype:
         if self.scale and np.issubdtype(arr.dtype, np.integer) and np.issubdtype(target, np.floating):
             return (arr.astype(target) / np.iinfo(arr.dtype).max).astype(target)
         return arr.astype(target)
+
+
+class Lambda:
+    """torchvision.transforms.Lambda: the function, called with what torch would give it. After ToTensor
+    torch passes a Tensor, and the converted body calls MindSpore ops (``ops.flatten``) that reject the
+    numpy arrays a ``dataset.map`` hands over: a numpy array goes in as a Tensor and what comes back
+    goes out as numpy again (Tensors inside tuples/lists too). Anything else (a PIL image, a Tensor
+    in an eager call) is passed to the function and returned as it is."""
+
+    def __init__(self, lambd: Any) -> None:
+        self.lambd = lambd
+
+    def __call__(self, *args: Any) -> Any:
+        import numpy as np
+
+        if not any(isinstance(a, np.ndarray) for a in args):
+            return self.lambd(*args)
+        import mindspore
+
+        with _MINDSPORE_OPS_LOCK:  # dataset workers are threads; concurrent PyNative ops abort the process
+            tensors = [mindspore.Tensor(a) if isinstance(a, np.ndarray) else a for a in args]
+            return _to_numpy(self.lambd(*tensors))
+
+
+def _to_numpy(value: Any) -> Any:
+    if isinstance(value, (tuple, list)):
+        return type(value)(_to_numpy(v) for v in value)
+    return value.asnumpy() if hasattr(value, "asnumpy") else value

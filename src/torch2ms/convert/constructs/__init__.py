@@ -14,6 +14,7 @@ from . import (  # noqa: F401 - registers hooks
     data_pipeline,
     grad_context,
     graph_mode,
+    index_fixes,
     legacy_tensor,
     loop_locals,
     module_attributes,

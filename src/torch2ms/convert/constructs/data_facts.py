@@ -9,16 +9,21 @@ The rewrites that use these facts are in ``data_pipeline.py``.
 from __future__ import annotations
 
 import ast
+import re
 from bisect import bisect_left
 from dataclasses import dataclass, field
 
 from ...analysis.astwalk import nodes, walk
 from ...kb.handlers.data_pipeline import columns_for
 from ..plan import header_nodes
+from .range_index_facts import mark_range_indices
+
+_RANGE_INDEX = re.compile(r"[\[,]\s*range\(")
 
 # Text gate: files without a loader or a Dataset class skip the scan (torchvision datasets and
 # transforms alone are converted by their KB handlers, with torch's shuffle=False).
-HINTS = ("DataLoader", "Dataset")
+# ("datasets": a torchvision dataset whose whole-set .data / .targets the file may read, see array_reads)
+HINTS = ("DataLoader", "Dataset", "datasets")
 LOADER = "torch.utils.data.DataLoader"
 TENSOR_DATASET = "torch.utils.data.TensorDataset"
 DATASET_BASES = frozenset({"torch.utils.data.Dataset", "torch.utils.data.dataset.Dataset"})
@@ -38,6 +43,10 @@ TV_DATASETS = {
     "torchvision.datasets.CocoDetection": "torchvision_2.coco_detection",
     "torchvision.datasets.CocoCaptions": "torchvision_2.coco_captions",
 }
+# torchvision datasets that keep the whole set in memory as .data / .targets (runtime/dataset_arrays.py)
+ARRAY_DATASETS = frozenset(
+    "torchvision.datasets." + n for n in ("MNIST", "FashionMNIST", "KMNIST", "CIFAR10", "CIFAR100")
+)
 # download=True converts for these: torch2ms.runtime.fetch_dataset fetches the files first (runtime/dataset_files.py)
 FETCHED_DATASETS = frozenset(
     f"torchvision.datasets.{n}"
@@ -62,6 +71,7 @@ class DataFacts:
     loaders: set[str] = field(default_factory=set)  # names holding a converted (MindSpore) loader
     loader_data: dict[str, str] = field(default_factory=dict)  # loader name → its dataset's name
     consumer: dict[str, ast.Call | None] = field(default_factory=dict)  # dataset name/source → its one loader
+    arrays: set[str] = field(default_factory=set)  # datasets (target or inline source) whose .data/.targets are read
 
 
 def _full(node: ast.AST, imap) -> str | None:
@@ -137,6 +147,8 @@ def scan_data(source: str, tree: ast.Module, imap, kb, plan=None) -> DataFacts |
     Statements that format values with a spec are marked for the rewrite stage too (python_side.py)."""
     if plan is not None and ("{" in source and ":" in source):
         mark_formatted(plan, tree)
+    if plan is not None and _RANGE_INDEX.search(source):  # `x[range(n), y]`: rare, and the walk is not free
+        mark_range_indices(plan)
     if not any(h in source for h in HINTS):
         return None
     facts = DataFacts()
@@ -203,9 +215,29 @@ def scan_data(source: str, tree: ast.Module, imap, kb, plan=None) -> DataFacts |
             if _source_class(facts, data) in facts.dict_classes:
                 facts.dict_loaders.add(name)
     _loader_parameters(facts, calls, funcs)
+    if ".data" in source or ".targets" in source:
+        facts.arrays = array_reads(tree, imap, kb)
     if plan is not None and (facts.loaders or facts.folders):
         mark_plan(plan, facts.loaders | facts.folders)
     return facts
+
+
+def array_reads(tree: ast.Module, imap, kb) -> set[str]:
+    """The torchvision datasets whose whole-set ``.data`` / ``.targets`` the file reads: the target a
+    dataset is assigned to (``train``, ``self.dataset``) or an inline call's source."""
+    holders: set[str] = set()
+    reads: set[str] = set()
+    inline: set[str] = set()
+
+    def is_array_dataset(node: ast.expr) -> bool:
+        return isinstance(node, ast.Call) and _canon(_full(node.func, imap), kb) in ARRAY_DATASETS
+
+    for node in nodes(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and is_array_dataset(node.value):
+            holders.add(ast.unparse(node.targets[0]))
+        elif isinstance(node, ast.Attribute) and node.attr in ("data", "targets"):
+            (inline if is_array_dataset(node.value) else reads).add(ast.unparse(node.value))
+    return (holders & reads) | inline
 
 
 def _set_kind(facts: DataFacts, name: str, kind: str) -> None:

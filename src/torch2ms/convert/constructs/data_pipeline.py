@@ -186,6 +186,9 @@ def _tv_dataset(ctx: RewriteContext, entry, original: cst.Call, updated: cst.Cal
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
         else None
     )
+    holder = ast.unparse(stmt.targets[0]) if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None
+    if {holder, _dataset_key(original)} & data.arrays:
+        bound["__arrays__"] = "1"  # the script reads the whole-set .data / .targets
     for key in (target, _dataset_key(original)):
         if key and data.consumer.get(key) is not None:
             loader = data.consumer[key]

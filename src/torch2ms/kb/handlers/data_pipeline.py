@@ -256,7 +256,15 @@ def _binary_dataset(bound: dict[str, str], torch_name: str, ms_name: str, subdir
         raise Unsupported(_("{name}() needs a root").format(name=torch_name))
     root = fetched_root(bound, torch_name)
     ctor = f"mindspore.dataset.{ms_name}(str({root}) + '{subdir}', usage={_usage(bound)})"
-    return _dataset_pipeline(ctor, bound, TO_PIL)
+    return with_arrays(bound, _dataset_pipeline(ctor, bound, TO_PIL))
+
+
+def with_arrays(bound: dict[str, str], pipeline: str) -> str:
+    """Where the script reads torchvision's in-memory ``.data`` / ``.targets`` (the data-pipeline facts
+    set ``__arrays__``): the pipeline given them, read from its files on first use."""
+    if not bound.get("__arrays__"):
+        return pipeline
+    return f"torch2ms.runtime.with_torchvision_arrays({pipeline})"
 
 
 # ---- torchvision transforms --------------------------------------------------------------------

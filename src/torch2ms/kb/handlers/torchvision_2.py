@@ -22,6 +22,7 @@ from .data_pipeline import (
     _usage,
     _workers,
     fetched_root,
+    with_arrays,
 )
 
 # torchvision's split → MindSpore's usage, per dataset ('val' is 'valid')
@@ -67,7 +68,9 @@ def cifar100(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     pipe = _dataset_pipeline(ctor, bound, TO_PIL)
     at = pipe.index(").map(operations=") + 1
     # torchvision returns (image, fine label): MindSpore has image, coarse_label and fine_label columns
-    return pipe[:at] + ".project(['image', 'fine_label']).rename(['fine_label'], ['label'])" + pipe[at:]
+    return with_arrays(
+        bound, pipe[:at] + ".project(['image', 'fine_label']).rename(['fine_label'], ['label'])" + pipe[at:]
+    )
 
 
 @handler
