@@ -1,6 +1,6 @@
 """R14 (found by compare-train on pytorch/examples dcgan): a dataset name assigned a MindSpore dataset in
-some branches (ImageFolder → ImageFolderDataset) and a Python one in others (CIFAR10(download=True) stays
-torchvision's: MindSpore's datasets do not download) is batched through ``dataset_source``, which decides
+some branches (ImageFolder → ImageFolderDataset) and a Python one in others (LSUN, which MindSpore has
+no reader for, stays torchvision's) is batched through ``dataset_source``, which decides
 at run time; a name assigned only kept torchvision datasets goes through GeneratorDataset."""
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ SRC = textwrap.dedent(
         if kind == 'folder':
             dataset = dset.ImageFolder(root=root, transform=T.ToTensor())
         else:
-            dataset = dset.CIFAR10(root=root, download=True, transform=T.ToTensor())
+            dataset = dset.LSUN(root=root, classes=['bedroom_train'], transform=T.ToTensor())
         return torch.utils.data.DataLoader(dataset, batch_size=4, shuffle=True)
 
     def kept(root):
-        data = dset.CIFAR10(root=root, download=True, transform=T.ToTensor())
+        data = dset.LSUN(root=root, classes=['bedroom_train'], transform=T.ToTensor())
         return torch.utils.data.DataLoader(data, batch_size=4, shuffle=False)
     """
 )

@@ -10,6 +10,7 @@ Never imports torch.
 
 from __future__ import annotations
 
+import functools
 import importlib.abc
 import importlib.machinery
 import json
@@ -194,6 +195,20 @@ def patch_fake_data(side: ms_hooks.MsSide, seed: int) -> None:
         torch_boot.patch_fake_data(side, fake_data, seed)
 
     sys.meta_path.insert(0, _AfterImport("torchvision.datasets", torchvision_too))
+    # A converted `download=True` fetches the files first (runtime fetch_dataset): with fake data there is
+    # nothing to fetch, the patched readers above serve the data; vendored or package runtime alike.
+    for name in ("torch2ms_runtime.dataset_files", "torch2ms.runtime.dataset_files"):
+        if name in sys.modules:
+            _no_fetching(name)
+        else:
+            sys.meta_path.insert(0, _AfterImport(name, functools.partial(_no_fetching, name)))
+
+
+def _no_fetching(module_name: str) -> None:
+    def fetch_dataset(name: str, root: Any, download: Any = True) -> Any:
+        return root
+
+    sys.modules[module_name].fetch_dataset = fetch_dataset  # type: ignore[attr-defined]
 
 
 def main(config_path: str) -> None:
