@@ -9,16 +9,13 @@ The rewrites that use these facts are in ``data_pipeline.py``.
 from __future__ import annotations
 
 import ast
-import re
 from bisect import bisect_left
 from dataclasses import dataclass, field
 
 from ...analysis.astwalk import nodes, walk
 from ...kb.handlers.data_pipeline import columns_for
 from ..plan import header_nodes
-from .range_index_facts import mark_range_indices
-
-_RANGE_INDEX = re.compile(r"[\[,]\s*range\(")
+from .range_index_facts import mark_range_indices, may_have_range_index
 
 # Text gate: files without a loader or a Dataset class skip the scan (torchvision datasets and
 # transforms alone are converted by their KB handlers, with torch's shuffle=False).
@@ -147,7 +144,7 @@ def scan_data(source: str, tree: ast.Module, imap, kb, plan=None) -> DataFacts |
     Statements that format values with a spec are marked for the rewrite stage too (python_side.py)."""
     if plan is not None and ("{" in source and ":" in source):
         mark_formatted(plan, tree)
-    if plan is not None and _RANGE_INDEX.search(source):  # `x[range(n), y]`: rare, and the walk is not free
+    if plan is not None and may_have_range_index(source):
         mark_range_indices(plan)
     if not any(h in source for h in HINTS):
         return None

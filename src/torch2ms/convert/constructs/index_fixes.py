@@ -13,11 +13,11 @@ import libcst as cst
 from ..context import RewriteContext
 from ..facts import ModuleFacts
 from ..hooks import leave
-from .range_index_facts import range_index_in
+from .range_index_facts import may_have_range_index, range_index_in
 
 
 def has_range_index(facts: ModuleFacts) -> bool:
-    return facts.tree is not None and range_index_in(facts.tree)
+    return facts.tree is not None and may_have_range_index(facts.source) and range_index_in(facts.tree)
 
 
 class _RangeAsList(cst.CSTTransformer):

@@ -4,8 +4,17 @@ plan uses before the rewrite stage, so such statements are visited whether or no
 from __future__ import annotations
 
 import ast
+import re
 
 from ..plan import header_nodes
+
+# `x[range(n), y]` / `x[a, range(n)]` in the text: rare, and the tree walks below are not free
+_RANGE_INDEX_TEXT = re.compile(r"[\[,]\s*range\(")
+
+
+def may_have_range_index(source: str | None) -> bool:
+    """A cheap text test before any walk (None: unknown, so walk)."""
+    return source is None or _RANGE_INDEX_TEXT.search(source) is not None
 
 
 def _is_range(node: ast.expr) -> bool:
