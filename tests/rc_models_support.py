@@ -4,14 +4,13 @@ no fallback), run one forward in PyNative and in GRAPH_MODE and compare with tor
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from script_support import load_script
 
 from torch2ms.convert import convert_source
 
@@ -20,12 +19,7 @@ _COUNTER = itertools.count()
 
 
 def import_file(path: Path, name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # GRAPH_MODE finds construct's source through the module
-    spec.loader.exec_module(module)
-    return module
+    return load_script(path, name)
 
 
 def convert_pair(source: str, tmp: Path, allow_marks: bool = False) -> tuple[Any, Any, str]:

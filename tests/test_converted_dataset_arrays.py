@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_converted_lambda_transform import load_script, write_mnist_raw
+from script_support import load_script, write_mnist_raw
 
 from torch2ms.convert import convert_source
 

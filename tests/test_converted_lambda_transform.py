@@ -5,44 +5,11 @@ generated MNIST files give the same batches."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
+from script_support import load_script, write_mnist_raw
 
 from torch2ms.convert import convert_source
-
-IDX_NAMES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
-
-
-def write_mnist_raw(root: Path, n: int = 6) -> None:
-    """n train and n-1 test images as torchvision's unpacked idx files in root/MNIST/raw."""
-    rng = np.random.default_rng(5)
-    raw_dir = root / "MNIST" / "raw"
-    raw_dir.mkdir(parents=True, exist_ok=True)
-    for name in IDX_NAMES:
-        count = n if name.startswith("train") else n - 1
-        if "images" in name:
-            head = bytes([0, 0, 8, 3]) + np.array([count, 28, 28], ">u4").tobytes()
-            body = rng.integers(0, 256, count * 28 * 28, np.uint8).tobytes()
-        else:
-            head = bytes([0, 0, 8, 1]) + np.array([count], ">u4").tobytes()
-            body = rng.integers(0, 10, count, np.uint8).tobytes()
-        (raw_dir / name).write_bytes(head + body)
-
-
-def load_script(path: Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)  # type: ignore[union-attr]
-    finally:
-        sys.modules.pop(name, None)
-    return module
-
 
 TORCH_LAMBDAS = """
 import torch

@@ -8,12 +8,11 @@ converted one with MindSpore on the same files, and compare them with check-data
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import textwrap
 
 import numpy as np
 import pytest
+from script_support import load_script
 
 from torch2ms.convert import convert_source
 
@@ -398,23 +397,12 @@ tensors = DataLoader(TensorDataset(torch.from_numpy(points.x), torch.from_numpy(
 """
 
 
-def _load(path, name):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)  # type: ignore[union-attr]
-    finally:
-        sys.modules.pop(name, None)
-    return module
-
-
 def _both(tmp_path, source: str, tag: str):
     """The torch module and its converted MindSpore twin, each imported from its own file."""
     torch_file, ms_file = tmp_path / f"torch_{tag}.py", tmp_path / f"ms_{tag}.py"
     torch_file.write_text(source)
     ms_file.write_text(conv(source).code)
-    return _load(torch_file, f"t2m_torch_{tag}"), _load(ms_file, f"t2m_ms_{tag}")
+    return load_script(torch_file, f"t2m_torch_{tag}"), load_script(ms_file, f"t2m_ms_{tag}")
 
 
 @pytest.fixture(scope="module")

@@ -8,10 +8,10 @@ one index per sample; batches are torch's, in torch's order.
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 
 import pytest
+from script_support import load_script
 
 from torch2ms.convert import convert_source
 
@@ -57,14 +57,6 @@ def epoch(n):
 """
 
 
-def _load(path, name):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_r16_loader_with_a_sampler_reads_through_sampled_dataset():
     conv = convert_source(SCRIPT)
     assert conv.error is None, conv.error
@@ -79,7 +71,7 @@ def test_r16_python_sampler_drawn_lazily_batches_as_torch(tmp_path):
     (tmp_path / "t.py").write_text(SCRIPT, encoding="utf-8")
     (tmp_path / "m.py").write_text(convert_source(SCRIPT).code, encoding="utf-8")
     try:
-        t, m = _load(tmp_path / "t.py", "t2m_lazy_t"), _load(tmp_path / "m.py", "t2m_lazy_m")
+        t, m = load_script(tmp_path / "t.py", "t2m_lazy_t"), load_script(tmp_path / "m.py", "t2m_lazy_m")
         expected, _ = t.first_batches(10**10, 3)
         got, drawn = m.first_batches(10**10, 3)
         assert got == expected

@@ -13,7 +13,6 @@ import dataclasses
 import gzip
 import hashlib
 import http.server
-import importlib.util
 import io
 import socket
 import sys
@@ -24,13 +23,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from script_support import IDX_NAMES, load_script, mnist_idx
 
 from torch2ms.convert import convert_source
 from torch2ms.runtime import dataset_files
 from torch2ms.runtime.dataset_files import MIRROR_ENV, fetch_dataset
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "realcode" / "corpus"
-IDX_NAMES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
 
 
 class _Server:
@@ -81,17 +80,7 @@ def _write_mnist_gz(folder: Path, n: int = 5) -> tuple[str, str, str, str]:
     rng = np.random.default_rng(11)
     md5s = []
     for name in IDX_NAMES:
-        count = n if name.startswith("train") else n - 1
-        if "images" in name:
-            raw = bytes([0, 0, 8, 3]) + np.array([count, 28, 28], ">u4").tobytes()
-            raw += rng.integers(0, 256, count * 28 * 28, np.uint8).tobytes()
-        else:
-            raw = (
-                bytes([0, 0, 8, 1])
-                + np.array([count], ">u4").tobytes()
-                + rng.integers(0, 10, count, np.uint8).tobytes()
-            )
-        packed = gzip.compress(raw, mtime=0)
+        packed = gzip.compress(mnist_idx(name, n if name.startswith("train") else n - 1, rng), mtime=0)
         (folder / f"{name}.gz").write_bytes(packed)
         md5s.append(_md5(packed))
     return tuple(md5s)  # type: ignore[return-value]
@@ -102,17 +91,6 @@ def _use_mnist_files(monkeypatch, server: _Server, md5s) -> None:
     release = dataset_files.RELEASES["MNIST"]
     files = tuple((name, md5) for (name, _), md5 in zip(release.files, md5s))
     monkeypatch.setitem(dataset_files.RELEASES, "MNIST", dataclasses.replace(release, files=files))
-
-
-def _load(path: Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)  # type: ignore[union-attr]
-    finally:
-        sys.modules.pop(name, None)
-    return module
 
 
 TORCH_MNIST = """
@@ -138,9 +116,9 @@ def test_r14_converted_mnist_download_fetches_and_gives_torchvisions_batches(tmp
     converted = convert_source(TORCH_MNIST.format(root=str(tmp_path / "m")))
     assert converted.error is None and "fetch_dataset('MNIST'" in converted.code
     (tmp_path / "ms_mnist.py").write_text(converted.code)
-    tmod = _load(tmp_path / "torch_mnist.py", "t2m_torch_fetch_mnist")
+    tmod = load_script(tmp_path / "torch_mnist.py", "t2m_torch_fetch_mnist")
     before = len(server.requests)
-    mmod = _load(tmp_path / "ms_mnist.py", "t2m_ms_fetch_mnist")
+    mmod = load_script(tmp_path / "ms_mnist.py", "t2m_ms_fetch_mnist")
     assert len(server.requests) - before == 4  # the converted script fetched the four files itself
     # MnistDataset reads every file named like its parts in raw/: the .gz files are kept one folder up
     assert sorted(p.name for p in (tmp_path / "m" / "MNIST" / "raw").iterdir()) == sorted(IDX_NAMES)
@@ -293,8 +271,8 @@ def test_r14_converted_cifar10_download_fetches_the_binary_release_and_gives_tor
     converted = convert_source(TORCH_CIFAR.format(root=str(tmp_path / "m")))
     assert converted.error is None and "fetch_dataset('CIFAR10'" in converted.code
     (tmp_path / "ms_cifar.py").write_text(converted.code)
-    tmod = _load(tmp_path / "torch_cifar.py", "t2m_torch_fetch_cifar")
-    mmod = _load(tmp_path / "ms_cifar.py", "t2m_ms_fetch_cifar")
+    tmod = load_script(tmp_path / "torch_cifar.py", "t2m_torch_fetch_cifar")
+    mmod = load_script(tmp_path / "ms_cifar.py", "t2m_ms_fetch_cifar")
     # the converted script fetched the binary release once (torchvision fetched its Python one: it asks twice)
     assert server.requests.count("/cifar-10-binary.tar.gz") == 1 and "/cifar-10-python.tar.gz" in server.requests
     t_batches = [tuple(v.numpy() for v in b) for b, _ in zip(tmod.loader, range(3))]
@@ -351,9 +329,9 @@ def test_r14_converted_flowers102_download_fetches_and_gives_torchvisions_batche
     converted = convert_source(TORCH_FLOWERS.format(root=str(tmp_path / "m")))
     assert converted.error is None and "fetch_dataset('Flowers102'" in converted.code
     (tmp_path / "ms_flowers.py").write_text(converted.code)
-    tmod = _load(tmp_path / "torch_flowers.py", "t2m_torch_fetch_flowers")
+    tmod = load_script(tmp_path / "torch_flowers.py", "t2m_torch_fetch_flowers")
     before = len(server.requests)
-    mmod = _load(tmp_path / "ms_flowers.py", "t2m_ms_fetch_flowers")
+    mmod = load_script(tmp_path / "ms_flowers.py", "t2m_ms_fetch_flowers")
     assert sorted(server.requests[before:]) == ["/102flowers.tgz", "/imagelabels.mat", "/setid.mat"]
     t_batches = [tuple(v.numpy() for v in b) for b in tmod.loader]
     m_batches = [tuple(v.asnumpy() for v in b) for b in mmod.loader.create_tuple_iterator()]

@@ -8,12 +8,9 @@ its conversion run on the same generated samples and must see the same batches.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
+from script_support import load_script
 
 from torch2ms.convert import convert_source
 
@@ -57,15 +54,6 @@ def run():
 """
 
 
-def _load(path: Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_r14_dict_samples_name_the_columns_statically():
     code = convert_source(SCRIPT).code
     assert "DictSource(train, ['image', 'mask', 'index'])" in code
@@ -82,8 +70,8 @@ def test_r14_dict_samples_batches_match_torch(tmp_path):
     assert not conv.error
     (tmp_path / "t.py").write_text(SCRIPT, encoding="utf-8")
     (tmp_path / "m.py").write_text(conv.code, encoding="utf-8")
-    expected = _load(tmp_path / "t.py", "t2m_dict_t").run()
-    got = _load(tmp_path / "m.py", "t2m_dict_m").run()
+    expected = load_script(tmp_path / "t.py", "t2m_dict_t").run()
+    got = load_script(tmp_path / "m.py", "t2m_dict_m").run()
     for (e_rows, e_len), (g_rows, g_len) in zip(expected, got):
         assert e_len == g_len
         assert len(e_rows) == len(g_rows)
@@ -124,7 +112,7 @@ def test_r16_sampler_or_shuffle_decided_at_run_time_as_torch(tmp_path):
     assert "not converted" not in conv.code and "is None else None" in conv.code
     (tmp_path / "t.py").write_text(SAMPLER, encoding="utf-8")
     (tmp_path / "m.py").write_text(conv.code, encoding="utf-8")
-    t, m = _load(tmp_path / "t.py", "t2m_sampler_t"), _load(tmp_path / "m.py", "t2m_sampler_m")
+    t, m = load_script(tmp_path / "t.py", "t2m_sampler_t"), load_script(tmp_path / "m.py", "t2m_sampler_m")
     assert m.batches(True) == t.batches(True)
     shuffled, n = m.batches(False)  # shuffled: another order than torch's, the same samples
     assert n == 3 and sorted(v for x, _ in shuffled for v, _ in x) == [float(i) for i in range(7)]

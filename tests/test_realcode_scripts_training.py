@@ -10,13 +10,12 @@ cannot restructure becomes a runnable skeleton: no ``backward()`` is left on a M
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from script_support import load_script
 
 from torch2ms.convert import convert_source
 
@@ -292,15 +291,6 @@ def train(steps):
 """
 
 
-def _load(path: Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def _both(src: str, tmp_path: Path, tag: str):
     """The torch module and its conversion, loaded (MindSpore compiles construct from the file)."""
     conv = convert_source(src)
@@ -309,8 +299,8 @@ def _both(src: str, tmp_path: Path, tag: str):
     (tmp_path / f"t_{tag}.py").write_text(src, encoding="utf-8")
     (tmp_path / f"m_{tag}.py").write_text(conv.code, encoding="utf-8")
     return (
-        _load(tmp_path / f"t_{tag}.py", f"t2m_rs_t_{tag}"),
-        _load(tmp_path / f"m_{tag}.py", f"t2m_rs_m_{tag}"),
+        load_script(tmp_path / f"t_{tag}.py", f"t2m_rs_t_{tag}"),
+        load_script(tmp_path / f"m_{tag}.py", f"t2m_rs_m_{tag}"),
         conv.code,
     )
 
@@ -464,7 +454,7 @@ def test_r11_tape_style_loss_becomes_a_runnable_marked_skeleton(tmp_path, mode):
     assert "# torch2ms: not converted — training step:" in conv.code
     assert "optimizer(grads)" in conv.code
     (tmp_path / "m_rl.py").write_text(conv.code, encoding="utf-8")
-    got = _load(tmp_path / "m_rl.py", "t2m_rs_m_rl").train(3)
+    got = load_script(tmp_path / "m_rl.py", "t2m_rs_m_rl").train(3)
     assert len(got) == 3 and all(np.isfinite(got))
 
 

@@ -94,7 +94,7 @@ def depth(tree: ast.AST) -> int:
         deepest += 1
         below: list[ast.AST] = []
         append = below.append
-        for node in level:
+        for node in level:  # walk's child loop, inlined as there: a call per node would cost what it saves
             kind = node.__class__
             fields = fields_of.get(kind)
             if fields is None:
