@@ -31,7 +31,7 @@ from ..analysis.project_names import module_name, project_bindings
 from ..analysis.sourcefiles import BadInput, TreeListing, display, read_python, skip_reason, walk_tree
 from ..i18n import N_, _
 from ..progress import Progress
-from .constructs import vision_models
+from . import vision_models
 from .pipeline import collector_paused
 from .project_paths import (
     REPORT_JSON,

@@ -26,10 +26,10 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from ...i18n import _, language
-from ...kb import KB
-from ...kb.cache import cache_dir
-from ..pipeline import convert_source
+from ..i18n import _, language
+from ..kb import KB
+from ..kb.cache import cache_dir
+from .pipeline import convert_source
 
 __all__ = [
     "PACKAGE",
@@ -108,7 +108,7 @@ def _cache_key(tv_root: Path) -> str:
     any change converts again."""
     digest = hashlib.sha256(importlib.metadata.version("torchvision").encode())
     digest.update(language().encode())
-    src = Path(__file__).resolve().parents[2]
+    src = Path(__file__).resolve().parents[1]
     for path in sorted(p for p in src.rglob("*") if p.suffix in (".py", ".toml", ".mo")):
         digest.update(str(path.relative_to(src)).encode())
         digest.update(path.read_bytes())
