@@ -97,7 +97,8 @@ class RewriteContext:
         self.in_bases = False
         self.in_target = 0  # > 0 inside an assignment target: a torch name there is being rebound
         self.in_pattern = 0  # > 0 inside a match-statement class pattern
-        self.memo: dict[str, object] = {}  # what a construct computes once per file (e.g. its classes)
+        self.caches: dict[object, object] = {}  # the constructs' per-file caches (construct.Cache)
+        self._int_names_at: dict[tuple[str, str], frozenset[str]] = {}
         self.assign_targets: set[cst.CSTNode] = set()  # nodes assigned to (``m.weight = ...``)
         # id of a method call's original receiver → the receiver as converted (``m.bias`` → ``m.beta``):
         # an in-place statement assigns its result back to it.
@@ -253,10 +254,10 @@ class RewriteContext:
         """Names provably int where the converter is (analysis/int_names.py); empty when unsure."""
         cls = self.class_stack[-1] if self.class_stack else ""
         fn = self.func_stack[-1] if self.func_stack else ""
-        key = f"int_names:{cls}:{fn}"
-        if key not in self.memo:
-            self.memo[key] = _int_names(self.facts.tree, cls, fn)
-        return self.memo[key]  # type: ignore[return-value]
+        found = self._int_names_at.get((cls, fn))
+        if found is None:
+            found = self._int_names_at[(cls, fn)] = _int_names(self.facts.tree, cls, fn)
+        return found
 
     def self_attrs(self) -> dict[str, str]:
         return self.facts.self_attrs.get(self.class_stack[-1], {}) if self.class_stack else {}

@@ -2,8 +2,8 @@
 
 Imports resolved to full torch names, the project's Module classes, lazily inferred types per
 function, layer attributes, torch base classes, the statement plan (plan.py), names a torch star
-import binds, torch names re-exported for other modules, and the data-pipeline facts
-(constructs/data_pipeline.py). Everything a stage may ask is a declared field.
+import binds, torch names re-exported for other modules, and the facts constructs declare for
+themselves (construct.Facts, e.g. the data pipeline's). Everything a stage may ask is a declared field.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from ..analysis.infer import (
     self_attribute_types,
 )
 from ..kb import KB
-from .constructs.data_facts import DataFacts
 from .plan import Stmt, build_plan
 
 
@@ -47,7 +46,8 @@ class ModuleFacts:
     nested_torch_imports: bool = False  # a torch import inside a function or block
     # torch names imported here but never read here: other modules import them from this one
     reexports: set[str] = field(default_factory=set)
-    data: DataFacts | None = None  # the data pipeline (None: the file has none)
+    # facts the constructs compute for themselves (construct.Facts → its value; absent: the file has none)
+    construct_facts: dict[object, object] = field(default_factory=dict)
     tree: ast.Module | None = field(default=None, repr=False)
     source: str | None = field(default=None, repr=False)  # the text ``tree`` was parsed from
     # class name → self attribute → Module classes of this file it may hold (self.visual = ResNet(...))

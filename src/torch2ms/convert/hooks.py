@@ -22,7 +22,9 @@ Hook kinds and when the rewrite stage calls them (rewriter.py):
 - ``skip(NodeType)``: return True to leave the node (and everything in it) untouched.
 
 ``when`` is a predicate on the file's facts, evaluated once per file: a construct whose facts are
-absent costs nothing.
+absent costs nothing. Every hook belongs to the construct its module declares (construct.py): the
+construct's ``gate`` turns all its hooks off for a file, and its ``order`` orders the hooks of several
+constructs on one kind of node.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from .construct import Construct, Constructs
 from .facts import ModuleFacts
 
 Gate = Callable[[ModuleFacts], bool]
@@ -81,14 +84,17 @@ def reference(when: Gate | None = None) -> Callable[[F], F]:
 
 
 class ActiveHooks:
-    """The hooks whose construct applies to one file, by kind (and node type)."""
+    """The hooks whose construct applies to one file, by kind (and node type), in the constructs' order."""
 
-    def __init__(self, facts: ModuleFacts) -> None:
-        # The construct modules registered themselves when the pipeline imported them (constructs/).
+    def __init__(self, facts: ModuleFacts, constructs: Constructs) -> None:
+        # The construct modules registered their hooks when the package found them (constructs/).
         self.by_node: dict[tuple[str, type], list[Callable[..., Any]]] = {}
         self.by_kind: dict[str, list[Callable[..., Any]]] = {}
-        for hook in REGISTRY:
-            if hook.when is not None and not hook.when(facts):
+        gates: dict[int, bool] = {}
+        for hook, owner in ordered(constructs):
+            if id(owner) not in gates:
+                gates[id(owner)] = owner.gate is None or owner.gate(facts)
+            if not gates[id(owner)] or (hook.when is not None and not hook.when(facts)):
                 continue
             if hook.node_type is not None:
                 self.by_node.setdefault((hook.kind, hook.node_type), []).append(hook.fn)
@@ -103,3 +109,23 @@ class ActiveHooks:
 
     def kind(self, kind: str) -> list[Callable[..., Any]]:
         return self.by_kind.get(kind, [])
+
+
+def ordered(constructs: Constructs) -> list[tuple[Hook, Construct]]:
+    """Every registered hook with its construct, by the construct's place (then registration order).
+    A hook whose module declares no construct is a mistake, named here."""
+    if _ORDERED and _ORDERED[0] is constructs and _ORDERED[1] == len(REGISTRY):
+        return _ORDERED[2]
+    place = {id(c): i for i, c in enumerate(constructs.all)}
+    out: list[tuple[int, int, Hook, Construct]] = []
+    for i, hook in enumerate(REGISTRY):
+        owner = constructs.owner(hook.fn.__module__)
+        if owner is None:
+            raise LookupError(f"hook {hook.fn.__qualname__} in {hook.fn.__module__}: its module declares no CONSTRUCT")
+        out.append((place[id(owner)], i, hook, owner))
+    out.sort(key=lambda t: (t[0], t[1]))
+    _ORDERED[:] = [constructs, len(REGISTRY), [(h, c) for _, _, h, c in out]]
+    return _ORDERED[2]
+
+
+_ORDERED: list[Any] = []  # [the constructs, how many hooks were registered, the hooks ordered]: built once

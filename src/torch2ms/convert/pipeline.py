@@ -2,18 +2,19 @@
 
     parse        source → ast; a syntax error (or a file without torch) ends the work here
     facts        imports resolved, Module classes, lazily inferred types, the statement plan (facts.py)
-    data         data-pipeline facts: loaders, dataset columns (constructs/data_facts.py)
-    libcst       the libcst tree, statements with nothing to convert hidden (quiet.py), matched to
-                 the plan (index.py)
-    distributed  DDP / process groups / spawn → MindSpore's (constructs/distributed.py)
-    checkpoints  torch.save / load_state_dict statements (constructs/checkpoints.py)
-    training     training loops → value_and_grad steps (constructs/training/)
+    (sees)       per construct that declares ``sees``: the plain-Python statements it must see, marked
+    (facts)      per construct that declares ``facts``: its facts (the data pipeline's loaders, columns)
+    libcst       the libcst tree, statements with nothing to convert hidden (quiet.py) unless a
+                 ``whole_file`` construct applies, matched to the plan (index.py)
+    (stages)     per construct that declares a ``stage``, by order: it restructures statements
+                 (distributed, checkpoints, training loops)
     refresh      after a construct stage restructured statements: facts of the code it wrote
-    rewrite      every torch use by the KB and the construct hooks (rewriter.py, calls.py, constructs/)
+    rewrite      every torch use by the KB and the construct hooks (rewriter.py, calls.py, hooks.py)
     imports      torch imports that are no longer read go, MindSpore's come in (imports.py)
     render       the text, hidden statements put back
 
-Every stage works on the trees in the state. A construct stage that fails is reported as a change
+The stages in parentheses come from the constructs' declarations (construct.py, constructs/): this
+module names no construct. Every stage works on the trees in the state. A construct stage that fails is reported as a change
 and the file goes on without it; any other failing stage leaves the file as it was, with the reason.
 """
 
@@ -24,16 +25,17 @@ import gc
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 
 import libcst as cst
 
 from ..analysis.imports import ImportMap
 from ..kb import KB, load_kb
 from .changes import MARK, Change, earlier_marks
-from .constructs import checkpoints, distributed, training
-from .constructs.data_facts import scan_data
+from .construct import Construct, Constructs, Facts
+from .constructs import declared
 from .context import RewriteContext
-from .facts import module_facts
+from .facts import ModuleFacts, module_facts
 from .imports import ALIAS_ROOTS, settle_imports
 from .index import StatementIndex
 from .quiet import hide_quiet_statements
@@ -108,16 +110,23 @@ def facts(state: FileState) -> None:
     state.facts.source = state.source
 
 
-def data(state: FileState) -> None:
-    assert state.facts is not None and state.tree is not None
-    state.facts.data = scan_data(state.source, state.tree, state.facts.imap, state.kb, state.facts.plan)
+def construct_sees(construct: Construct, state: FileState) -> None:
+    assert state.facts is not None and state.tree is not None and construct.sees is not None
+    construct.sees(state.source, state.tree, state.facts.plan)
 
 
-def parse_cst(state: FileState) -> None:
+def construct_facts(construct: Construct, state: FileState) -> None:
+    assert state.facts is not None and state.tree is not None and construct.facts is not None
+    found = construct.facts.compute(state.source, state.tree, state.facts.imap, state.kb, state.facts.plan)
+    if found is not None:
+        state.facts.construct_facts[construct.facts] = found
+
+
+def parse_cst(constructs: Constructs, state: FileState) -> None:
     """The libcst tree. Restructuring stages (distributed, training) read whole functions, so their
     files keep every statement; elsewhere statements with nothing to convert never reach libcst."""
     assert state.facts is not None and state.tree is not None
-    restructuring = distributed.applies(state) or training.applies(state)
+    restructuring = any(c.whole_file is not None and c.whole_file(state) for c in constructs.all)
     state.quiet = None if restructuring else hide_quiet_statements(state.source, state.tree, state.facts.plan)
     if state.quiet is not None:
         state.facts.plan = state.quiet.plan
@@ -125,7 +134,7 @@ def parse_cst(state: FileState) -> None:
     state.index = StatementIndex.match(state.module, state.facts.plan)
 
 
-def refresh(state: FileState) -> None:
+def refresh(constructs: Constructs, state: FileState) -> None:
     """A construct stage wrote statements: types, names and the plan come from the code as it now is
     (original lines still come from the index)."""
     if not state.restructured:
@@ -138,23 +147,39 @@ def refresh(state: FileState) -> None:
     new.source = code
     for cls, fn, name in state.assumed_modules:
         new.assume_module(cls, fn, name)
-    try:
-        new.data = scan_data(code, tree, new.imap, state.kb, new.plan)
-    except Exception as exc:  # noqa: BLE001 - without pipeline facts the per-call KB rules still apply
-        _report_failure(state, "data pipeline facts", exc)
+    for construct in constructs.all:  # (every construct's statements marked first, then any facts)
+        if construct.sees is not None:
+            _refresh_facts(state, construct, partial(construct.sees, code, tree, new.plan))
+    for construct in constructs.all:
+        facts = construct.facts
+        if facts is not None:
+            _refresh_facts(state, construct, partial(_store_facts, new, facts, code, tree, state.kb))
     state.facts = new
     state.index = state.index.rematch(state.module, new.plan)
 
 
-def rewrite(state: FileState) -> None:
+def _store_facts(new: ModuleFacts, facts: Facts[object], code: str, tree: ast.Module, kb: KB) -> None:
+    found = facts.compute(code, tree, new.imap, kb, new.plan)
+    if found is not None:
+        new.construct_facts[facts] = found
+
+
+def _refresh_facts(state: FileState, construct: Construct, step: Callable[[], None]) -> None:
+    try:
+        step()
+    except Exception as exc:  # noqa: BLE001 - without a construct's facts the per-call KB rules still apply
+        _report_failure(state, f"{construct.name} facts", exc)
+
+
+def rewrite(constructs: Constructs, state: FileState) -> None:
     """The KB pass. A MindSpore alias that would shadow a torch name unconverted code still reads
     (``nn`` when a ``torch.nn`` layer has no mapping) is reserved, and the pass runs again."""
     assert state.facts is not None and state.module is not None and state.index is not None
-    ctx, module = _rewrite_once(state)
+    ctx, module = _rewrite_once(constructs, state)
     clash = ctx.still_needed & ALIAS_ROOTS
     if clash:
         state.facts.taken |= clash
-        ctx, module = _rewrite_once(state)
+        ctx, module = _rewrite_once(constructs, state)
     state.module, state.context = module, ctx
     state.changes = sorted([*ctx.changes, *state.changes], key=lambda c: c.line)
 
@@ -164,12 +189,12 @@ def imports(state: FileState) -> None:
     state.code = settle_imports(state.module, state.context)
 
 
-def _rewrite_once(state: FileState) -> tuple[RewriteContext, cst.Module]:
+def _rewrite_once(constructs: Constructs, state: FileState) -> tuple[RewriteContext, cst.Module]:
     assert state.facts is not None and state.module is not None and state.index is not None
     ctx = RewriteContext(state.kb, state.facts, state.index, state.generated)
     ctx.earlier_marks = earlier_marks(state.source)
     ctx.converted_before = state.facts.imports_mindspore and MARK in state.source
-    return ctx, state.module.visit(Rewriter(ctx))
+    return ctx, state.module.visit(Rewriter(ctx, constructs))
 
 
 def render(state: FileState) -> None:
@@ -179,19 +204,30 @@ def render(state: FileState) -> None:
     state.finish(state.code)
 
 
-STAGES: tuple[Stage, ...] = (
-    Stage("parse", parse),
-    Stage("facts", facts),
-    Stage("data pipeline facts", data, construct=True),
-    Stage("libcst", parse_cst),
-    Stage("distributed", distributed.run, construct=True),
-    Stage("checkpoints", checkpoints.run, construct=True),
-    Stage("training", training.run, construct=True),
-    Stage("refresh", refresh),
-    Stage("rewrite", rewrite),
-    Stage("imports", imports),
-    Stage("render", render),
-)
+def build_stages(constructs: Constructs) -> tuple[Stage, ...]:
+    """The stage list, with the constructs' own stages where the pipeline keeps a place for them."""
+    return (
+        Stage("parse", parse),
+        Stage("facts", facts),
+        *(Stage(f"{c.name} statements", partial(construct_sees, c), construct=True) for c in constructs.all if c.sees),
+        *(Stage(f"{c.name} facts", partial(construct_facts, c), construct=True) for c in constructs.all if c.facts),
+        Stage("libcst", partial(parse_cst, constructs)),
+        *(Stage(c.name, c.stage, construct=True) for c in constructs.stages if c.stage is not None),
+        Stage("refresh", partial(refresh, constructs)),
+        Stage("rewrite", partial(rewrite, constructs)),
+        Stage("imports", imports),
+        Stage("render", render),
+    )
+
+
+STAGES: tuple[Stage, ...] | None = None  # built from the declared constructs on first use (stages())
+
+
+def stages() -> tuple[Stage, ...]:
+    global STAGES
+    if STAGES is None:
+        STAGES = build_stages(declared())
+    return STAGES
 
 
 def convert_source(
@@ -213,7 +249,7 @@ def convert_source(
     state = FileState(path, source, kb or load_kb(), local_roots, project_modules, dict(project_names or {}))
     state.tree = tree
     with collector_paused():
-        for stage in STAGES:
+        for stage in stages():
             if state.done:
                 break
             run_stage(stage, state)

@@ -128,8 +128,8 @@ def _finish_in_worker(job: Job, outcome: Outcome, tree: ast.Module | None) -> No
     """What the driver would otherwise do per file, one process for all: is torchvision_ms used, and
     the runtime imports pointed at the vendored package (the syntax check's tree is not parsed again)."""
     from ..analysis.sourcefiles import display
-    from .vision_models import uses_package
     from .runtime_vendor import RuntimeVendor
+    from .vision_models import uses_package
 
     assert outcome.code is not None
     outcome.uses_vision_package = uses_package(outcome.code)

@@ -16,6 +16,7 @@ import libcst as cst
 
 from .calls import method_attribute, method_call, reference, torch_call
 from .class_name_guards import class_name_aliases, class_name_classes
+from .construct import Constructs
 from .context import RewriteContext
 from .cstutil import FastDispatch, comment_counts, comments_in
 from .hooks import ActiveHooks
@@ -118,16 +119,17 @@ def _own_line_comments(stmt: cst.SimpleStatementLine) -> list[str]:
 
 
 class Rewriter(FastDispatch, cst.CSTTransformer):
-    def __init__(self, ctx: RewriteContext) -> None:
+    def __init__(self, ctx: RewriteContext, constructs: Constructs) -> None:
         super().__init__()
         self.ctx = ctx
-        self.hooks = ActiveHooks(ctx.facts)
+        self.hooks = ActiveHooks(ctx.facts, constructs)
         self._header_quiet = False
         self._attr_depth = 0
         # ids of the MindSpore names construct stages wrote (None: none, the common case)
         self._generated = ctx.generated.refs if ctx.generated else None
-        # A data pipeline's hooks act on the project's own names: such files are visited whole.
-        self._inert = None if ctx.facts.data is not None else InertExpressions(ctx.imap, ctx.kb, self._generated)
+        # A construct whose hooks act on the project's own names (a data pipeline's): the file is visited whole.
+        whole = any(c.whole_expressions is not None and c.whole_expressions(ctx.facts) for c in constructs.all)
+        self._inert = None if whole else InertExpressions(ctx.imap, ctx.kb, self._generated)
         self._skipped: cst.CSTNode | None = None  # the inert node just skipped (its leave does nothing)
 
     # ---- statements: skip those with nothing to convert, know each change's line ---------------

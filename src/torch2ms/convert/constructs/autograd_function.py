@@ -29,10 +29,13 @@ import libcst as cst
 from ...i18n import N_, _
 from .. import generated as gen
 from ..changes import MARK
+from ..construct import Cache, Construct
 from ..context import RewriteContext
 from ..cstutil import Statement, block
 from ..cstutil import dotted as _dotted
 from ..hooks import attribute, call, leave
+
+CONSTRUCT = Construct("autograd.Function", order=10)
 
 FUNCTION = "torch.autograd.Function"
 # ctx methods with no MindSpore meaning (MindSpore gives integer outputs no gradient and always
@@ -59,17 +62,20 @@ class FunctionInfo:
 def infos(ctx: RewriteContext) -> dict[str, FunctionInfo]:
     """The file's Function subclasses by name; computed once per transformer, empty (and cheap)
     when no class in the file subclasses torch.autograd.Function."""
-    cached = ctx.memo.get("autograd_functions")
-    if cached is not None:
-        return cached  # type: ignore[return-value]
+    cached = _INFOS.of(ctx)
+    if cached:
+        return cached[0]
     names = {c for c, bases in ctx.facts.torch_bases.items() if FUNCTION in bases}
     found: dict[str, FunctionInfo] = {}
     if names:
         for stmt in ctx.facts.plan:
             if isinstance(stmt.node, ast.ClassDef) and stmt.node.name in names:
                 found[stmt.node.name] = analyse(stmt.node)
-    ctx.memo["autograd_functions"] = found
+    cached.append(found)
     return found
+
+
+_INFOS: Cache[list[dict[str, FunctionInfo]]] = Cache(list)  # the file's infos(), once computed
 
 
 def _methods(cls: ast.ClassDef) -> dict[str, ast.FunctionDef]:

@@ -25,6 +25,7 @@ from ...analysis.imports import ImportMap
 from ...i18n import N_, _
 from .. import generated
 from ..changes import MARK, review_mark
+from ..construct import Construct
 from ..cstutil import Statement, code
 from ..state import FileState
 from .whole_model import BUILT, whole_model_loads
@@ -62,6 +63,9 @@ def run(state: FileState) -> None:
     module = state.module.visit(stage)
     if stage.rewritten:
         state.module = module
+
+
+CONSTRUCT = Construct("checkpoints", order=210, stage=run)
 
 
 # What lies between a compound statement and the statements of its body.

@@ -9,13 +9,11 @@ The rewrites that use these facts are in ``data_pipeline.py``.
 from __future__ import annotations
 
 import ast
-from bisect import bisect_left
 from dataclasses import dataclass, field
 
-from ...analysis.astwalk import nodes, walk
+from ...analysis.astwalk import nodes
 from ...kb.handlers.data_pipeline import columns_for
 from ..plan import header_nodes
-from .range_index_facts import mark_range_indices, may_have_range_index
 
 # Text gate: files without a loader or a Dataset class skip the scan (torchvision datasets and
 # transforms alone are converted by their KB handlers, with torch's shuffle=False).
@@ -140,12 +138,7 @@ def _is_idiomatic_loader(call: ast.Call) -> bool:
 
 
 def scan_data(source: str, tree: ast.Module, imap, kb, plan=None) -> DataFacts | None:
-    """The file's data-pipeline facts, or None when it has no pipeline (a text check first: cheap).
-    Statements that format values with a spec are marked for the rewrite stage too (python_side.py)."""
-    if plan is not None and ("{" in source and ":" in source):
-        mark_formatted(plan, tree)
-    if plan is not None and may_have_range_index(source):
-        mark_range_indices(plan)
+    """The file's data-pipeline facts, or None when it has no pipeline (a text check first: cheap)."""
     if not any(h in source for h in HINTS):
         return None
     facts = DataFacts()
@@ -294,47 +287,3 @@ def mark_plan(plan, names: set[str]) -> None:
                 plan[j].interesting = True
         if info.size:
             ends.append((i, i + info.size))
-
-
-def mark_formatted(plan, tree: ast.Module | None = None) -> None:
-    """Statements formatting a value with a spec (``f"{loss:.4f}"``, ``"{:.4f}".format(loss)``) are
-    visited: the value may be a tensor, which MindSpore cannot format that way. ``tree``: the module the
-    plan was made from; the lines of its formatting nodes (one walk) rule out most statements unwalked."""
-    own, lines = _formatting_lines(tree)
-    for info in plan:
-        if info.interesting or info.size:
-            continue
-        node = info.node
-        if id(node) in own:
-            at = bisect_left(lines, node.lineno)
-            if at == len(lines) or lines[at] > (node.end_lineno or node.lineno):
-                continue  # no formatting node within the statement's lines
-        if any(_formats(n) for n in walk(node)):
-            info.interesting = info.header = True
-
-
-def _formats(n: ast.AST) -> bool:
-    spec = isinstance(n, ast.FormattedValue) and n.format_spec is not None
-    return spec or (
-        isinstance(n, ast.Call)
-        and isinstance(n.func, ast.Attribute)
-        and n.func.attr == "format"
-        and isinstance(n.func.value, ast.Constant)
-        and ":" in str(n.func.value.value)
-    )
-
-
-def _formatting_lines(tree: ast.Module | None) -> tuple[set[int], list[int]]:
-    """(ids of the tree's statements, sorted lines of its formatting nodes); empty without a tree."""
-    if tree is None:
-        return set(), []
-    own: set[int] = set()
-    lines: list[int] = []
-    for n in nodes(tree):
-        kind = n.__class__
-        if kind is ast.FormattedValue or kind is ast.Call:  # the only kinds _formats takes: one test per node
-            if _formats(n):
-                lines.append(n.lineno)  # type: ignore[attr-defined]
-        elif isinstance(n, ast.stmt):
-            own.add(id(n))
-    return own, sorted(lines)

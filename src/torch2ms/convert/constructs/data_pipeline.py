@@ -20,24 +20,33 @@ from ...kb import Entry
 from ...kb.rewrite import bind
 from ...kb.transforms import HANDLERS, Unsupported
 from .. import generated as gen
+from ..construct import Construct, Facts
 from ..context import RewriteContext
 from ..cstutil import code
 from ..facts import ModuleFacts
 from ..hooks import attribute, call, leave, reference, torch_call
-from .data_facts import DATASET_BASES, LOADER, TENSOR_DATASET, TV_DATASETS, DataFacts, call_arg
+from .data_facts import DATASET_BASES, LOADER, TENSOR_DATASET, TV_DATASETS, DataFacts, call_arg, scan_data
 
 _LOOP_WRAPPERS = frozenset({"enumerate", "tqdm", "zip"})
 INT_INDEX = "{idx} = int({idx})  # {why}\n"
 INT_INDEX_WHY = N_("GeneratorDataset passes numpy.int64 indices")
 
 
+DATA: Facts[DataFacts] = Facts(scan_data)  # loaders, dataset columns (data_facts.py)
+
+
 def has_data_pipeline(facts: ModuleFacts) -> bool:
-    return facts.data is not None
+    return DATA.of(facts) is not None
+
+
+# Its hooks act on the project's own names (loaders, dataset classes): the file's expressions are all visited.
+CONSTRUCT = Construct("data pipeline", order=20, facts=DATA, whole_expressions=has_data_pipeline)
 
 
 def _data(ctx: RewriteContext) -> DataFacts:
-    assert ctx.facts.data is not None  # the hooks only run when the file has a data pipeline
-    return ctx.facts.data
+    data = DATA.of(ctx.facts)
+    assert data is not None  # the hooks only run when the file has a data pipeline
+    return data
 
 
 def _canonical(ctx: RewriteContext, full: str | None) -> str | None:

@@ -37,6 +37,7 @@ from ...i18n import N_, _
 from ...kb import KB
 from .. import generated
 from ..changes import MARK
+from ..construct import Construct
 from ..cstutil import Statement, code
 from ..cstutil import dotted as _dotted
 from ..cstutil import resolve as resolve_cst
@@ -507,6 +508,9 @@ def run(state: FileState) -> None:
     if stage.edits or dropped or stage.data_parallel or stage.launched:
         state.module = module
         state.restructured = True
+
+
+CONSTRUCT = Construct("distributed", order=200, stage=run, whole_file=applies)
 
 
 def _reads(tree: ast.Module) -> dict[str, int]:

@@ -12,9 +12,12 @@ from __future__ import annotations
 import libcst as cst
 
 from ...i18n import _
+from ..construct import Construct
 from ..context import RewriteContext
 from ..cstutil import block
 from ..hooks import leave, skip, torch_call
+
+CONSTRUCT = Construct("grad context", order=30)
 
 
 def grad_contexts(ctx: RewriteContext) -> frozenset[str]:

@@ -16,7 +16,7 @@ numbers, reported with the line and the reason where it cannot be.
 from __future__ import annotations
 
 import ast
-from typing import cast
+from dataclasses import dataclass, field
 
 import libcst as cst
 
@@ -24,8 +24,11 @@ from ...analysis.astwalk import nodes
 from ...analysis.forward_state import forward_caches, recast_attributes, recasts_anywhere
 from ...i18n import N_, _, every_language
 from ..changes import MARK
+from ..construct import Cache, Construct
 from ..context import RewriteContext
 from ..hooks import leave
+
+CONSTRUCT = Construct("graph mode", order=40)
 
 _TRY_NOTE = N_(
     "GRAPH_MODE — try/except in construct is not compiled (\"Unsupported statement 'Try'\"): move it out or use an if"
@@ -65,14 +68,25 @@ def class_node(ctx: RewriteContext) -> ast.ClassDef | None:
     tree = ctx.facts.tree
     if tree is None or not ctx.class_stack:
         return None
-    classes = cast("dict[str, ast.ClassDef] | None", ctx.memo.get("first-class-by-name"))
+    memo = _MEMO.of(ctx)
+    classes = memo.first_class_by_name
     if classes is None:  # one scan per file: the first class of each name, in walk order
         classes = {}
         for n in nodes(tree):
             if isinstance(n, ast.ClassDef):
                 classes.setdefault(n.name, n)
-        ctx.memo["first-class-by-name"] = classes
+        memo.first_class_by_name = classes
     return classes.get(ctx.class_stack[-1])
+
+
+@dataclass
+class _Memo:
+    first_class_by_name: dict[str, ast.ClassDef] | None = None
+    recasts_anywhere: bool | None = None  # does any class of the file re-cast an attribute in place
+    recasts: dict[int, dict[str, list[str]]] = field(default_factory=dict)  # id(class) → recast_attributes
+
+
+_MEMO = Cache(_Memo)
 
 
 class _ToLocal(cst.CSTTransformer):
@@ -92,12 +106,13 @@ def _attributes_made_local(ctx: RewriteContext, method: str) -> tuple[list[str],
     if cls is None:
         return [], []
     cached = forward_caches(cls) if method == "forward" else []
-    if "recasts-anywhere" not in ctx.memo:  # most files re-cast nothing: their classes are not looked at
-        ctx.memo["recasts-anywhere"] = ctx.facts.tree is not None and recasts_anywhere(ctx.facts.tree)
-    key = f"recasts:{id(cls)}"  # one look at the class, not one per method
-    if key not in ctx.memo:
-        ctx.memo[key] = recast_attributes(cls) if ctx.memo["recasts-anywhere"] else {}
-    recasts = cast("dict[str, list[str]]", ctx.memo[key])
+    memo = _MEMO.of(ctx)
+    if memo.recasts_anywhere is None:  # most files re-cast nothing: their classes are not looked at
+        memo.recasts_anywhere = ctx.facts.tree is not None and recasts_anywhere(ctx.facts.tree)
+    key = id(cls)  # one look at the class, not one per method
+    if key not in memo.recasts:
+        memo.recasts[key] = recast_attributes(cls) if memo.recasts_anywhere else {}
+    recasts = memo.recasts[key]
     recast = [a for a in recasts.get(method, []) if a not in cached]
     return cached, recast
 

@@ -8,16 +8,28 @@ with such an index (``mark_range_indices``), torch names in it or not.
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
+from ..construct import Construct
 from ..context import RewriteContext
 from ..facts import ModuleFacts
 from ..hooks import leave
-from .range_index_facts import may_have_range_index, range_index_in
+from ..plan import Stmt
+from .range_index_facts import mark_range_indices, may_have_range_index, range_index_in
 
 
 def has_range_index(facts: ModuleFacts) -> bool:
     return facts.tree is not None and may_have_range_index(facts.source) and range_index_in(facts.tree)
+
+
+def _sees_range_indices(source: str, tree: ast.Module, plan: list[Stmt]) -> None:
+    if may_have_range_index(source):
+        mark_range_indices(plan)
+
+
+CONSTRUCT = Construct("range index", order=50, sees=_sees_range_indices)
 
 
 class _RangeAsList(cst.CSTTransformer):

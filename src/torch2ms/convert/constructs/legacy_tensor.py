@@ -17,9 +17,12 @@ import libcst as cst
 from ...i18n import _
 from ...kb.rewrite import rewrite_call
 from ...kb.source import literal
+from ..construct import Construct
 from ..context import RewriteContext
 from ..cstutil import code
 from ..hooks import torch_call
+
+CONSTRUCT = Construct("legacy tensor", order=60)
 
 _DATA_TRANSFORM = "torch_ops_shape.tensor_data"
 

@@ -16,9 +16,12 @@ import libcst as cst
 from ...analysis.loop_locals import loop_locals
 from ...i18n import _
 from ..changes import MARK
+from ..construct import Construct
 from ..context import RewriteContext
 from ..hooks import leave
 from .graph_mode import class_node
+
+CONSTRUCT = Construct("loop locals", order=70)
 
 
 def _method_and_loop(ctx: RewriteContext, original: cst.CSTNode) -> tuple[ast.FunctionDef, ast.stmt] | None:

@@ -13,15 +13,18 @@ from __future__ import annotations
 
 import ast
 from bisect import bisect_left
-from typing import cast
+from dataclasses import dataclass, field
 
 import libcst as cst
 
 from ...analysis.astwalk import nodes
 from ...analysis.buffers import registered_buffers
 from ...i18n import _
+from ..construct import Cache, Construct
 from ..context import RewriteContext
 from ..hooks import leave
+
+CONSTRUCT = Construct("module attributes", order=80)
 
 
 def _optimizer_class(ctx: RewriteContext, value: cst.BaseExpression) -> bool:
@@ -62,12 +65,24 @@ def optimizer_attribute(ctx: RewriteContext, original: cst.SimpleStatementLine, 
     return updated.with_changes(body=[cst.Expr(call)])
 
 
+@dataclass
+class _Buffers:
+    """Per file: every class by name and every register_buffer line (one walk), each class's buffers."""
+
+    classes_by_name: dict[str, list[ast.ClassDef]] | None = None
+    register_buffer_lines: list[int] = field(default_factory=list)
+    by_class: dict[str, dict[str, ast.expr | None]] = field(default_factory=dict)
+
+
+_BUFFERS = Cache(_Buffers)
+
+
 def _class_buffers(ctx: RewriteContext) -> dict[str, ast.expr | None]:
     """The current class's registered buffers (analysis/buffers.py), once per class."""
     cls = ctx.class_stack[-1]
-    key = f"buffers:{cls}"
-    if key not in ctx.memo:
-        if "classes-by-name" not in ctx.memo:  # one walk per file: every class by name, every register_buffer line
+    memo = _BUFFERS.of(ctx)
+    if cls not in memo.by_class:
+        if memo.classes_by_name is None:  # one walk per file: every class by name, every register_buffer line
             classes: dict[str, list[ast.ClassDef]] = {}
             lines: list[int] = []
             for n in nodes(ctx.facts.tree) if ctx.facts.tree else ():
@@ -75,14 +90,13 @@ def _class_buffers(ctx: RewriteContext) -> dict[str, ast.expr | None]:
                     classes.setdefault(n.name, []).append(n)
                 elif isinstance(n, ast.Attribute) and n.attr == "register_buffer":
                     lines.append(n.lineno)
-            ctx.memo["classes-by-name"] = classes
-            ctx.memo["register-buffer-lines"] = sorted(lines)
-        by_name = cast("dict[str, list[ast.ClassDef]]", ctx.memo["classes-by-name"])
-        found = by_name.get(cls, [])
+            memo.classes_by_name = classes
+            memo.register_buffer_lines = sorted(lines)
+        found = memo.classes_by_name.get(cls, [])
         # two classes of that name: which one this is is not known
-        one = len(found) == 1 and _registers_buffers(found[0], cast("list[int]", ctx.memo["register-buffer-lines"]))
-        ctx.memo[key] = registered_buffers(found[0]) if one else {}
-    return ctx.memo[key]  # type: ignore[return-value]
+        one = len(found) == 1 and _registers_buffers(found[0], memo.register_buffer_lines)
+        memo.by_class[cls] = registered_buffers(found[0]) if one else {}
+    return memo.by_class[cls]
 
 
 def _registers_buffers(cls: ast.ClassDef, lines: list[int]) -> bool:

@@ -17,8 +17,11 @@ import libcst as cst
 from ...analysis.astwalk import nodes
 from ...analysis.imports import ImportMap
 from ...i18n import _
+from ..construct import Construct
 from ..context import RewriteContext
 from ..hooks import call
+
+CONSTRUCT = Construct("optimizer parameters", order=90)
 
 _PARAMETER_METHODS = ("get_parameters", "parameters")
 

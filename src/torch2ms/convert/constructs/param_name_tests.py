@@ -12,9 +12,12 @@ from typing import Any
 import libcst as cst
 
 from ...i18n import _
+from ..construct import Construct
 from ..context import RewriteContext
 from ..cstutil import code
 from ..hooks import leave
+
+CONSTRUCT = Construct("parameter name tests", order=100)
 
 
 @cache

@@ -10,15 +10,68 @@ from __future__ import annotations
 
 import ast
 from bisect import bisect_left
-from typing import cast
 
 import libcst as cst
 
 from ...analysis.astwalk import nodes, walk
 from ...analysis.infer import TENSOR
 from ...i18n import _
+from ..construct import Cache, Construct
 from ..context import RewriteContext
 from ..hooks import call, leave
+from ..plan import Stmt
+
+
+def mark_formatted(plan: list[Stmt], tree: ast.Module | None = None) -> None:
+    """Statements formatting a value with a spec (``f"{loss:.4f}"``, ``"{:.4f}".format(loss)``) are
+    visited: the value may be a tensor, which MindSpore cannot format that way. ``tree``: the module the
+    plan was made from; the lines of its formatting nodes (one walk) rule out most statements unwalked."""
+    own, lines = _formatting_lines(tree)
+    for info in plan:
+        if info.interesting or info.size:
+            continue
+        node = info.node
+        if id(node) in own:
+            at = bisect_left(lines, node.lineno)
+            if at == len(lines) or lines[at] > (node.end_lineno or node.lineno):
+                continue  # no formatting node within the statement's lines
+        if any(_formats(n) for n in walk(node)):
+            info.interesting = info.header = True
+
+
+def _formats(n: ast.AST) -> bool:
+    spec = isinstance(n, ast.FormattedValue) and n.format_spec is not None
+    return spec or (
+        isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr == "format"
+        and isinstance(n.func.value, ast.Constant)
+        and ":" in str(n.func.value.value)
+    )
+
+
+def _formatting_lines(tree: ast.Module | None) -> tuple[set[int], list[int]]:
+    """(ids of the tree's statements, sorted lines of its formatting nodes); empty without a tree."""
+    if tree is None:
+        return set(), []
+    own: set[int] = set()
+    lines: list[int] = []
+    for n in nodes(tree):
+        kind = n.__class__
+        if kind is ast.FormattedValue or kind is ast.Call:  # the only kinds _formats takes: one test per node
+            if _formats(n):
+                lines.append(n.lineno)  # type: ignore[attr-defined]
+        elif isinstance(n, ast.stmt):
+            own.add(id(n))
+    return own, sorted(lines)
+
+
+def _sees_formatted(source: str, tree: ast.Module, plan: list[Stmt]) -> None:
+    if "{" in source and ":" in source:
+        mark_formatted(plan, tree)
+
+
+CONSTRUCT = Construct("python side", order=110, sees=_sees_formatted)
 
 
 def _with_item(node: cst.BaseExpression) -> cst.BaseExpression:
@@ -60,15 +113,18 @@ def _formats_with_spec(ctx: RewriteContext, stmt: ast.stmt) -> bool:
     """Does the statement hold an f-string part with a format spec? Answered for the file's own
     statements from the lines of its spec'd parts, found in one walk (a part lies within the lines
     of its statement; statements a stage wrote are walked one by one)."""
-    memo = cast("tuple[set[int], list[int]] | None", ctx.memo.get("format_specs"))
-    if memo is None:
-        memo = ctx.memo["format_specs"] = _spec_lines(ctx.facts.tree)
-    own, lines = memo
+    memo = _SPEC_LINES.of(ctx)
+    if not memo:
+        memo.append(_spec_lines(ctx.facts.tree))
+    own, lines = memo[0]
     if id(stmt) in own:
         at = bisect_left(lines, stmt.lineno)
         if at == len(lines) or lines[at] > (stmt.end_lineno or stmt.lineno):
             return False
     return any(isinstance(n, ast.FormattedValue) and n.format_spec is not None for n in walk(stmt))
+
+
+_SPEC_LINES: Cache[list[tuple[set[int], list[int]]]] = Cache(list)  # the file's _spec_lines, once computed
 
 
 def _spec_lines(tree: ast.Module | None) -> tuple[set[int], list[int]]:

@@ -11,8 +11,11 @@ from __future__ import annotations
 import libcst as cst
 
 from ...i18n import _
+from ..construct import Construct
 from ..context import RewriteContext
 from ..hooks import leave
+
+CONSTRUCT = Construct("statement fixes", order=120)
 
 
 def _is_inplace_rewrite(ctx: RewriteContext, call: cst.Call) -> bool:

@@ -19,6 +19,7 @@ import libcst as cst
 
 from ....analysis.astwalk import nodes
 from ....i18n import _
+from ...construct import Construct
 from ...cstutil import Statement
 from ...index import StatementIndex
 from ...state import FileState
@@ -62,6 +63,9 @@ def run(state: FileState) -> None:
     if edits.replace or edits.before:
         state.module = state.module.visit(_Splice(edits.replace, edits.before, state.index))
         state.restructured = True
+
+
+CONSTRUCT = Construct("training", order=220, stage=run, whole_file=applies)
 
 
 class _Edits:
