@@ -1,8 +1,11 @@
 """``RewriteContext``: what the rewrite stage knows while it walks one file, and what it can do.
 
-The main libcst pass (rewriter.py) keeps it up to date (class/function scopes, the current
-statement, isinstance guards); the KB call rules (calls.py) and the construct hooks (constructs/)
-read it and record through it. Construct modules only ever see this object, never the traversal.
+Three parts: the traversal state (traversal.py: class/function scopes, the current statement,
+isinstance guards), which the main libcst pass (rewriter.py) keeps up to date; the change recorder
+(recorder.py); and, here, what the file's facts answer where the traversal is (types, int names,
+layer classes) with the per-file caches behind them (the constructs' own: ``caches``, construct.Cache).
+The KB call rules (calls.py) and the construct hooks (constructs/) read it and record through it.
+Construct modules only ever see this object, never the traversal.
 """
 
 from __future__ import annotations
@@ -17,14 +20,15 @@ from ..analysis.astwalk import nodes
 from ..analysis.infer import Scope, expr_type
 from ..analysis.int_names import dataclass_int_fields, function_int_names, module_int_names
 from ..kb import KB
-from .changes import Change, not_converted_mark, review_mark
+from .changes import Change
 from .cstutil import code, dotted
 from .cstutil import resolve as resolve_cst
 from .facts import ModuleFacts
 from .generated import GeneratedRefs
-from .index import StatementIndex, StatementInfo
+from .index import StatementIndex
 from .names import MindSporeNames
-from .plan import change_keys
+from .recorder import ChangeRecorder
+from .traversal import Traversal
 
 
 @functools.lru_cache(maxsize=8192)
@@ -73,48 +77,25 @@ _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _BARE_TOKENS = frozenset({cst.Name, cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString})
 
 
-class RewriteContext:
+class RewriteContext(Traversal, ChangeRecorder):
+    """The traversal state (traversal.py), the change recorder (recorder.py) and what the file's facts
+    answer where the traversal is; the constructs' own per-file caches are ``caches`` (construct.Cache)."""
+
     def __init__(self, kb: KB, facts: ModuleFacts, index: StatementIndex, generated: GeneratedRefs) -> None:
+        Traversal.__init__(self)
+        ChangeRecorder.__init__(self)
         self.kb = kb
         self.facts = facts
         self.imap = facts.imap
         self.index = index
         self.generated = generated
         self.names = MindSporeNames(facts.taken)
-        self.changes: list[Change] = []
-        self.still_needed: set[str] = set()  # local torch import names that unconverted code still uses
-        self.markers: list[list[str]] = []  # per open statement: the comments to put above it
-        self.statements: list[StatementInfo | None] = []  # the statement being rewritten, innermost last
-        self.class_stack: list[str] = []
-        self.class_has_bases: list[bool] = []
-        self.func_stack: list[str] = []
-        self.narrowed: list[dict[str, list[str]]] = []  # isinstance(m, nn.BatchNorm2d) guards
-        self.class_name_aliases: list[dict[str, str]] = []  # per function: classname = m.__class__.__name__
-        self.scope_starts: list[int] = []  # len(changes) when each open class/def was entered
-        self.call_funcs: set[cst.CSTNode] = set()  # callees of the calls being visited
-        self.type_nodes: set[cst.CSTNode] = set()  # isinstance/issubclass class arguments
-        self.type_depth = 0  # > 0 inside base classes and annotations: names there are the classes themselves
-        self.in_bases = False
-        self.in_target = 0  # > 0 inside an assignment target: a torch name there is being rebound
-        self.in_pattern = 0  # > 0 inside a match-statement class pattern
         self.caches: dict[object, object] = {}  # the constructs' per-file caches (construct.Cache)
         self._int_names_at: dict[tuple[str, str], frozenset[str]] = {}
-        self.assign_targets: set[cst.CSTNode] = set()  # nodes assigned to (``m.weight = ...``)
-        # id of a method call's original receiver → the receiver as converted (``m.bias`` → ``m.beta``):
-        # an in-place statement assigns its result back to it.
-        self.converted_receivers: dict[int, cst.BaseExpression] = {}
-        self.earlier_marks: dict[int, set[str]] = {}  # line → APIs an earlier conversion marked there
-        self.converted_before = False  # the source is torch2ms's output (MindSpore imports and its marks)
-        self._keys: dict[int, dict[str, list[int]]] = {}  # per statement: lines of its torch uses
-        self._seen: dict[tuple[int, str], int] = {}
         self._sources: dict[int, tuple[cst.CSTNode, str]] = {}
         self._text: tuple[list[str], set[int]] | None = None  # the facts' source lines, ids of its statements
 
-    # ---- recording ---------------------------------------------------------------------------
-
-    @property
-    def statement(self) -> StatementInfo | None:
-        return self.statements[-1] if self.statements else None
+    # ---- the statement being rewritten ---------------------------------------------------------
 
     def in_one_line_statement(self) -> bool:
         """No comment can sit inside the statement being rewritten: it spans one line of its code, or
@@ -141,55 +122,9 @@ class RewriteContext:
             return False  # maybe a comment (or a # in a string): look inside
         return not lines[end - 1].encode()[node.end_col_offset :].strip()  # (another statement after a ;)
 
-    def marked_before(self, api: str) -> bool:
-        """An earlier conversion marked ``api`` "not converted" above the current statement."""
-        info = self.statement
-        if not self.earlier_marks or info is None:
-            return False
-        return api in self.earlier_marks.get(info.original_line(info.node.lineno), ())
-
-    def keep_marked(self, api: str, root: str | None) -> None:
-        """Reported as left for a person again; its mark is already above the statement."""
-        self.changes.append(Change(api, "not-converted", "marked by an earlier conversion", self._line(api)))
-        if root:
-            self.still_needed.add(root)
-
-    def record(self, api: str, action: str = "converted", note: str = "") -> None:
-        self.changes.append(Change(api, action, note, self._line(api)))
-        if action == "review" and self.markers:
-            self.markers[-1].append(review_mark(api, note))
-
-    def mark(self, api: str, note: str, root: str | None = None) -> None:
-        """Left for a person: reported, marked in the code above its statement, its import kept."""
-        self.changes.append(Change(api, "not-converted", note, self._line(api)))
-        if self.markers:
-            self.markers[-1].append(not_converted_mark(api, note))
-        if root:
-            self.still_needed.add(root)
-
     def changes_in_scope(self) -> list[Change]:
         """The changes recorded since the innermost open class or def was entered."""
         return self.changes[self.scope_starts[-1] :] if self.scope_starts else self.changes
-
-    def _line(self, api: str) -> int:
-        """The original line of this change: within the current statement, the matching name (or
-        attribute) by order of appearance; else the statement's own line."""
-        info = self.statement
-        if info is None:
-            return 0
-        stmt = info.node
-        keys = self._keys.get(id(stmt))
-        if keys is None:
-            keys = self._keys[id(stmt)] = change_keys(stmt, self.imap, self.kb)
-        line = stmt.lineno
-        for key in (api, api.rsplit(".", 1)[-1]):
-            got = keys.get(key)
-            if got:
-                seen = self._seen.get((id(stmt), key), 0)
-                line = got[min(seen, len(got) - 1)]
-                self._seen[(id(stmt), key)] = seen + 1
-                break
-        return info.original_line(line)
 
     # ---- names and code ------------------------------------------------------------------------
 
@@ -232,14 +167,6 @@ class RewriteContext:
         return name.split(".", 1)[0] if name else None
 
     # ---- where we are --------------------------------------------------------------------------
-
-    def is_call_func(self, node: cst.CSTNode) -> bool:
-        """Is ``node`` the callee of a call being visited (the call handles it whole)?"""
-        return node in self.call_funcs
-
-    def in_type_position(self, node: cst.CSTNode) -> bool:
-        """A class named as itself: a base, an annotation, an isinstance argument."""
-        return self.type_depth > 0 or node in self.type_nodes
 
     @property
     def in_module_class(self) -> bool:
