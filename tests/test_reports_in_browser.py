@@ -212,6 +212,7 @@ def test_r30_check_data_report_in_chinese(browser, tmp_path, monkeypatch):
 def test_r30_compare_train_report_in_chinese(browser, tmp_path, monkeypatch):
     from torch2ms import i18n
     from torch2ms.trainrun.report import TrainReport
+    from torch2ms.trainrun.report_files import write_report
 
     monkeypatch.setenv("TORCH2MS_LANG", "zh")
     rows = [
@@ -234,7 +235,7 @@ def test_r30_compare_train_report_in_chinese(browser, tmp_path, monkeypatch):
         ],
     }
     rep = TrainReport("different", "train.py", "train_ms.py", 6, 1e-4, "pynative", "replay", 0, rows, divergence)
-    paths = rep.write(tmp_path / "r")
+    paths = write_report(rep, tmp_path / "r")
     dom, console = open_page(browser, paths["html"], tmp_path, SHOTS / "compare_train_zh.png")
     assert console == [], console
     assert '<html lang="zh-CN">' in dom and "compare-train: 不同" in dom and "<th>torch 损失</th>" in dom

@@ -25,6 +25,7 @@ from .inputs import check_training_batches, given_inputs
 from .layers import Analysis, Context, Recording, analyze
 from .options import CompareOptions, CompareUsageError, LossSpec, TrainOptions
 from .report import CompareReport
+from .report_files import write_report
 from .rows import Divergence, LayerRow, OutputCheck, finite_or_none
 from .torch_runner import run_torch
 
@@ -272,7 +273,7 @@ def compare_models(
         timings=timings,
     )
     if opts.out_dir is not None:
-        report.write(opts.out_dir)
+        write_report(report, opts.out_dir)
     return report
 
 

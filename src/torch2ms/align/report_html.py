@@ -4,17 +4,15 @@ the plots as PNG files."""
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..i18n import _, html_lang
 from ..plots import figure, png_bytes, svg_markup
 from .metrics import OUTPUT_TOL
+from .report import CompareReport
 from .report_format import fmt, kind_word, phase_word, sorted_rows, status_word, timing_word, training_lines
 from .report_text import COLUMNS, row_cells
 from .rows import LayerRow
-
-if TYPE_CHECKING:
-    from .report import CompareReport
 
 _CSS = """body{font-family:system-ui,"Noto Sans CJK SC",sans-serif;margin:1.5em;color:#222}
 table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from rich.markup import escape
 from rich.table import Table
 
 from ..i18n import N_, _
 from .metrics import OUTPUT_TOL
+from .report import CompareReport
 from .report_format import fmt, kind_word, phase_word, sorted_rows, status_word, training_lines, verdict_word
 from .rows import LayerRow
-
-if TYPE_CHECKING:
-    from .report import CompareReport
 
 COLUMNS: tuple[tuple[str, Literal["left", "right"]], ...] = (
     ("#", "right"),

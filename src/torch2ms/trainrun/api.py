@@ -11,6 +11,7 @@ from ..i18n import _
 from ..progress import Progress
 from . import causes, diagnose
 from .report import TrainReport
+from .report_files import write_report
 from .runner import SideRun, TrainUsageError, check_inputs, ms_command, run_side, torch_command, write_config
 
 LABEL = {"torch": "torch", "ms": "MindSpore"}
@@ -62,7 +63,7 @@ def compare_train(
         if m.record is not None:
             assert t.record is not None
             judge(rep, t.record, m.record, work)
-    rep.write(work)
+    write_report(rep, work)
     return rep
 
 

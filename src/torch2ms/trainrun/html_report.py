@@ -7,13 +7,11 @@ import base64
 import html
 import io
 import warnings
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..i18n import N_, _, html_lang
+from .report import TrainReport
 from .words import STATUS_WORDS, severity_word
-
-if TYPE_CHECKING:  # report.py writes this page: a run-time import would be a cycle
-    from .report import TrainReport
 
 
 def loss_plot_png(rep: TrainReport) -> bytes | None:

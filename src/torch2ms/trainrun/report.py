@@ -1,10 +1,9 @@
-"""The ``compare-train`` report: a dataclass, report.json, and the terminal table."""
+"""The ``compare-train`` report: a dataclass and the terminal table (report_files.py writes report.json
+and report.html)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 from ..i18n import N_, _
@@ -39,17 +38,6 @@ class TrainReport:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-    def write(self, out_dir: str | Path) -> dict[str, Path]:
-        """report.json and report.html (loss curves and the per-step difference) into out_dir."""
-        from .html_report import render_html
-
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        paths = {"json": out / "report.json", "html": out / "report.html"}
-        paths["json"].write_text(json.dumps(self.to_dict(), indent=1, default=str) + "\n", encoding="utf-8")
-        paths["html"].write_text(render_html(self), encoding="utf-8")
-        return paths
 
 
 def _num(v: float | None, digits: int = 6) -> str:

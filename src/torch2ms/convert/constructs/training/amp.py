@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import libcst as cst
 
@@ -19,8 +19,15 @@ from ....i18n import _
 from ...cstutil import Statement, block, code
 from .errors import NotConvertible
 
-if TYPE_CHECKING:
-    from .analysis import Roles
+
+class Roles(Protocol):
+    """What the autocast rules ask of the training loop's roles (analysis.Roles), named here so that
+    this module does not import the analysis that imports it."""
+
+    def resolve(self, node: ast.AST) -> str | None: ...
+
+    def ast_of(self, node: cst.CSTNode) -> ast.stmt | None: ...
+
 
 DTYPES = {"torch.float16": "float16", "torch.half": "float16", "torch.bfloat16": "bfloat16"}
 
