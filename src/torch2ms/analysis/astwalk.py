@@ -111,34 +111,6 @@ def depth(tree: ast.AST) -> int:
     return deepest
 
 
-COMPOUND = (
-    ast.FunctionDef,
-    ast.AsyncFunctionDef,
-    ast.ClassDef,
-    ast.If,
-    ast.For,
-    ast.AsyncFor,
-    ast.While,
-    ast.With,
-    ast.AsyncWith,
-    ast.Try,
-    ast.Match,
-) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
-
-
-def line_starting_statements(tree: ast.Module, source: str) -> list[ast.stmt]:
-    """Simple statements that begin their line, in document order: what libcst calls a
-    SimpleStatementLine (a statement after ``;`` or in a one-line suite ``if x: y`` begins none)."""
-    lines = source.splitlines()
-    out = []
-    for node in nodes(tree):
-        if isinstance(node, ast.stmt) and not isinstance(node, COMPOUND):
-            text = lines[node.lineno - 1] if node.lineno <= len(lines) else ""
-            if not text[: node.col_offset].strip():
-                out.append(node)
-    return sorted(out, key=lambda n: n.lineno)
-
-
 def bound_names(tree: ast.AST) -> set[str]:
     """Every name the code uses or binds (names, defs, arguments): generated names avoid them."""
     used: set[str] = set()

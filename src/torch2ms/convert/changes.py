@@ -21,9 +21,6 @@ class Change:
     note: str = ""
     line: int = 0  # in the original source
 
-    def as_dict(self) -> dict[str, str | int]:
-        return {"api": self.api, "action": self.action, "note": self.note, "line": self.line}
-
 
 def earlier_marks(source: str) -> dict[int, set[str]]:
     """Line of a statement → the APIs a previous conversion marked "not converted" above it.

@@ -30,7 +30,7 @@ from .ckpt_io import ckpt_size, read_ckpt, save_with_mindspore, write_ckpt
 from .dataflow import embeddings_by_dataflow
 from .layers import layer_types
 from .rename import INVERSE_LAYOUTS, LAYOUTS, RESHAPE_ONLY_LAYOUTS, rename_key
-from .torch_format import CheckpointFormatError, TensorRef, load_any, save_torch_zip
+from .torch_format import TensorRef, load_any, save_torch_zip
 from .tying import tie_layer_types, tied_groups, tied_partner_loaded
 
 __all__ = [
@@ -713,8 +713,6 @@ def guess_ms_layer_types(shapes: Mapping[str, tuple[int, ...]], kb: KB) -> dict[
             guess = "torch.nn.Embedding"
         elif set(leaves) == {"w"}:
             guess = "torch.nn.PReLU"
-        elif "dense1" in {p.rsplit(".", 1)[-1] for p in _leaves(shapes) if p.startswith(prefix + ".")}:
-            guess = None
         if guess and kb.get(guess) is not None:
             out[prefix] = kb.get(guess).torch
     return out
@@ -776,9 +774,3 @@ def ckpt_to_torch(
     else:
         save_torch_zip(state, out)
     return mapping
-
-
-def describe_error(exc: Exception) -> str:
-    if isinstance(exc, (WeightsError, CheckpointFormatError)):
-        return str(exc)
-    return f"{type(exc).__name__}: {exc}"
