@@ -78,6 +78,7 @@ class Roles:
         self.opt_modules = _optimizer_modules(tree, imap)  # optimizer → the module whose parameters it trains
         # receivers of ``x.step()`` calls (an optimizer's name the file never builds)
         self.stepped = {ast.unparse(n.func.value) for n in nodes(tree) if _is_step_call(n)}  # type: ignore[attr-defined]
+        self.zeroed, self.lr_drivers = _optimizer_facts(tree, self.optimizers)
 
     @functools.cached_property
     def module_names(self) -> set[str]:
@@ -117,9 +118,12 @@ class Roles:
         return self.opt_modules.get(id(self.tree), {}).get(opt)
 
     def is_optimizer(self, recv: str) -> bool:
-        if recv in self.optimizers:
+        """Is the receiver of a ``.step()`` an optimizer? By what the file does with it, not its name:
+        built by torch.optim or zero_grad()-ed: yes; built by torch's lr_scheduler, or by any call given
+        an optimizer (``get_linear_schedule_with_warmup(opt, ...)``), or asked for its learning rate: no."""
+        if recv in self.optimizers or recv in self.zeroed:
             return True
-        return recv not in self.schedulers and "sched" not in recv.lower()
+        return recv not in self.schedulers and recv not in self.lr_drivers
 
     def ast_of(self, node: cst.CSTNode) -> ast.stmt | None:
         """The statement as ast: the original's when the stages left it alone, else parsed from its code."""
@@ -566,17 +570,38 @@ def _optimizer_names(tree: ast.Module, imap: ImportMap) -> tuple[set[str], set[s
     return opts, scheds
 
 
+# Methods and attributes only a learning-rate scheduler has.
+_SCHEDULER_ONLY = frozenset({"get_last_lr", "get_lr", "last_epoch", "base_lrs"})
+
+
+def _optimizer_facts(tree: ast.Module, optimizers: set[str]) -> tuple[set[str], set[str]]:
+    """(receivers of ``.zero_grad()``; names that drive an optimizer's learning rate: bound to a call
+    given an optimizer, or asked for scheduler-only attributes)."""
+    zeroed = {ast.unparse(n.func.value) for n in nodes(tree) if is_method_call(n, "zero_grad")}  # type: ignore[attr-defined]
+    known = optimizers | zeroed
+    drivers: set[str] = set()
+    for n in nodes(tree):
+        if isinstance(n, ast.Attribute) and n.attr in _SCHEDULER_ONLY:
+            drivers.add(ast.unparse(n.value))
+        elif isinstance(n, ast.Assign) and isinstance(n.value, ast.Call):
+            given = [*n.value.args, *(k.value for k in n.value.keywords)]
+            if any(ast.unparse(a) in known for a in given if isinstance(a, (ast.Name, ast.Attribute))):
+                drivers |= {ast.unparse(t) for t in n.targets}
+    return zeroed, drivers - known
+
+
 def _optimizer_modules(tree: ast.Module, imap: ImportMap) -> dict[int, dict[str, tuple[str, bool]]]:
     """Per function (id of its ast; the module: id of the tree): ``opt = torch.optim.SGD(model.parameters(),
     ...)`` → {"opt": "model"}; also an optimizer a module makes for itself (``model.configure_optimizers(cfg)``)."""
     out: dict[int, dict[str, tuple[str, bool]]] = {}
+    modules = _known_modules(tree, imap)
     scopes: list[ast.AST] = [tree]
     scopes += [n for n in nodes(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     for scope in scopes:
         found = out.setdefault(id(scope), {})
         for n in _own_statements(scope):
             if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.value, ast.Call):
-                module = _trained_module(n.value, imap)
+                module = _trained_module(n.value, imap, modules)
                 if module is not None:
                     found[ast.unparse(n.targets[0])] = module
     return out
@@ -604,7 +629,35 @@ def _own_statements(scope: ast.AST):
             todo += getattr(n, part, [])
 
 
-def _trained_module(call: ast.Call, imap: ImportMap) -> tuple[str, bool] | None:
+# Methods only a torch Module has (not an optimizer's, nor a trainer's ``train()``).
+_MODULE_ONLY = frozenset(
+    {"parameters", "named_parameters", "modules", "named_modules", "children", "named_children", "buffers", "apply"}
+)
+
+
+def _known_modules(tree: ast.Module, imap: ImportMap) -> set[str]:
+    """Names (and ``self.x`` attributes) the file shows to hold a torch Module: receivers of Module-only
+    methods, or bound to a torch.nn class or to a class of the file whose base is one."""
+    nn_classes = {
+        n.name
+        for n in tree.body
+        if isinstance(n, ast.ClassDef) and any((imap.resolve(b) or "").startswith("torch.nn.") for b in n.bases)
+    }
+    out: set[str] = set()
+    for n in nodes(tree):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _MODULE_ONLY:
+            out.add(ast.unparse(n.func.value))
+        elif isinstance(n, ast.Assign) and isinstance(n.value, ast.Call):
+            func = n.value.func
+            built = (imap.resolve(func) or "").startswith("torch.nn.") or (
+                isinstance(func, ast.Name) and func.id in nn_classes
+            )
+            if built:
+                out |= {ast.unparse(t) for t in n.targets}
+    return out
+
+
+def _trained_module(call: ast.Call, imap: ImportMap, modules: set[str]) -> tuple[str, bool] | None:
     full = imap.resolve(call.func) or ""
     if full.startswith("torch.optim.") and full.count(".") == 2:
         first = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "params"), None)
@@ -615,6 +668,11 @@ def _trained_module(call: ast.Call, imap: ImportMap) -> tuple[str, bool] | None:
             and not first.args
         ):
             return ast.unparse(first.func.value), True
-    elif isinstance(call.func, ast.Attribute) and "optim" in call.func.attr and not imap.resolve(call.func):
-        return ast.unparse(call.func.value), False  # its own parameter groups: another order
+    elif (
+        isinstance(call.func, ast.Attribute)
+        and "optim" in call.func.attr
+        and not imap.resolve(call.func)
+        and ast.unparse(call.func.value) in modules
+    ):
+        return ast.unparse(call.func.value), False  # a module's own optimizer (its parameter groups: another order)
     return None
