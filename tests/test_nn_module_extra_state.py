@@ -1,7 +1,7 @@
 """torch.nn.Module.get_extra_state / set_extra_state: a module overriding them converts to a Cell that
 does the same (MindSpore 2.10's Cell has both, and state_dict / load_state_dict call them as torch's do).
 
-The KB entries (kb/data/nn_layers_2.toml) name this file as their proof: an override is a class rewritten
+The KB entries (kb/data/nn_layers_module_utils.toml) name this file as their proof: an override is a class rewritten
 whole, not a call a differential case can replay.
 """
 

@@ -60,7 +60,7 @@ SUMMARIES = (
     N_("torch.utils.checkpoint.checkpoint(fn, *args, use_reentrant=...) → mindspore.recompute(fn, *args)."),
     N_("TorchScript-only decorators (jit.unused / ignore / export): the function itself."),
     N_("torch.jit.script / trace / torch.compile → mindspore.jit(fn); tracing inputs and backends dropped."),
-    # kb/handlers/nn_2.py
+    # kb/handlers/nn_layers_module_utils.py
     N_("m.type(torch.float64) → m.to(mindspore.float64); torch's type-name strings are refused."),
     N_("_ntuple(n) → a function making an n-tuple from a scalar and a tuple from an iterable."),
     N_("_single(x): x as a 1-tuple (an iterable as a tuple)."),
@@ -138,7 +138,7 @@ SUMMARIES = (
     N_("x.roll(shifts, dims) as an index_select per dim (the Roll kernel is unregistered on CPU)."),
     N_("x.unique() → ops.unique then a sort (MindSpore's x.unique has no CPU kernel)."),
     N_("x.round(decimals=d): MindSpore's Round kernel only takes decimals=0 on CPU; scale instead."),
-    # kb/handlers/tensor_methods_2.py
+    # kb/handlers/tensor_methods_composite.py
     N_("x.bitwise_not() → ops.invert(x) for integers, x.logical_not() for booleans."),
     N_("x.aminmax(dim=d, keepdim=k) → x.aminmax(axis=d, keepdims=k); without dim, over all elements."),
     N_("MindSpore's bincount returns float32 counts: cast to torch's int64 (or to the weights' dtype)."),
@@ -185,7 +185,7 @@ SUMMARIES = (
     N_("bucketize(x, b, right=r) == searchsorted(b, x, right=r)."),
     N_("isin(x, t) → any(expand_dims(x, -1) == t.reshape(-1), -1) (no ops.isin in 2.10)."),
     N_("ops.diff only accepts n=1: apply it n times (prepend/append only on the first)."),
-    # kb/handlers/torch_ops_2.py
+    # kb/handlers/torch_ops_long_tail.py
     N_("torch.signal.windows' sym (default True) is the negation of MindSpore's periodic."),
     N_("ops.blackman_window / bartlett_window take the window length as a Tensor, not an int."),
     N_("MindSpore's hann/kaiser windows are float64 whatever dtype says at length 1: cast to torch's dtype."),
@@ -252,7 +252,7 @@ SUMMARIES = (
     N_("linalg.lu_factor(A) → (LU, pivots) from mindspore.scipy.linalg.lu_factor, pivots made 1-based as in torch."),
     N_("torch.put(input, index, source, accumulate) → a scatter on the flattened tensor."),
     N_("linalg.lu_solve(LU, pivots, B) → ops.lu_solve(B, LU, pivots); left=True and adjoint=False only."),
-    # kb/handlers/torchvision_2.py
+    # kb/handlers/torchvision_datasets.py
     N_(
         "FashionMNIST(root, train) → FashionMnistDataset(root + '/FashionMNIST/raw', usage) + ToPIL first + int32 labels."
     ),

@@ -1,4 +1,4 @@
-"""Handlers for kb/data/nn_layers_2.toml (torch.nn layers, Module methods and utils)."""
+"""Handlers for kb/data/nn_layers_module_utils.toml (torch.nn layers, Module methods and utils)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Handlers for the torch.Tensor methods of tensor_methods_2.toml (issue 14's Tensor share)."""
+"""Handlers for the torch.Tensor methods of tensor_methods_aliases_inplace.toml (issue 14's Tensor share)."""
 
 from __future__ import annotations
 

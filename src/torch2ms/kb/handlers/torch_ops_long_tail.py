@@ -1,4 +1,4 @@
-"""Handlers for kb/data/torch_ops_2.toml and fft_special.toml: more torch.* functions, window
+"""Handlers for kb/data/torch_ops_long_tail.toml and fft_special.toml: more torch.* functions, window
 functions, torch.special, torch.fft, torch.linalg, torch.sparse and torch.testing.
 """
 
