@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from requires_support import require_module
 
 from torch2ms.convert import convert_source
 
@@ -75,7 +76,7 @@ def _results(out_dir: Path) -> list[dict]:
 @pytest.mark.slow
 @pytest.mark.differential
 def test_msrun_two_cpu_workers_gather_objects_like_torch(tmp_path):
-    pytest.importorskip("torch")
+    require_module("torch")
     bindir = str(Path(sys.executable).parent)  # msrun starts the workers with `python` from PATH
     env = {**os.environ, "PATH": bindir + os.pathsep + os.environ.get("PATH", ""), "TORCH_TEST_PORT": str(_free_port())}
     torch_dir, ms_dir = tmp_path / "torch", tmp_path / "ms"

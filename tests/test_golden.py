@@ -10,10 +10,10 @@ regenerates them: ``.venv/bin/python -m pytest tests/test_golden.py --update-gol
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 from pathlib import Path
 
 import pytest
+from requires_support import require_module
 
 from torch2ms.convert import ConvertedModule, convert_source
 
@@ -44,10 +44,8 @@ def test_r6_golden_file_converts_to_its_pinned_output(case: str, request) -> Non
 
 
 def test_r6_golden_torchvision_resnet_is_pinned(request) -> None:
-    spec = importlib.util.find_spec("torchvision")
-    if spec is None or not spec.submodule_search_locations:
-        pytest.skip("torchvision is not installed")
-    source = (Path(list(spec.submodule_search_locations)[0]) / "models" / "resnet.py").read_text(encoding="utf-8")
+    torchvision_dir = Path(list(require_module("torchvision").__path__)[0])
+    source = (torchvision_dir / "models" / "resnet.py").read_text(encoding="utf-8")
     res = convert_source(source, "resnet.py")
     digest = hashlib.sha256(res.code.encode()).hexdigest()
     pinned = f"sha256 {digest}\n" + _report(res)
