@@ -172,12 +172,13 @@ def test_r14_fetch_dataset_bad_md5_is_a_clear_error_and_leaves_no_file(tmp_path,
 
 
 def test_r14_fetch_dataset_offline_names_the_url_and_what_to_do(tmp_path, monkeypatch):
-    with socket.socket() as s:  # a port nothing listens on
+    # A port nothing can listen on while the fetch runs: held bound here, never listening (refuses connections).
+    with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    monkeypatch.setenv(MIRROR_ENV, f"http://127.0.0.1:{port}/mnist")
-    with pytest.raises(RuntimeError) as err:
-        fetch_dataset("FashionMNIST", tmp_path)
+        monkeypatch.setenv(MIRROR_ENV, f"http://127.0.0.1:{port}/mnist")
+        with pytest.raises(RuntimeError) as err:
+            fetch_dataset("FashionMNIST", tmp_path)
     text = str(err.value)
     assert text.startswith("FashionMNIST: could not fetch train-images-idx3-ubyte.gz")
     assert f"http://127.0.0.1:{port}/mnist/train-images-idx3-ubyte.gz: " in text
