@@ -186,6 +186,7 @@ def gpt2_mindone(root: Path, repeat: int) -> dict[str, float]:
     """Converted minGPT vs mindone's GPT-2, in PyNative: mindone's GPT-2 does not compile in GRAPH_MODE
     (its construct fails with "TypeError: 'int' object is not subscriptable")."""
     import mindspore as ms
+    import scipy.stats  # noqa: F401 - before torch is blocked: its import-time array-API check reads sys.modules
 
     ms.set_context(mode=ms.PYNATIVE_MODE)
     nets = {"converted": _converted_gpt(root), "mindone": _mindone_gpt2()}
