@@ -16,6 +16,7 @@ folder hides it, to see the fail-vs-skip behaviour).
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 from pathlib import Path
 from types import ModuleType
@@ -53,6 +54,15 @@ def require_module(name: str) -> ModuleType:
     except ImportError as exc:
         error = str(exc)
     missing(MODULE, f"{name} is not importable ({error})")
+
+
+def require_package_dir(name: str) -> Path:
+    """The folder of an installed package, found without importing it (a static test reading
+    torchvision's source stays free of torch); fails in CI, skips elsewhere when it is not installed."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        missing(MODULE, f"{name} is not installed (no package folder found)")
+    return Path(list(spec.submodule_search_locations)[0])
 
 
 def require_modules(*names: str) -> None:

@@ -13,7 +13,7 @@ import hashlib
 from pathlib import Path
 
 import pytest
-from requires_support import require_module
+from requires_support import require_package_dir
 
 from torch2ms.convert import ConvertedModule, convert_source
 
@@ -47,7 +47,7 @@ def test_r6_golden_file_converts_to_its_pinned_output(case: str, request) -> Non
 
 
 def test_r6_golden_torchvision_resnet_is_pinned(request) -> None:
-    torchvision_dir = Path(list(require_module("torchvision").__path__)[0])
+    torchvision_dir = require_package_dir("torchvision")
     source = (torchvision_dir / "models" / "resnet.py").read_text(encoding="utf-8")
     res = convert_source(source, "resnet.py")
     digest = hashlib.sha256(res.code.encode()).hexdigest()

@@ -22,13 +22,12 @@ ROOT = TESTS.parent
 # What each requirement asks for, with the thing hidden (a folder that is not there, a module that is not).
 ASKS = {
     "module": 'require_module("torch2ms_no_such_module")',
+    "package_dir": 'require_package_dir("torch2ms_no_such_module")',
     "kit": "require_kit()",
     "kit_file": 'require_kit(CORPUS / "karpathy" / "minGPT")',
     "reference": 'require_reference(REFERENCE / "torch_api_priority.tsv")',
 }
-HEADER = (
-    "import pytest\nfrom requires_support import CORPUS, REFERENCE, require_kit, require_module, require_reference\n"
-)
+HEADER = "import pytest\nfrom requires_support import CORPUS, REFERENCE, require_kit, require_module, require_package_dir, require_reference\n"
 
 
 def _source(ask: str, where: str) -> str:
@@ -83,7 +82,10 @@ def test_outside_ci_they_skip_and_the_run_says_what_and_why(generated):
     assert re.search(rf"\b{len(CASES)} skipped\b", res.stdout), res.stdout
     lines = [ln for ln in res.stdout.splitlines() if ln.startswith("skipped ")]
     assert len(lines) == 1, res.stdout
-    expected = len([c for c in CASES if c[0] == "module"]), len([c for c in CASES if c[0].startswith("kit")])
+    expected = (
+        len([c for c in CASES if c[0] in ("module", "package_dir")]),
+        len([c for c in CASES if c[0].startswith("kit")]),
+    )
     assert f"missing module {expected[0]} (torch2ms_no_such_module)" in lines[0]
     assert f"missing kit {expected[1]}" in lines[0] and "missing reference 3" in lines[0]
     assert "in CI (CI set) the expected ones fail instead" in lines[0]

@@ -3,7 +3,7 @@
 import json
 from pathlib import Path
 
-from requires_support import require_module
+from requires_support import require_package_dir
 
 from torch2ms.analysis.scan import scan_path, scan_source
 from torch2ms.cli import main
@@ -140,7 +140,7 @@ def test_cli_formats_and_fail_on(tmp_path, capsys):
 
 
 def _torchvision_dir() -> Path:
-    return Path(list(require_module("torchvision").__path__)[0])
+    return require_package_dir("torchvision")
 
 
 def _line_of(path: Path, needle: str) -> int:
