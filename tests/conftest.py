@@ -15,3 +15,12 @@ os.environ.setdefault("MS_DEV_HOST_BLOCKING_RUN", "1")
 def pytest_addoption(parser):
     # Golden conversions (tests/golden/<case>/expected.py): rewrite them from the converter's output.
     parser.addoption("--update-golden", action="store_true", help="rewrite tests/golden/*/expected files")
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """One line: what was skipped and why (tests/requires_support.py tags the expected kinds)."""
+    from requires_support import skip_summary
+
+    line = skip_summary(terminalreporter.stats.get("skipped", []))
+    if line:
+        terminalreporter.write_line(line, yellow=True)

@@ -14,7 +14,6 @@ from script_support import load_script
 
 from torch2ms.convert import convert_source
 
-REALCODE = Path(__file__).resolve().parents[2] / "shared" / "realcode" / "corpus"
 _COUNTER = itertools.count()
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+from requires_support import require_module
 
 from torch2ms.cli import main
 
@@ -113,7 +114,7 @@ def test_r25_factory_expression_builds_the_pipeline(pipes, capsys):
 
 @pytest.mark.differential
 def test_r25_endless_generator_dataset_does_not_hang(pipes, monkeypatch):
-    ds = pytest.importorskip("mindspore.dataset")
+    ds = require_module("mindspore.dataset")
     import numpy as np
 
     from torch2ms.data import check_data, collect

@@ -3,6 +3,7 @@
 A correct port agrees; each deliberately wrong MindSpore pipeline is caught with the right pitfall.
 """
 
+# ruff: noqa: E402 (the framework imports follow require_modules)
 from __future__ import annotations
 
 import json
@@ -10,10 +11,10 @@ import textwrap
 
 import numpy as np
 import pytest
+from requires_support import require_modules
 
-pytest.importorskip("torch")
-pytest.importorskip("torchvision")
-pytest.importorskip("mindspore")
+# The frameworks are required before they are imported (a fail in CI, a skip elsewhere).
+require_modules("torch", "torchvision", "mindspore")
 
 import mindspore as ms
 import mindspore.dataset as ds

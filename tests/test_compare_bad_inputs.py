@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from requires_support import require_module
 
 from torch2ms.convert import convert_source
 
@@ -48,8 +49,8 @@ class Head(nn.Module):
 
 @pytest.fixture(scope="module")
 def port(tmp_path_factory):
-    pytest.importorskip("torch")
-    pytest.importorskip("mindspore")
+    require_module("torch")
+    require_module("mindspore")
     d = tmp_path_factory.mktemp("bad")
     (d / "t.py").write_text(TORCH_SRC, encoding="utf-8")
     conv = convert_source(TORCH_SRC)

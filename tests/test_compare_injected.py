@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from requires_support import require_module
 
 from torch2ms.convert import convert_source
 
@@ -93,8 +94,8 @@ BUGS = {
 
 @pytest.fixture(scope="module")
 def port(tmp_path_factory):
-    pytest.importorskip("torch")
-    pytest.importorskip("mindspore")
+    require_module("torch")
+    require_module("mindspore")
     d = tmp_path_factory.mktemp("cmp")
     (d / "net_torch.py").write_text(TORCH_SRC, encoding="utf-8")
     conv = convert_source(TORCH_SRC)

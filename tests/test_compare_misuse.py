@@ -10,10 +10,11 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+from requires_support import require_module
 
 from torch2ms.cli import main
 
-pytest.importorskip("torch")
+require_module("torch")
 
 MODELS = textwrap.dedent("""
     import sys
@@ -190,7 +191,7 @@ def test_r30_help_documents_exit_codes(capsys, command):
 def test_r30_json_stdout_holds_only_the_report_when_the_model_prints(tmp_path, capsys, monkeypatch):
     import json
 
-    pytest.importorskip("mindspore")
+    require_module("mindspore")
     chatty = "import torch.nn as nn\n\n\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
     chatty += "        self.fc = nn.Linear(6, 4)\n\n    def forward(self, x):\n        print('shape', x.shape)\n"
     chatty += "        return self.fc(x)\n"

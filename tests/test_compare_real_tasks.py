@@ -13,6 +13,7 @@ import io
 import textwrap
 
 import pytest
+from requires_support import require_module
 
 from torch2ms.convert import convert_source
 
@@ -126,8 +127,8 @@ def _convert(d, name: str, source: str) -> str:
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
-    pytest.importorskip("torch")
-    pytest.importorskip("mindspore")
+    require_module("torch")
+    require_module("mindspore")
     d = tmp_path_factory.mktemp("real")
     code = _convert(d, "unet", UNET)
     for bug, (old, new) in UNET_BUGS.items():

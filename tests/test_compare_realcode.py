@@ -14,24 +14,24 @@ import shutil
 from pathlib import Path
 
 import pytest
+from requires_support import CORPUS, require_kit, require_module
 
 from torch2ms.cli import main
 from torch2ms.convert import convert_tree
 
 pytestmark = pytest.mark.differential
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "realcode" / "corpus" / "pytorch" / "examples"
-MINGPT = CORPUS / "distributed" / "minGPT-ddp" / "mingpt"
+EXAMPLES = CORPUS / "pytorch" / "examples"
+MINGPT = EXAMPLES / "distributed" / "minGPT-ddp" / "mingpt"
 CONFIG = "n_layer=2, n_head=2, n_embd=32, vocab_size=64, block_size=16, embd_pdrop=0.0, resid_pdrop=0.0, attn_pdrop=0.0"
 GPT = f"GPT(GPTConfig(model_type=None, {CONFIG}))"
 
 
 @pytest.fixture(scope="module")
 def gpt(tmp_path_factory):
-    pytest.importorskip("torch")
-    pytest.importorskip("mindspore")
-    if not MINGPT.is_dir():
-        pytest.skip(f"{MINGPT} not found: the shared realcode corpus is not beside this checkout")
+    require_module("torch")
+    require_module("mindspore")
+    require_kit(MINGPT)
     d = tmp_path_factory.mktemp("mingpt")
     shutil.copytree(MINGPT, d / "torch_side")
     report = convert_tree(str(d / "torch_side"), str(d / "ms_side"))

@@ -10,6 +10,7 @@ import sys
 import textwrap
 
 import pytest
+from requires_support import require_module
 from rich.console import Console
 
 from torch2ms.align.api import _verdict
@@ -106,8 +107,8 @@ TORCH = textwrap.dedent("""
 @pytest.mark.slow
 @pytest.mark.differential
 def test_r30_mindspore_log_warnings_stay_out_unless_verbose(tmp_path):
-    pytest.importorskip("torch")
-    pytest.importorskip("mindspore")
+    require_module("torch")
+    require_module("mindspore")
     (tmp_path / "t.py").write_text(TORCH, encoding="utf-8")
     (tmp_path / "m.py").write_text(PORT, encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if k != "GLOG_v"}  # MindSpore's default: warnings shown

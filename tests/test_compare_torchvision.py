@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from requires_support import require_modules
 
 from torch2ms.convert import convert_tree
 
@@ -19,9 +20,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.differential]
 
 @pytest.fixture(scope="module")
 def converted(tmp_path_factory):
+    require_modules("torchvision", "mindspore")
     spec = importlib.util.find_spec("torchvision")
-    if spec is None or importlib.util.find_spec("mindspore") is None:
-        pytest.skip("needs torchvision and mindspore")
     root = tmp_path_factory.mktemp("tvcmp") / "conv"
     convert_tree(Path(list(spec.submodule_search_locations)[0]), root / "torchvision")
     return root

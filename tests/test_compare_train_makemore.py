@@ -11,11 +11,11 @@ import random
 from pathlib import Path
 
 import pytest
+from requires_support import CORPUS, require_kit, require_module
 
 from torch2ms.convert import convert_tree
 from torch2ms.trainrun import compare_train
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "realcode" / "corpus"
 STEPS, TOL = 4, 1e-4
 
 
@@ -30,10 +30,9 @@ def _names(path: Path, count: int = 60) -> None:
 @pytest.mark.differential
 @pytest.mark.parametrize("model_type", ["transformer"])
 def test_r26_makemore_trains_the_same(tmp_path, model_type):
-    pytest.importorskip("tensorboard")  # the torch script's SummaryWriter needs it (the test extra has it)
+    require_module("tensorboard")  # the torch script's SummaryWriter needs it (the test extra has it)
     src = CORPUS / "karpathy" / "makemore"
-    if not src.is_dir():
-        pytest.skip(f"{src} not found: the shared realcode corpus is not beside this checkout")
+    require_kit(src)
     convert_tree(str(src), str(tmp_path / "ms"))
     converted = (tmp_path / "ms" / "makemore.py").read_text(encoding="utf-8")
     assert "import torch" not in converted and "SummaryWriter(log_dir=args.work_dir)" in converted

@@ -11,11 +11,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+from requires_support import CORPUS, require_kit
 
 from torch2ms.convert import convert_tree
 from torch2ms.trainrun import compare_train
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "realcode" / "corpus"
 STEPS, TOL = 4, 1e-4
 
 DRIVER = """
@@ -62,8 +62,7 @@ trainer.run()
 
 def _project(tmp_path: Path) -> Path:
     src = CORPUS / "karpathy" / "minGPT" / "mingpt"
-    if not src.is_dir():
-        pytest.skip(f"{src} not found: the shared realcode corpus is not beside this checkout")
+    require_kit(src)
     project = tmp_path / "torch_project"
     shutil.copytree(src, project / "mingpt")  # the corpus's package beside the driver, as a user has it
     (project / "sort_demo.py").write_text(DRIVER, encoding="utf-8")

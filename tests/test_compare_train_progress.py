@@ -17,33 +17,49 @@ SMALL = Path(__file__).resolve().parent / "trainrun" / "train_small.py"
 
 
 class Recording(Progress):
-    def __init__(self) -> None:
+    """What the display was told; with ``ack``, each step shown is acknowledged as the file
+    ``ack/seen-DONE`` (the handshake a test child waits for before its next step)."""
+
+    def __init__(self, ack: Path | None = None) -> None:
         self.updates: list[tuple[str, int, int | None]] = []
         self.finished: list[str] = []
+        self.ack = ack
 
     def update(self, phase: str, done: int, total: int | None = None) -> None:
         self.updates.append((phase, done, total))
+        if self.ack is not None:
+            (self.ack / f"seen-{done}").touch()
 
     def finish(self, phase: str) -> None:
         self.finished.append(phase)
 
 
-def test_r26_run_side_reports_the_steps_a_script_records(tmp_path):
-    # the real common.Recorder in the child, at a pace the poll sees; a stale longer file goes first
+# The real common.Recorder in the child. Its steps are paced by a handshake, not a clock: after step
+# k it waits until the parent's display has acknowledged k (the file seen-k), however slow the poll is.
+HANDSHAKE_CHILD = (
+    "import sys, time\n"
+    "from pathlib import Path\n"
+    "from torch2ms.trainrun.common import Recorder\n"
+    "rec = Recorder('side', {'work': sys.argv[1], 'steps': 10})\n"
+    "rec.progress.interval = 0.0  # write every step: the handshake paces them\n"
+    "for k in range(1, int(sys.argv[2]) + 1):\n"
+    "    rec.step(0, [0.1], None, {})\n"
+    "    while not (Path(sys.argv[1]) / f'seen-{k}').exists():\n"
+    "        time.sleep(0.005)\n"
+)
+
+
+@pytest.mark.parametrize("steps", [1, 3])
+def test_r26_run_side_reports_the_steps_a_script_records(tmp_path, steps):
+    # a stale longer file goes first: not two fields, never shown
     (tmp_path / "side").mkdir()
     (tmp_path / "side" / "progress.txt").write_text("999 1000 from an earlier run")
-    child = (
-        "import sys, time\n"
-        "from torch2ms.trainrun.common import Recorder\n"
-        "rec = Recorder('side', {'work': sys.argv[1], 'steps': 10})\n"
-        "for _ in range(3):\n"
-        "    rec.step(0, [0.1], None, {})\n"
-        "    time.sleep(0.5)\n"
-    )
-    progress = Recording()
-    run = run_side("side", [sys.executable, "-c", child, str(tmp_path)], tmp_path, tmp_path, 60, progress, "steps", 10)
+    child = HANDSHAKE_CHILD
+    progress = Recording(ack=tmp_path)
+    cmd = [sys.executable, "-c", child, str(tmp_path), str(steps)]
+    run = run_side("side", cmd, tmp_path, tmp_path, 120, progress, "steps", 10)
     assert run.returncode == 0
-    assert progress.updates == [("steps", 0, 10), ("steps", 1, 10), ("steps", 2, 10), ("steps", 3, 10)]
+    assert progress.updates == [("steps", done, 10) for done in range(steps + 1)]
     assert progress.finished == ["steps"]
 
 
@@ -74,7 +90,8 @@ def test_r26_progress_file_written_at_most_every_interval_and_at_the_last_step(t
 
 def test_r26_run_side_timeout_still_finishes_the_phase(tmp_path):
     progress = Recording()
-    run = run_side("side", [sys.executable, "-c", "import time; time.sleep(30)"], tmp_path, tmp_path, 1, progress)
+    forever = "import threading; threading.Event().wait()"  # never exits by itself: only the timeout ends it
+    run = run_side("side", [sys.executable, "-c", forever], tmp_path, tmp_path, 1, progress)
     assert run.returncode is None and progress.finished == ["side"]
 
 

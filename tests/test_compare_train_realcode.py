@@ -14,13 +14,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from requires_support import CORPUS as KIT_CORPUS
+from requires_support import require_kit
 
 from torch2ms.convert import convert_tree
 from torch2ms.trainrun import compare_train
 
 pytestmark = [pytest.mark.slow, pytest.mark.differential]
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "realcode" / "corpus" / "pytorch" / "examples"
+EXAMPLES = KIT_CORPUS / "pytorch" / "examples"
 STEPS, TOL = 4, 1e-4
 FIXES: dict[str, list[tuple[str, str]]] = {  # marked lines a user would still edit: none left
     "mnist": [],
@@ -61,10 +63,9 @@ def bsds300(cwd: Path) -> None:
 
 @pytest.mark.parametrize("name", sorted(FIXES))
 def test_r26_realcode_script_trains_the_same(tmp_path, name):
-    if not CORPUS.is_dir():
-        pytest.skip(f"{CORPUS} not found: the shared realcode corpus is not beside this checkout")
+    require_kit(EXAMPLES / name)
     converted = tmp_path / "ms"
-    convert_tree(str(CORPUS / name), str(converted))
+    convert_tree(str(EXAMPLES / name), str(converted))
     script = converted / "main.py"
     text = script.read_text(encoding="utf-8")
     for old, new in FIXES[name]:
@@ -76,7 +77,7 @@ def test_r26_realcode_script_trains_the_same(tmp_path, name):
     if name == "super_resolution":
         bsds300(cwd)
     rep = compare_train(
-        str(CORPUS / name / "main.py"),
+        str(EXAMPLES / name / "main.py"),
         str(script),
         steps=STEPS,
         args=ARGS[name],

@@ -20,20 +20,19 @@ import random
 from pathlib import Path
 
 import pytest
+from requires_support import CORPUS, require_kit
 
 from torch2ms.convert import convert_tree
 from torch2ms.trainrun import compare_train
 
 pytestmark = [pytest.mark.slow, pytest.mark.differential]
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "realcode" / "corpus"
 STEPS, TOL = 4, 1e-4
 
 
 def _corpus(*parts: str) -> Path:
     path = CORPUS.joinpath(*parts)
-    if not path.is_dir():
-        pytest.skip(f"{path} not found: the shared realcode corpus is not beside this checkout")
+    require_kit(path)
     return path
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from requires_support import require_module
 
 from torch2ms.convert import convert_source
 
@@ -31,8 +32,8 @@ class SmallCNN(nn.Module):
 
 @pytest.fixture(scope="module")
 def cnn(tmp_path_factory):
-    pytest.importorskip("torch")
-    pytest.importorskip("mindspore")
+    require_module("torch")
+    require_module("mindspore")
     d = tmp_path_factory.mktemp("cnn")
     (d / "cnn_torch.py").write_text(CNN_SRC, encoding="utf-8")
     conv = convert_source(CNN_SRC)

@@ -9,6 +9,7 @@ import sys
 import textwrap
 
 import pytest
+from requires_support import require_module
 
 from torch2ms.convert import convert_source
 
@@ -55,8 +56,8 @@ MS_PROCESS = textwrap.dedent("""
 
 @pytest.fixture(scope="module")
 def port(tmp_path_factory):
-    pytest.importorskip("torch")
-    pytest.importorskip("mindspore")
+    require_module("torch")
+    require_module("mindspore")
     d = tmp_path_factory.mktemp("two")
     (d / "net_torch.py").write_text(TORCH_SRC, encoding="utf-8")
     code = convert_source(TORCH_SRC).code

@@ -9,6 +9,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from requires_support import require_package_dir
 
 from torch2ms.convert import convert_source, quiet
 
@@ -137,18 +138,13 @@ def test_r6_fast_path_changes_nothing_on_torchvision(monkeypatch):
     """The installed torchvision models/ + ops/ (real code nobody here wrote): the same output and
     the same report, line for line, with the fast paths on and off (quiet statements, inert
     expressions)."""
-    import importlib.util
-    from pathlib import Path
 
     from torch2ms.analysis.infer import project_module_classes
     from torch2ms.convert import pipeline, rewriter
     from torch2ms.convert.project import local_packages
     from torch2ms.kb import load_kb
 
-    spec = importlib.util.find_spec("torchvision")
-    if spec is None:
-        pytest.skip("torchvision is not installed")
-    root = Path(list(spec.submodule_search_locations)[0])
+    root = require_package_dir("torchvision")
     sources = {
         p: p.read_text(encoding="utf-8") for sub in ("models", "ops") for p in sorted((root / sub).rglob("*.py"))
     }

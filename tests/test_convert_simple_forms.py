@@ -10,6 +10,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from requires_support import require_module
 
 from torch2ms.analysis.int_names import function_int_names, module_int_names
 from torch2ms.convert import convert_source
@@ -73,8 +74,8 @@ def test_r6_layernorm_of_an_int_name_is_the_simple_form():
 
 @pytest.mark.differential
 def test_r6_simple_layernorm_form_runs_like_torch():
-    torch = pytest.importorskip("torch")
-    ms = pytest.importorskip("mindspore")
+    torch = require_module("torch")
+    ms = require_module("mindspore")
     converted = convert_source(SOURCE)
     tns: dict = {}
     exec(compile(SOURCE, "<torch block>", "exec"), tns)

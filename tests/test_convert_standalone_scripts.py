@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from requires_support import CORPUS, require_kit
 
 from torch2ms.convert import convert_source, convert_tree
 
@@ -267,15 +268,14 @@ def test_r17_a_scripts_own_seeded_generator_draws_permutations_without_torch(tmp
     assert _run(out, "split.py", block=True) == expected
 
 
-CORPUS = ROOT.parent / "shared" / "realcode" / "corpus"
 WORD_LM = CORPUS / "pytorch" / "examples" / "word_language_model"
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not WORD_LM.is_dir(), reason="the real-code corpus is not beside the checkout")
 def test_r18_word_language_model_trains_saves_loads_and_exports_with_mindspore_alone(tmp_path):
     """pytorch/examples' word_language_model: torch.save(model) / safe_globals + torch.load /
     flatten_parameters / torch.onnx.export all in one script, run for one tiny epoch."""
+    require_kit(WORD_LM)
     out = tmp_path / "out"
     convert_tree(WORD_LM, out)
     for name in ("main.py", "generate.py"):

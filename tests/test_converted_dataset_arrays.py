@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from requires_support import require_module
 from script_support import load_script, write_mnist_raw
 
 from torch2ms.convert import convert_source
@@ -36,8 +37,8 @@ def _compare(tmp_path: Path, source: str, name: str) -> tuple[object, object]:
 
 @pytest.mark.differential
 def test_r13_converted_mnist_data_and_targets_equal_torchvisions(tmp_path):
-    pytest.importorskip("torchvision")
-    ms = pytest.importorskip("mindspore")
+    require_module("torchvision")
+    ms = require_module("mindspore")
     write_mnist_raw(tmp_path / "data", n=7)
     tmod, mmod = _compare(tmp_path, TORCH_ARRAYS.format(cls="MNIST", root=str(tmp_path / "data")), "mnist")
     for attr in ("data", "targets"):
@@ -77,8 +78,8 @@ first_pixels, last_labels = train.data[0], test.targets[-2:]
 
 @pytest.mark.differential
 def test_r13_converted_cifar10_data_and_targets_equal_torchvisions(tmp_path, monkeypatch):
-    torchvision = pytest.importorskip("torchvision")
-    pytest.importorskip("mindspore")
+    torchvision = require_module("torchvision")
+    require_module("mindspore")
     _write_cifar10(tmp_path / "data")
     # the generated files are not the release torchvision's md5s name
     monkeypatch.setattr(torchvision.datasets.CIFAR10, "_check_integrity", lambda self: True)

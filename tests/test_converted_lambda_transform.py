@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from requires_support import require_module
 from script_support import load_script, write_mnist_raw
 
 from torch2ms.convert import convert_source
@@ -28,8 +29,8 @@ loader = DataLoader(datasets.MNIST({root!r}, train=True, download=False, transfo
 
 @pytest.mark.differential
 def test_r13_converted_lambda_with_torch_ops_runs_in_dataset_map_like_torchvision(tmp_path):
-    pytest.importorskip("torchvision")
-    pytest.importorskip("mindspore")
+    require_module("torchvision")
+    require_module("mindspore")
     write_mnist_raw(tmp_path / "data")
     source = TORCH_LAMBDAS.format(root=str(tmp_path / "data"))
     (tmp_path / "torch_lambda.py").write_text(source)
@@ -47,7 +48,7 @@ def test_r13_converted_lambda_with_torch_ops_runs_in_dataset_map_like_torchvisio
 
 
 def test_r13_lambda_passes_pil_images_and_tensors_through():
-    ms = pytest.importorskip("mindspore")
+    ms = require_module("mindspore")
     from PIL import Image
 
     from torch2ms.runtime.vision_transforms import Lambda

@@ -12,6 +12,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from requires_support import require_module
 from script_support import load_script
 
 from torch2ms.convert import convert_source
@@ -424,8 +425,8 @@ def image_root(tmp_path_factory):
 @pytest.mark.slow
 @pytest.mark.parametrize("bs, drop, batches", [(4, False, 3), (5, True, 2)])
 def test_r25_converted_imagefolder_pipeline_matches_torchvision(tmp_path, image_root, bs, drop, batches):
-    pytest.importorskip("torchvision")
-    pytest.importorskip("mindspore")
+    require_module("torchvision")
+    require_module("mindspore")
     from torch2ms.data import check_data
 
     tmod, mmod = _both(tmp_path, TORCH_IMAGES.format(root=image_root, bs=bs, drop=drop), f"img{bs}")
@@ -441,7 +442,7 @@ def test_r25_converted_imagefolder_pipeline_matches_torchvision(tmp_path, image_
 
 @pytest.mark.differential
 def test_r25_converted_dataset_subclass_gives_identical_batches(tmp_path):
-    pytest.importorskip("mindspore")
+    require_module("mindspore")
     tmod, mmod = _both(tmp_path, TORCH_NUMPY, "np")
     t_batches = [tuple(v.numpy() for v in b) for b in tmod.loader]
     m_batches = [tuple(v.asnumpy() for v in b) for b in mmod.loader.create_tuple_iterator()]
@@ -477,7 +478,7 @@ def test_r14_imagefolder_classes_come_from_class_indexing():
 
 @pytest.mark.differential
 def test_r16_shuffled_loader_keeps_steps_per_epoch_and_samples(tmp_path):
-    pytest.importorskip("mindspore")
+    require_module("mindspore")
     tmod, mmod = _both(tmp_path, TORCH_NUMPY, "shuf")
     t_batches = [b[0].numpy() for b in tmod.shuffled]
     m_batches = [b[0].asnumpy() for b in mmod.shuffled.create_tuple_iterator()]
@@ -489,7 +490,7 @@ def test_r16_shuffled_loader_keeps_steps_per_epoch_and_samples(tmp_path):
 
 @pytest.mark.differential
 def test_r14_converted_tensor_dataset_loader_gives_identical_batches(tmp_path):
-    pytest.importorskip("mindspore")
+    require_module("mindspore")
     tmod, mmod = _both(tmp_path, TORCH_NUMPY, "tds")
     t_batches = [tuple(v.numpy() for v in b) for b in tmod.tensors]
     m_batches = [tuple(v.asnumpy() for v in b) for b in mmod.tensors.create_tuple_iterator()]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 
 import pytest
+from requires_support import require_module
 from script_support import load_script
 
 from torch2ms.convert import convert_source
@@ -66,8 +67,8 @@ def test_r16_loader_with_a_sampler_reads_through_sampled_dataset():
 
 @pytest.mark.differential
 def test_r16_python_sampler_drawn_lazily_batches_as_torch(tmp_path):
-    pytest.importorskip("torch")
-    pytest.importorskip("mindspore")
+    require_module("torch")
+    require_module("mindspore")
     (tmp_path / "t.py").write_text(SCRIPT, encoding="utf-8")
     (tmp_path / "m.py").write_text(convert_source(SCRIPT).code, encoding="utf-8")
     try:

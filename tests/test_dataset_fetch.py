@@ -23,13 +23,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from requires_support import CORPUS, require_kit, require_module
 from script_support import IDX_NAMES, load_script, mnist_idx
 
 from torch2ms.convert import convert_source
 from torch2ms.runtime import dataset_files
 from torch2ms.runtime.dataset_files import MIRROR_ENV, fetch_dataset
-
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "realcode" / "corpus"
 
 
 class _Server:
@@ -104,8 +103,8 @@ loader = DataLoader(datasets.MNIST({root!r}, train=True, download=True, transfor
 
 @pytest.mark.differential
 def test_r14_converted_mnist_download_fetches_and_gives_torchvisions_batches(tmp_path, served, monkeypatch):
-    torchvision = pytest.importorskip("torchvision")
-    pytest.importorskip("mindspore")
+    torchvision = require_module("torchvision")
+    require_module("mindspore")
     folder, server = served
     md5s = _write_mnist_gz(folder)
     _use_mnist_files(monkeypatch, server, md5s)
@@ -173,12 +172,13 @@ def test_r14_fetch_dataset_bad_md5_is_a_clear_error_and_leaves_no_file(tmp_path,
 
 
 def test_r14_fetch_dataset_offline_names_the_url_and_what_to_do(tmp_path, monkeypatch):
-    with socket.socket() as s:  # a port nothing listens on
+    # A port nothing can listen on while the fetch runs: held bound here, never listening (refuses connections).
+    with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    monkeypatch.setenv(MIRROR_ENV, f"http://127.0.0.1:{port}/mnist")
-    with pytest.raises(RuntimeError) as err:
-        fetch_dataset("FashionMNIST", tmp_path)
+        monkeypatch.setenv(MIRROR_ENV, f"http://127.0.0.1:{port}/mnist")
+        with pytest.raises(RuntimeError) as err:
+            fetch_dataset("FashionMNIST", tmp_path)
     text = str(err.value)
     assert text.startswith("FashionMNIST: could not fetch train-images-idx3-ubyte.gz")
     assert f"http://127.0.0.1:{port}/mnist/train-images-idx3-ubyte.gz: " in text
@@ -252,8 +252,8 @@ def _cifar10_releases(folder: Path) -> tuple[dict[str, str], str]:
 def test_r14_converted_cifar10_download_fetches_the_binary_release_and_gives_torchvisions_batches(
     tmp_path, served, monkeypatch
 ):
-    torchvision = pytest.importorskip("torchvision")
-    pytest.importorskip("mindspore")
+    torchvision = require_module("torchvision")
+    require_module("mindspore")
     folder, server = served
     py_md5s, bin_md5 = _cifar10_releases(folder)
     tv = torchvision.datasets.CIFAR10
@@ -314,9 +314,9 @@ def _write_flowers(folder: Path) -> dict[str, tuple[str, str]]:
 
 @pytest.mark.differential
 def test_r14_converted_flowers102_download_fetches_and_gives_torchvisions_batches(tmp_path, served, monkeypatch):
-    torchvision = pytest.importorskip("torchvision")
-    pytest.importorskip("mindspore")
-    pytest.importorskip("scipy")
+    torchvision = require_module("torchvision")
+    require_module("mindspore")
+    require_module("scipy")
     folder, server = served
     file_dict = _write_flowers(folder)
     monkeypatch.setattr(torchvision.datasets.Flowers102, "_download_url_prefix", server.url)
@@ -372,8 +372,7 @@ def _framework_imports(code: str) -> list[str]:
 
 def test_r14_converted_pytorch_examples_mnist_imports_no_torch_and_fetches_its_data():
     src = CORPUS / "pytorch" / "examples" / "mnist" / "main.py"
-    if not src.is_file():
-        pytest.skip("the realcode corpus is not here")
+    require_kit(src)
     res = convert_source(src.read_text(encoding="utf-8"))
     assert res.error is None
     assert _framework_imports(res.code) == []
@@ -416,8 +415,7 @@ def test_r14_converted_pytorch_examples_mnist_starts_without_torch_and_fetches_m
     from torch2ms.cli import main as cli_main
 
     src = CORPUS / "pytorch" / "examples" / "mnist"
-    if not (src / "main.py").is_file():
-        pytest.skip("the realcode corpus is not here")
+    require_kit(src / "main.py")
     folder, server = served
     md5s = _write_mnist_gz(folder)
     (tmp_path / "src").mkdir()

@@ -10,14 +10,13 @@ the gradients really are averaged across the workers.
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
+from ports_support import run_on_a_port
 
 from torch2ms.convert import convert_source, pipeline
 from torch2ms.convert.constructs import distributed
@@ -248,12 +247,6 @@ def test_r19_files_without_distributed_code_skip_the_pass():
 # ---- the real thing: msrun, 2 CPU workers ----------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _torch_full_batch(data: dict, epochs: int, batch: int) -> dict[str, np.ndarray]:
     """Single-process torch: the same steps on the union of the shards (the full batch)."""
     import torch
@@ -291,19 +284,17 @@ def test_r19_msrun_two_cpu_workers_average_gradients_like_full_batch_torch(tmp_p
 
     bindir = str(Path(sys.executable).parent)  # msrun starts the workers with `python` from PATH
     env = {**os.environ, "PATH": bindir + os.pathsep + os.environ.get("PATH", "")}
-    cmd = [
-        os.path.join(bindir, "msrun"),
-        "--worker_num=2",
-        "--local_worker_num=2",
-        "--master_addr=127.0.0.1",
-        f"--master_port={_free_port()}",
-        "--join=True",
-        f"--log_dir={tmp_path / 'log'}",
-        str(script),
-        str(tmp_path),
-    ]
-    run = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-    logs = "".join(p.read_text(errors="replace")[-3000:] for p in sorted((tmp_path / "log").glob("worker_*.log")))
+
+    def launch(port: int) -> tuple[list[str], dict[str, str]]:
+        log_dir = tmp_path / f"log-{port}"
+        cmd = [os.path.join(bindir, "msrun"), "--worker_num=2", "--local_worker_num=2", "--master_addr=127.0.0.1"]
+        return [*cmd, f"--master_port={port}", "--join=True", f"--log_dir={log_dir}", str(script), str(tmp_path)], env
+
+    def worker_logs(port: int) -> str:
+        return "".join(p.read_text(errors="replace")[-3000:] for p in sorted((tmp_path / f"log-{port}").glob("*.log")))
+
+    run = run_on_a_port(launch, worker_logs, cwd=tmp_path, timeout=300)
+    logs = "".join(worker_logs(int(d.name[4:])) for d in tmp_path.glob("log-*"))
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:] + logs
 
     ranks = [np.load(tmp_path / f"rank{r}.npz") for r in (0, 1)]

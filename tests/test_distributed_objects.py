@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from ports_support import run_on_a_port
+from requires_support import require_module
 
 from torch2ms.convert import convert_source
 
@@ -52,12 +52,6 @@ if __name__ == "__main__":
 '''
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_object_collectives_convert_to_mint_distributed():
     res = convert_source(SCRIPT, "objs.py")
     assert res.error is None
@@ -75,32 +69,32 @@ def _results(out_dir: Path) -> list[dict]:
 @pytest.mark.slow
 @pytest.mark.differential
 def test_msrun_two_cpu_workers_gather_objects_like_torch(tmp_path):
-    pytest.importorskip("torch")
+    require_module("torch")
     bindir = str(Path(sys.executable).parent)  # msrun starts the workers with `python` from PATH
-    env = {**os.environ, "PATH": bindir + os.pathsep + os.environ.get("PATH", ""), "TORCH_TEST_PORT": str(_free_port())}
+    env = {**os.environ, "PATH": bindir + os.pathsep + os.environ.get("PATH", "")}
     torch_dir, ms_dir = tmp_path / "torch", tmp_path / "ms"
     torch_dir.mkdir()
     ms_dir.mkdir()
     (torch_dir / "objs.py").write_text(SCRIPT)
-    run = subprocess.run(
-        [sys.executable, "objs.py", str(torch_dir)], cwd=torch_dir, env=env, capture_output=True, text=True, timeout=120
+    run = run_on_a_port(
+        lambda port: ([sys.executable, "objs.py", str(torch_dir)], {**env, "TORCH_TEST_PORT": str(port)}),
+        cwd=torch_dir,
+        timeout=120,
     )
     assert run.returncode == 0, run.stderr[-2000:]
 
     (ms_dir / "objs.py").write_text(convert_source(SCRIPT, "objs.py").code)
-    cmd = [
-        os.path.join(bindir, "msrun"),
-        "--worker_num=2",
-        "--local_worker_num=2",
-        "--master_addr=127.0.0.1",
-        f"--master_port={_free_port()}",
-        "--join=True",
-        f"--log_dir={ms_dir / 'log'}",
-        "objs.py",
-        str(ms_dir),
-    ]
-    run = subprocess.run(cmd, cwd=ms_dir, env=env, capture_output=True, text=True, timeout=300)
-    logs = "".join(p.read_text(errors="replace")[-2000:] for p in sorted((ms_dir / "log").glob("worker_*.log")))
+
+    def launch(port: int) -> tuple[list[str], dict[str, str]]:
+        log_dir = ms_dir / f"log-{port}"
+        cmd = [os.path.join(bindir, "msrun"), "--worker_num=2", "--local_worker_num=2", "--master_addr=127.0.0.1"]
+        return [*cmd, f"--master_port={port}", "--join=True", f"--log_dir={log_dir}", "objs.py", str(ms_dir)], env
+
+    def worker_logs(port: int) -> str:
+        return "".join(p.read_text(errors="replace")[-2000:] for p in sorted((ms_dir / f"log-{port}").glob("*.log")))
+
+    run = run_on_a_port(launch, worker_logs, cwd=ms_dir, timeout=300)
+    logs = "".join(worker_logs(int(d.name[4:])) for d in ms_dir.glob("log-*"))
     assert run.returncode == 0, run.stdout[-2000:] + logs
 
     want, got = _results(torch_dir), _results(ms_dir)

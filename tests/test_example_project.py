@@ -17,6 +17,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from requires_support import require_module
 
 from torch2ms.convert import convert_tree
 from torch2ms.factory import use_vendored_runtime
@@ -85,8 +86,8 @@ class Epochs:
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory):
-    pytest.importorskip("torch")
-    pytest.importorskip("mindspore")
+    require_module("torch")
+    require_module("mindspore")
     out = tmp_path_factory.mktemp("project") / "ms"
     rep = convert_tree(EXAMPLE, out)
     assert not rep.failed, [(f.path, f.error) for f in rep.failed]

@@ -10,10 +10,10 @@ regenerates them: ``.venv/bin/python -m pytest tests/test_golden.py --update-gol
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 from pathlib import Path
 
 import pytest
+from requires_support import require_package_dir
 
 from torch2ms.convert import ConvertedModule, convert_source
 
@@ -26,8 +26,11 @@ def _report(res: ConvertedModule) -> str:
 
 
 def _check(path: Path, actual: str, update: bool) -> None:
-    if update or not path.exists():
+    """A missing expected file fails (a deleted golden must not turn green); --update-golden writes it."""
+    if update:
         path.write_text(actual, encoding="utf-8")
+    elif not path.exists():
+        pytest.fail(f"{path} is missing: run with --update-golden to write it, then read it", pytrace=False)
     assert actual == path.read_text(encoding="utf-8"), f"{path} differs: rerun with --update-golden and read the diff"
 
 
@@ -44,11 +47,15 @@ def test_r6_golden_file_converts_to_its_pinned_output(case: str, request) -> Non
 
 
 def test_r6_golden_torchvision_resnet_is_pinned(request) -> None:
-    spec = importlib.util.find_spec("torchvision")
-    if spec is None or not spec.submodule_search_locations:
-        pytest.skip("torchvision is not installed")
-    source = (Path(list(spec.submodule_search_locations)[0]) / "models" / "resnet.py").read_text(encoding="utf-8")
+    torchvision_dir = require_package_dir("torchvision")
+    source = (torchvision_dir / "models" / "resnet.py").read_text(encoding="utf-8")
     res = convert_source(source, "resnet.py")
     digest = hashlib.sha256(res.code.encode()).hexdigest()
     pinned = f"sha256 {digest}\n" + _report(res)
     _check(GOLDEN / "torchvision_resnet.txt", pinned, request.config.getoption("--update-golden"))
+
+
+def test_r6_every_golden_folder_is_a_case() -> None:
+    """A folder under tests/golden without input.py would be silently left out of CASES."""
+    folders = sorted(p.name for p in GOLDEN.iterdir() if p.is_dir() and p.name != "__pycache__")
+    assert folders == CASES

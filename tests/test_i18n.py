@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from i18n_support import SRC, source_messages
+from requires_support import REFERENCE, require_module, require_reference
 from rich.console import Console
 
 PO = SRC / "locale" / "zh_CN" / "LC_MESSAGES" / "torch2ms.po"
@@ -204,7 +205,7 @@ def test_version(tmp_path):
     assert out.returncode == 0 and out.stdout.strip() == f"torch2ms {version('torch2ms')}"
 
 
-PRIORITY = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "torch_api_priority.tsv"
+PRIORITY = REFERENCE / "torch_api_priority.tsv"
 
 
 def _most_used_with_a_note(kb, count: int) -> list:
@@ -218,8 +219,8 @@ def _most_used_with_a_note(kb, count: int) -> list:
     return list(seen.values())
 
 
-@pytest.mark.skipif(not PRIORITY.exists(), reason="the shared priority list is not here")
 def test_the_150_most_used_entries_with_a_note_have_a_chinese_note():
+    require_reference(PRIORITY)
     from torch2ms.kb import load_kb
 
     missing = [e.torch for e in _most_used_with_a_note(load_kb(), 150) if not e.note_zh]
@@ -278,8 +279,8 @@ class Net(nn.Module):
 
 @pytest.mark.slow
 def test_compare_speaks_chinese_in_the_terminal_and_the_report(tmp_path):
-    pytest.importorskip("torch")
-    pytest.importorskip("mindspore")
+    require_module("torch")
+    require_module("mindspore")
     from torch2ms.convert import convert_source
 
     (tmp_path / "t.py").write_text(PAIR_TORCH, encoding="utf-8")

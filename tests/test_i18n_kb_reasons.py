@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from requires_support import REFERENCE, require_reference
 
 LOCALE_VARS = ("TORCH2MS_LANG", "LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG")
 
@@ -161,13 +162,13 @@ def test_r20_composite_note_in_the_conversion_record_in_the_language_of_the_run(
     assert notes["en"]["torch.max"].startswith("torch.max(x) → ops.max(x)[0] (MS returns (value, index));")
 
 
-PRIORITY = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "torch_api_priority.tsv"
+PRIORITY = REFERENCE / "torch_api_priority.tsv"
 
 
-@pytest.mark.skipif(not PRIORITY.exists(), reason="the shared priority list is not here")
 def test_r20_no_kb_reason_is_a_plain_english_literal():
     """A reason written as a bare string or f-string would reach a Chinese run in English: every
     ``Unsupported(...)`` of kb/ takes ``_(...)`` (or a value built from one)."""
+    require_reference(PRIORITY)
     import ast
 
     kb_dir = Path(__file__).resolve().parents[1] / "src" / "torch2ms" / "kb"

@@ -7,9 +7,9 @@ en each is exactly the English it always was."""
 from __future__ import annotations
 
 import textwrap
-from pathlib import Path
 
 import pytest
+from requires_support import REFERENCE, require_reference
 
 LOCALE_VARS = ("TORCH2MS_LANG", "LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG")
 
@@ -197,11 +197,11 @@ def test_r20_training_loop_reasons_in_chinese_and_english(convert_in, english):
 
 # ---- KB argument-rule notes ------------------------------------------------------------------------
 
-PRIORITY = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "torch_api_priority.tsv"
+PRIORITY = REFERENCE / "torch_api_priority.tsv"
 
 
-@pytest.mark.skipif(not PRIORITY.exists(), reason="the shared priority list is not here")
 def test_the_argument_rule_notes_of_the_150_most_used_entries_have_a_chinese_note():
+    require_reference(PRIORITY)
     from torch2ms.kb import load_kb
 
     kb = load_kb()

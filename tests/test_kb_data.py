@@ -1,15 +1,14 @@
 """The KB data itself: schema, consistency, coverage (R1, R2, R4)."""
 
-from pathlib import Path
-
 import pytest
+from requires_support import REFERENCE, require_module, require_reference
 
 from torch2ms.cli import main
 from torch2ms.kb import STATUSES, KBError, load_kb
 from torch2ms.kb.check import check_kb
 from torch2ms.kb.schema import entry_from_toml
 
-PRIORITY = Path(__file__).resolve().parents[2] / "shared" / "reference" / "torch_api_priority.tsv"
+PRIORITY = REFERENCE / "torch_api_priority.tsv"
 
 
 def test_kb_check_clean_without_importing_mindspore():
@@ -43,8 +42,7 @@ def test_r1_kb_covers_at_least_600_apis():
 
 
 def test_r1_every_priority_torch_api_has_an_entry():
-    if not PRIORITY.exists():
-        pytest.skip("shared/reference not beside the checkout")
+    require_reference(PRIORITY)
     from torch2ms.kb.check import _priority_gaps
 
     assert _priority_gaps(load_kb(), PRIORITY) == []
@@ -52,7 +50,7 @@ def test_r1_every_priority_torch_api_has_an_entry():
 
 @pytest.mark.differential
 def test_r4_every_mindspore_target_exists():
-    pytest.importorskip("mindspore")
+    require_module("mindspore")
     problems = [p for p in check_kb(resolve_targets=True) if "does not exist" in p]
     assert problems == []
 

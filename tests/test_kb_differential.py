@@ -11,6 +11,7 @@ entries of one batch run in one xdist worker, so each batch compiles once.
 from pathlib import Path
 
 import pytest
+from requires_support import require_module
 
 from torch2ms.kb import load_kb
 from torch2ms.proof import GraphBatches, run_entry
@@ -42,8 +43,8 @@ def _params(item) -> dict:
 
 @pytest.fixture(scope="module")
 def frameworks():
-    torch = pytest.importorskip("torch")
-    ms = pytest.importorskip("mindspore")
+    torch = require_module("torch")
+    ms = require_module("mindspore")
     torch.set_num_threads(1)
     try:
         ms.set_device("CPU")

@@ -6,6 +6,7 @@ weight decay to AdamW(weight_decay=0.0), which is torch's Adam exactly.
 
 import numpy as np
 import pytest
+from requires_support import require_module
 
 from torch2ms.kb import load_kb
 from torch2ms.kb.rewrite import rewrite_expression
@@ -14,8 +15,8 @@ pytestmark = pytest.mark.differential
 
 
 def test_r11_adam_matches_torch_with_tiny_gradients():
-    torch = pytest.importorskip("torch")
-    ms = pytest.importorskip("mindspore")
+    torch = require_module("torch")
+    ms = require_module("mindspore")
     rng = np.random.default_rng(0)
     w0 = rng.standard_normal(64).astype(np.float32)
     scale = rng.choice([1e-9, 1e-8, 1e-6, 1e-3], size=64).astype(np.float32)

@@ -4,6 +4,7 @@ Real torch and real MindSpore on small entries built here: a harness that cannot
 """
 
 import pytest
+from requires_support import require_module
 
 from torch2ms.kb import KB
 from torch2ms.kb.schema import entry_from_toml
@@ -13,8 +14,8 @@ pytestmark = pytest.mark.differential
 
 @pytest.fixture(scope="module")
 def frameworks():
-    torch = pytest.importorskip("torch")
-    ms = pytest.importorskip("mindspore")
+    torch = require_module("torch")
+    ms = require_module("mindspore")
     torch.set_num_threads(1)
     try:
         ms.set_device("CPU")

@@ -9,6 +9,7 @@ import importlib.util
 
 import numpy as np
 import pytest
+from requires_support import require_module
 
 from torch2ms.convert import convert_source
 
@@ -50,8 +51,8 @@ def test_extra_state_overrides_convert_unchanged():
 
 @pytest.mark.differential
 def test_extra_state_goes_through_state_dict_and_load_state_dict_like_torch(tmp_path):
-    pytest.importorskip("torch")
-    ms = pytest.importorskip("mindspore")
+    require_module("torch")
+    ms = require_module("mindspore")
     ms.set_context(mode=ms.PYNATIVE_MODE)
     (tmp_path / "scaled_ms.py").write_text(convert_source(SRC, "scaled.py").code, encoding="utf-8")
     spec = importlib.util.spec_from_file_location("scaled_ms", tmp_path / "scaled_ms.py")

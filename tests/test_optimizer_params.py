@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import textwrap
 
-import pytest
+from requires_support import require_module
 
 from torch2ms.convert import convert_source
 
@@ -50,7 +50,7 @@ def test_r7_optimizer_factory_call_converts_once():
 
 def test_r7_optimizer_factory_leaves_batchnorm_statistics_alone():
     """Run the converted factory: one SGD step with weight decay moves no BatchNorm statistic."""
-    pytest.importorskip("mindspore")
+    require_module("mindspore")
     import mindspore as ms
     import numpy as np
 

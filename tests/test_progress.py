@@ -13,6 +13,7 @@ import io
 import re
 
 import pytest
+from requires_support import require_module
 from rich.console import Console
 
 from torch2ms.cli import main
@@ -59,7 +60,7 @@ def test_r30_convert_draws_on_a_terminal_only(tmp_path, capsys, monkeypatch):
 
 @pytest.fixture()
 def checkpoint(tmp_path):
-    torch = pytest.importorskip("torch")
+    torch = require_module("torch")
     net = torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.Linear(32, 4))
     path = tmp_path / "w.pth"
     torch.save(net.state_dict(), path)
@@ -105,7 +106,7 @@ class Net(nn.Cell):
 
 
 def test_r29_export_shows_each_phase(tmp_path):
-    ms = pytest.importorskip("mindspore")
+    ms = require_module("mindspore")
     from torch2ms.export import export_mindir
 
     (tmp_path / "net.py").write_text(NET, encoding="utf-8")

@@ -10,6 +10,7 @@ import textwrap
 import numpy as np
 import pytest
 from rc_models_support import compare_modes, convert_pair
+from requires_support import require_module
 
 pytestmark = pytest.mark.differential
 
@@ -65,7 +66,7 @@ SOURCE = textwrap.dedent("""\
 
 
 def test_r7_functional_multi_head_attention_converts_without_marks(tmp_path):
-    pytest.importorskip("torch")
+    require_module("torch")
     _, _, code = convert_pair(SOURCE, tmp_path)
     assert code.count("multi_head_attention_forward(") == 2 and "F." not in code
 

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 from rc_models_support import convert_pair
+from requires_support import require_module
 
 pytestmark = pytest.mark.differential
 
@@ -47,7 +48,7 @@ def _outcomes(cls):
 
 
 def test_r6_init_changing_its_config_fails_a_second_build_as_in_torch(tmp_path):
-    pytest.importorskip("torch")
+    require_module("torch")
     tmod, mmod, _ = convert_pair(SOURCE, tmp_path)
     tnet, t_second, t_embd = _outcomes(tmod.GPT)
     mnet, m_second, m_embd = _outcomes(mmod.GPT)

@@ -9,9 +9,10 @@ import textwrap
 import numpy as np
 import pytest
 from rc_models_support import compare_modes, convert_pair
+from requires_support import require_module
 
 pytestmark = pytest.mark.differential
-pytest.importorskip("einops")
+require_module("einops")
 
 SOURCE = textwrap.dedent("""\
     import torch
@@ -47,7 +48,7 @@ SOURCE = textwrap.dedent("""\
 
 
 def test_r6_einops_imports_leave_no_torch_or_einops(tmp_path):
-    pytest.importorskip("torch")
+    require_module("torch")
     _, _, code = convert_pair(SOURCE, tmp_path)
     assert "import torch" not in code and "einops" not in code.replace("torch2ms", "")
     assert "from torch2ms.runtime import" in code and "Rearrange(" in code and "rearrange(" in code

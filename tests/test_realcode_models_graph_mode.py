@@ -14,6 +14,7 @@ import textwrap
 import numpy as np
 import pytest
 from rc_models_support import compare_modes, convert_pair
+from requires_support import require_module
 
 from torch2ms.convert import convert_source
 
@@ -72,7 +73,7 @@ TRY_IN_FORWARD = textwrap.dedent("""\
 
 
 def test_r6_forward_cache_and_del_are_rewritten_for_graph_mode(tmp_path):
-    pytest.importorskip("torch")
+    require_module("torch")
     _, _, code = convert_pair(SOURCE, tmp_path)
     assert "mask = self.mask" in code and "self.mask =" not in code.split("def construct")[1]
     assert "del h" not in code

@@ -13,6 +13,7 @@ import textwrap
 import numpy as np
 import pytest
 from rc_models_support import compare_modes, convert_pair
+from requires_support import require_module
 
 pytestmark = pytest.mark.differential
 
@@ -54,7 +55,7 @@ SOURCE = textwrap.dedent("""\
 
 
 def test_r7_legacy_tensor_of_unknown_argument_is_decided_at_run_time(tmp_path):
-    pytest.importorskip("torch")
+    require_module("torch")
     tmod, mmod, code = convert_pair(SOURCE, tmp_path)
     assert "legacy_tensor(output_dim, ms.float32)" in code and "ops.zeros((input_dim, output_dim,)" in code
     assert "legacy_tensor(self.shift, ms.float32)" in code

@@ -14,6 +14,7 @@ import textwrap
 import numpy as np
 import pytest
 from rc_models_support import compare_modes, convert_pair
+from requires_support import require_module
 
 pytestmark = pytest.mark.differential
 
@@ -54,7 +55,7 @@ BUFFERS = textwrap.dedent("""\
 
 
 def test_r7_reassigned_buffer_is_registered_again(tmp_path):
-    pytest.importorskip("torch")
+    require_module("torch")
     tmod, mmod, code = convert_pair(BUFFERS, tmp_path)
     assert 'self.register_buffer("angles", table(self.n, self.d), persistent=False)' in code
     assert "self.angles = self.angles" not in code
@@ -129,7 +130,7 @@ CHAINS = textwrap.dedent("""\
 
 
 def test_r7_layer_attributes_read_through_module_chains_take_mindspore_names(tmp_path):
-    pytest.importorskip("torch")
+    require_module("torch")
     _, mmod, code = convert_pair(CHAINS, tmp_path)
     assert "self.visual.pool.c_proj.in_channels ** -0.5" in code
     assert "self.visual.pool.c_proj.out_channels" in code
@@ -191,7 +192,7 @@ FILLED_LATER = textwrap.dedent("""\
 
 
 def test_r21_modules_appended_to_an_empty_list_keep_torch_names(tmp_path):
-    pytest.importorskip("torch")
+    require_module("torch")
     tmod, mmod, code = convert_pair(FILLED_LATER, tmp_path)
     assert "self.layers = ModuleList()" in code
     names = sorted(p.name for p in mmod.Net().get_parameters())  # the names a checkpoint is loaded by

@@ -9,6 +9,7 @@ import textwrap
 import numpy as np
 import pytest
 from rc_models_support import compare_modes, convert_pair
+from requires_support import require_module
 
 pytestmark = pytest.mark.differential
 
@@ -38,7 +39,7 @@ SOURCE = textwrap.dedent("""\
 
 
 def test_r6_packing_converts_without_marks(tmp_path):
-    pytest.importorskip("torch")
+    require_module("torch")
     _, _, code = convert_pair(SOURCE, tmp_path)
     assert "pack_padded_sequence(" in code and "from torch2ms.runtime import" in code
     assert "LSTM(" in code and "nn.LSTM" not in code

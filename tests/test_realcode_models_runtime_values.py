@@ -13,6 +13,7 @@ import textwrap
 import numpy as np
 import pytest
 from rc_models_support import compare_modes, convert_pair
+from requires_support import require_module
 
 pytestmark = pytest.mark.differential
 
@@ -70,7 +71,7 @@ SOURCE = textwrap.dedent("""\
 
 
 def test_r7_run_time_arguments_leave_no_marks(tmp_path):
-    pytest.importorskip("torch")
+    require_module("torch")
     _, _, code = convert_pair(SOURCE, tmp_path)
     assert "padding=(p, p, p, p)" in code and "conv_padding(pad, 2)" in code
     assert 'interpolate(x, scale_factor=self.up, mode="nearest")' in code

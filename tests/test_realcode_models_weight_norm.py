@@ -13,6 +13,7 @@ import textwrap
 import numpy as np
 import pytest
 from rc_models_support import compare_modes, convert_pair
+from requires_support import require_module
 
 pytestmark = pytest.mark.differential
 
@@ -43,7 +44,7 @@ SOURCE = textwrap.dedent("""\
 
 
 def test_r7_weight_norm_converts_without_marks(tmp_path):
-    pytest.importorskip("torch")
+    require_module("torch")
     _, mmod, code = convert_pair(SOURCE, tmp_path)
     assert "weight_norm(ms.nn.Conv1d(" in code or "weight_norm(nn.Conv1d(" in code
     assert "parametrized_weight_norm(" in code

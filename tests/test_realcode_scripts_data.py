@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from requires_support import require_module
 from script_support import load_script
 
 from torch2ms.convert import convert_source
@@ -64,8 +65,8 @@ def test_r14_dict_samples_name_the_columns_statically():
 
 @pytest.mark.differential
 def test_r14_dict_samples_batches_match_torch(tmp_path):
-    pytest.importorskip("torch")
-    pytest.importorskip("mindspore")
+    require_module("torch")
+    require_module("mindspore")
     conv = convert_source(SCRIPT)
     assert not conv.error
     (tmp_path / "t.py").write_text(SCRIPT, encoding="utf-8")
@@ -106,8 +107,8 @@ def batches(distributed):
 def test_r16_sampler_or_shuffle_decided_at_run_time_as_torch(tmp_path):
     """``shuffle=(sampler is None), sampler=sampler`` (ImageNet's example): MindSpore refuses a sampler
     with shuffle=False, so shuffle is decided at run time; with the sampler, batches are torch's."""
-    pytest.importorskip("torch")
-    pytest.importorskip("mindspore")
+    require_module("torch")
+    require_module("mindspore")
     conv = convert_source(SAMPLER)
     assert "not converted" not in conv.code and "is None else None" in conv.code
     (tmp_path / "t.py").write_text(SAMPLER, encoding="utf-8")

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from requires_support import CORPUS, require_kit, require_module
 
 from torch2ms.convert import convert_source
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT.parent / "shared" / "realcode" / "corpus"
 # torch's device API, still spelled as torch (the runtime's torch_backends.cudnn is the converted form)
 LEFT_BEHIND = re.compile(r"torch\.accelerator|torch\.cuda\.|torch\.backends|(?<!torch_backends\.)cudnn\.|\.is_xpu")
 
@@ -115,8 +115,8 @@ def test_r8_device_idioms_script_answers_as_torch(tmp_path):
 @pytest.mark.parametrize("mode", ["PYNATIVE_MODE", "GRAPH_MODE"])
 def test_r27_device_tests_inside_construct_match_torch(tmp_path, mode):
     """``if (x.is_cuda or x.is_xpu) and ngpu > 1: data_parallel(...)`` and ``x.device.type`` in forward."""
-    ms = pytest.importorskip("mindspore")
-    torch = pytest.importorskip("torch")
+    ms = require_module("mindspore")
+    torch = require_module("torch")
     from torch2ms.kb import load_kb
     from torch2ms.proof import copy_torch_weights
 
@@ -147,8 +147,7 @@ def test_r27_device_tests_inside_construct_match_torch(tmp_path, mode):
 
 def test_r8_kit_device_idioms_all_converted(tmp_path):
     """The kit's scripts: no torch.accelerator / torch.cuda / torch.backends / is_xpu left behind."""
-    if not CORPUS.is_dir():
-        pytest.skip(f"the real-code kit is not at {CORPUS}")
+    require_kit(CORPUS)
     files = [
         p
         for p in sorted(CORPUS.rglob("*.py"))
@@ -166,10 +165,10 @@ def test_r8_kit_device_idioms_all_converted(tmp_path):
 @pytest.mark.differential
 def test_r8_data_parallel_on_a_gpu_equals_the_module(tmp_path):
     """Where torch has a GPU: torch's data_parallel over one device ≡ the converted ``module(inputs)``."""
-    torch = pytest.importorskip("torch")
+    torch = require_module("torch")
     if not torch.cuda.is_available():
         pytest.skip("torch.nn.parallel.data_parallel needs a GPU (the KB case compares with the module off a GPU)")
-    ms = pytest.importorskip("mindspore")
+    ms = require_module("mindspore")
     code = convert_source(
         textwrap.dedent(
             """

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from requires_support import require_module
 
 from torch2ms.convert import convert_source
 
@@ -74,8 +75,8 @@ def test_r8_mixed_import_keeps_other_modules():
 
 @pytest.mark.differential
 def test_r8_tensor_formatting_and_numpy_match_torch(tmp_path):
-    pytest.importorskip("torch")
-    pytest.importorskip("mindspore")
+    require_module("torch")
+    require_module("mindspore")
     conv = convert_source(FORMATTING)
     (tmp_path / "t.py").write_text(FORMATTING, encoding="utf-8")
     (tmp_path / "m.py").write_text(conv.code, encoding="utf-8")

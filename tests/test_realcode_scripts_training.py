@@ -15,12 +15,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from requires_support import CORPUS, require_kit, require_module
 from script_support import load_script
 
 from torch2ms.convert import convert_source
 
 DOCSTRING = ('"' * 3, "'" * 3)
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "realcode" / "corpus"
 
 GAN = """
 import torch
@@ -335,7 +335,7 @@ def _close(expected, got, what: str, tol: float = 1e-4) -> None:
 
 @pytest.fixture
 def mode():
-    ms = pytest.importorskip("mindspore")
+    ms = require_module("mindspore")
     yield ms
     ms.set_context(mode=ms.PYNATIVE_MODE)
 
@@ -344,7 +344,7 @@ def mode():
 # have the same names (both nets' first layer is "main.0.weight"), a MindSpore limit the README states.
 @pytest.mark.differential
 def test_r11_gan_two_optimizers_three_backwards_train_as_torch(tmp_path, mode):
-    torch = pytest.importorskip("torch")
+    torch = require_module("torch")
     t, m, code = _both(GAN, tmp_path, "gan")
     assert code.count("ms.value_and_grad(") == 3 and "optimizerD(grads_netD)" in code
     assert "netD.set_train(True)" in code and "netG.set_train(True)" in code  # the script never calls train()
@@ -365,7 +365,7 @@ def test_r11_gan_two_optimizers_three_backwards_train_as_torch(tmp_path, mode):
 
 @pytest.mark.differential
 def test_r11_step_in_a_function_without_a_loop_trains_as_torch(tmp_path, mode):
-    torch = pytest.importorskip("torch")
+    torch = require_module("torch")
     t, m, code = _both(FUNCTION_STEP, tmp_path, "fn")
     assert "optimizer(grads_optimizer)" in code
     torch.manual_seed(0)
@@ -382,7 +382,7 @@ def test_r11_step_in_a_function_without_a_loop_trains_as_torch(tmp_path, mode):
 @pytest.mark.differential
 @pytest.mark.parametrize("deep", [True, False])
 def test_r11_manual_update_reading_p_grad_trains_as_torch(tmp_path, mode, deep):
-    torch = pytest.importorskip("torch")
+    torch = require_module("torch")
     t, m, code = _both(MANUAL_SGD, tmp_path, f"sgd_{deep}")
     assert re.search(r"for p, p_grad in zip\(model\.trainable_params\(\), grads_model\)", code), code
     torch.manual_seed(0)
@@ -399,7 +399,7 @@ def test_r11_manual_update_reading_p_grad_trains_as_torch(tmp_path, mode, deep):
 
 @pytest.mark.differential
 def test_r11_loss_in_an_attribute_built_by_a_loop_trains_as_torch(tmp_path, mode):
-    torch = pytest.importorskip("torch")
+    torch = require_module("torch")
     t, m, code = _both(ATTRIBUTE_LOSS, tmp_path, "attr")
     assert "return self.loss" in code
     torch.manual_seed(0)
@@ -415,7 +415,7 @@ def test_r11_loss_in_an_attribute_built_by_a_loop_trains_as_torch(tmp_path, mode
 
 @pytest.mark.differential
 def test_r13_grad_scaler_with_accumulation_trains_as_torch(tmp_path, mode):
-    torch = pytest.importorskip("torch")
+    torch = require_module("torch")
     t, m, code = _both(SCALER_ACCUMULATION, tmp_path, "scaler")
     assert "scaler.adjust(grads_finite)" in code and "grads_model = scaler.unscale(grads_model)" in code
     torch.manual_seed(0)
@@ -433,7 +433,7 @@ def test_r13_grad_scaler_with_accumulation_trains_as_torch(tmp_path, mode):
 
 @pytest.mark.differential
 def test_r11_model_without_train_call_is_set_to_train_mode(tmp_path, mode):
-    torch = pytest.importorskip("torch")
+    torch = require_module("torch")
     t, m, code = _both(NO_TRAIN_CALL, tmp_path, "mode")
     assert "model.set_train(True)" in code and "criterion.set_train" not in code
     torch.manual_seed(0)
@@ -460,8 +460,7 @@ def test_r11_tape_style_loss_becomes_a_runnable_marked_skeleton(tmp_path, mode):
 
 def test_r11_kit_scripts_keep_no_backward_call():
     """Every corpus file that trains: converted, no ``.backward()`` left; a skeleton only where marked."""
-    if not CORPUS.is_dir():
-        pytest.skip(f"the real-code kit is not at {CORPUS}")
+    require_kit(CORPUS)
     files = [p for p in sorted(CORPUS.rglob("*.py")) if ".backward(" in p.read_text(encoding="utf-8")]
     assert len(files) >= 10
     skeletons = []

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from requires_support import require_modules
 
 from torch2ms.convert import convert_tree
 
@@ -40,9 +41,8 @@ MODELS_64 = [
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
+    require_modules("torchvision", "mindspore")
     spec = importlib.util.find_spec("torchvision")
-    if spec is None or importlib.util.find_spec("mindspore") is None:
-        pytest.skip("needs torchvision and mindspore")
     tv = Path(list(spec.submodule_search_locations)[0])
     root = tmp_path_factory.mktemp("tv")
     report = convert_tree(tv, root / "converted" / "torchvision")

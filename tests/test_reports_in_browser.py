@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from requires_support import require_module
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = [
@@ -96,8 +97,8 @@ TORCH = textwrap.dedent("""
 
 @pytest.mark.differential
 def test_r30_compare_report_renders_with_plots(browser, tmp_path):
-    pytest.importorskip("torch")
-    pytest.importorskip("mindspore")
+    require_module("torch")
+    require_module("mindspore")
     from torch2ms.align import CompareOptions, TrainOptions, compare_models
     from torch2ms.convert import convert_source
 
@@ -161,8 +162,8 @@ def _cjk(text: str) -> bool:
 
 @pytest.mark.differential
 def test_r30_compare_report_in_chinese_declares_lang_and_renders_cjk(browser, tmp_path, monkeypatch):
-    pytest.importorskip("torch")
-    pytest.importorskip("mindspore")
+    require_module("torch")
+    require_module("mindspore")
     from torch2ms.align import CompareOptions, TrainOptions, compare_models
     from torch2ms.convert import convert_source
 

@@ -9,6 +9,7 @@ import sys
 
 import numpy as np
 import pytest
+from requires_support import require_module
 
 from torch2ms.convert import convert_source
 
@@ -39,8 +40,8 @@ def test_distributions_convert_to_runtime_helpers_and_drop_the_torch_imports():
 
 @pytest.mark.differential
 def test_converted_policy_gives_torch_values_and_gradients_in_pynative(tmp_path):
-    torch = pytest.importorskip("torch")
-    ms = pytest.importorskip("mindspore")
+    torch = require_module("torch")
+    ms = require_module("mindspore")
     ms.set_context(mode=ms.PYNATIVE_MODE)
     rng = np.random.default_rng(0)
     arrays = [rng.standard_normal((2, 3)).astype("float32") for _ in range(4)]
@@ -67,8 +68,8 @@ def test_converted_policy_gives_torch_values_and_gradients_in_pynative(tmp_path)
 
 @pytest.mark.differential
 def test_rsample_passes_gradients_to_loc_and_scale_like_torch():
-    torch = pytest.importorskip("torch")
-    ms = pytest.importorskip("mindspore")
+    torch = require_module("torch")
+    ms = require_module("mindspore")
     from torch2ms import runtime
 
     ms.set_context(mode=ms.PYNATIVE_MODE)
@@ -86,7 +87,7 @@ def test_rsample_passes_gradients_to_loc_and_scale_like_torch():
 
 @pytest.mark.differential
 def test_gamma_family_rsample_raises_with_what_to_do():
-    pytest.importorskip("mindspore")
+    require_module("mindspore")
     import mindspore as ms
 
     from torch2ms import runtime
@@ -132,8 +133,8 @@ def test_distribution_classes_used_as_values_convert_to_the_runtime_classes():
 
 @pytest.mark.differential
 def test_converted_user_distribution_and_registered_kl_match_torch(tmp_path):
-    torch = pytest.importorskip("torch")
-    ms = pytest.importorskip("mindspore")
+    torch = require_module("torch")
+    ms = require_module("mindspore")
     import importlib.util
 
     ms.set_context(mode=ms.PYNATIVE_MODE)
@@ -153,7 +154,7 @@ def test_converted_user_distribution_and_registered_kl_match_torch(tmp_path):
 
 @pytest.mark.differential
 def test_a_distribution_built_in_graph_mode_warns_that_no_gradient_flows(tmp_path):
-    ms = pytest.importorskip("mindspore")
+    ms = require_module("mindspore")
     import importlib.util
     import warnings
 

@@ -11,6 +11,7 @@ import warnings
 
 import numpy as np
 import pytest
+from requires_support import require_module
 
 from torch2ms.convert import convert_source
 
@@ -49,8 +50,8 @@ def test_r4_summary_writer_converts_to_the_runtime_writer():
 
 @pytest.mark.differential
 def test_r4_runtime_writer_events_read_back_like_torchs(tmp_path):
-    pytest.importorskip("tensorboard")
-    pytest.importorskip("torch")
+    require_module("tensorboard")
+    require_module("torch")
     from torch.utils.tensorboard import SummaryWriter as TorchWriter
 
     from torch2ms.runtime.summary import SummaryWriter

@@ -6,9 +6,10 @@ the failures (values just outside the default tolerance, dtype and shape mismatc
 
 import numpy as np
 import pytest
+from requires_support import require_module
 
-torch = pytest.importorskip("torch")
-ms = pytest.importorskip("mindspore")
+torch = require_module("torch")
+ms = require_module("mindspore")
 
 from torch2ms.runtime import assert_allclose, assert_close  # noqa: E402
 

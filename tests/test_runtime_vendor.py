@@ -18,12 +18,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from requires_support import CORPUS, require_kit
 
 from torch2ms.cli import main as cli_main
 from torch2ms.convert import convert_tree
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT.parent / "shared" / "realcode" / "corpus"
 
 # Run a file (or code) with torch, torchvision, einops and torch2ms unimportable, from its folder.
 BLOCKER = textwrap.dedent("""
@@ -219,9 +219,7 @@ REALCODE = [
 def test_r6_realcode_vendored_runs_with_torch2ms_blocked(tmp_path, rel, factory, kind, shape):
     """Real files whose conversions call runtime helpers: converted with the vendored runtime, built and
     run with torch and torch2ms unimportable."""
-    path = CORPUS / rel
-    if not path.is_file():
-        pytest.skip(f"the real-code kit is not at {CORPUS}")
+    path = require_kit(CORPUS / rel)
     src = tmp_path / "src"
     src.mkdir()
     shutil.copyfile(path, src / "realmod.py")

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from requires_support import require_kit
 from test_runtime_vendor import CORPUS, _run, _tree
 
 from torch2ms.cli import main as cli_main
@@ -329,8 +330,7 @@ def test_r6_realcode_torch_compat_builds_with_torch2ms_blocked(tmp_path, files, 
     src = tmp_path / "src"
     src.mkdir()
     for rel in files:
-        if not (CORPUS / rel).is_file():
-            pytest.skip(f"the real-code kit is not at {CORPUS}")
+        require_kit(CORPUS / rel)
         target = src / Path(rel).relative_to(Path(rel).parents[module.count(".")])  # mingpt/model.py: its package
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(CORPUS / rel, target)

@@ -1,10 +1,9 @@
 """R1/R3: the operator inventory and static-graph risks, on hand-written code and on real torchvision code."""
 
-import importlib.util
 import json
 from pathlib import Path
 
-import pytest
+from requires_support import require_package_dir
 
 from torch2ms.analysis.scan import scan_path, scan_source
 from torch2ms.cli import main
@@ -141,10 +140,7 @@ def test_cli_formats_and_fail_on(tmp_path, capsys):
 
 
 def _torchvision_dir() -> Path:
-    spec = importlib.util.find_spec("torchvision")
-    if spec is None or not spec.submodule_search_locations:
-        pytest.skip("torchvision not installed")
-    return Path(list(spec.submodule_search_locations)[0])
+    return require_package_dir("torchvision")
 
 
 def _line_of(path: Path, needle: str) -> int:

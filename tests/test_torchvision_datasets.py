@@ -13,6 +13,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from requires_support import require_module
 
 from torch2ms.convert import convert_source
 
@@ -151,9 +152,9 @@ def _load(path, name):
 
 @pytest.mark.differential
 def test_r25_converted_fashionmnist_and_svhn_loaders_give_torchvisions_batches(tmp_path, monkeypatch):
-    torchvision = pytest.importorskip("torchvision")
-    pytest.importorskip("mindspore")
-    pytest.importorskip("scipy")
+    torchvision = require_module("torchvision")
+    require_module("mindspore")
+    require_module("scipy")
     _write_files(tmp_path)
     # torchvision checks the md5 of the real SVHN release; these files are written here
     monkeypatch.setattr(torchvision.datasets.SVHN, "_check_integrity", lambda self: True)
@@ -203,8 +204,8 @@ def _write_voc(root) -> None:
 
 @pytest.mark.differential
 def test_r25_converted_voc_segmentation_loader_gives_torchvisions_batches(tmp_path):
-    pytest.importorskip("torchvision")
-    pytest.importorskip("mindspore")
+    require_module("torchvision")
+    require_module("mindspore")
     _write_voc(tmp_path)
     source = VOC_LOADER.format(root=str(tmp_path))
     (tmp_path / "torch_voc.py").write_text(source)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from requires_support import require_module
 
 from torch2ms.convert import convert_tree
 
@@ -158,8 +159,8 @@ def _weights(*args: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def converted(tmp_path_factory):
-    pytest.importorskip("torchvision")
-    pytest.importorskip("mindspore")
+    require_module("torchvision")
+    require_module("mindspore")
     root = tmp_path_factory.mktemp("user")
     src, out, data, torch_home = root / "src", root / "out", root / "data", root / "torch_home"
     src.mkdir()

@@ -14,6 +14,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from requires_support import require_module
 
 from torch2ms.convert import convert_source
 
@@ -120,8 +121,8 @@ def _copy_weights(tnet, mnet) -> None:
 
 def _run_both(src: str, tmp_path, mode: str, epochs: int, n: int = 40):
     """Loss curves of the torch script and of its conversion, from the same weights and batches."""
-    ms = pytest.importorskip("mindspore")
-    torch = pytest.importorskip("torch")
+    ms = require_module("mindspore")
+    torch = require_module("torch")
     conv = convert_source(src)
     assert not conv.error, conv.error
     assert "not converted" not in conv.code, conv.code
@@ -300,8 +301,8 @@ def draw(seed):
 
 @pytest.mark.differential
 def test_r17_seeds_set_on_every_generator(tmp_path):
-    ms = pytest.importorskip("mindspore")
-    torch = pytest.importorskip("torch")
+    ms = require_module("mindspore")
+    torch = require_module("torch")
     code = convert_source(SEEDS).code
     assert "random.seed(seed)" in code and "np.random.seed(seed)" in code and "ms.set_seed(seed)" in code
     (tmp_path / "seeds_ms.py").write_text(code, encoding="utf-8")
@@ -342,7 +343,7 @@ class Bigger(Net):
 
 @pytest.mark.differential
 def test_r18_checkpoint_round_trip_and_missing_parameter_raises(tmp_path):
-    pytest.importorskip("mindspore")
+    require_module("mindspore")
     res = convert_source(CKPT)
     code = res.code
     assert "ms.save_checkpoint(model, ckpt_path(path))" in code

@@ -17,6 +17,7 @@ import warnings
 
 import numpy as np
 import pytest
+from requires_support import require_module
 
 from torch2ms.convert import convert_source
 
@@ -199,9 +200,9 @@ def _torch_quiet(fn, *args):
 @pytest.mark.differential
 @pytest.mark.parametrize("mode", ["PYNATIVE_MODE", "GRAPH_MODE"])
 def test_r13_amp_loop_loss_curve_matches_torch(tmp_path, monkeypatch, mode):
-    ms = pytest.importorskip("mindspore")
+    ms = require_module("mindspore")
     monkeypatch.chdir(tmp_path)  # O1 (mindspore.rewrite) writes ./rewritten_network/NetOpt_*.py
-    torch = pytest.importorskip("torch")
+    torch = require_module("torch")
     conv = convert_source(AMP_LOOP)
     (tmp_path / "t.py").write_text(AMP_LOOP, encoding="utf-8")
     (tmp_path / "m.py").write_text(conv.code, encoding="utf-8")
@@ -235,8 +236,8 @@ def test_r13_amp_loop_loss_curve_matches_torch(tmp_path, monkeypatch, mode):
 def test_r13_injected_inf_gradient_skips_step_and_halves_scale_like_torch(tmp_path, steps, scale, mode):
     """Batch 2 holds an inf: torch's GradScaler and the converted code both skip that step and halve the
     scale (1024 → 512); three finite steps later (growth_interval=3) both double it again."""
-    ms = pytest.importorskip("mindspore")
-    torch = pytest.importorskip("torch")
+    ms = require_module("mindspore")
+    torch = require_module("torch")
     conv = convert_source(SCALER_LOOP)
     assert "not converted" not in conv.code, conv.code
     (tmp_path / "ts.py").write_text(SCALER_LOOP, encoding="utf-8")
@@ -301,9 +302,9 @@ class Trainer:
 def test_r13_trainer_class_with_self_attributes(tmp_path, monkeypatch):
     """self.model / self.optimizer / self.scaler: inside TrainStep.construct `self` is the step Cell,
     so the generated code binds them to locals first."""
-    ms = pytest.importorskip("mindspore")
+    ms = require_module("mindspore")
     monkeypatch.chdir(tmp_path)  # O1 (mindspore.rewrite) writes ./rewritten_network/NetOpt_*.py
-    torch = pytest.importorskip("torch")
+    torch = require_module("torch")
     conv = convert_source(TRAINER)
     code = _body(conv.code) if "def train" in conv.code else conv.code
     assert "not converted" not in code, code

@@ -14,6 +14,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from requires_support import require_module
 
 from torch2ms.convert import convert_source
 
@@ -128,8 +129,8 @@ def _load(path, name):
 @pytest.mark.differential
 @pytest.mark.parametrize("mode", ["PYNATIVE_MODE", "GRAPH_MODE"])
 def test_r11_loop_with_sampling_outside_the_step_trains_like_torch(tmp_path, mode):
-    ms = pytest.importorskip("mindspore")
-    torch = pytest.importorskip("torch")
+    ms = require_module("mindspore")
+    torch = require_module("torch")
     from torch2ms.kb import load_kb
     from torch2ms.proof import copy_torch_weights
 

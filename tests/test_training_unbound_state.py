@@ -13,6 +13,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from requires_support import require_module
 
 from torch2ms.convert import convert_source
 from torch2ms.convert.constructs.training.bindings import maybe_unbound
@@ -105,8 +106,8 @@ def _load(path, name):
 @pytest.mark.differential
 @pytest.mark.parametrize("stateful", [False, True])
 def test_r11_loop_with_a_branch_only_local_trains_like_torch(tmp_path, stateful):
-    ms = pytest.importorskip("mindspore")
-    torch = pytest.importorskip("torch")
+    ms = require_module("mindspore")
+    torch = require_module("torch")
     from torch2ms.kb import load_kb
     from torch2ms.proof import copy_torch_weights
 

@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from requires_support import require_module
 
 from torch2ms.cli import main
 from torch2ms.kb import load_kb
@@ -41,7 +42,7 @@ from torch2ms.weights.torch_format import (
     save_torch_zip,
 )
 
-torch = pytest.importorskip("torch")
+torch = require_module("torch")
 pytestmark = pytest.mark.differential  # real torch writes the files; real MindSpore loads the results
 nn = torch.nn
 

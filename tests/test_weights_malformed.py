@@ -13,11 +13,11 @@ import os
 import pickle
 import random
 import resource
+import select
 import signal
 import struct
 import subprocess
 import sys
-import time
 import zipfile
 from pathlib import Path
 
@@ -326,31 +326,34 @@ def test_r21_killed_run_leaves_no_file(tmp_path: Path):
     """SIGKILL while the .ckpt is being written (space preallocated): nothing is left, no OUT, no OUT.tmp."""
     big = tmp_path / "big.pth"
     save_torch_zip({f"w{i}": np.full((1024, 1024), i, np.float32) for i in range(48)}, big)  # 192 MiB
+    # The child stops itself mid-write and says so through a pipe: after the writer has taken three
+    # tensors (so it has written into the output) it writes one byte and blocks; the parent then kills it.
+    # A handshake, not a clock: however loaded the machine, the kill lands while the .ckpt is half written.
     script = (
-        "import sys\nfrom torch2ms.weights.ckpt_io import write_ckpt\nfrom torch2ms.weights import convert as c\n"
-        "orig = c._materialize\n"
-        "def slow(*a, **k):\n"
-        "    import time\n"
-        "    for item in orig(*a, **k):\n"
-        "        time.sleep(0.05)\n"
+        "import os, sys, threading\nfrom torch2ms.weights import convert as c\n"
+        "orig, ready = c._materialize, int(sys.argv[1])\n"
+        "def paused(*a, **k):\n"
+        "    for i, item in enumerate(orig(*a, **k)):\n"
+        "        if i == 3:\n"
+        "            os.write(ready, b'w')\n"
+        "            threading.Event().wait()\n"
         "        yield item\n"
-        "c._materialize = slow\n"
-        "from torch2ms.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+        "c._materialize = paused\n"
+        "from torch2ms.cli import main\nsys.exit(main(sys.argv[2:]))\n"
     )
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
     out = tmp_path / "big.ckpt"
-    proc = subprocess.Popen([sys.executable, "-c", script, "weights", str(big), "-o", str(out)], env=env)
-    deadline = time.time() + 120
-    writing = False
-    while time.time() < deadline and proc.poll() is None and not writing:
-        time.sleep(0.05)
-        try:
-            links = [os.readlink(f"/proc/{proc.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{proc.pid}/fd")]
-        except OSError:
-            continue
-        writing = any(str(tmp_path) in link and "big.pth" not in link for link in links)
-    assert writing, "the writer never started"
-    time.sleep(0.3)
-    proc.kill()
-    proc.wait()
+    ready_r, ready_w = os.pipe()
+    cmd = [sys.executable, "-c", script, str(ready_w), "weights", str(big), "-o", str(out)]
+    proc = subprocess.Popen(cmd, env=env, pass_fds=(ready_w,))
+    os.close(ready_w)
+    try:
+        readable, _, _ = select.select([ready_r], [], [], 300)
+        assert readable and os.read(ready_r, 1) == b"w", "the writer never reached the fourth tensor"
+        links = [os.readlink(f"/proc/{proc.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{proc.pid}/fd")]
+        assert any(str(tmp_path) in link and "big.pth" not in link for link in links), links  # mid-write
+    finally:
+        os.close(ready_r)
+        proc.kill()
+        proc.wait()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["big.pth"]

@@ -21,6 +21,7 @@ import argparse
 import ast
 import importlib.util
 import io
+import os
 import random
 import re
 import sys
@@ -32,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-CORPUS = REPO.parent / "shared" / "realcode" / "corpus"
+CORPUS = Path(os.environ.get("TORCH2MS_REALCODE") or REPO.parent / "shared" / "realcode") / "corpus"
 # Real code converts at ~7 ms/KiB (50 ms/KiB at worst); 10x the worst, and a floor for a loaded machine.
 SECONDS_PER_KIB = 0.5
 SECONDS_FLOOR = 3.0

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from fuzz_convert import CORPUS, check_tree
+from requires_support import require_kit, require_module
 
 pytestmark = pytest.mark.slow
 
@@ -22,8 +23,8 @@ def _roots() -> list[Path]:
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory) -> dict[str, dict]:
-    if not _roots():
-        pytest.skip("neither the realcode corpus nor torchvision is here")
+    require_kit(CORPUS)
+    require_module("torchvision")
     return {r.name: check_tree(r.name, r, tmp_path_factory.mktemp(r.name)) for r in _roots()}
 
 
