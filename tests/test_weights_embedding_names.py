@@ -10,8 +10,9 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from requires_support import require_module
 
-torch = pytest.importorskip("torch")
+torch = require_module("torch")
 nn = torch.nn
 
 from torch2ms.kb import load_kb  # noqa: E402
