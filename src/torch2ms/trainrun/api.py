@@ -51,12 +51,12 @@ def compare_train(
     rep = TrainReport("error", torch_script, ms_script, steps, tol, mode, data, seed, work_dir=str(work))
     run_dir = Path(cwd or ".")
     labels = {"torch": _("torch: training steps"), "ms": _("MindSpore: training steps")}
-    t = run_side("torch", torch_command(torch_python, config), work, run_dir, timeout, progress, labels["torch"], steps)
+    t = run_side("torch", torch_command(torch_python, config), work, run_dir, timeout, progress, labels["torch"], steps, seed)
     rep.sides["torch"] = _side_summary(t)
     if (err := side_error(t, timeout)) is not None and not (t.record and t.record["events"]):
         rep.error = err
     else:
-        m = run_side("ms", ms_command(config), work, run_dir, timeout, progress, labels["ms"], steps)
+        m = run_side("ms", ms_command(config), work, run_dir, timeout, progress, labels["ms"], steps, seed)
         rep.sides["ms"] = _side_summary(m)
         rep.error = err or side_error(m, timeout)
         if m.record is not None:
@@ -73,6 +73,7 @@ def judge(rep: TrainReport, t_rec: dict[str, Any], m_rec: dict[str, Any], work: 
     if m_rec["events"]:  # before its first step MindSpore has not named the optimizers' parameters
         rep.findings += causes.group_findings(t_rec, m_rec)
     rep.findings += causes.run_findings(rep.rows, t_rec, m_rec)
+    rep.findings += draw_findings(m_rec)
     # Loose: Adam turns the float noise on a gradient that is ~0 by construction (attention's key bias)
     # into full-size steps of either sign; a parameter trained on one side only is off by ~100%.
     rep.parameter_tol = max(100 * rep.tol, 1e-2)
@@ -121,8 +122,38 @@ def conditions(rep: TrainReport, t_rec: dict[str, Any], m_rec: dict[str, Any]) -
                 draws=", ".join(f"{k} ×{v}" for k, v in draws.items())
             )
         )
+    out += _draw_texts(m_rec)
+    out.append(_("process: both sides ran with PYTHONHASHSEED={seed} (set and dict order, hash())").format(
+        seed=rep.seed))
     if fake := t_rec["randomness"].get("fake_data", []) + m_rec["randomness"].get("fake_data", []):
         out.append(_("fake data served for: {names}").format(names=", ".join(sorted(set(fake)))))
+    return out
+
+
+def _counts(d: dict[str, int]) -> str:
+    return ", ".join(f"{k} ×{v}" for k, v in sorted(d.items()))
+
+
+def _draw_texts(m_rec: dict[str, Any]) -> list[str]:
+    """Which of the script's random draws (outside the pseudo-noise) were replayed, and which not."""
+    d = m_rec.get("draws") or {}
+    out = []
+    if served := d.get("served"):
+        out.append(_("random draws replayed from torch into MindSpore (identical values): {draws}").format(
+            draws=_counts(served)))
+    return out
+
+
+def draw_findings(m_rec: dict[str, Any]) -> list[dict[str, Any]]:
+    """Random draws that could not be made identical: a warning each side's report names."""
+    d = m_rec.get("draws") or {}
+    out = []
+    if unmatched := d.get("unmatched_ms"):
+        text = _("random draws MindSpore made that match no torch draw (drawn for real, values differ): {draws}")
+        out.append({"kind": "draws", "severity": "warning", "message": text.format(draws=_counts(unmatched))})
+    if unused := d.get("unused_torch"):
+        text = _("random draws torch made that MindSpore never asked for (not replayed): {draws}")
+        out.append({"kind": "draws", "severity": "warning", "message": text.format(draws=_counts(unused))})
     return out
 
 

@@ -140,6 +140,7 @@ class Recorder:
         self.notes: list[str] = []
         self.randomness: dict[str, Any] = {"dropout": {}, "random_ops": {}}
         self.replay: dict[str, Any] = {}
+        self.draws: dict[str, Any] = {}  # torch: the recorded random draws; MindSpore: which it served
         self.t0 = time.perf_counter()
         self.first_step_t: float | None = None
         self.progress = ProgressFile(self.out / PROGRESS_FILE, self.steps_wanted)
@@ -190,6 +191,7 @@ class Recorder:
             "notes": self.notes,
             "randomness": self.randomness,
             "replay": self.replay,
+            "draws": self.draws,
             "wall_s": time.perf_counter() - self.t0,
             "first_step_s": (self.first_step_t - self.t0) if self.first_step_t else None,
             "unstepped_losses": len(self.pending_losses),

@@ -189,39 +189,16 @@ def patch_rnn_dropout(counts: dict[str, int]) -> None:
         cls.forward = forward  # type: ignore[method-assign]
 
 
-def patch_random(side: Any, pattern: Any) -> None:
-    """randn/rand(_like) during training → the same pseudo-noise both sides compute."""
-    import torch
-    from torch.utils.data import get_worker_info
-
-    counts = side.rec.randomness["random_ops"]
-
-    def make(name: str, orig: Any, like: bool, uniform: bool) -> Any:
-        def draw(*args: Any, **kwargs: Any) -> Any:
-            if not side.training or side.in_loader or get_worker_info() is not None:  # augmentation stays random
-                return orig(*args, **kwargs)
-            counts[f"torch.{name}"] = counts.get(f"torch.{name}", 0) + 1
-            if like:
-                ref = args[0]
-                shape, dtype = ref.shape, kwargs.get("dtype") or ref.dtype
-            else:
-                shape = args[0] if len(args) == 1 and isinstance(args[0], list | tuple | torch.Size) else args
-                dtype = kwargs.get("dtype") or torch.get_default_dtype()
-            n = 1
-            for d in shape:
-                n *= int(d)
-            out = pattern(n, uniform).reshape(tuple(int(d) for d in shape)).to(dtype)
-            return out.requires_grad_(bool(kwargs.get("requires_grad", False)))
-
-        return draw
-
-    for name, like, uniform in (
-        ("randn", False, False),
-        ("rand", False, True),
-        ("randn_like", True, False),
-        ("rand_like", True, True),
-    ):
-        setattr(torch, name, make(name, getattr(torch, name), like, uniform))
+def patch_random(side: Any, pattern: Any) -> Any:
+    """Every random draw of the script recorded for the MindSpore side (torch_draws.py); inside training
+    the float draws become the pseudo-noise both sides compute. Returns the draw log."""
+    draws = _load("draws")
+    module = _load("torch_draws")
+    log = draws.DrawLog()
+    d = module.Draws(side, log, pattern)
+    module.patch_functions(d)
+    module.patch_methods(d)
+    return log
 
 
 def patch_fake_data(side: Any, fake: Any, seed: int) -> None:
@@ -297,11 +274,16 @@ def main(config_path: str) -> None:
     patch_modules(side)
     patch_clipping(side)
     patch_dropout(side)
-    patch_random(side, hooks.pattern)
+    log = patch_random(side, hooks.pattern)
     patch_loaders(side, record=cfg["data"] == "replay")
     if cfg["fake_data"]:
         patch_fake_data(side, fake, cfg["seed"])
-    common.run_instrumented(rec, cfg["torch_script"], cfg["args"], side.finish)
+
+    def finish(status: str) -> None:
+        rec.draws = log.save(rec.out)
+        side.finish(status)
+
+    common.run_instrumented(rec, cfg["torch_script"], cfg["args"], finish)
 
 
 if __name__ == "__main__":
