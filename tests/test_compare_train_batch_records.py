@@ -58,7 +58,7 @@ def test_r26_replayed_batches_are_copies_and_their_statistics_the_first_leafs(tm
     np.testing.assert_array_equal(kept[0], expected)
     np.testing.assert_array_equal(kept[1], [1, 0])
     side.finish("stopped")  # the kept batch's statistics are filled in at the end, before the record is written
-    assert side.rec.events[0]["inputs"] == array_stats(expected)
+    assert side.rec.events[0]["inputs"] == array_stats(expected, [np.array([1, 0])])
     with np.load(tmp_path / "torch" / "batches.npz") as saved:
         np.testing.assert_array_equal(saved["i0_b0_l0"], expected)
 

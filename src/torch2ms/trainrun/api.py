@@ -161,8 +161,10 @@ def _data_text(rep: TrainReport, t_rec: dict[str, Any], m_rec: dict[str, Any]) -
     same = [r["same_inputs"] for r in rep.rows if r["same_inputs"] is not None]
     if not same:
         agree = _("batches not compared (one side's steps take no batch argument)")
+    elif all(same) and all(r.get("identical_inputs") for r in rep.rows if r["same_inputs"] is not None):
+        agree = _("batches identical at every step (their contents' digests agree)")
     elif all(same):
-        agree = _("batches identical at every step")
+        agree = _("batches equal within float rounding at every step (contents not byte-identical)")
     else:
         agree = _("batches different at {n} of {total} step(s)").format(n=same.count(False), total=len(same))
     recorded, fed = (t_rec.get("replay") or {}).get("batches", 0), (m_rec.get("replay") or {}).get("batches", 0)

@@ -74,21 +74,37 @@ def _plain(o: Any) -> Any:
     return str(o)
 
 
-def array_stats(a: Any) -> dict[str, Any]:
-    """Shape, dtype and summary numbers of one numpy array: enough to tell two batches apart (this runs
-    for every batch: one float64 copy, reused for the absolute values)."""
+def array_stats(a: Any, rest: Any = ()) -> dict[str, Any]:
+    """Shape, dtype and summary numbers of one numpy array, plus what tells two batches apart for sure:
+    `hash`, a digest of the values of `a` (as float64, with their count) and `hash_all`, of `a` and the
+    batch's other arrays `rest` — equal only for identical contents, whatever each framework's integer
+    or float width — and
+    `wsum`, a position-weighted sum (rows swapped change it; values compared within float rounding
+    when the digests differ). This runs for every batch: one float64 copy, reused."""
+    import hashlib
+
     import numpy as np
 
     a = np.asarray(a)
     n = max(a.size, 1)
     x = a.astype(np.float64).ravel()
+    digests = [hashlib.sha1(), hashlib.sha1()]  # the first array's; all arrays'
+    for i, part in enumerate((x, *(np.asarray(r).astype(np.float64).ravel() for r in rest))):
+        for digest in digests if i == 0 else digests[1:]:
+            digest.update(str(part.size).encode())
+            digest.update(part.tobytes())
     total = float(x.sum())
     squares = float(np.dot(x, x))
+    wsum = float(np.dot(x, np.sin(np.arange(x.size, dtype=np.float64) * NOISE_A + NOISE_B)))
     mean = total / n
     return {
         "shape": list(a.shape),
         "dtype": str(a.dtype),
         "sum": total,
+        "wsum": wsum,
+        "hash": digests[0].hexdigest(),
+        "hash_all": digests[1].hexdigest(),
+        "arrays": 1 + len(rest),
         "abs_sum": float(np.abs(x, out=x).sum()),
         "mean": mean,
         "std": max(squares / n - mean * mean, 0.0) ** 0.5,

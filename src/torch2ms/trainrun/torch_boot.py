@@ -90,6 +90,8 @@ def patch_modules(side: Any) -> None:
     call = torch.nn.Module.__call__
 
     def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if torch.jit.is_tracing():  # torch.jit.trace (TensorBoard's add_graph): the script's own business
+            return call(self, *args, **kwargs)
         if side.depth == 0 and not side.in_loader:  # a loader's transforms (Modules too) are no model call
             side.on_outer_call(self, args, kwargs)
         side.depth += 1

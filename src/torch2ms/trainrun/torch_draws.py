@@ -49,7 +49,7 @@ class Draws:
     def recording(self) -> bool:
         from torch.utils.data import get_worker_info
 
-        return not (self.side.in_loader or get_worker_info() is not None)
+        return not (self.side.in_loader or get_worker_info() is not None or torch.jit.is_tracing())
 
     def noise(self) -> bool:
         return bool(self.side.training)

@@ -122,7 +122,7 @@ class TorchSide:
         self.iterators: list[list[list[np.ndarray]]] = []
         self.replay_bytes = 0
         self.replay_note: str | None = None
-        self.stats_later: list[tuple[dict[str, Any], np.ndarray]] = []
+        self.stats_later: list[tuple[dict[str, Any], list[np.ndarray]]] = []
 
     # -- optimizers and models -------------------------------------------------------------------
     def register_optimizer(self, opt: torch.optim.Optimizer) -> None:
@@ -134,7 +134,9 @@ class TorchSide:
     def discover_models(self) -> None:
         """Find the module(s) each new optimizer trains: the smallest module holding all its parameters
         (or, failing that, the fewest modules covering them); save their state before training starts."""
-        modules = live_instances(torch.nn.Module)
+        # a traced or scripted copy (torch.jit.trace, TensorBoard's add_graph) shares the parameters but
+        # is not the model the script trains
+        modules = [m for m in live_instances(torch.nn.Module) if not isinstance(m, torch.jit.ScriptModule)]
         owned = {id(m): {id(p) for p in m.parameters()} for m in modules}
         for j in self.unassigned:
             want = {id(p) for g in self.optimizers[j].param_groups for p in g["params"]}
@@ -211,12 +213,12 @@ class TorchSide:
                 # a kept batch's statistics wait for the end (fill_batch_stats), off the training step:
                 # the steps' events hold this dict until then
                 self.rec.batch_stats = {}
-                self.stats_later.append((self.rec.batch_stats, arrays[0]))
+                self.stats_later.append((self.rec.batch_stats, arrays))
             else:
-                self.rec.batch_stats = array_stats(arrays[0]) if arrays else None
+                self.rec.batch_stats = array_stats(arrays[0], arrays[1:]) if arrays else None
             return
-        first = next((x for x in leaves if isinstance(x, torch.Tensor)), None)
-        self.rec.batch_stats = array_stats(_to_numpy(first)) if first is not None else None
+        tensors = [_to_numpy(x) for x in leaves if isinstance(x, torch.Tensor)]
+        self.rec.batch_stats = array_stats(tensors[0], tensors[1:]) if tensors else None
 
     def _keep(self, index: int, arrays: list[np.ndarray]) -> bool:
         self.replay_bytes += sum(a.nbytes for a in arrays)
@@ -228,8 +230,8 @@ class TorchSide:
 
     def fill_batch_stats(self) -> None:
         """The statistics of the batches kept for replay, into the dicts the steps' events hold."""
-        for stats, array in self.stats_later:
-            stats.update(array_stats(array))
+        for stats, arrays in self.stats_later:
+            stats.update(array_stats(arrays[0], arrays[1:]))
         self.stats_later = []
 
     # -- the end -----------------------------------------------------------------------------------
