@@ -73,7 +73,7 @@ def judge(rep: TrainReport, t_rec: dict[str, Any], m_rec: dict[str, Any], work: 
     if m_rec["events"]:  # before its first step MindSpore has not named the optimizers' parameters
         rep.findings += causes.group_findings(t_rec, m_rec)
     rep.findings += causes.run_findings(rep.rows, t_rec, m_rec)
-    rep.findings += draw_findings(m_rec)
+    rep.findings += draw_findings(rep.rows, m_rec)
     # Loose: Adam turns the float noise on a gradient that is ~0 by construction (attention's key bias)
     # into full-size steps of either sign; a parameter trained on one side only is off by ~100%.
     rep.parameter_tol = max(100 * rep.tol, 1e-2)
@@ -123,8 +123,12 @@ def conditions(rep: TrainReport, t_rec: dict[str, Any], m_rec: dict[str, Any]) -
             )
         )
     out += _draw_texts(m_rec)
-    out.append(_("process: both sides ran with PYTHONHASHSEED={seed} (set and dict order, hash())").format(
-        seed=rep.seed))
+    out.append(
+        _(
+            "process: both sides ran with PYTHONHASHSEED={seed} (set and dict order, hash()); MindSpore's weight "
+            "initialisers drew from a numpy stream of their own, off the script's np.random"
+        ).format(seed=rep.seed)
+    )
     if fake := t_rec["randomness"].get("fake_data", []) + m_rec["randomness"].get("fake_data", []):
         out.append(_("fake data served for: {names}").format(names=", ".join(sorted(set(fake)))))
     return out
@@ -144,10 +148,16 @@ def _draw_texts(m_rec: dict[str, Any]) -> list[str]:
     return out
 
 
-def draw_findings(m_rec: dict[str, Any]) -> list[dict[str, Any]]:
+def draw_findings(rows: list[dict[str, Any]], m_rec: dict[str, Any]) -> list[dict[str, Any]]:
     """Random draws that could not be made identical: a warning each side's report names."""
     d = m_rec.get("draws") or {}
     out = []
+    if bad := next((r for r in rows if r.get("same_streams") is False), None):
+        text = _(
+            "Python's random and numpy's global random streams differ between the sides from step {step} on: "
+            "draws the script makes with random.* or np.random.* are not the same values"
+        )
+        out.append({"kind": "streams", "severity": "warning", "message": text.format(step=bad["step"])})
     if unmatched := d.get("unmatched_ms"):
         text = _("random draws MindSpore made that match no torch draw (drawn for real, values differ): {draws}")
         out.append({"kind": "draws", "severity": "warning", "message": text.format(draws=_counts(unmatched))})

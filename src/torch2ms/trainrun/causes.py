@@ -214,6 +214,9 @@ def likeliest_cause(rows: list[dict[str, Any]], k: int, findings: list[Finding])
                 step=bad["step"], torch=_stats(bad["torch_inputs"]), ms=_stats(bad["ms_inputs"])
             )
         ]
+    streams = next((r for r in before if r.get("same_streams") is False), None)
+    if (streams and "streams" in by_kind) or "draws" in by_kind:
+        return _("random draws differ"), [f["message"] for f in by_kind.get("streams", []) + by_kind.get("draws", [])]
     for kind, cause in (("init", N_("initial weights not all loaded")), ("mode", N_("BN/Dropout mode differs"))):
         if kind in by_kind and (kind == "init" or by_kind[kind][0]["step"] <= k):
             return _(cause), [f["message"] for f in by_kind[kind]]

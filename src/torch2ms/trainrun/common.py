@@ -111,6 +111,34 @@ def array_stats(a: Any, rest: Any = ()) -> dict[str, Any]:
     }
 
 
+def stream_state() -> Any:
+    """Python's `random` and numpy's global random state, as bytes in a uint8 array (for batches.npz)."""
+    import pickle
+    import random
+
+    import numpy as np
+
+    return np.frombuffer(pickle.dumps((random.getstate(), np.random.get_state())), np.uint8)
+
+
+def set_stream_state(state: Any) -> None:
+    import pickle
+    import random
+
+    import numpy as np
+
+    py, npy = pickle.loads(state.tobytes())  # noqa: S301 - our own file, written by the torch side
+    random.setstate(py)
+    np.random.set_state(npy)
+
+
+def stream_digest() -> str:
+    """A short digest of both global random streams: equal on the two sides while they drew alike."""
+    import hashlib
+
+    return hashlib.sha1(stream_state().tobytes()).hexdigest()[:12]
+
+
 PROGRESS_FILE = "progress.txt"
 
 
@@ -187,6 +215,7 @@ class Recorder:
             # it differs between scripts: a GAN's generator step feeds noise), else the model's input
             "inputs": self.batch_stats if self.batch_stats is not None else self.pending_inputs,
             "t": now - self.t0,
+            "streams": stream_digest(),
         }
         ev.update(extra)
         self.pending_inputs = None

@@ -87,6 +87,7 @@ def pair_rows(t_events: list[dict[str, Any]], m_events: list[dict[str, Any]]) ->
                 "identical_inputs": identical_inputs(t.get("inputs"), m.get("inputs")) if m else None,
                 "torch_inputs": t.get("inputs"),
                 "ms_inputs": m.get("inputs") if m else None,
+                "same_streams": (t["streams"] == m["streams"]) if m and "streams" in t and "streams" in m else None,
                 "torch_modes": t.get("modes", {}),
                 "ms_modes": m.get("modes", {}) if m else {},
             }

@@ -64,6 +64,25 @@ def patch_optimizers(side: ms_hooks.MsSide) -> None:
         base.__init__ = __init__
 
 
+def keep_init_off_numpy(seed: int) -> None:
+    """MindSpore's weight initialisers seed themselves from numpy's global stream (torch's do not touch
+    it): they draw from a stream of their own, so the script's np.random draws match torch's."""
+    from mindspore.common import initializer
+
+    own = np.random.RandomState(seed)
+    initializer._numpy_seed = lambda: own.randint(low=1, high=(1 << 63), dtype=np.int64)
+    call = initializer.Initializer.__call__
+
+    def __call__(self: Any, arr: Any) -> Any:
+        state = np.random.get_state()
+        try:
+            return call(self, arr)
+        finally:
+            np.random.set_state(state)
+
+    initializer.Initializer.__call__ = __call__
+
+
 def patch_cells(side: ms_hooks.MsSide) -> None:
     call = nn.Cell.__call__
 
@@ -181,6 +200,7 @@ def main(config_path: str) -> None:
     ms.set_seed(cfg["seed"])
     ms.set_context(mode=ms.GRAPH_MODE if cfg["mode"] == "graph" else ms.PYNATIVE_MODE)
     side = ms_hooks.MsSide(rec, cfg, torch_record)
+    keep_init_off_numpy(cfg["seed"])
     patch_optimizers(side)
     patch_cells(side)
     patch_dropout()

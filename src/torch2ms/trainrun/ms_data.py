@@ -13,7 +13,7 @@ import mindspore as ms
 import numpy as np
 
 from . import fake_data
-from .common import Recorder, array_stats
+from .common import Recorder, array_stats, set_stream_state
 
 
 class Replay:
@@ -47,6 +47,8 @@ class Replay:
     def batch(self, k: int, b: int) -> list[np.ndarray]:
         assert self.file is not None
         self.rec.replay["batches"] += 1
+        if f"i{k}_b{b}_streams" in self.file.files:
+            set_stream_state(self.file[f"i{k}_b{b}_streams"])
         return [self.file[f"i{k}_b{b}_l{i}"] for i in range(self.leaves[k])]
 
 

@@ -14,7 +14,16 @@ from typing import Any
 
 import numpy as np
 import torch
-from _torch2ms_trainrun_common import HYPER_KEYS, NOISE_A, NOISE_B, NOISE_SCALE, Recorder, array_stats, live_instances  # type: ignore
+from _torch2ms_trainrun_common import (  # type: ignore
+    HYPER_KEYS,
+    NOISE_A,
+    NOISE_B,
+    NOISE_SCALE,
+    Recorder,
+    array_stats,
+    live_instances,
+    stream_state,
+)
 
 REPLAY_BYTES_CAP = 1 << 30
 
@@ -122,6 +131,7 @@ class TorchSide:
         self.iterators: list[list[list[np.ndarray]]] = []
         self.replay_bytes = 0
         self.replay_note: str | None = None
+        self.streams: dict[int, list[np.ndarray]] = {}
         self.stats_later: list[tuple[dict[str, Any], list[np.ndarray]]] = []
 
     # -- optimizers and models -------------------------------------------------------------------
@@ -226,6 +236,9 @@ class TorchSide:
             self.replay_note = "more than 1 GiB of batches: replay stopped there"
             return False
         self.iterators[index].append(arrays)
+        # the global random streams after the batch: the MindSpore side, whose pipeline does not run,
+        # takes them up with the batch (a transform that drew from Python's random moved them)
+        self.streams.setdefault(index, []).append(stream_state())
         return True
 
     def fill_batch_stats(self) -> None:
@@ -254,6 +267,8 @@ class TorchSide:
             for b, bt in enumerate(it)
             for k, a in enumerate(bt)
         }
+        for i, states in self.streams.items():
+            arrays.update({f"i{i}_b{b}_streams": st for b, st in enumerate(states)})
         np.savez(self.rec.out / "batches.npz", **arrays)
         self.rec.replay = {
             "iterators": [len(it) for it in self.iterators],
