@@ -127,7 +127,7 @@ def set_stream_state(state: Any) -> None:
 
     import numpy as np
 
-    py, npy = pickle.loads(state.tobytes())  # noqa: S301 - our own file, written by the torch side
+    py, npy = pickle.loads(state.tobytes())  # our own file, written by the torch side
     random.setstate(py)
     np.random.set_state(npy)
 

@@ -99,7 +99,7 @@ def first_beyond(rows: list[dict[str, Any]], tol: float) -> int | None:
     for r in rows:
         if r["ms_loss"] is None and r["torch_loss"] is not None:
             return r["index"]
-        if r["rel"] is not None and r["rel"] > tol:
+        if r["rel"] is not None and r["rel"] > r.get("limit", tol):
             return r["index"]
     return None
 

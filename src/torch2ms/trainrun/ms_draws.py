@@ -95,12 +95,20 @@ def patch_ops(side: Any, noise: Any) -> Served:
 
     def randn_like(input: Any, seed: Any = None, *, dtype: Any = None) -> Any:
         return float_draw(
-            "randn_like", "normal", input.shape, dtype or input.dtype, lambda: real["randn_like"](input, seed, dtype=dtype)
+            "randn_like",
+            "normal",
+            input.shape,
+            dtype or input.dtype,
+            lambda: real["randn_like"](input, seed, dtype=dtype),
         )
 
     def rand_like(input: Any, seed: Any = None, *, dtype: Any = None) -> Any:
         return float_draw(
-            "rand_like", "uniform", input.shape, dtype or input.dtype, lambda: real["rand_like"](input, seed, dtype=dtype)
+            "rand_like",
+            "uniform",
+            input.shape,
+            dtype or input.dtype,
+            lambda: real["rand_like"](input, seed, dtype=dtype),
         )
 
     def standard_normal(shape: Any, seed: Any = None) -> Any:

@@ -42,6 +42,11 @@ def patch_optimizers(side: Any) -> None:
     from torch.optim.optimizer import register_optimizer_step_post_hook
 
     register_optimizer_step_post_hook(lambda opt, args, kwargs: side.on_step(opt))
+    if side.cfg.get("perturb"):  # the noise run (noise.py): every applied gradient off by float rounding
+        from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+        eps = float(side.cfg["perturb"])
+        register_optimizer_step_pre_hook(lambda opt, args, kwargs: side.perturb_grads(opt, eps))
 
 
 def patch_backward(side: Any) -> None:
@@ -263,7 +268,7 @@ def main(config_path: str) -> None:
     fake = _load("fake_data")
     hooks = _load("torch_hooks")
     cfg = common.read_config(config_path)
-    rec = common.Recorder("torch", cfg)
+    rec = common.Recorder(cfg.get("side", "torch"), cfg)
     import numpy as np
     import torch
 

@@ -166,6 +166,8 @@ class TorchSide:
         if model is None:
             model = Model(f"model{len(self.models)}", module)
             model.save(self.rec.out / f"init_{model.key}.npz")
+            if self.cfg.get("perturb"):  # the noise run (noise.py): torch against itself
+                perturb(module, float(self.cfg["perturb"]))
             self.models.append(model)
         model.opts.append(opt)
 
@@ -211,6 +213,14 @@ class TorchSide:
         modes = {m.key: _modes(m.mode_modules) for m in self.models if j in m.opts}
         clip, self.clip = self.clip, None
         self.rec.step(j, lrs, gnorm, {"modes": modes, "clip": clip})
+
+    def perturb_grads(self, opt: torch.optim.Optimizer, eps: float) -> None:
+        """The noise run: each gradient about to be applied times (1 ± eps), as another kernel's rounding."""
+        with torch.no_grad():
+            for g in opt.param_groups:
+                for p in g["params"]:
+                    if p.grad is not None and p.grad.is_floating_point():
+                        p.grad.mul_(_signs(p.grad.numel(), eps).reshape(p.grad.shape).to(p.grad.dtype))
 
     def on_batch(self, index: int, batch: Any, record: bool) -> None:
         leaves = _leaves(batch)
@@ -276,6 +286,19 @@ class TorchSide:
             "batches": sum(len(it) for it in self.iterators),
             "note": self.replay_note,
         }
+
+
+def _signs(n: int, eps: float) -> torch.Tensor:
+    """1 ± eps, the sign a fixed pattern: no random stream is touched."""
+    return torch.from_numpy(1.0 + eps * np.where(np.sin(np.arange(n) * NOISE_A + NOISE_B) >= 0, 1.0, -1.0))
+
+
+def perturb(module: torch.nn.Module, eps: float) -> None:
+    """Every floating parameter times (1 ± eps)."""
+    with torch.no_grad():
+        for p in module.parameters():
+            if p.is_floating_point() and p.numel():
+                p.mul_(_signs(p.numel(), eps).reshape(p.shape).to(p.dtype))
 
 
 def pattern(n: int, uniform: bool) -> torch.Tensor:
