@@ -212,7 +212,8 @@ def likeliest_cause(rows: list[dict[str, Any]], k: int, findings: list[Finding])
         return _("the batches differ"), [
             _("step {step}: torch batch {torch}, MindSpore {ms}").format(
                 step=bad["step"], torch=_stats(bad["torch_inputs"]), ms=_stats(bad["ms_inputs"])
-            )
+            ),
+            *[f["message"] for f in by_kind.get("draws", []) + by_kind.get("streams", [])],  # where they came from
         ]
     streams = next((r for r in before if r.get("same_streams") is False), None)
     if (streams and "streams" in by_kind) or "draws" in by_kind:

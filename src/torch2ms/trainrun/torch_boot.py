@@ -106,6 +106,23 @@ def patch_modules(side: Any) -> None:
             side.depth -= 1
 
     torch.nn.Module.__call__ = __call__  # type: ignore[method-assign]
+    for name in ("trace", "trace_module"):  # its checks call the model again, outside tracing: ours too
+        setattr(torch.jit, name, _uninstrumented(side, getattr(torch.jit, name)))
+
+
+def _uninstrumented(side: Any, fn: Any) -> Any:
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        # no outermost call (no model found, no state saved, no input noted), no draw recorded
+        side.depth += 1
+        side.in_loader, was = True, side.in_loader
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            side.depth -= 1
+            side.in_loader = was
+
+    return run
 
 
 def patch_loaders(side: Any, record: bool) -> None:
