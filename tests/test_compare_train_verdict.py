@@ -173,9 +173,7 @@ def test_hash_seed_numpy_and_python_streams_match(tmp_path):
 def test_a_python_random_draw_one_side_makes_more_is_named(tmp_path):
     # the MindSpore script draws once more from Python's random in the loop (injected)
     line = "scale = 1.0 + random.random()"
-    rep = convert_and_run(
-        tmp_path, "streams_extra", STREAMS, steps=6, edit=(line, "random.random(); " + line)
-    )
+    rep = convert_and_run(tmp_path, "streams_extra", STREAMS, steps=6, edit=(line, "random.random(); " + line))
     assert rep.status == "different"
     streams = [f["message"] for f in rep.findings if f["kind"] == "streams"]
     assert streams and "from step 1 on" in streams[0], rep.findings

@@ -62,9 +62,7 @@ def _calls() -> list[str]:
 def _data() -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     rng = np.random.default_rng(0)
     init = {"w": rng.standard_normal((4, 8)).astype(np.float32), "b": rng.standard_normal(8).astype(np.float32)}
-    scales = {
-        k: rng.choice([1.0, 1e-3, 1e-6, 1e-8, 1e-9], size=v.shape).astype(np.float32) for k, v in init.items()
-    }
+    scales = {k: rng.choice([1.0, 1e-3, 1e-6, 1e-8, 1e-9], size=v.shape).astype(np.float32) for k, v in init.items()}
     return init, scales
 
 
@@ -126,6 +124,19 @@ def test_optimizer_option_matrix_trains_like_torch_or_is_marked(call):
 
 def test_the_matrix_covers_every_optimizer_and_option():
     calls = " ".join(_calls())
-    for word in ("SGD", "Adam(", "AdamW", "RMSprop", "Adagrad", "Adadelta", "nesterov=True", "dampening=0.5",
-                 "amsgrad=True", "centered=True", "weight_decay=0.001", "weight_decay=0 ", "'params': [b]"):
+    for word in (
+        "SGD",
+        "Adam(",
+        "AdamW",
+        "RMSprop",
+        "Adagrad",
+        "Adadelta",
+        "nesterov=True",
+        "dampening=0.5",
+        "amsgrad=True",
+        "centered=True",
+        "weight_decay=0.001",
+        "weight_decay=0 ",
+        "'params': [b]",
+    ):
         assert word in calls or word.rstrip() in calls, word

@@ -199,9 +199,9 @@ def conditions(rep: TrainReport, t_rec: dict[str, Any], m_rec: dict[str, Any]) -
 
 def _noise_text(n: dict[str, Any]) -> str:
     text = _(
-        "noise band: torch ran again with its initial weights perturbed by {eps:.1e} relative (float32 rounding) "
-        "and drifted from itself by up to {loss:.1e} (losses) and {params:.1e} (parameters); the rule: a step or "
-        "a parameter differs only beyond max(tolerance, {factor:g}× torch's own drift)"
+        "noise band: torch ran again with its initial weights and applied gradients perturbed by {eps:.1e} relative "
+        "(float32 rounding) and drifted from itself by up to {loss:.1e} (losses) and {params:.1e} (parameters); the "
+        "rule: a step or a parameter differs only beyond max(tolerance, {factor:g}× torch's own drift)"
     ).format(eps=n["perturbation"], loss=n["loss_drift"], params=n["parameter_drift"], factor=n["factor"])
     if a := n.get("absorbed"):
         more = _("within torch's own run-to-run noise: {steps} step(s), {params} parameter(s){names}").format(

@@ -13,13 +13,22 @@ from typing import Any
 import numpy as np
 import torch
 
+
 # draws made by the frameworks' own code (weight init, samplers, transforms) are not the script's: the
 # MindSpore side makes no such draw through ops (its initialisers use numpy), so they are not recorded
-_OWN = tuple(
-    os.path.dirname(m.__file__) + os.sep
-    for m in (torch, sys.modules.get("torchvision"))
-    if m is not None and getattr(m, "__file__", None)
-)
+def _package_dirs(*names: str) -> tuple[str, ...]:
+    """The folders of the packages installed as `names` (found without importing them)."""
+    import importlib.util
+
+    out = []
+    for name in names:
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.origin:
+            out.append(os.path.dirname(spec.origin) + os.sep)
+    return tuple(out)
+
+
+_OWN = _package_dirs("torch", "torchvision")
 
 
 def _np(t: torch.Tensor) -> np.ndarray:
