@@ -58,7 +58,7 @@ def test_r26_replayed_batches_are_copies_and_their_statistics_the_first_leafs(tm
     np.testing.assert_array_equal(kept[0], expected)
     np.testing.assert_array_equal(kept[1], [1, 0])
     side.finish("stopped")  # the kept batch's statistics are filled in at the end, before the record is written
-    assert side.rec.events[0]["inputs"] == array_stats(expected)
+    assert side.rec.events[0]["inputs"] == array_stats(expected, [np.array([1, 0])])
     with np.load(tmp_path / "torch" / "batches.npz") as saved:
         np.testing.assert_array_equal(saved["i0_b0_l0"], expected)
 
@@ -78,3 +78,53 @@ def test_r26_own_data_keeps_no_batches(tmp_path):
     side.on_batch(0, (torch.full((2,), 2.0), torch.tensor([1, 1])), record=False)
     assert side.iterators[0] == [] and side.replay_note is None
     assert side.rec.batch_stats["sum"] == 4.0
+
+
+def _one_hot(n: int, k: int, dtype: str) -> np.ndarray:
+    return np.eye(k, dtype=np.float32)[np.arange(n) % k].astype(dtype)
+
+
+def _swap_rows(a: np.ndarray) -> np.ndarray:
+    b = a.copy()
+    b[[0, 1]] = b[[1, 0]]
+    return b
+
+
+def _reverse(a: np.ndarray) -> np.ndarray:
+    return a[::-1].copy()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int64", "bool"])
+@pytest.mark.parametrize("change", [_swap_rows, _reverse], ids=["rows swapped", "rows reversed"])
+@pytest.mark.parametrize("where", ["first array", "second array"])
+def test_batches_whose_rows_moved_are_not_identical(dtype, change, where):
+    """Issue 23: two NLP scripts whose one-hot rows were swapped were reported identical (same sums)."""
+    from torch2ms.trainrun.diagnose import identical_inputs, same_inputs
+
+    x, y = _one_hot(6, 4, dtype), np.arange(6) % 3
+    t = array_stats(x, [y])
+    m = array_stats(change(x), [y]) if where == "first array" else array_stats(x, [change(y)])
+    assert (m["sum"], m["abs_sum"]) == (t["sum"], t["abs_sum"])  # what the old check compared
+    assert identical_inputs(t, m) is False
+    if where == "first array":
+        assert same_inputs(t, m) is False
+
+
+@pytest.mark.parametrize(
+    "torch_dtype,ms_dtype", [("int64", "int32"), ("float32", "float32"), ("float64", "float32"), ("bool", "bool")]
+)
+def test_the_same_values_in_each_frameworks_width_are_identical(torch_dtype, ms_dtype):
+    from torch2ms.trainrun.diagnose import identical_inputs, same_inputs
+
+    x = (np.arange(24).reshape(6, 4) % 3).astype(torch_dtype)
+    labels = np.arange(6)
+    t, m = array_stats(x, [labels]), array_stats(x.astype(ms_dtype), [labels.astype(np.int32)])
+    assert identical_inputs(t, m) is True and same_inputs(t, m) is True
+
+
+def test_values_equal_within_float_rounding_are_same_but_not_identical():
+    from torch2ms.trainrun.diagnose import identical_inputs, same_inputs
+
+    x = np.linspace(-1, 1, 32, dtype=np.float32).reshape(8, 4)
+    t, m = array_stats(x), array_stats(np.nextafter(x, np.float32(2)))
+    assert identical_inputs(t, m) is False and same_inputs(t, m) is True

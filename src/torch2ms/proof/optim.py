@@ -107,7 +107,10 @@ def _training(entry: Entry, case: Case, index: int) -> _Training:
     tparams = {k: torch.nn.Parameter(torch.from_numpy(a.copy())) for k, a in arrays.items()}
     mparams = {k: ms.Parameter(ms.Tensor(a.copy()), name=k) for k, a in arrays.items()}
     tns: dict[str, Any] = {"torch": torch, "np": np, "params": list(tparams.values()), **others, **tparams}
-    mns: dict[str, Any] = {"mindspore": ms, "ms": ms, "np": np, "params": list(mparams.values()), **others, **mparams}
+    import torch2ms.runtime  # a converted optimizer may be a runtime helper (CoupledAdam)
+
+    mns: dict[str, Any] = {"mindspore": ms, "ms": ms, "np": np, "torch2ms": torch2ms, **others, **mparams}
+    mns["params"] = list(mparams.values())
     mdata = {k: (ms.Tensor(a), ms.Tensor(b)) for k, (a, b) in data.items()}
     return _Training(tparams, mparams, tns, mns, data, mdata)
 

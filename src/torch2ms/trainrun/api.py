@@ -9,7 +9,7 @@ from typing import Any
 
 from ..i18n import _
 from ..progress import Progress
-from . import causes, diagnose
+from . import causes, diagnose, noise
 from .report import TrainReport
 from .report_files import write_report
 from .runner import SideRun, TrainUsageError, check_inputs, ms_command, run_side, torch_command, write_config
@@ -52,35 +52,72 @@ def compare_train(
     rep = TrainReport("error", torch_script, ms_script, steps, tol, mode, data, seed, work_dir=str(work))
     run_dir = Path(cwd or ".")
     labels = {"torch": _("torch: training steps"), "ms": _("MindSpore: training steps")}
-    t = run_side("torch", torch_command(torch_python, config), work, run_dir, timeout, progress, labels["torch"], steps)
+    t = run_side(
+        "torch", torch_command(torch_python, config), work, run_dir, timeout, progress, labels["torch"], steps, seed
+    )
     rep.sides["torch"] = _side_summary(t)
     if (err := side_error(t, timeout)) is not None and not (t.record and t.record["events"]):
         rep.error = err
     else:
-        m = run_side("ms", ms_command(config), work, run_dir, timeout, progress, labels["ms"], steps)
+        m = run_side("ms", ms_command(config), work, run_dir, timeout, progress, labels["ms"], steps, seed)
         rep.sides["ms"] = _side_summary(m)
         rep.error = err or side_error(m, timeout)
         if m.record is not None:
             assert t.record is not None
             judge(rep, t.record, m.record, work)
+            if noise_may_explain(rep):
+                n = run_side(
+                    noise.NOISE_SIDE,
+                    torch_command(torch_python, noise.noise_config(config)),
+                    work,
+                    run_dir,
+                    timeout,
+                    progress,
+                    _("torch again, perturbed: training steps"),
+                    steps,
+                    seed,
+                )
+                if n.record is not None and n.record["events"]:
+                    band = {
+                        "loss": noise.loss_band(t.record["events"], n.record["events"]),
+                        "params": noise.parameter_band(work, t.record, n.record),
+                    }
+                    judge(rep, t.record, m.record, work, band)
     write_report(rep, work)
     return rep
 
 
-def judge(rep: TrainReport, t_rec: dict[str, Any], m_rec: dict[str, Any], work: Path) -> None:
-    """Fill rows, findings, the first divergence, parameters and the status."""
+def noise_may_explain(rep: TrainReport) -> bool:
+    """DIFFERENT only by losses or final parameters, no configuration difference: worth measuring how far
+    torch drifts from itself (noise.py)."""
+    if rep.status != "different" or rep.error is not None:
+        return False
+    if any(f["severity"] == "difference" and f["kind"] != "params-final" for f in rep.findings):
+        return False
+    d = rep.first_divergence
+    drift = (_("numerical drift"), _("the applied gradients differ (clipping, loss scaling or accumulation)"))
+    return d is None or (d["cause"] in drift and d["rel"] is not None)
+
+
+def judge(
+    rep: TrainReport, t_rec: dict[str, Any], m_rec: dict[str, Any], work: Path, band: dict[str, Any] | None = None
+) -> None:
+    """Fill rows, findings, the first divergence, parameters and the status. `band`: torch's own
+    run-to-run noise (noise.py), per step ("loss") and per parameter ("params"), widening the limits."""
     rep.rows = diagnose.pair_rows(t_rec["events"], m_rec["events"])
     rep.findings = causes.load_findings(m_rec)
     if m_rec["events"]:  # before its first step MindSpore has not named the optimizers' parameters
         rep.findings += causes.group_findings(t_rec, m_rec)
     rep.findings += causes.run_findings(rep.rows, t_rec, m_rec)
+    rep.findings += draw_findings(rep.rows, m_rec)
     # Loose: Adam turns the float noise on a gradient that is ~0 by construction (attention's key bias)
     # into full-size steps of either sign; a parameter trained on one side only is off by ~100%.
     rep.parameter_tol = max(100 * rep.tol, 1e-2)
     if rep.error is None:  # a side that crashed has no trained parameters to speak of
         rep.parameters = diagnose.compare_parameters(work, t_rec, m_rec)
+    _apply_band(rep, band)
     k = diagnose.first_beyond(rep.rows, rep.tol)
-    if bad := [p for p in rep.parameters if p["rel"] > rep.parameter_tol]:
+    if bad := [p for p in rep.parameters if p["rel"] > p.get("limit", rep.parameter_tol)]:
         rep.findings.append(causes.final_parameter_finding(bad, rep.parameter_tol, k is None))
     if k is not None:
         cause, facts = causes.likeliest_cause(rep.rows, k, rep.findings)
@@ -97,10 +134,35 @@ def judge(rep: TrainReport, t_rec: dict[str, Any], m_rec: dict[str, Any], work: 
             "cause": cause,
             "facts": facts,
         }
+    else:
+        rep.first_divergence = None
     rep.conditions = conditions(rep, t_rec, m_rec)
     differs = k is not None or any(f["severity"] == "difference" for f in rep.findings)
     if rep.error is None:
         rep.status = "different" if differs else "same"
+
+
+def _apply_band(rep: TrainReport, band: dict[str, Any] | None) -> None:
+    """Each row's and parameter's limit: the tolerance, or NOISE_FACTOR × torch's own drift if larger;
+    rep.noise says what the band absorbed."""
+    if band is None:
+        return
+    absorbed_rows, absorbed_params = [], []
+    for r, b in zip(rep.rows, band["loss"]):
+        r["limit"] = max(rep.tol, noise.NOISE_FACTOR * b)
+        if r["rel"] is not None and rep.tol < r["rel"] <= r["limit"]:
+            absorbed_rows.append(r["index"])
+    for p in rep.parameters:
+        p["limit"] = max(rep.parameter_tol, noise.NOISE_FACTOR * band["params"].get(p["name"], 0.0))
+        if rep.parameter_tol < p["rel"] <= p["limit"]:
+            absorbed_params.append(p["name"])
+    rep.noise = {
+        "factor": noise.NOISE_FACTOR,
+        "perturbation": noise.PERTURBATION,
+        "loss_drift": max(band["loss"], default=0.0),
+        "parameter_drift": max(band["params"].values(), default=0.0),
+        "absorbed": {"steps": absorbed_rows, "parameters": absorbed_params} if absorbed_rows or absorbed_params else {},
+    }
 
 
 def conditions(rep: TrainReport, t_rec: dict[str, Any], m_rec: dict[str, Any]) -> list[str]:
@@ -114,6 +176,8 @@ def conditions(rep: TrainReport, t_rec: dict[str, Any], m_rec: dict[str, Any]) -
         ).format(models=models)
     )
     out.append(_data_text(rep, t_rec, m_rec))
+    if rep.noise:
+        out.append(_noise_text(rep.noise))
     out.append(_dropout_text(t_rec, m_rec))
     draws = {**t_rec["randomness"].get("random_ops", {}), **m_rec["randomness"].get("random_ops", {})}
     if draws:
@@ -122,8 +186,67 @@ def conditions(rep: TrainReport, t_rec: dict[str, Any], m_rec: dict[str, Any]) -
                 draws=", ".join(f"{k} ×{v}" for k, v in draws.items())
             )
         )
+    out += _draw_texts(m_rec)
+    out.append(
+        _(
+            "process: both sides ran with PYTHONHASHSEED={seed} (set and dict order, hash()); MindSpore's weight "
+            "initialisers drew from a numpy stream of their own, off the script's np.random"
+        ).format(seed=rep.seed)
+    )
     if fake := t_rec["randomness"].get("fake_data", []) + m_rec["randomness"].get("fake_data", []):
         out.append(_("fake data served for: {names}").format(names=", ".join(sorted(set(fake)))))
+    return out
+
+
+def _noise_text(n: dict[str, Any]) -> str:
+    text = _(
+        "noise band: torch ran again with its initial weights and applied gradients perturbed by {eps:.1e} relative "
+        "(float32 rounding) and drifted from itself by up to {loss:.1e} (losses) and {params:.1e} (parameters); the "
+        "rule: a step or a parameter differs only beyond max(tolerance, {factor:g}× torch's own drift)"
+    ).format(eps=n["perturbation"], loss=n["loss_drift"], params=n["parameter_drift"], factor=n["factor"])
+    if a := n.get("absorbed"):
+        more = _("within torch's own run-to-run noise: {steps} step(s), {params} parameter(s){names}").format(
+            steps=len(a["steps"]),
+            params=len(a["parameters"]),
+            names=(" (" + ", ".join(a["parameters"][:4]) + ")") if a["parameters"] else "",
+        )
+        text += "; " + more
+    return text
+
+
+def _counts(d: dict[str, int]) -> str:
+    return ", ".join(f"{k} ×{v}" for k, v in sorted(d.items()))
+
+
+def _draw_texts(m_rec: dict[str, Any]) -> list[str]:
+    """Which of the script's random draws (outside the pseudo-noise) were replayed, and which not."""
+    d = m_rec.get("draws") or {}
+    out = []
+    if served := d.get("served"):
+        out.append(
+            _("random draws replayed from torch into MindSpore (identical values): {draws}").format(
+                draws=_counts(served)
+            )
+        )
+    return out
+
+
+def draw_findings(rows: list[dict[str, Any]], m_rec: dict[str, Any]) -> list[dict[str, Any]]:
+    """Random draws that could not be made identical: a warning each side's report names."""
+    d = m_rec.get("draws") or {}
+    out = []
+    if bad := next((r for r in rows if r.get("same_streams") is False), None):
+        text = _(
+            "Python's random and numpy's global random streams differ between the sides from step {step} on: "
+            "draws the script makes with random.* or np.random.* are not the same values"
+        )
+        out.append({"kind": "streams", "severity": "warning", "message": text.format(step=bad["step"])})
+    if unmatched := d.get("unmatched_ms"):
+        text = _("random draws MindSpore made that match no torch draw (drawn for real, values differ): {draws}")
+        out.append({"kind": "draws", "severity": "warning", "message": text.format(draws=_counts(unmatched))})
+    if unused := d.get("unused_torch"):
+        text = _("random draws torch made that MindSpore never asked for (not replayed): {draws}")
+        out.append({"kind": "draws", "severity": "warning", "message": text.format(draws=_counts(unused))})
     return out
 
 
@@ -131,8 +254,10 @@ def _data_text(rep: TrainReport, t_rec: dict[str, Any], m_rec: dict[str, Any]) -
     same = [r["same_inputs"] for r in rep.rows if r["same_inputs"] is not None]
     if not same:
         agree = _("batches not compared (one side's steps take no batch argument)")
+    elif all(same) and all(r.get("identical_inputs") for r in rep.rows if r["same_inputs"] is not None):
+        agree = _("batches identical at every step (their contents' digests agree)")
     elif all(same):
-        agree = _("batches identical at every step")
+        agree = _("batches equal within float rounding at every step (contents not byte-identical)")
     else:
         agree = _("batches different at {n} of {total} step(s)").format(n=same.count(False), total=len(same))
     recorded, fed = (t_rec.get("replay") or {}).get("batches", 0), (m_rec.get("replay") or {}).get("batches", 0)

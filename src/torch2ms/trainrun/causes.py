@@ -63,6 +63,10 @@ def group_findings(t_rec: dict[str, Any], m_rec: dict[str, Any]) -> list[Finding
         text = _("torch builds {torch} optimizer(s), MindSpore {ms}").format(torch=len(t_opts), ms=len(m_opts))
         out.append(_finding("groups", text))
     seen: dict[str, int] = {}
+    torch_seen: dict[str, int] = {}  # a script may hold two optimizers over the same parameters itself
+    for t in t_opts:
+        for p in {rename.get(p, p) for g in t.get("groups", []) for p in g["params"]}:
+            torch_seen[p] = torch_seen.get(p, 0) + 1
     for j, (t, m) in enumerate(zip(t_opts, m_opts)):
         tg, mg = t.get("groups", []), m.get("groups", [])
         if len(tg) != len(mg):
@@ -100,7 +104,7 @@ def group_findings(t_rec: dict[str, Any], m_rec: dict[str, Any]) -> list[Finding
             )
         for g, (a, b) in enumerate(zip(tg, mg)):
             out += _hyper_findings(j, g, a["hyper"], b["hyper"])
-    if twice := sorted(p for p, n in seen.items() if n > 1):
+    if twice := sorted(p for p, n in seen.items() if n > max(1, torch_seen.get(p, 1))):
         out.append(
             _finding(
                 "twice",
@@ -208,8 +212,12 @@ def likeliest_cause(rows: list[dict[str, Any]], k: int, findings: list[Finding])
         return _("the batches differ"), [
             _("step {step}: torch batch {torch}, MindSpore {ms}").format(
                 step=bad["step"], torch=_stats(bad["torch_inputs"]), ms=_stats(bad["ms_inputs"])
-            )
+            ),
+            *[f["message"] for f in by_kind.get("draws", []) + by_kind.get("streams", [])],  # where they came from
         ]
+    streams = next((r for r in before if r.get("same_streams") is False), None)
+    if (streams and "streams" in by_kind) or "draws" in by_kind:
+        return _("random draws differ"), [f["message"] for f in by_kind.get("streams", []) + by_kind.get("draws", [])]
     for kind, cause in (("init", N_("initial weights not all loaded")), ("mode", N_("BN/Dropout mode differs"))):
         if kind in by_kind and (kind == "init" or by_kind[kind][0]["step"] <= k):
             return _(cause), [f["message"] for f in by_kind[kind]]

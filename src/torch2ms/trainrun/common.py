@@ -74,25 +74,69 @@ def _plain(o: Any) -> Any:
     return str(o)
 
 
-def array_stats(a: Any) -> dict[str, Any]:
-    """Shape, dtype and summary numbers of one numpy array: enough to tell two batches apart (this runs
-    for every batch: one float64 copy, reused for the absolute values)."""
+def array_stats(a: Any, rest: Any = ()) -> dict[str, Any]:
+    """Shape, dtype and summary numbers of one numpy array, plus what tells two batches apart for sure:
+    `hash`, a digest of the values of `a` (as float64, with their count) and `hash_all`, of `a` and the
+    batch's other arrays `rest` — equal only for identical contents, whatever each framework's integer
+    or float width — and
+    `wsum`, a position-weighted sum (rows swapped change it; values compared within float rounding
+    when the digests differ). This runs for every batch: one float64 copy, reused."""
+    import hashlib
+
     import numpy as np
 
     a = np.asarray(a)
     n = max(a.size, 1)
     x = a.astype(np.float64).ravel()
+    digests = [hashlib.sha1(), hashlib.sha1()]  # the first array's; all arrays'
+    for i, part in enumerate((x, *(np.asarray(r).astype(np.float64).ravel() for r in rest))):
+        for digest in digests if i == 0 else digests[1:]:
+            digest.update(str(part.size).encode())
+            digest.update(part.tobytes())
     total = float(x.sum())
     squares = float(np.dot(x, x))
+    wsum = float(np.dot(x, np.sin(np.arange(x.size, dtype=np.float64) * NOISE_A + NOISE_B)))
     mean = total / n
     return {
         "shape": list(a.shape),
         "dtype": str(a.dtype),
         "sum": total,
+        "wsum": wsum,
+        "hash": digests[0].hexdigest(),
+        "hash_all": digests[1].hexdigest(),
+        "arrays": 1 + len(rest),
         "abs_sum": float(np.abs(x, out=x).sum()),
         "mean": mean,
         "std": max(squares / n - mean * mean, 0.0) ** 0.5,
     }
+
+
+def stream_state() -> Any:
+    """Python's `random` and numpy's global random state, as bytes in a uint8 array (for batches.npz)."""
+    import pickle
+    import random
+
+    import numpy as np
+
+    return np.frombuffer(pickle.dumps((random.getstate(), np.random.get_state())), np.uint8)
+
+
+def set_stream_state(state: Any) -> None:
+    import pickle
+    import random
+
+    import numpy as np
+
+    py, npy = pickle.loads(state.tobytes())  # our own file, written by the torch side
+    random.setstate(py)
+    np.random.set_state(npy)
+
+
+def stream_digest() -> str:
+    """A short digest of both global random streams: equal on the two sides while they drew alike."""
+    import hashlib
+
+    return hashlib.sha1(stream_state().tobytes()).hexdigest()[:12]
 
 
 PROGRESS_FILE = "progress.txt"
@@ -140,6 +184,7 @@ class Recorder:
         self.notes: list[str] = []
         self.randomness: dict[str, Any] = {"dropout": {}, "random_ops": {}}
         self.replay: dict[str, Any] = {}
+        self.draws: dict[str, Any] = {}  # torch: the recorded random draws; MindSpore: which it served
         self.t0 = time.perf_counter()
         self.first_step_t: float | None = None
         self.progress = ProgressFile(self.out / PROGRESS_FILE, self.steps_wanted)
@@ -170,6 +215,7 @@ class Recorder:
             # it differs between scripts: a GAN's generator step feeds noise), else the model's input
             "inputs": self.batch_stats if self.batch_stats is not None else self.pending_inputs,
             "t": now - self.t0,
+            "streams": stream_digest(),
         }
         ev.update(extra)
         self.pending_inputs = None
@@ -190,6 +236,7 @@ class Recorder:
             "notes": self.notes,
             "randomness": self.randomness,
             "replay": self.replay,
+            "draws": self.draws,
             "wall_s": time.perf_counter() - self.t0,
             "first_step_s": (self.first_step_t - self.t0) if self.first_step_t else None,
             "unstepped_losses": len(self.pending_losses),

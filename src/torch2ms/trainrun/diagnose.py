@@ -25,12 +25,30 @@ def rel(a: float | None, b: float | None) -> float | None:
     return abs(b - a) / max(abs(a), 1e-12)
 
 
+def identical_inputs(t: dict[str, Any] | None, m: dict[str, Any] | None) -> bool | None:
+    """The two batches hold the same values (digests of their contents; all arrays when both sides saw
+    as many), or None when a side recorded no digest."""
+    if t is None or m is None or "hash" not in t or "hash" not in m:
+        return None
+    if t["hash"] != m["hash"]:
+        return False
+    if t.get("arrays") == m.get("arrays") and "hash_all" in t and "hash_all" in m:
+        return bool(t["hash_all"] == m["hash_all"])
+    return True
+
+
 def same_inputs(t: dict[str, Any] | None, m: dict[str, Any] | None) -> bool | None:
+    """Identical contents, or (a batch each side computed) equal values within float rounding: the sums,
+    the absolute sums and a position-weighted sum (swapped rows change it) agree."""
     if t is None or m is None:
         return None
     if t["shape"] != m["shape"]:
         return False
-    return all((rel(t[k], m[k]) or 0.0) <= INPUT_RTOL or abs(t[k] - m[k]) < 1e-6 for k in ("sum", "abs_sum"))
+    if identical_inputs(t, m):
+        return True
+    keys = [k for k in ("sum", "abs_sum", "wsum") if k in t and k in m]
+    scale = max(abs(t.get("abs_sum", 0.0)), 1e-12)
+    return all(abs(t[k] - m[k]) <= INPUT_RTOL * scale or abs(t[k] - m[k]) < 1e-6 for k in keys)
 
 
 def loss_rel(t: float | None, m: float | None, first: float | None) -> float | None:
@@ -66,8 +84,10 @@ def pair_rows(t_events: list[dict[str, Any]], m_events: list[dict[str, Any]]) ->
                 "ms_grad_norm": m["grad_norm"] if m else None,
                 "clip": t.get("clip"),
                 "same_inputs": same_inputs(t.get("inputs"), m.get("inputs")) if m else None,
+                "identical_inputs": identical_inputs(t.get("inputs"), m.get("inputs")) if m else None,
                 "torch_inputs": t.get("inputs"),
                 "ms_inputs": m.get("inputs") if m else None,
+                "same_streams": (t["streams"] == m["streams"]) if m and "streams" in t and "streams" in m else None,
                 "torch_modes": t.get("modes", {}),
                 "ms_modes": m.get("modes", {}) if m else {},
             }
@@ -79,7 +99,7 @@ def first_beyond(rows: list[dict[str, Any]], tol: float) -> int | None:
     for r in rows:
         if r["ms_loss"] is None and r["torch_loss"] is not None:
             return r["index"]
-        if r["rel"] is not None and r["rel"] > tol:
+        if r["rel"] is not None and r["rel"] > r.get("limit", tol):
             return r["index"]
     return None
 

@@ -76,7 +76,7 @@ def _tr(cells: list[Any], tag: str = "td", cls: str = "") -> str:
 def _table(rep: TrainReport) -> str:
     body = [_tr([_(c) for c in COLUMNS], "th")]
     for r in rep.rows:
-        bad = r["rel"] is None or r["rel"] > rep.tol
+        bad = r["rel"] is None or r["rel"] > r.get("limit", rep.tol)
         cells = [r["step"], r["opt"], r["torch_loss"], r["ms_loss"], r["rel"], r["torch_lr"], r["ms_lr"]]
         cells += [r["torch_grad_norm"], r["ms_grad_norm"], r["same_inputs"]]
         body.append(_tr(cells, cls="bad" if bad else ""))

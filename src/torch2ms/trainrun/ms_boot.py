@@ -23,7 +23,7 @@ import mindspore as ms
 import numpy as np
 from mindspore import Parameter, Tensor, nn, ops
 
-from . import ms_data, ms_hooks
+from . import ms_data, ms_draws, ms_hooks
 from .common import NOISE_A, NOISE_B, NOISE_SCALE, Recorder, read_config, run_instrumented
 
 
@@ -62,6 +62,25 @@ def patch_optimizers(side: ms_hooks.MsSide) -> None:
             side.register_optimizer(self)
 
         base.__init__ = __init__
+
+
+def keep_init_off_numpy(seed: int) -> None:
+    """MindSpore's weight initialisers seed themselves from numpy's global stream (torch's do not touch
+    it): they draw from a stream of their own, so the script's np.random draws match torch's."""
+    from mindspore.common import initializer
+
+    own = np.random.RandomState(seed)
+    initializer._numpy_seed = lambda: own.randint(low=1, high=(1 << 63), dtype=np.int64)
+    call = initializer.Initializer.__call__
+
+    def __call__(self: Any, arr: Any) -> Any:
+        state = np.random.get_state()
+        try:
+            return call(self, arr)
+        finally:
+            np.random.set_state(state)
+
+    initializer.Initializer.__call__ = __call__
 
 
 def patch_cells(side: ms_hooks.MsSide) -> None:
@@ -118,49 +137,10 @@ def _noise(shape: Any, dtype: Any, uniform: bool) -> Any:
     return x.reshape(shape).astype(dtype)
 
 
-def patch_random(side: ms_hooks.MsSide) -> None:
-    """ops.randn/rand(_like)/standard_normal during training → the torch side's pseudo-noise."""
-    counts = side.rec.randomness["random_ops"]
-    real = {n: getattr(ops, n) for n in ("randn", "rand", "randn_like", "rand_like", "standard_normal")}
-
-    def count(name: str) -> None:
-        counts[f"ops.{name}"] = counts.get(f"ops.{name}", 0) + 1
-
-    def _shape(size: tuple) -> tuple:
-        return tuple(size[0]) if len(size) == 1 and isinstance(size[0], list | tuple) else tuple(size)
-
-    def randn(*size: Any, dtype: Any = None, seed: Any = None) -> Any:
-        if not side.training:
-            return real["randn"](*size, dtype=dtype, seed=seed)
-        count("randn")
-        return _noise(_shape(size), dtype or ms.float32, False)
-
-    def rand(*size: Any, dtype: Any = None, seed: Any = None) -> Any:
-        if not side.training:
-            return real["rand"](*size, dtype=dtype, seed=seed)
-        count("rand")
-        return _noise(_shape(size), dtype or ms.float32, True)
-
-    def randn_like(input: Any, seed: Any = None, *, dtype: Any = None) -> Any:
-        if not side.training:
-            return real["randn_like"](input, seed, dtype=dtype)
-        count("randn_like")
-        return _noise(input.shape, dtype or input.dtype, False)
-
-    def rand_like(input: Any, seed: Any = None, *, dtype: Any = None) -> Any:
-        if not side.training:
-            return real["rand_like"](input, seed, dtype=dtype)
-        count("rand_like")
-        return _noise(input.shape, dtype or input.dtype, True)
-
-    def standard_normal(shape: Any, seed: Any = None) -> Any:
-        if not side.training:
-            return real["standard_normal"](shape, seed)
-        count("standard_normal")
-        return _noise(tuple(shape), ms.float32, False)
-
-    for f in (randn, rand, randn_like, rand_like, standard_normal):
-        setattr(ops, f.__name__, f)
+def patch_random(side: ms_hooks.MsSide) -> ms_draws.Served:
+    """ops' random draws: torch's recorded draws replayed (ms_draws.py); inside training the float draws
+    give the torch side's pseudo-noise."""
+    return ms_draws.patch_ops(side, _noise)
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):
@@ -220,15 +200,21 @@ def main(config_path: str) -> None:
     ms.set_seed(cfg["seed"])
     ms.set_context(mode=ms.GRAPH_MODE if cfg["mode"] == "graph" else ms.PYNATIVE_MODE)
     side = ms_hooks.MsSide(rec, cfg, torch_record)
+    keep_init_off_numpy(cfg["seed"])
     patch_optimizers(side)
     patch_cells(side)
     patch_dropout()
-    patch_random(side)
+    served = patch_random(side)
     replay = ms_data.Replay(side.torch_dir, torch_record.get("replay", {}), rec) if cfg["data"] == "replay" else None
     ms_data.patch_iterators(replay, rec)
     if cfg["fake_data"]:
         patch_fake_data(side, cfg["seed"])
-    run_instrumented(rec, cfg["ms_script"], cfg["args"], side.finish)
+
+    def finish(status: str) -> None:
+        rec.draws = served.queue.summary()
+        side.finish(status)
+
+    run_instrumented(rec, cfg["ms_script"], cfg["args"], finish)
 
 
 if __name__ == "__main__":

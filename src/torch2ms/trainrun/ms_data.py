@@ -13,7 +13,7 @@ import mindspore as ms
 import numpy as np
 
 from . import fake_data
-from .common import Recorder, array_stats
+from .common import Recorder, array_stats, set_stream_state
 
 
 class Replay:
@@ -47,6 +47,8 @@ class Replay:
     def batch(self, k: int, b: int) -> list[np.ndarray]:
         assert self.file is not None
         self.rec.replay["batches"] += 1
+        if f"i{k}_b{b}_streams" in self.file.files:
+            set_stream_state(self.file[f"i{k}_b{b}_streams"])
         return [self.file[f"i{k}_b{b}_l{i}"] for i in range(self.leaves[k])]
 
 
@@ -91,7 +93,7 @@ class ReplayIterator:
         self.b += 1
         want = self.dtypes if self.dtypes and len(self.dtypes) == len(arrays) else [None] * len(arrays)
         items = [_cast(a, w) for a, w in zip(arrays, want)]
-        self.replay.rec.batch_stats = array_stats(items[0]) if items else None
+        self.replay.rec.batch_stats = array_stats(items[0], items[1:]) if items else None
         out = items if self.output_numpy else [ms.Tensor(a) for a in items]
         if self.columns and len(self.columns) == len(out):
             return dict(zip(self.columns, out))
@@ -127,9 +129,10 @@ class Watched:
 
     def __next__(self) -> Any:
         item = next(self.it)
-        first = next(iter(item.values())) if isinstance(item, dict) else (item[0] if item else None)
-        if first is not None:
-            self.rec.batch_stats = array_stats(first.asnumpy() if hasattr(first, "asnumpy") else first)
+        columns = list(item.values()) if isinstance(item, dict) else list(item or [])
+        arrays = [c.asnumpy() if hasattr(c, "asnumpy") else np.asarray(c) for c in columns]
+        if arrays:
+            self.rec.batch_stats = array_stats(arrays[0], arrays[1:])
         return item
 
     def __getattr__(self, name: str) -> Any:

@@ -31,6 +31,7 @@ class TrainReport:
     sides: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
     work_dir: str = ""
+    noise: dict[str, Any] | None = None  # torch against itself (noise.py): the band and what it absorbed
 
     @property
     def exit_code(self) -> int:
@@ -81,7 +82,7 @@ def print_report(rep: TrainReport, console: Any) -> None:
     for prev, r in zip([None, *shown], shown):
         if prev is not None and r["index"] != prev["index"] + 1:
             t.add_row("…", *[""] * (6 if own else 4))
-        mark = "[red]✗[/]" if r["rel"] is None or r["rel"] > rep.tol else "[green]✓[/]"
+        mark = "[red]✗[/]" if r["rel"] is None or r["rel"] > r.get("limit", rep.tol) else "[green]✓[/]"
         step = f"{r['step']}·opt{r['opt']}" if multi else str(r["step"])
         rel = "—" if r["rel"] is None else f"{r['rel']:.1e}"
         batches = [_batch(r["torch_inputs"]), _batch(r["ms_inputs"])] if own else []
@@ -111,6 +112,8 @@ def _print_verdict(rep: TrainReport, console: Any) -> None:
         text = _("{n} steps, losses agree to {worst} relative (≤ {tol})").format(
             n=len(rep.rows), worst=f"{worst:.1e}", tol=f"{rep.tol:g}"
         )
+        if rep.noise and rep.noise.get("absorbed"):
+            text += " — " + _("the rest within torch's own run-to-run noise")
         console.print("[green]" + _("SAME") + f"[/]: {text}", highlight=False)
     elif d:
         text = _("from step {step}: torch {torch}, MindSpore {ms} ({rel})").format(

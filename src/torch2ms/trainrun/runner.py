@@ -65,8 +65,10 @@ def write_config(work: Path, **config: Any) -> Path:
     return path
 
 
-def _child_env() -> dict[str, str]:
+def _child_env(seed: int = 0) -> dict[str, str]:
     env = dict(os.environ)
+    # set iteration order and hash() alike on both sides (a label map built from a set, say)
+    env["PYTHONHASHSEED"] = str(seed)
     root = str(HERE.parents[1])  # the folder holding the torch2ms package: the MindSpore side imports it
     env["PYTHONPATH"] = os.pathsep.join([root, *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])])
     env.setdefault("GLOG_v", "3")
@@ -83,6 +85,7 @@ def run_side(
     progress: Progress | None = None,
     label: str = "",
     steps: int | None = None,
+    seed: int = 0,
 ) -> SideRun:
     """One instrumented script; its output goes to work/SIDE/output.txt. ``progress`` is told each
     training step the script records (phase ``label``, ``steps`` wanted)."""
@@ -90,7 +93,7 @@ def run_side(
     log = work / side / "output.txt"
     t0 = time.perf_counter()
     with log.open("wb") as out:
-        proc = subprocess.Popen(command, cwd=cwd, env=_child_env(), stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(command, cwd=cwd, env=_child_env(seed), stdout=out, stderr=subprocess.STDOUT)
         rc = _wait(proc, timeout, work / side / PROGRESS_FILE, progress or Progress(), (label or side, steps))
     seconds = time.perf_counter() - t0
     record_path = work / side / "record.json"

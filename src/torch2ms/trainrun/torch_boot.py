@@ -42,6 +42,11 @@ def patch_optimizers(side: Any) -> None:
     from torch.optim.optimizer import register_optimizer_step_post_hook
 
     register_optimizer_step_post_hook(lambda opt, args, kwargs: side.on_step(opt))
+    if side.cfg.get("perturb"):  # the noise run (noise.py): every applied gradient off by float rounding
+        from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+        eps = float(side.cfg["perturb"])
+        register_optimizer_step_pre_hook(lambda opt, args, kwargs: side.perturb_grads(opt, eps))
 
 
 def patch_backward(side: Any) -> None:
@@ -90,6 +95,8 @@ def patch_modules(side: Any) -> None:
     call = torch.nn.Module.__call__
 
     def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if torch.jit.is_tracing():  # torch.jit.trace (TensorBoard's add_graph): the script's own business
+            return call(self, *args, **kwargs)
         if side.depth == 0 and not side.in_loader:  # a loader's transforms (Modules too) are no model call
             side.on_outer_call(self, args, kwargs)
         side.depth += 1
@@ -99,6 +106,23 @@ def patch_modules(side: Any) -> None:
             side.depth -= 1
 
     torch.nn.Module.__call__ = __call__  # type: ignore[method-assign]
+    for name in ("trace", "trace_module"):  # its checks call the model again, outside tracing: ours too
+        setattr(torch.jit, name, _uninstrumented(side, getattr(torch.jit, name)))
+
+
+def _uninstrumented(side: Any, fn: Any) -> Any:
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        # no outermost call (no model found, no state saved, no input noted), no draw recorded
+        side.depth += 1
+        side.in_loader, was = True, side.in_loader
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            side.depth -= 1
+            side.in_loader = was
+
+    return run
 
 
 def patch_loaders(side: Any, record: bool) -> None:
@@ -189,39 +213,16 @@ def patch_rnn_dropout(counts: dict[str, int]) -> None:
         cls.forward = forward  # type: ignore[method-assign]
 
 
-def patch_random(side: Any, pattern: Any) -> None:
-    """randn/rand(_like) during training → the same pseudo-noise both sides compute."""
-    import torch
-    from torch.utils.data import get_worker_info
-
-    counts = side.rec.randomness["random_ops"]
-
-    def make(name: str, orig: Any, like: bool, uniform: bool) -> Any:
-        def draw(*args: Any, **kwargs: Any) -> Any:
-            if not side.training or side.in_loader or get_worker_info() is not None:  # augmentation stays random
-                return orig(*args, **kwargs)
-            counts[f"torch.{name}"] = counts.get(f"torch.{name}", 0) + 1
-            if like:
-                ref = args[0]
-                shape, dtype = ref.shape, kwargs.get("dtype") or ref.dtype
-            else:
-                shape = args[0] if len(args) == 1 and isinstance(args[0], list | tuple | torch.Size) else args
-                dtype = kwargs.get("dtype") or torch.get_default_dtype()
-            n = 1
-            for d in shape:
-                n *= int(d)
-            out = pattern(n, uniform).reshape(tuple(int(d) for d in shape)).to(dtype)
-            return out.requires_grad_(bool(kwargs.get("requires_grad", False)))
-
-        return draw
-
-    for name, like, uniform in (
-        ("randn", False, False),
-        ("rand", False, True),
-        ("randn_like", True, False),
-        ("rand_like", True, True),
-    ):
-        setattr(torch, name, make(name, getattr(torch, name), like, uniform))
+def patch_random(side: Any, pattern: Any) -> Any:
+    """Every random draw of the script recorded for the MindSpore side (torch_draws.py); inside training
+    the float draws become the pseudo-noise both sides compute. Returns the draw log."""
+    draws = _load("draws")
+    module = _load("torch_draws")
+    log = draws.DrawLog()
+    d = module.Draws(side, log, pattern)
+    module.patch_functions(d)
+    module.patch_methods(d)
+    return log
 
 
 def patch_fake_data(side: Any, fake: Any, seed: int) -> None:
@@ -284,7 +285,7 @@ def main(config_path: str) -> None:
     fake = _load("fake_data")
     hooks = _load("torch_hooks")
     cfg = common.read_config(config_path)
-    rec = common.Recorder("torch", cfg)
+    rec = common.Recorder(cfg.get("side", "torch"), cfg)
     import numpy as np
     import torch
 
@@ -297,11 +298,16 @@ def main(config_path: str) -> None:
     patch_modules(side)
     patch_clipping(side)
     patch_dropout(side)
-    patch_random(side, hooks.pattern)
+    log = patch_random(side, hooks.pattern)
     patch_loaders(side, record=cfg["data"] == "replay")
     if cfg["fake_data"]:
         patch_fake_data(side, fake, cfg["seed"])
-    common.run_instrumented(rec, cfg["torch_script"], cfg["args"], side.finish)
+
+    def finish(status: str) -> None:
+        rec.draws = log.save(rec.out)
+        side.finish(status)
+
+    common.run_instrumented(rec, cfg["torch_script"], cfg["args"], finish)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,16 @@ from typing import Any
 
 import numpy as np
 import torch
-from _torch2ms_trainrun_common import HYPER_KEYS, NOISE_A, NOISE_B, NOISE_SCALE, Recorder, array_stats, live_instances  # type: ignore
+from _torch2ms_trainrun_common import (  # type: ignore
+    HYPER_KEYS,
+    NOISE_A,
+    NOISE_B,
+    NOISE_SCALE,
+    Recorder,
+    array_stats,
+    live_instances,
+    stream_state,
+)
 
 REPLAY_BYTES_CAP = 1 << 30
 
@@ -122,7 +131,8 @@ class TorchSide:
         self.iterators: list[list[list[np.ndarray]]] = []
         self.replay_bytes = 0
         self.replay_note: str | None = None
-        self.stats_later: list[tuple[dict[str, Any], np.ndarray]] = []
+        self.streams: dict[int, list[np.ndarray]] = {}
+        self.stats_later: list[tuple[dict[str, Any], list[np.ndarray]]] = []
 
     # -- optimizers and models -------------------------------------------------------------------
     def register_optimizer(self, opt: torch.optim.Optimizer) -> None:
@@ -134,7 +144,9 @@ class TorchSide:
     def discover_models(self) -> None:
         """Find the module(s) each new optimizer trains: the smallest module holding all its parameters
         (or, failing that, the fewest modules covering them); save their state before training starts."""
-        modules = live_instances(torch.nn.Module)
+        # a traced or scripted copy (torch.jit.trace, TensorBoard's add_graph) shares the parameters but
+        # is not the model the script trains
+        modules = [m for m in live_instances(torch.nn.Module) if not isinstance(m, torch.jit.ScriptModule)]
         owned = {id(m): {id(p) for p in m.parameters()} for m in modules}
         for j in self.unassigned:
             want = {id(p) for g in self.optimizers[j].param_groups for p in g["params"]}
@@ -154,6 +166,8 @@ class TorchSide:
         if model is None:
             model = Model(f"model{len(self.models)}", module)
             model.save(self.rec.out / f"init_{model.key}.npz")
+            if self.cfg.get("perturb"):  # the noise run (noise.py): torch against itself
+                perturb(module, float(self.cfg["perturb"]))
             self.models.append(model)
         model.opts.append(opt)
 
@@ -200,6 +214,14 @@ class TorchSide:
         clip, self.clip = self.clip, None
         self.rec.step(j, lrs, gnorm, {"modes": modes, "clip": clip})
 
+    def perturb_grads(self, opt: torch.optim.Optimizer, eps: float) -> None:
+        """The noise run: each gradient about to be applied times (1 ± eps), as another kernel's rounding."""
+        with torch.no_grad():
+            for g in opt.param_groups:
+                for p in g["params"]:
+                    if p.grad is not None and p.grad.is_floating_point():
+                        p.grad.mul_(_signs(p.grad.numel(), eps).reshape(p.grad.shape).to(p.grad.dtype))
+
     def on_batch(self, index: int, batch: Any, record: bool) -> None:
         leaves = _leaves(batch)
         keep = record and self.replay_note is None
@@ -211,12 +233,12 @@ class TorchSide:
                 # a kept batch's statistics wait for the end (fill_batch_stats), off the training step:
                 # the steps' events hold this dict until then
                 self.rec.batch_stats = {}
-                self.stats_later.append((self.rec.batch_stats, arrays[0]))
+                self.stats_later.append((self.rec.batch_stats, arrays))
             else:
-                self.rec.batch_stats = array_stats(arrays[0]) if arrays else None
+                self.rec.batch_stats = array_stats(arrays[0], arrays[1:]) if arrays else None
             return
-        first = next((x for x in leaves if isinstance(x, torch.Tensor)), None)
-        self.rec.batch_stats = array_stats(_to_numpy(first)) if first is not None else None
+        tensors = [_to_numpy(x) for x in leaves if isinstance(x, torch.Tensor)]
+        self.rec.batch_stats = array_stats(tensors[0], tensors[1:]) if tensors else None
 
     def _keep(self, index: int, arrays: list[np.ndarray]) -> bool:
         self.replay_bytes += sum(a.nbytes for a in arrays)
@@ -224,12 +246,15 @@ class TorchSide:
             self.replay_note = "more than 1 GiB of batches: replay stopped there"
             return False
         self.iterators[index].append(arrays)
+        # the global random streams after the batch: the MindSpore side, whose pipeline does not run,
+        # takes them up with the batch (a transform that drew from Python's random moved them)
+        self.streams.setdefault(index, []).append(stream_state())
         return True
 
     def fill_batch_stats(self) -> None:
         """The statistics of the batches kept for replay, into the dicts the steps' events hold."""
-        for stats, array in self.stats_later:
-            stats.update(array_stats(array))
+        for stats, arrays in self.stats_later:
+            stats.update(array_stats(arrays[0], arrays[1:]))
         self.stats_later = []
 
     # -- the end -----------------------------------------------------------------------------------
@@ -252,6 +277,8 @@ class TorchSide:
             for b, bt in enumerate(it)
             for k, a in enumerate(bt)
         }
+        for i, states in self.streams.items():
+            arrays.update({f"i{i}_b{b}_streams": st for b, st in enumerate(states)})
         np.savez(self.rec.out / "batches.npz", **arrays)
         self.rec.replay = {
             "iterators": [len(it) for it in self.iterators],
@@ -259,6 +286,19 @@ class TorchSide:
             "batches": sum(len(it) for it in self.iterators),
             "note": self.replay_note,
         }
+
+
+def _signs(n: int, eps: float) -> torch.Tensor:
+    """1 ± eps, the sign a fixed pattern: no random stream is touched."""
+    return torch.from_numpy(1.0 + eps * np.where(np.sin(np.arange(n) * NOISE_A + NOISE_B) >= 0, 1.0, -1.0))
+
+
+def perturb(module: torch.nn.Module, eps: float) -> None:
+    """Every floating parameter times (1 ± eps)."""
+    with torch.no_grad():
+        for p in module.parameters():
+            if p.is_floating_point() and p.numel():
+                p.mul_(_signs(p.numel(), eps).reshape(p.shape).to(p.dtype))
 
 
 def pattern(n: int, uniform: bool) -> torch.Tensor:

@@ -1,0 +1,162 @@
+"""The MindSpore side's random draws (see draws.py): ``ops.randn``/``rand``/``normal``/``randint``/
+``randperm``/``multinomial``/``bernoulli``/``random_poisson`` and their ``_like`` forms serve torch's
+recorded draw of the same kind and size; inside training the float draws give the torch side's
+pseudo-noise (a compiled step computes it too). Never imports torch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import mindspore as ms
+import numpy as np
+from mindspore import ops
+
+from .draws import DrawQueue
+
+MS_ROOT = str(Path(ms.__file__).parent)
+
+
+def _shape(size: tuple) -> tuple:
+    return tuple(size[0]) if len(size) == 1 and isinstance(size[0], list | tuple) else tuple(size)
+
+
+def _numel(shape: Any) -> int:
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n
+
+
+def _int(x: Any) -> int:
+    return int(x.asnumpy()) if isinstance(x, ms.Tensor) else int(x)
+
+
+def _ms_dtype(values: np.ndarray, dtype: Any) -> Any:
+    return dtype if dtype is not None else ms.float32 if values.dtype.kind == "f" else ms.int64
+
+
+class Served:
+    """The queue of torch's draws, with the real ops to fall back on."""
+
+    def __init__(self, side: Any, noise: Any) -> None:
+        self.side, self.noise = side, noise
+        self.queue = DrawQueue(side.torch_dir, side.torch)
+        self.counts = side.rec.randomness["random_ops"]
+        self.real = {n: getattr(ops, n) for n in NAMES if hasattr(ops, n)}
+        side.rec.draws = self.queue.served  # filled in as the script draws; summarised at the end
+
+    def in_training(self, name: str) -> bool:
+        if not self.side.training:
+            return False
+        self.counts[f"ops.{name}"] = self.counts.get(f"ops.{name}", 0) + 1
+        return True
+
+    def serve(self, kind: str, name: str, shape: Any, dtype: Any, check: Any = None) -> Any:
+        values = self.queue.take(kind, f"ops.{name}", _numel(shape), check)
+        if values is None:
+            return None
+        return ms.Tensor(values.reshape(tuple(int(d) for d in shape)), _ms_dtype(values, dtype))
+
+
+NAMES = (
+    "randn",
+    "rand",
+    "randn_like",
+    "rand_like",
+    "standard_normal",
+    "normal",
+    "randint",
+    "randint_like",
+    "randperm",
+    "multinomial",
+    "bernoulli",
+    "random_poisson",
+)
+
+
+def patch_ops(side: Any, noise: Any) -> Served:
+    s = Served(side, noise)
+    real = s.real
+
+    def float_draw(name: str, kind: str, shape: tuple, dtype: Any, fallback: Any) -> Any:
+        if s.in_training(name):
+            return noise(shape, dtype or ms.float32, kind == "uniform")
+        out = s.serve(kind, name, shape, dtype)
+        return out if out is not None else fallback()
+
+    def randn(*size: Any, dtype: Any = None, seed: Any = None) -> Any:
+        shape = _shape(size)
+        return float_draw("randn", "normal", shape, dtype, lambda: real["randn"](*size, dtype=dtype, seed=seed))
+
+    def rand(*size: Any, dtype: Any = None, seed: Any = None) -> Any:
+        shape = _shape(size)
+        return float_draw("rand", "uniform", shape, dtype, lambda: real["rand"](*size, dtype=dtype, seed=seed))
+
+    def randn_like(input: Any, seed: Any = None, *, dtype: Any = None) -> Any:
+        return float_draw(
+            "randn_like",
+            "normal",
+            input.shape,
+            dtype or input.dtype,
+            lambda: real["randn_like"](input, seed, dtype=dtype),
+        )
+
+    def rand_like(input: Any, seed: Any = None, *, dtype: Any = None) -> Any:
+        return float_draw(
+            "rand_like",
+            "uniform",
+            input.shape,
+            dtype or input.dtype,
+            lambda: real["rand_like"](input, seed, dtype=dtype),
+        )
+
+    def standard_normal(shape: Any, seed: Any = None) -> Any:
+        return float_draw("standard_normal", "normal", tuple(shape), None, lambda: real["standard_normal"](shape, seed))
+
+    def normal(shape: Any, mean: Any, stddev: Any, seed: Any = None) -> Any:
+        z = float_draw("normal", "normal", tuple(shape), None, lambda: None)
+        return real["normal"](shape, mean, stddev, seed) if z is None else z * stddev + mean
+
+    for f in (randn, rand, randn_like, rand_like, standard_normal, normal):
+        setattr(ops, f.__name__, f)
+    _patch_discrete(s)
+    return s
+
+
+def _patch_discrete(s: Served) -> None:
+    real = s.real
+
+    def randint(low: Any, high: Any, size: Any, seed: Any = None, *, dtype: Any = None) -> Any:
+        lo, hi = _int(low), _int(high)
+        out = s.serve("int", "randint", tuple(size), dtype, lambda v: v.size == 0 or (v.min() >= lo and v.max() < hi))
+        return out if out is not None else real["randint"](low, high, size, seed, dtype=dtype)
+
+    def randint_like(input: Any, low: Any, high: Any, seed: Any = None, *, dtype: Any = None) -> Any:
+        lo, hi = _int(low), _int(high)
+        check = lambda v: v.size == 0 or (v.min() >= lo and v.max() < hi)  # noqa: E731
+        out = s.serve("int", "randint_like", input.shape, dtype or input.dtype, check)
+        return out if out is not None else real["randint_like"](input, low, high, seed, dtype=dtype)
+
+    def randperm(n: Any, seed: Any = 0, offset: Any = 0, dtype: Any = ms.int64) -> Any:
+        k = _int(n)
+        check = lambda v: bool(np.array_equal(np.sort(v.ravel()), np.arange(k)))  # noqa: E731
+        out = s.serve("perm", "randperm", (k,), dtype, check)
+        return out if out is not None else real["randperm"](n, seed, offset, dtype)
+
+    def multinomial(input: Any, num_samples: Any, replacement: Any = True, seed: Any = None) -> Any:
+        shape = (*tuple(input.shape[:-1]), int(num_samples))
+        out = s.serve("multinomial", "multinomial", shape, None, lambda v: v.size == 0 or v.max() < input.shape[-1])
+        return out if out is not None else real["multinomial"](input, num_samples, replacement, seed)
+
+    def bernoulli(input: Any, p: Any = 0.5, seed: Any = None) -> Any:
+        out = s.serve("bernoulli", "bernoulli", input.shape, input.dtype)
+        return out if out is not None else real["bernoulli"](input, p, seed)
+
+    def random_poisson(shape: Any, rate: Any, seed: Any = None, dtype: Any = ms.float32) -> Any:
+        full = (*tuple(int(d) for d in shape.asnumpy()), *tuple(rate.shape))
+        out = s.serve("poisson", "random_poisson", full, dtype)
+        return out if out is not None else real["random_poisson"](shape, rate, seed, dtype)
+
+    for f in (randint, randint_like, randperm, multinomial, bernoulli, random_poisson):
+        setattr(ops, f.__name__, f)
