@@ -14,6 +14,7 @@ import itertools
 
 import numpy as np
 import pytest
+from requires_support import require_modules
 
 from torch2ms.kb import load_kb
 from torch2ms.kb.rewrite import rewrite_expression
@@ -107,8 +108,7 @@ def _ms_run(src: str) -> list[dict[str, np.ndarray]]:
 
 @pytest.mark.parametrize("call", _calls())
 def test_optimizer_option_matrix_trains_like_torch_or_is_marked(call):
-    pytest.importorskip("torch")
-    pytest.importorskip("mindspore")
+    require_modules("torch", "mindspore")
     import torch2ms.runtime  # noqa: F401 - the converted call may name a runtime helper
 
     rewritten = rewrite_expression(load_kb(), call)
