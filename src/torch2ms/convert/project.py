@@ -42,6 +42,7 @@ from .project_paths import (
     fresh_temp_dir,
     swap_into_place,
 )
+from .linemap import write_line_map
 from .project_pool import Job, Outcome, run_jobs
 from .runtime_vendor import RuntimeVendor
 
@@ -326,6 +327,7 @@ def convert_tree(
         for p in listing.other:
             _copy_other(p, base, tmp, report)
         report.files.sort(key=lambda f: f.path)
+        write_line_map(tmp, base, report.files)
         with open(tmp / REPORT_JSON, "w", encoding="utf-8") as fh:
             report.write_json(fh)
         with open(tmp / REPORT_MD, "w", encoding="utf-8") as fh:
