@@ -32,6 +32,7 @@ from ..analysis.sourcefiles import BadInput, TreeListing, display, read_python, 
 from ..i18n import N_, _
 from ..progress import Progress
 from . import vision_models
+from .linemap import write_line_map
 from .pipeline import collector_paused
 from .project_paths import (
     REPORT_JSON,
@@ -42,7 +43,6 @@ from .project_paths import (
     fresh_temp_dir,
     swap_into_place,
 )
-from .linemap import write_line_map
 from .project_pool import Job, Outcome, run_jobs
 from .runtime_vendor import RuntimeVendor
 
