@@ -49,8 +49,7 @@ class Net(nn.Module):
 
 LOCATIONS = {
     # the functional code in the module's own forward
-    "forward": HEAD
-    + NET.format(forward=textwrap.indent("fc, w = self.fc, self.w\n" + BODY, " " * 8)),
+    "forward": HEAD + NET.format(forward=textwrap.indent("fc, w = self.fc, self.w\n" + BODY, " " * 8)),
     # the same code in a helper function of the file, called by forward
     "helper": HEAD
     + "def attend(fc, w, x):\n"

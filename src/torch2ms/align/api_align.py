@@ -67,9 +67,10 @@ def _inputs_agree(t: Group, m: Group) -> bool:
 
 class LineMap:
     def __init__(self, found: tuple[Path, dict[str, Any]] | None) -> None:
-        self.root, data = found if found is not None else (None, {"files": {}, "source": ""})
-        self.files: dict[str, Any] = data["files"]
-        self.source = data.get("source", "")
+        self.root: Path | None = found[0] if found is not None else None
+        data: dict[str, Any] = found[1] if found is not None else {}
+        self.files: dict[str, Any] = data.get("files", {})
+        self.source: str = data.get("source", "")
 
     def ms_key(self, file: str, line: int) -> tuple[str, int]:
         rel = _relative(file, self.root) if self.root is not None else os.path.basename(file)
@@ -149,8 +150,8 @@ def align(
             break
     if result["first"] is None and ms_error is not None:
         at = ms_error.get("at")
-        result["first"] = _finding(lmap, None, None, tuple(at)) if at else {}
-        result["first"] |= {"error": ms_error["error"], "inputs_agree": True}
+        found: dict[str, Any] = _finding(lmap, None, None, (at[0], at[1])) if at else {}
+        result["first"] = found | {"error": ms_error["error"], "inputs_agree": True}
     result["status"] = "divergence" if result["first"] is not None else "match"
     return result
 
