@@ -11,6 +11,7 @@ forward, a module-level helper function it calls). Real torch and real MindSpore
 from __future__ import annotations
 
 import json
+import shutil
 import textwrap
 from pathlib import Path
 
@@ -215,3 +216,79 @@ def test_convert_writes_the_line_map(tmp_path):
     gelu = _line_of("\n".join(converted), "ops.gelu")
     assert original[entry["lines"][str(gelu)] - 1].strip() == "h = F.gelu(h)"
     assert entry["kb"][str(entry["lines"][str(gelu)])][0]["api"] == "torch.nn.functional.gelu"
+
+
+# ---------------------------------------------------------------- a real model: karpathy/minGPT (the kit)
+
+KIT_MINGPT = Path(__file__).resolve().parents[2] / "shared" / "realcode" / "corpus" / "karpathy" / "minGPT"
+GPT_NANO = (
+    "((C := GPT.get_default_config()), C.merge_from_dict({'model_type': 'gpt-nano', 'vocab_size': 64, "
+    "'block_size': 32}), GPT(C))[2]"
+)
+# bug kind → (converted text, broken text, the original line's text it must name)
+KIT_BUGS = {
+    "gelu_constant": ("0.044715 * ops.pow", "0.05 * ops.pow", "0.044715 * torch.pow(x, 3.0)"),
+    "softmax_axis": ("ops.softmax(att, axis=-1)", "ops.softmax(att, axis=-2)", "att = F.softmax(att, dim=-1)"),
+    # (B, T, nh, hs) = (2, 16, 3, 16): axes 1 and 3 have one size, so the swap keeps every shape
+    "transpose_axes": (
+        "k = k.view(B, T, self.n_head, C // self.n_head).swapaxes(1, 2)",
+        "k = k.view(B, T, self.n_head, C // self.n_head).swapaxes(1, 3).swapaxes(2, 3)",
+        "k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)",
+    ),
+    "mask_added": (
+        "att = att.masked_fill(self.bias[:,:,:T,:T] == 0, float('-inf'))",
+        "att = att + self.bias[:,:,:T,:T]",
+        "att = att.masked_fill(self.bias[:,:,:T,:T] == 0, float('-inf'))",
+    ),
+    "attention_scale": ("(1.0 / math.sqrt(k.shape[-1]))", "(1.0 / k.shape[-1])", "math.sqrt(k.size(-1))"),
+}
+
+
+@pytest.fixture(scope="module")
+def kit_gpt(tmp_path_factory):
+    if not KIT_MINGPT.is_dir():
+        pytest.fail(f"{KIT_MINGPT} not found: the shared realcode kit must be beside this checkout")
+    d = tmp_path_factory.mktemp("kit_gpt")
+    (d / "torch_side").mkdir()
+    shutil.copytree(KIT_MINGPT / "mingpt", d / "torch_side" / "mingpt")
+    report = convert_tree(d / "torch_side", d / "converted")
+    assert not report.failed
+    return d
+
+
+def _kit_compare(kit_gpt: Path, tmp_path: Path, monkeypatch, edit: tuple[str, str] | None):
+    """Compare the kit GPT with its conversion, one line of the conversion broken by ``edit``. The
+    converted package is renamed mingpt_ms so both sides import in one process."""
+    from torch2ms.align.api import CompareOptions, compare_models
+
+    ms_root = tmp_path / "ms_side"
+    shutil.copytree(kit_gpt / "converted", ms_root)
+    (ms_root / "mingpt").rename(ms_root / "mingpt_ms")
+    model = ms_root / "mingpt_ms" / "model.py"
+    text = model.read_text(encoding="utf-8").replace("from mingpt.utils", "from mingpt_ms.utils")
+    if edit is not None:
+        assert text.count(edit[0]) == 1, edit
+        text = text.replace(*edit)
+    model.write_text(text, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(kit_gpt / "torch_side"))
+    monkeypatch.syspath_prepend(str(ms_root))
+    opts = CompareOptions(input_shapes=[(2, 16)], input_dtypes=("int64",), graph=False, api=True)
+    spec_t, spec_m = f"{kit_gpt}/torch_side/mingpt/model.py:{GPT_NANO}", f"{model}:{GPT_NANO}"
+    return compare_models(spec_t, spec_m, opts), text
+
+
+def test_kit_gpt_unmodified_reports_nothing(kit_gpt, tmp_path, monkeypatch):
+    rep, _text = _kit_compare(kit_gpt, tmp_path, monkeypatch, None)
+    assert rep.api["status"] == "match" and rep.api["paired"] >= 40, rep.api
+    assert rep.api["paired"] == rep.api["torch_groups"]
+
+
+@pytest.mark.parametrize("bug", sorted(KIT_BUGS))
+def test_kit_gpt_injected_api_bug_names_the_original_line(kit_gpt, tmp_path, monkeypatch, bug):
+    old, new, torch_text = KIT_BUGS[bug]
+    rep, text = _kit_compare(kit_gpt, tmp_path, monkeypatch, (old, new))
+    first = rep.api["first"]
+    assert first is not None and first["inputs_agree"], rep.api
+    original = (kit_gpt / "torch_side" / "mingpt" / "model.py").read_text(encoding="utf-8")
+    assert first["original"]["line"] == _line_of(original, torch_text), first
+    assert first["converted"]["line"] == _line_of(text, new), first

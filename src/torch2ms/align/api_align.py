@@ -74,6 +74,9 @@ class LineMap:
 
     def ms_key(self, file: str, line: int) -> tuple[str, int]:
         rel = _relative(file, self.root) if self.root is not None else os.path.basename(file)
+        if rel not in self.files:  # moved or renamed since convert: the one entry of that file name
+            same = [k for k in self.files if k.rpartition("/")[2] == rel.rpartition("/")[2]]
+            rel = same[0] if len(same) == 1 else rel
         entry = self.files.get(rel, {})
         return rel, int(entry.get("lines", {}).get(str(line), line if not entry else -line))
 

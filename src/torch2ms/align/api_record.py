@@ -15,6 +15,7 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -100,9 +101,27 @@ def user_files(objects: list[Any], framework_dir: str) -> set[str]:
     for cls in {type(obj) for obj in objects}:
         for value in vars(cls).values():
             code = getattr(value, "__code__", None)
-            if code is not None and not os.path.realpath(code.co_filename).startswith(framework_dir):
-                files |= {code.co_filename, os.path.realpath(code.co_filename)}
+            real = os.path.realpath(code.co_filename) if code is not None else framework_dir
+            if not real.startswith(framework_dir) and not _is_helper(real):
+                files |= {code.co_filename, real}
     return files
+
+
+# Helpers torch2ms writes or ships (vendored runtime, generated torchvision): library code, not the user's.
+HELPER_PACKAGES = ("torch2ms_runtime", "torchvision_ms", "torch2ms/runtime")
+
+
+def _is_helper(path: str) -> bool:
+    text = "/" + Path(path).as_posix()
+    return any(f"/{name}/" in text for name in HELPER_PACKAGES)
+
+
+def _user_cell_call(frame: Any, files: set[str]) -> bool:
+    """A Cell.__call__ of a cell whose construct is the user's: its calls are recorded line by line."""
+    if frame.f_code.co_name != "__call__":
+        return False
+    construct = getattr(type(frame.f_locals.get("self")), "construct", None)
+    return getattr(getattr(construct, "__code__", None), "co_filename", None) in files
 
 
 def raised_at(exc: BaseException, files: set[str]) -> tuple[str, int] | None:
@@ -198,6 +217,8 @@ def record_ms(net: Any, inputs: list[np.ndarray], max_bytes: int) -> tuple[Recor
         if event == "call":
             back = frame.f_back
             if back is None or frame.f_code.co_filename in files or back.f_code.co_filename not in files:
+                return
+            if _user_cell_call(frame, files):
                 return
             code = frame.f_code
             if code is wrapper_code:
