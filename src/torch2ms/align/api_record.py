@@ -100,10 +100,10 @@ def user_files(objects: list[Any], framework_dir: str) -> set[str]:
     files: set[str] = set()
     for cls in {type(obj) for obj in objects}:
         for value in vars(cls).values():
-            code = getattr(value, "__code__", None)
-            real = os.path.realpath(code.co_filename) if code is not None else framework_dir
-            if not real.startswith(framework_dir) and not _is_helper(real):
-                files |= {code.co_filename, real}
+            name = getattr(getattr(value, "__code__", None), "co_filename", None)
+            real = os.path.realpath(name) if name is not None else framework_dir
+            if name is not None and not real.startswith(framework_dir) and not _is_helper(real):
+                files |= {name, real}
     return files
 
 
