@@ -292,3 +292,23 @@ def test_kit_gpt_injected_api_bug_names_the_original_line(kit_gpt, tmp_path, mon
     original = (kit_gpt / "torch_side" / "mingpt" / "model.py").read_text(encoding="utf-8")
     assert first["original"]["line"] == _line_of(original, torch_text), first
     assert first["converted"]["line"] == _line_of(text, new), first
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_cli_names_the_line_in_text_and_json(tmp_path, lang):
+    """Through the command line as a user types it: the table's verdict in each language, and --json."""
+    import subprocess
+    import sys
+
+    out = _convert(tmp_path, "forward")
+    old, new, torch_line, _kb = BUGS["softmax_axis"]
+    (out / "model.py").write_text((out / "model.py").read_text(encoding="utf-8").replace(old, new), encoding="utf-8")
+    argv = [sys.executable, "-m", "torch2ms", "--lang", lang, "compare", "--torch", "src/model.py:Net"]
+    argv += ["--ms", "out/model.py:Net", "--input-shape", "2,8,8", "--no-graph", "--api"]
+    line = _line_of(LOCATIONS["forward"], torch_line)
+    text = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert text.returncode == 1, text.stderr
+    assert (f"model.py:{line}" in text.stdout) and torch_line in text.stdout, text.stdout
+    assert ("第一个出现差异的调用" if lang == "zh" else "first divergent call") in text.stdout, text.stdout
+    js = subprocess.run([*argv, "--json"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert json.loads(js.stdout)["api"]["first"]["original"]["line"] == line
