@@ -249,7 +249,12 @@ def compare_models(
         cfg = opts.train.request()
         training, post_rows, post_first = _train_both(ctx, tmeta, batches, xs, cfg, problems, timings, progress)
         first = first or post_first
+    if opts.api:
+        with _timed(timings, "api"), progress.phase(_("both sides: record every op call (--api)")):
+            api_result = _api_compare(torch_spec, opts, tarr, ctx.net, xs)
     status = _verdict(first, output, training)
+    if opts.api and api_result["status"] != "match":
+        status = "divergence"
     if status == "divergence" and first is None:
         problems.append("no single layer stands out: the error is spread over the model (see the table)")
     timings["total"] = time.perf_counter() - t_start
@@ -271,10 +276,33 @@ def compare_models(
         post_training_layers=post_rows,
         two_process=opts.torch_python is not None,
         timings=timings,
+        api=api_result if opts.api else None,
     )
     if opts.out_dir is not None:
         write_report(report, opts.out_dir)
     return report
+
+
+def _api_compare(torch_spec: str, opts: CompareOptions, tarr: dict[str, np.ndarray], net: Any, xs: list) -> dict:
+    """compare --api: the torch model rebuilt with the recorded state, both forwards recorded call by call."""
+    import torch
+
+    from .api_align import align
+    from .api_record import record_ms, record_torch, user_files
+    from .torch_worker import build_model
+
+    model = build_model(_request(torch_spec, opts))
+    state = {k[len("param::") :]: torch.from_numpy(v) for k, v in tarr.items() if k.startswith("param::")}
+    model.load_state_dict(state, strict=False)
+    model.eval()
+    budget = int(opts.api_max_mb * (1 << 20)) // 2
+    torch_rec, torch_error = record_torch(model, xs, budget)
+    ms_rec, ms_error, switched = record_ms(net, xs, budget)
+    ms_files = sorted(user_files([c for _n, c in net.cells_and_names()], "\0"))
+    result = align(torch_rec, ms_rec, ms_error, ms_files)
+    result["switched_to_pynative"] = switched
+    result["torch_error"] = torch_error["error"] if torch_error else None
+    return result
 
 
 def _train_both(ctx, tmeta, batches, xs, cfg, problems, timings, progress):

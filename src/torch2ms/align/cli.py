@@ -122,6 +122,21 @@ def add_compare_parser(sub) -> None:
             "(default 60; 0 turns the check off)"
         ),
     )
+    c.add_argument(
+        "--api",
+        action="store_true",
+        help=_(
+            "also record every torch / MindSpore op call of the forward and name the first original line whose "
+            "output differs (through the line map convert wrote)"
+        ),
+    )
+    c.add_argument(
+        "--api-max-mb",
+        type=float,
+        default=256.0,
+        metavar="MB",
+        help=_("--api keeps at most this many MB of tensors; beyond it, summaries only (default 256)"),
+    )
     c.add_argument("--json", action="store_true", help=_("print report.json to stdout instead of the table"))
     add_verbose(c)
     c.set_defaults(func=cmd_compare)
@@ -152,6 +167,8 @@ def options_from(args: argparse.Namespace):
         graph=not args.no_graph,
         replay_all=args.replay_all,
         import_timeout=args.import_timeout,
+        api=args.api,
+        api_max_mb=args.api_max_mb,
     )
 
 

@@ -108,6 +108,8 @@ class CompareOptions:
     threads: int | None = None
     replay_all: bool = False
     import_timeout: float | None = None  # None: the default (60 s); ≤ 0: no check
+    api: bool = False  # also record every op call of the forward on both sides and name the first wrong line
+    api_max_mb: float = 256.0  # tensors kept by the --api recording, both sides together
 
     def validate(self) -> None:
         """Raise CompareUsageError for anything wrong that can be seen without running a model."""
@@ -120,6 +122,10 @@ class CompareOptions:
             check_input_shapes(self.input_shapes, self.input_dtypes)
         if self.out_dir is not None:
             check_out_dir(Path(self.out_dir))
+        if self.api and self.torch_python is not None:
+            raise CompareUsageError(_("--api records torch in this process: leave out --torch-python"))
+        if not math.isfinite(self.api_max_mb) or self.api_max_mb < 0:
+            raise CompareUsageError(_("--api-max-mb {mb}: must be a finite number ≥ 0").format(mb=self.api_max_mb))
         if self.torch_python is not None and not Path(self.torch_python).is_file():
             raise CompareUsageError(
                 _("--torch-python {torch_python}: no such interpreter").format(torch_python=self.torch_python)

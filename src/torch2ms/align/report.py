@@ -31,6 +31,7 @@ class CompareReport:
     post_training_layers: list[LayerRow] | None = None
     two_process: bool = False
     timings: dict[str, float] = field(default_factory=dict)
+    api: dict[str, Any] | None = None  # compare --api: the first divergent call (api_align.align)
 
     @property
     def exit_code(self) -> int:

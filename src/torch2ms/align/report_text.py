@@ -137,3 +137,7 @@ def print_report(rep: CompareReport, console: Any, max_rows: int = 25) -> None:
     _print_training(rep, console)
     for problem in rep.problems:
         console.print("[red]" + _("problem:") + f"[/] {escape(problem)}")
+    if rep.api is not None:
+        from .api_align import print_api
+
+        print_api(rep.api, console)

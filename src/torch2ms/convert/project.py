@@ -32,6 +32,7 @@ from ..analysis.sourcefiles import BadInput, TreeListing, display, read_python, 
 from ..i18n import N_, _
 from ..progress import Progress
 from . import vision_models
+from .linemap import write_line_map
 from .pipeline import collector_paused
 from .project_paths import (
     REPORT_JSON,
@@ -326,6 +327,7 @@ def convert_tree(
         for p in listing.other:
             _copy_other(p, base, tmp, report)
         report.files.sort(key=lambda f: f.path)
+        write_line_map(tmp, base, report.files)
         with open(tmp / REPORT_JSON, "w", encoding="utf-8") as fh:
             report.write_json(fh)
         with open(tmp / REPORT_MD, "w", encoding="utf-8") as fh:

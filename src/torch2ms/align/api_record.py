@@ -1,0 +1,250 @@
+"""``compare --api``: record every torch / MindSpore op call a model's forward makes from the user's code.
+
+A call is attributed to the user's source line that made it: on the torch side through a
+``TorchFunctionMode`` (outermost calls only) and the nearest stack frame in a user file; on the
+MindSpore side through ``sys.setprofile`` (calls whose caller frame is in a user file), with the
+C-level ``Tensor`` methods wrapped in plain Python functions for the time of the recording so the
+profiler sees their arguments and results. Consecutive calls from one line form a *group*; its
+output is the last call's output, its input the first call's tensor arguments. Only those tensors
+are kept, within a byte budget; beyond it a group keeps summary statistics only.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+Summary = dict[str, Any]
+
+
+@dataclass
+class Group:
+    file: str
+    line: int
+    calls: list[str] = field(default_factory=list)
+    args: list[Any] = field(default_factory=list)  # summaries of the first call's arguments
+    inputs: list[np.ndarray | Summary] = field(default_factory=list)
+    output: np.ndarray | Summary | None = None
+    out_summary: Summary | None = None
+    seen: set[int] = field(default_factory=set)  # ids of tensors produced or taken already in this group
+
+
+def stats(a: np.ndarray) -> Summary:
+    f = a.astype(np.float64) if a.size else np.zeros(1)
+    return {"shape": list(a.shape), "dtype": str(a.dtype), "mean": float(f.mean()), "absmax": float(np.abs(f).max())}
+
+
+class Recorder:
+    """Groups of calls, tensors kept within ``max_bytes``."""
+
+    def __init__(self, to_numpy: Callable[[Any], np.ndarray | None], max_bytes: int) -> None:
+        self.to_numpy, self.budget = to_numpy, max_bytes
+        self.groups: list[Group] = []
+        self.kept = 0
+
+    def _keep(self, value: Any) -> np.ndarray | Summary | None:
+        arr = self.to_numpy(value)
+        if arr is None:
+            return None
+        if self.kept + arr.nbytes > self.budget:
+            return stats(arr)
+        self.kept += arr.nbytes
+        return arr
+
+    def _tensors(self, value: Any) -> list[Any]:
+        if isinstance(value, (list, tuple)):
+            return [t for v in value for t in self._tensors(v)]
+        if isinstance(value, dict):
+            return [t for v in value.values() for t in self._tensors(v)]
+        return [value] if self.to_numpy(value) is not None else []
+
+    def _describe(self, value: Any) -> Any:
+        arr = self.to_numpy(value)
+        if arr is not None:
+            return f"{arr.dtype}{list(arr.shape)}"
+        if isinstance(value, (int, float, bool, str)) or value is None:
+            return value
+        if isinstance(value, (list, tuple)):
+            return [self._describe(v) for v in value]
+        return type(value).__name__
+
+    def add(self, file: str, line: int, api: str, args: list[Any], out: Any) -> None:
+        outs = self._tensors(out)
+        if not outs or api.endswith(("__getattr__", "__getattribute__")):
+            return
+        last = self.groups[-1] if self.groups else None
+        if last is None or (last.file, last.line) != (file, line):
+            last = Group(file, line, args=[self._describe(a) for a in args])
+            self.groups.append(last)
+        elif isinstance(last.output, np.ndarray):
+            self.kept -= last.output.nbytes
+        for t in self._tensors(args):
+            if id(t) not in last.seen and (kept := self._keep(t)) is not None:
+                last.inputs.append(kept)
+            last.seen.add(id(t))
+        last.seen |= {id(t) for t in outs}
+        last.calls.append(api)
+        last.output = self._keep(outs[0])
+        arr = self.to_numpy(outs[0])
+        last.out_summary = stats(arr) if arr is not None else None
+
+
+def user_files(objects: list[Any], framework_dir: str) -> set[str]:
+    """The source files of the model's own classes (not the framework's), as code objects name them."""
+    files: set[str] = set()
+    for cls in {type(obj) for obj in objects}:
+        for value in vars(cls).values():
+            name = getattr(getattr(value, "__code__", None), "co_filename", None)
+            real = os.path.realpath(name) if name is not None else framework_dir
+            if name is not None and not real.startswith(framework_dir) and not _is_helper(real):
+                files |= {name, real}
+    return files
+
+
+# Helpers torch2ms writes or ships (vendored runtime, generated torchvision): library code, not the user's.
+HELPER_PACKAGES = ("torch2ms_runtime", "torchvision_ms", "torch2ms/runtime")
+
+
+def _is_helper(path: str) -> bool:
+    text = "/" + Path(path).as_posix()
+    return any(f"/{name}/" in text for name in HELPER_PACKAGES)
+
+
+def _user_cell_call(frame: Any, files: set[str]) -> bool:
+    """A Cell.__call__ of a cell whose construct is the user's: its calls are recorded line by line."""
+    if frame.f_code.co_name != "__call__":
+        return False
+    construct = getattr(type(frame.f_locals.get("self")), "construct", None)
+    return getattr(getattr(construct, "__code__", None), "co_filename", None) in files
+
+
+def raised_at(exc: BaseException, files: set[str]) -> tuple[str, int] | None:
+    """The last user-file frame of the exception's traceback."""
+    where, tb = None, exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename in files:
+            where = (os.path.realpath(tb.tb_frame.f_code.co_filename), tb.tb_lineno)
+        tb = tb.tb_next
+    return where
+
+
+def _user_frame(files: set[str]) -> tuple[str, int] | None:
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code.co_filename in files:
+            return os.path.realpath(frame.f_code.co_filename), frame.f_lineno
+        frame = frame.f_back  # type: ignore[assignment]
+    return None
+
+
+def record_torch(model: Any, inputs: list[np.ndarray], max_bytes: int) -> tuple[Recorder, dict[str, Any] | None]:
+    """One torch forward under a TorchFunctionMode: (the recorder, the error if it raised)."""
+    import torch
+    from torch.overrides import TorchFunctionMode, resolve_name
+
+    files = user_files(list(model.modules()), os.path.dirname(os.path.realpath(torch.__file__)))
+
+    def to_numpy(v: Any) -> np.ndarray | None:
+        return v.detach().cpu().numpy().copy() if isinstance(v, torch.Tensor) else None
+
+    rec = Recorder(to_numpy, max_bytes)
+
+    class Mode(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            where = _user_frame(files)
+            if where is not None:
+                api = resolve_name(func) or getattr(func, "__name__", str(func))
+                rec.add(where[0], where[1], api, [*args, *(kwargs or {}).values()], out)
+            return out
+
+    error = None
+    with torch.no_grad(), Mode():
+        try:
+            model(*[torch.from_numpy(np.array(x)) for x in inputs])
+        except Exception as exc:  # noqa: BLE001 - reported next to the calls that ran
+            error = {"error": f"{type(exc).__name__}: {exc}", "at": raised_at(exc, files)}
+    return rec, error
+
+
+_SKIP_METHODS = {"__init__", "__new__", "__getattribute__", "__setattr__", "__delattr__", "__repr__", "__str__"}
+_SKIP_METHODS |= {"__hash__", "__init_subclass__", "__reduce__", "__reduce_ex__", "__sizeof__", "__format__"}
+_SKIP_METHODS |= {"__dir__", "__subclasshook__", "__class__", "asnumpy", "asnumpy_of_slice_persistent_data"}
+
+
+def _wrap(name: str, orig: Any) -> Callable[..., Any]:
+    def method(*args: Any, _t2m_api: str = name, **kwargs: Any) -> Any:
+        return orig(*args, **kwargs)
+
+    method.__name__ = method.__qualname__ = name
+    return method
+
+
+def _wrap_tensor_methods(tensor_cls: type) -> list[str]:
+    """Give every C-level method of Tensor a Python wrapper; return the names to delete afterwards."""
+    added = []
+    for base in tensor_cls.__mro__[1:-1]:
+        for name, value in vars(base).items():
+            if name in _SKIP_METHODS or name in vars(tensor_cls) or type(value).__name__ != "method_descriptor":
+                continue
+            setattr(tensor_cls, name, _wrap(name, value))
+            added.append(name)
+    return added
+
+
+def record_ms(net: Any, inputs: list[np.ndarray], max_bytes: int) -> tuple[Recorder, dict[str, Any] | None, bool]:
+    """One PyNative MindSpore forward under a profiler: (recorder, error, switched from GRAPH_MODE)."""
+    import mindspore as ms
+
+    switched = ms.get_context("mode") != ms.PYNATIVE_MODE
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    files = user_files([c for _n, c in net.cells_and_names()], _ms_dir(ms))
+
+    def to_numpy(v: Any) -> np.ndarray | None:
+        return v.asnumpy().copy() if isinstance(v, ms.Tensor) else None
+
+    rec = Recorder(to_numpy, max_bytes)
+    open_calls: dict[int, tuple[str, int, str, list[Any]]] = {}
+    wrapper_code = _wrap("x", None).__code__
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event == "call":
+            back = frame.f_back
+            if back is None or frame.f_code.co_filename in files or back.f_code.co_filename not in files:
+                return
+            if _user_cell_call(frame, files):
+                return
+            code = frame.f_code
+            if code is wrapper_code:
+                api, args = "Tensor." + frame.f_locals["_t2m_api"], list(frame.f_locals["args"])
+            else:
+                api = f"{frame.f_globals.get('__name__', '')}.{code.co_qualname}"
+                args = list(frame.f_locals.values())
+            open_calls[id(frame)] = (back.f_code.co_filename, back.f_lineno, api, args)
+        elif event == "return" and id(frame) in open_calls:
+            file, line, api, args = open_calls.pop(id(frame))
+            rec.add(os.path.realpath(file), line, api, args, arg)
+
+    added = _wrap_tensor_methods(ms.Tensor)
+    net.set_train(False)
+    error = None
+    sys.setprofile(profile)
+    try:
+        net(*[ms.Tensor(np.array(x)) for x in inputs])
+    except Exception as exc:  # noqa: BLE001 - reported with the line that raised
+        error = {"error": f"{type(exc).__name__}: {exc}", "at": raised_at(exc, files)}
+    finally:
+        sys.setprofile(None)
+        for name in added:
+            delattr(ms.Tensor, name)
+    return rec, error, switched
+
+
+def _ms_dir(ms: Any) -> str:
+    return os.path.dirname(os.path.realpath(ms.__file__))

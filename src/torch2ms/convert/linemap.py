@@ -1,0 +1,105 @@
+"""The line map ``convert`` writes into OUT: each converted line back to its original line, and the
+KB entries the converter used on that original line (``compare --api`` names lines with it).
+
+Format (``torch2ms-linemap.json``)::
+
+    {"version": 1, "source": "/abs/path/of/SRC",
+     "files": {"pkg/model.py": {"lines": {"12": 13, ...},            # converted line -> original line
+                                "kb": {"13": [{"api": "torch.nn.functional.gelu", "note": "..."}]}}}}
+
+The converter's output itself is untouched; the map is computed from the two texts (matching lines
+first, then the changed runs between them line by line) and from the changes the converter recorded.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+LINEMAP_JSON = "torch2ms-linemap.json"
+_MARK = "# torch2ms:"
+
+
+def line_map(original: str, converted: str) -> dict[int, int]:
+    """Converted line number → original line number (1-based); lines the converter added are absent."""
+    a, b = [s.strip() for s in original.splitlines()], [s.strip() for s in converted.splitlines()]
+    out: dict[int, int] = {}
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            out.update({j1 + k + 1: i1 + k + 1 for k in range(j2 - j1)})
+        elif tag == "replace":
+            out.update({j + 1: i + 1 for j, i in _similar_lines(a, b, i1, i2, j1, j2).items()})
+    return out
+
+
+_MAX_CELLS = 40_000  # a changed run larger than this is mapped proportionally
+
+
+def _similar_lines(a: list[str], b: list[str], i1: int, i2: int, j1: int, j2: int) -> dict[int, int]:
+    """Inside a run of changed lines: the monotone pairing with the most similar text (a small dynamic
+    programme over character similarity); a converted line left unpaired (an added statement, or the
+    continuation of an expanded one) takes the original line of the paired line above it."""
+    n, m = i2 - i1, j2 - j1
+    if n * m > _MAX_CELLS:
+        return {j: i1 + min(n - 1, (j - j1) * n // m) for j in range(j1, j2) if not b[j].startswith(_MARK)}
+    score = [[0.0] * (m + 1) for _ in range(n + 1)]
+    for i in range(1, n + 1):
+        for j in range(1, m + 1):
+            ratio = difflib.SequenceMatcher(None, a[i1 + i - 1], b[j1 + j - 1]).ratio()
+            pair = score[i - 1][j - 1] + ratio if ratio >= 0.4 else -1.0
+            score[i][j] = max(score[i - 1][j], score[i][j - 1], pair)
+    pairs: dict[int, int] = {}
+    i, j = n, m
+    while i and j:
+        if score[i][j] == score[i - 1][j]:
+            i -= 1
+        elif score[i][j] == score[i][j - 1]:
+            j -= 1
+        else:
+            pairs[j1 + j - 1] = i1 + i - 1
+            i, j = i - 1, j - 1
+    _fill_gaps(pairs, i1, i2, j1, j2)
+    out, last = {}, None
+    for jj in range(j1, j2):
+        last = pairs.get(jj, last)
+        if last is not None and not b[jj].startswith(_MARK):
+            out[jj] = last
+    return out
+
+
+def _fill_gaps(pairs: dict[int, int], i1: int, i2: int, j1: int, j2: int) -> None:
+    """Between two paired lines, the unpaired lines of each side pair up in order (a statement the
+    converter rewrote beyond recognition sits where its original sat)."""
+    fences = [(i1 - 1, j1 - 1)] + sorted((i, j) for j, i in pairs.items()) + [(i2, j2)]
+    for (ia, ja), (ib, jb) in zip(fences, fences[1:]):
+        for i, j in zip(range(ia + 1, ib), range(ja + 1, jb)):
+            pairs[j] = i
+
+
+def _kb_by_line(changes: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, str]]]:
+    kb: dict[str, list[dict[str, str]]] = {}
+    for change in changes:
+        if change.get("line") and change.get("action") != "not-converted":
+            kb.setdefault(str(change["line"]), []).append({"api": change["api"], "note": change.get("note", "")})
+    return kb
+
+
+def write_line_map(tmp: Path, base: Path, files: Iterable[Any]) -> None:
+    """Write LINEMAP_JSON into TMP (the OUT being built) for every converted file of ``files``."""
+    entries: dict[str, Any] = {}
+    for result in files:
+        if not result.changed or result.error:
+            continue
+        try:
+            original = (base / result.path).read_text(encoding="utf-8", errors="replace")
+            converted = (tmp / result.path).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        lines = line_map(original, converted)
+        entries[result.path] = {"lines": {str(k): v for k, v in lines.items()}, "kb": _kb_by_line(result.changes)}
+    data = {"version": 1, "source": str(base.resolve()), "files": entries}
+    (tmp / LINEMAP_JSON).write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
