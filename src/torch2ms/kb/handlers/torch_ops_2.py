@@ -314,7 +314,7 @@ def csr_tensor(bound: dict[str, str], receiver: str | None, entry: Entry) -> str
 
 # ---- torch.linalg ---------------------------------------------------------------------------
 
-_SCIPY_LINALG = "__import__('mindspore' + '.scipy.linalg', fromlist=['linalg'])"  # not loaded by `import mindspore`
+_SCIPY_LINALG = "mindspore.scipy.linalg"  # not loaded by `import mindspore`: the short name imports it
 # LAPACK's info: 0, or the 1-based index of the first zero on U's diagonal (a singular factor).
 _LU_INFO = (
     "(lambda z: mindspore.ops.where(z.any(-1), z.astype(mindspore.int32).argmax(-1) + 1, 0).astype(mindspore.int32))"
