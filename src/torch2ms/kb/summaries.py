@@ -71,7 +71,7 @@ SUMMARIES = (
     N_("torch GELU approximate='none'|'tanh' → MindSpore approximate=False|True."),
     N_("Softmax/LogSoftmax/Softmin dim → axis; an omitted dim is torch's legacy implicit dim."),
     N_('nn.ELU on CPU only accepts alpha=1.0 ("In Elu, alpha must be 1.0f").'),
-    N_("nn.CrossEntropyLoss → WithLossCell(LogSoftmax(axis=1), NLLLoss(...))."),
+    N_("nn.CrossEntropyLoss → MindSpore's nn.CrossEntropyLoss taking int64 labels (runtime CrossEntropyLoss)."),
     N_("nn.TripletMarginLoss → nn.TripletMarginWithDistanceLoss (default distance = pairwise L2, eps 1e-6)."),
     N_("rnn.pad_sequence → pad every tensor's first dim to the longest with ops.pad, then ops.stack."),
     N_("rnn.unpad_sequence → a list of slices of the padded batch, one per length."),

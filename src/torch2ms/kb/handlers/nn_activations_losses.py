@@ -75,25 +75,15 @@ def _kw(bound: dict[str, str], entry: Entry, names: list[str]) -> list[str]:
 
 @handler
 def cross_entropy(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
-    """nn.CrossEntropyLoss → WithLossCell(LogSoftmax(axis=1), NLLLoss(...)).
+    """nn.CrossEntropyLoss → MindSpore's nn.CrossEntropyLoss taking int64 labels (runtime CrossEntropyLoss).
 
-    MindSpore's nn.CrossEntropyLoss rejects int64 class labels (``the 'labels' should be Int32``) and
-    the module call ``criterion(logits, labels)`` is not rewritten, so the target must take torch's
-    int64 labels as they are: log-softmax over the class axis followed by nn.NLLLoss (which accepts
-    int64) is the same function, keeps weight/ignore_index (default -100) and K-dimensional inputs.
+    MindSpore's nn.CrossEntropyLoss equals torch's (weight, ignore_index, reduction, label_smoothing,
+    probability targets, K-dimensional inputs) but rejects int64 class labels, and the criterion's call
+    ``criterion(logits, labels)`` is the user's: the runtime subclass casts them to int32 there.
     """
     _legacy_reduction(bound, entry)
-    ls = bound.get("label_smoothing")
-    if ls is not None and literal(ls) not in (0, 0.0):
-        raise Unsupported(
-            _(
-                "CrossEntropyLoss(label_smoothing=...): call mindspore.ops.cross_entropy(logits, labels, weight, "
-                "ignore_index, reduction, label_smoothing) in construct() (it accepts int64 labels), or use "
-                "nn.CrossEntropyLoss(label_smoothing=...) with labels.astype(mindspore.int32) at the call"
-            )
-        )
-    kws = _kw(bound, entry, ["weight", "ignore_index", "reduction"])
-    return f"mindspore.nn.WithLossCell(mindspore.nn.LogSoftmax(axis=1), mindspore.nn.NLLLoss({', '.join(kws)}))"
+    kws = _kw(bound, entry, ["weight", "ignore_index", "reduction", "label_smoothing"])
+    return f"torch2ms.runtime.CrossEntropyLoss({', '.join(kws)})"
 
 
 @handler
