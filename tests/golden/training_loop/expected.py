@@ -4,7 +4,7 @@ import mindspore as ms
 from mindspore import nn, ops
 import mindspore.dataset as ds
 from mindspore.experimental import optim
-from torch2ms.runtime import CrossEntropyLoss, ckpt_path
+from torch2ms.runtime import CrossEntropyLoss, ckpt_path, load_param_into_net_strict
 
 
 class Classifier(nn.Cell):
@@ -61,10 +61,7 @@ def train(epochs: int = 2, device: str = "cpu"):
     model.set_train(False)
     accuracy = (model(x).argmax(axis=1, keepdims=False) == y).float().mean().item()
     ms.save_checkpoint(model, ckpt_path("classifier.pt"))
-    param_not_load, ckpt_not_load = ms.load_param_into_net(model, ms.load_checkpoint(ckpt_path("classifier.pt")))
-    if param_not_load or ckpt_not_load:  # torch2ms: torch's strict load_state_dict raises too
-        raise RuntimeError(f"checkpoint does not match model: not loaded {param_not_load}, "
-                           f"unexpected {ckpt_not_load}")
+    load_param_into_net_strict(model, ms.load_checkpoint(ckpt_path("classifier.pt")))
     return accuracy
 
 
