@@ -73,7 +73,7 @@ SUMMARIES = (
     N_('nn.ELU on CPU only accepts alpha=1.0 ("In Elu, alpha must be 1.0f").'),
     N_("nn.CrossEntropyLoss → MindSpore's nn.CrossEntropyLoss taking int64 labels (runtime CrossEntropyLoss)."),
     N_("nn.TripletMarginLoss → nn.TripletMarginWithDistanceLoss (default distance = pairwise L2, eps 1e-6)."),
-    N_("rnn.pad_sequence → pad every tensor's first dim to the longest with ops.pad, then ops.stack."),
+    N_("rnn.pad_sequence → the runtime pad_sequence (ops.pad of every tensor to the longest, then ops.stack)."),
     N_("rnn.unpad_sequence → a list of slices of the padded batch, one per length."),
     N_("get_total_norm → the vector norm of the per-tensor vector norms (ops.vector_norm)."),
     # kb/handlers/nn_functional.py

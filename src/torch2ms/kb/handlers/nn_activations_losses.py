@@ -115,31 +115,21 @@ def _bool_arg(bound: dict[str, str], name: str, default: bool) -> bool | str:
 
 @handler
 def pad_sequence(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
-    """rnn.pad_sequence → pad every tensor's first dim to the longest with ops.pad, then ops.stack.
+    """rnn.pad_sequence → the runtime pad_sequence (ops.pad of every tensor to the longest, then ops.stack).
 
-    MindSpore has no pad_sequence; ops.pad's padding tuple starts from the last dim, as in torch.
+    MindSpore has no pad_sequence; a padding side other than a literal 'left'/'right' is refused here.
     """
     if "sequences" not in bound:
         raise Unsupported(_("pad_sequence needs sequences"))
-    bf = _bool_arg(bound, "batch_first", False)
-    axis = ("0" if bf else "1") if isinstance(bf, bool) else f"0 if {bf} else 1"
-    pv = bound.get("padding_value", "0.0")
     side = literal(bound.get("padding_side", "'right'"))
-    n = "max(_u.shape[0] for _u in _s)"
-    if side == "right":
-        pad = f"(0, {n} - _t.shape[0])"
-    elif side == "left":
-        pad = f"({n} - _t.shape[0], 0)"
-    else:
+    if side not in ("right", "left"):
         raise Unsupported(
             _("pad_sequence(padding_side={padding_side}) must be 'left' or 'right'").format(
                 padding_side=bound.get("padding_side")
             )
         )
-    return (
-        "(lambda _s: mindspore.ops.stack([mindspore.ops.pad(_t, (0, 0) * (_t.ndim - 1) + "
-        f"{pad}, value={pv}) for _t in _s], axis={axis}))(list({bound['sequences']}))"
-    )
+    kws = _kw(bound, entry, ["batch_first", "padding_value"]) + (["padding_side='left'"] if side == "left" else [])
+    return f"torch2ms.runtime.pad_sequence({', '.join([bound['sequences'], *kws])})"
 
 
 @handler
