@@ -9,6 +9,7 @@ import mindspore as ms
 
 __all__ = ["with_int64_indices"]
 
+
 def with_int64_indices(pair: Any) -> Any:
     """``(values, indices)`` of a MindSpore op with the indices cast to int64, as torch returns them."""
     values, indices = pair
