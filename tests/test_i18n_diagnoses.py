@@ -348,7 +348,10 @@ def test_convert_report_md_in_chinese(tmp_path):
         "个 Python 文件" in report and "（转换率 " in report and "| 文件 | 已转换 | 需复核 | 未转换 | 错误 |" in report
     )
     assert "## 需要人工处理" in report and "| 位置 | API | 操作 | 原因 |" in report
-    assert "生成：torch2ms_runtime/：转换后的代码用到的 torch2ms.runtime 辅助函数（ckpt_path）" in report
+    assert (
+        "生成：torch2ms_runtime/：转换后的代码用到的 torch2ms.runtime 辅助函数（ckpt_path, load_param_into_net_strict）"
+        in report
+    )
     en = _run(["convert", "train.py", "-o", "out_en"], tmp_path, "en")
     assert en.returncode == 0, en.stderr
     english = (tmp_path / "out_en" / "torch2ms-report.md").read_text(encoding="utf-8")

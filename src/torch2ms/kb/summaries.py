@@ -242,7 +242,7 @@ SUMMARIES = (
     N_("torch.randint(high, size) / (low, high, size) → ops.randint(low, high, size), low 0 when omitted."),
     N_("torch.randint_like(input, high) or (input, low, high); keeps the input's dtype like torch."),
     N_("torch.normal(mean, std[, size]) → mindspore.ops.normal(shape, mean, stddev)."),
-    N_("torch.finfo / iinfo(dtype) → numpy.finfo / iinfo of the matching numpy dtype (float32 when omitted)."),
+    N_("torch.finfo / iinfo(dtype) → the runtime helper of that name (numpy's finfo / iinfo of the matching dtype)."),
     N_("torch.bernoulli(input) draws with probabilities input; ops.bernoulli's p defaults to 0.5."),
     N_("torch.FloatTensor(data) → mindspore.Tensor(input_data=data, dtype=mindspore.float32)."),
     N_("torch.atleast_2d(x) / atleast_2d(x, y) → ops.atleast_2d(x) / ops.atleast_2d([x, y])."),
