@@ -220,7 +220,9 @@ def test_r11_optimizer_leaves_batchnorm_statistics_alone(tmp_path, mode):
 def test_r11_generated_step_is_readable_and_torch_free():
     res = convert_source(SGD_LOOP)
     code = res.code
-    assert not re.search(r"^\s*(import torch|from torch|.*\.backward\(\)\s*$)", code, re.M)
+    assert not re.search(
+        r"^\s*(import torch\b|from torch[. ]|.*\.backward\(\)\s*$)", code, re.M
+    )  # (torch2ms.runtime is not torch)
     assert "scheduler.step()" in code and not re.search(r"^\s*optimizer\.step\(\)", code, re.M)
     assert "def forward_fn(images, labels):" in code
     assert "grad_fn = ms.value_and_grad(forward_fn, None, optimizer.parameters, has_aux=True)" in code
@@ -347,8 +349,7 @@ def test_r18_checkpoint_round_trip_and_missing_parameter_raises(tmp_path):
     res = convert_source(CKPT)
     code = res.code
     assert "ms.save_checkpoint(model, ckpt_path(path))" in code
-    assert "param_not_load, ckpt_not_load = ms.load_param_into_net(model, ms.load_checkpoint(ckpt_path(path)))" in code
-    assert "raise RuntimeError" in code
+    assert "load_param_into_net_strict(model, ms.load_checkpoint(ckpt_path(path)))" in code
     (tmp_path / "ckpt_ms.py").write_text(code, encoding="utf-8")
     mod = _load(tmp_path / "ckpt_ms.py", "t2m_tr_ckpt")
     try:
@@ -371,5 +372,5 @@ def test_r11_example_train_loop_converts_cleanly():
     src = (Path(__file__).resolve().parents[1] / "examples" / "train_loop" / "train.py").read_text()
     res = convert_source(src)
     assert not res.error and "not converted" not in res.code
-    assert "train_step = TrainStep()" in res.code and "ms.load_param_into_net(model" in res.code
+    assert "train_step = TrainStep()" in res.code and "load_param_into_net_strict(model" in res.code
     compile(res.code, "train.py", "exec")

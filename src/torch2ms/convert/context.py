@@ -31,12 +31,6 @@ from .recorder import ChangeRecorder
 from .traversal import Traversal
 
 
-@functools.lru_cache(maxsize=8192)
-def _parse_expression(source: str) -> cst.BaseExpression:
-    """Parsed once per distinct text: libcst nodes are immutable, so one node may sit in many places."""
-    return cst.parse_expression(source)
-
-
 @functools.lru_cache(maxsize=4)
 def _module_facts(tree: ast.Module) -> tuple[frozenset[str], dict]:
     """The module-level int names and dataclass int fields, once per file (not once per function)."""
@@ -136,7 +130,7 @@ class RewriteContext(Traversal, ChangeRecorder):
 
     def parse_ms(self, source: str) -> cst.BaseExpression:
         """An expression written with full ``mindspore.``/``torch2ms.runtime.`` names, shortened."""
-        return _parse_expression(self.names.shorten(source))
+        return self.names.parse(source)
 
     def source_of(self, node: cst.CSTNode) -> str:
         """The stripped source text of a node, generated once per node (a method call's arguments are

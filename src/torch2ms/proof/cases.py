@@ -91,6 +91,7 @@ def case_owners(raw_inputs: dict[str, Any]) -> Owners:
 
 def _sides(raw_inputs: dict[str, Any]) -> _Sides:
     import mindspore as ms
+    import mindspore.scipy.linalg  # what `from mindspore.scipy import linalg` loads in converted code
     import torch
 
     import torch2ms.runtime

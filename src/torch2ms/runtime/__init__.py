@@ -49,6 +49,22 @@ def as_parameters(state: Any) -> dict[str, Any]:
     }
 
 
+def load_param_into_net_strict(net: Any, params: Any) -> None:
+    """``mindspore.load_param_into_net`` that raises as torch's strict ``load_state_dict`` does when a
+    parameter of ``net`` gets no value or the checkpoint holds one ``net`` has not: MindSpore's returns
+    both lists and loads the rest, a silent partial load."""
+    import mindspore as ms
+
+    missing, unexpected = ms.load_param_into_net(net, params)
+    if missing or unexpected:
+        errors = [
+            f"{what} key(s) in state_dict: " + ", ".join(f'"{k}"' for k in keys) + ". "
+            for what, keys in (("Missing", missing), ("Unexpected", unexpected))
+            if keys
+        ]
+        raise RuntimeError(f"Error(s) in loading state_dict for {type(net).__name__}:\n\t" + "\n\t".join(errors))
+
+
 def add_module(cell: Any, name: str, child: Any) -> None:
     """torch ``Module.add_module``: also appends to a SequentialCell's run order, as torch does."""
     import mindspore

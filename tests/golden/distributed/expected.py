@@ -7,6 +7,7 @@ import mindspore as ms
 from mindspore import nn, ops
 import mindspore.dataset as ds
 from mindspore.experimental import optim
+from torch2ms.runtime import CrossEntropyLoss
 
 
 def worker(rank: int, world_size: int):
@@ -20,7 +21,7 @@ def worker(rank: int, world_size: int):
     loader = ds.NumpySlicesDataset(tuple(t.asnumpy() for t in data.tensors), column_names=['data', 'label'], sampler=sampler).batch(4, drop_remainder=False)
     model = nn.Dense(8, 2)
     optimizer = optim.SGD(model.trainable_params(), lr=0.1)
-    loss_fn = nn.WithLossCell(nn.LogSoftmax(axis=1), nn.NLLLoss())
+    loss_fn = CrossEntropyLoss()
 
     model.set_train(True)  # torch2ms: a torch module starts in training mode, a MindSpore cell does not
 

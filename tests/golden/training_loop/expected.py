@@ -1,21 +1,19 @@
 """A small classifier trained with SGD and a step schedule (golden input: written for torch2ms)."""
 
 import mindspore as ms
-from mindspore import ops
+from mindspore import nn, ops
 import mindspore.dataset as ds
 from mindspore.experimental import optim
-from torch2ms.runtime import ckpt_path
-# torch2ms: torch import kept: unconverted code still uses it
-import torch.nn as nn
+from torch2ms.runtime import CrossEntropyLoss, ckpt_path, load_param_into_net_strict
 
 
-class Classifier(ms.nn.Cell):
+class Classifier(nn.Cell):
     def __init__(self, n_in: int = 16, n_hidden: int = 32, n_classes: int = 4):
         super().__init__()
-        self.fc1 = ms.nn.Dense(n_in, n_hidden)
-        self.bn = ms.nn.BatchNorm1d(n_hidden, momentum=0.95)
-        self.drop = ms.nn.Dropout(p=0.2)
-        self.fc2 = ms.nn.Dense(n_hidden, n_classes)
+        self.fc1 = nn.Dense(n_in, n_hidden)
+        self.bn = nn.BatchNorm1d(n_hidden, momentum=0.95)
+        self.drop = nn.Dropout(p=0.2)
+        self.fc2 = nn.Dense(n_hidden, n_classes)
 
     def construct(self, x):
         x = ops.relu(self.bn(self.fc1(x)))  # 隐藏层
@@ -28,8 +26,7 @@ def train(epochs: int = 2, device: str = "cpu"):
     y = ops.randint(0, 4, (64,))
     loader = ds.NumpySlicesDataset((x.asnumpy(), y.asnumpy()), column_names=['data', 'label'], shuffle=True).batch(16, drop_remainder=True)
     model = Classifier()
-    # torch2ms: not converted — torch.nn.CrossEntropyLoss: CrossEntropyLoss(label_smoothing=...): call mindspore.ops.cross_entropy(logits, labels, weight, ignore_index, reduction, label_smoothing) in construct() (it accepts int64 labels), or use nn.CrossEntropyLoss(label_smoothing=...) with labels.astype(mindspore.int32) at the call
-    criterion = nn.CrossEntropyLoss(label_smoothing=0.1)
+    criterion = CrossEntropyLoss(label_smoothing=0.1)
     optimizer = optim.SGD(model.trainable_params(), lr=0.1, momentum=0.9, weight_decay=1e-4)
     scheduler = optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5)
 
@@ -41,7 +38,7 @@ def train(epochs: int = 2, device: str = "cpu"):
 
     grad_fn = ms.value_and_grad(forward_fn, None, optimizer.parameters, has_aux=True)
 
-    class TrainStep(ms.nn.Cell):
+    class TrainStep(nn.Cell):
         """Forward, loss.backward() and optimizer.step() of the torch loop as one Cell."""
 
         # One compiled graph per step in PyNative too (MS_JIT=0 runs it op by op for debugging).
@@ -64,10 +61,7 @@ def train(epochs: int = 2, device: str = "cpu"):
     model.set_train(False)
     accuracy = (model(x).argmax(axis=1, keepdims=False) == y).float().mean().item()
     ms.save_checkpoint(model, ckpt_path("classifier.pt"))
-    param_not_load, ckpt_not_load = ms.load_param_into_net(model, ms.load_checkpoint(ckpt_path("classifier.pt")))
-    if param_not_load or ckpt_not_load:  # torch2ms: torch's strict load_state_dict raises too
-        raise RuntimeError(f"checkpoint does not match model: not loaded {param_not_load}, "
-                           f"unexpected {ckpt_not_load}")
+    load_param_into_net_strict(model, ms.load_checkpoint(ckpt_path("classifier.pt")))
     return accuracy
 
 

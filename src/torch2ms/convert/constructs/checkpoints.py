@@ -1,8 +1,9 @@
 """Checkpoint statements (R18), a construct stage on the libcst tree.
 
 ``torch.save(m.state_dict(), p)`` → ``mindspore.save_checkpoint(m, torch2ms.runtime.ckpt_path(p))``;
-``m.load_state_dict(sd)`` → ``mindspore.load_param_into_net(m, sd)`` and a check that raises when
-anything is left unloaded (torch's strict load raises too), never a silent partial load. The
+``m.load_state_dict(sd)`` → ``torch2ms.runtime.load_param_into_net_strict(m, sd)``, which raises when
+anything is left unloaded (torch's strict load raises too), never a silent partial load; ``strict=False``
+→ ``mindspore.load_param_into_net(m, sd)``. The
 arguments stay the user's torch code: the rewrite stage converts them (``torch.load(p)`` →
 ``mindspore.load_checkpoint(...)``). Only statements that own their line are rewritten
 (``a; m.load_state_dict(sd)`` is left to the per-call rules). A whole model saved and loaded
@@ -24,7 +25,7 @@ from ...analysis.astwalk import is_method_call, nodes
 from ...analysis.imports import ImportMap
 from ...i18n import N_, _
 from .. import generated
-from ..changes import MARK, review_mark
+from ..changes import review_mark
 from ..construct import Construct
 from ..cstutil import Statement, code
 from ..state import FileState
@@ -34,9 +35,8 @@ CALLS = frozenset({"save", "load_state_dict"})
 NAME = "checkpoints"
 
 SAVE = "mindspore.save_checkpoint({model}, torch2ms.runtime.ckpt_path({path}))\n"
-LOAD = "{missing}, {unexpected} = mindspore.load_param_into_net({model}, {state})\n"
-STRICT = "if {missing} or {unexpected}:  " + MARK + " {note}\n    raise RuntimeError({message})\n"
-STRICT_NOTE = N_("torch's strict load_state_dict raises too")
+LOAD = "mindspore.load_param_into_net({model}, {state})\n"
+LOAD_STRICT = "torch2ms.runtime.load_param_into_net_strict({model}, {state})\n"
 NO_MODEL_NOTE = N_(
     "{name} is a whole model pickled by torch.save, but a MindSpore checkpoint holds parameters only: "
     "build the model class first ({name} = MyModel(...)), then "
@@ -89,8 +89,8 @@ class _Checkpoints(cst.CSTTransformer):
         classes = state.facts.module_classes if state.facts is not None else {}
         self.model_loads = whole_model_loads(state.tree, state.imap, classes, state.kb)
         self.rewritten = 0
-        # Fresh names for each load, given in ast.walk order (breadth first), as they always were.
-        self.load_names: dict[int, tuple[str, str]] = {}
+        # The loads rewritten: statements that own their line (a scheduler's load_state_dict is not a model's).
+        self.loads: set[int] = set()
         self.current: ast.Expr | None = None
         lines = state.source.splitlines()
         # Lines of the candidate statements: a compound statement around none of them is not entered.
@@ -102,12 +102,11 @@ class _Checkpoints(cst.CSTTransformer):
         )
         for n in nodes(state.tree):
             if isinstance(n, ast.Assign) and self.model_loads.get(id(n)) == BUILT and _owns_line(n, lines):
-                self.load_names[id(n)] = (state.fresh_name("param_not_load"), state.fresh_name("ckpt_not_load"))
+                self.loads.add(id(n))
             if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call) and is_method_call(n.value, "load_state_dict"):
                 owner = ast.unparse(n.value.func.value)  # type: ignore[attr-defined]
                 if n.value.args and owner not in self.schedulers and _owns_line(n, lines):
-                    missing, unexpected = state.fresh_name("param_not_load"), state.fresh_name("ckpt_not_load")
-                    self.load_names[id(n)] = (missing, unexpected)
+                    self.loads.add(id(n))
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         # Only the way down to statements: blocks and the compound statements that hold a candidate.
@@ -153,22 +152,14 @@ class _Checkpoints(cst.CSTTransformer):
         """``model = torch.load(f)``: loaded into the model built here, else marked for a person."""
         assign = original.body[0]
         assert isinstance(assign, cst.Assign) and isinstance(node.targets[0], ast.Name)
-        name, names = node.targets[0].id, self.load_names.get(id(node))
-        if names is None:  # used as a model, never built here: a person builds the class
+        name = node.targets[0].id
+        if id(node) not in self.loads:  # used as a model, never built here: a person builds the class
             note = _(NO_MODEL_NOTE).format(name=name)
             self.state.record("torch.load", "review", note, node.lineno)
             mark = cst.EmptyLine(comment=cst.Comment(review_mark("torch.load", note)))
             self.rewritten += 1
             return original.with_changes(leading_lines=[*original.leading_lines, mark])
-        missing, unexpected = cst.Name(names[0]), cst.Name(names[1])
-        model = cst.Name(name)
-        refs = self.state.generated
-        stmts = generated.statements(
-            LOAD, refs, missing=missing, unexpected=unexpected, model=model, state=assign.value
-        )
-        message = _mismatch_message(name, missing.value, unexpected.value)
-        strict_check = STRICT.replace("{note}", _(STRICT_NOTE))
-        stmts += generated.statements(strict_check, refs, missing=missing, unexpected=unexpected, message=message)
+        stmts = generated.statements(LOAD_STRICT, self.state.generated, model=cst.Name(name), state=assign.value)
         note = _("whole model loaded into the {name} this script builds (load_param_into_net)").format(name=name)
         self.state.record("torch.load", "converted", note, node.lineno)
         stmts[0] = stmts[0].with_changes(leading_lines=original.leading_lines)
@@ -202,22 +193,16 @@ class _Checkpoints(cst.CSTTransformer):
         if code(owner).strip() in self.schedulers:
             return None
         strict = next((ast.unparse(k.value) for k in node.keywords if k.arg == "strict"), "True")
-        names = self.load_names.get(id(self.current))
-        if names is None:
+        if id(self.current) not in self.loads:
             return None
-        missing, unexpected = cst.Name(names[0]), cst.Name(names[1])
         state_dict: cst.BaseExpression = call.args[0].value
         if not (isinstance(node.args[0], ast.Call) and self._resolve(node.args[0].func) == "torch.load"):
             # load_param_into_net takes Parameters only; torch also takes plain tensors.
             state_dict = generated.expression(
                 "torch2ms.runtime.as_parameters({sd})", self.state.generated, sd=state_dict
             )
-        refs = self.state.generated
-        stmts = generated.statements(LOAD, refs, missing=missing, unexpected=unexpected, model=owner, state=state_dict)
-        if strict != "False":
-            message = _mismatch_message(code(owner).strip(), missing.value, unexpected.value)
-            strict_check = STRICT.replace("{note}", _(STRICT_NOTE))  # the mark in the current language
-            stmts += generated.statements(strict_check, refs, missing=missing, unexpected=unexpected, message=message)
+        template = LOAD if strict == "False" else LOAD_STRICT
+        stmts = generated.statements(template, self.state.generated, model=owner, state=state_dict)
         self.state.record(
             "torch.nn.Module.load_state_dict",
             "converted",
@@ -225,28 +210,6 @@ class _Checkpoints(cst.CSTTransformer):
             node.lineno,
         )
         return stmts
-
-
-def _mismatch_message(owner: str, missing: str, unexpected: str) -> cst.BaseExpression:
-    """``f"checkpoint does not match {owner}: not loaded {missing}, " f"unexpected {unexpected}"``,
-    the second part on its own line, under the first; in the language of the run (it is the user's code)."""
-    owner = owner.replace("\\", "\\\\").replace('"', '\\"').replace("{", "{{").replace("}", "}}")
-    first = cst.FormattedString(
-        [
-            cst.FormattedStringText(_("checkpoint does not match {owner}: not loaded ").format(owner=owner)),
-            cst.FormattedStringExpression(cst.Name(missing)),
-            cst.FormattedStringText(", "),
-        ]
-    )
-    second = cst.FormattedString(
-        [cst.FormattedStringText(_("unexpected ")), cst.FormattedStringExpression(cst.Name(unexpected))]
-    )
-    newline = cst.ParenthesizedWhitespace(  # under the first part: the block's indentation + the call's
-        first_line=cst.TrailingWhitespace(),
-        indent=True,
-        last_line=cst.SimpleWhitespace(" " * len("raise RuntimeError(")),
-    )
-    return cst.ConcatenatedString(first, second, whitespace_between=newline)
 
 
 def _owns_line(node: ast.stmt, lines: list[str]) -> bool:

@@ -75,25 +75,15 @@ def _kw(bound: dict[str, str], entry: Entry, names: list[str]) -> list[str]:
 
 @handler
 def cross_entropy(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
-    """nn.CrossEntropyLoss → WithLossCell(LogSoftmax(axis=1), NLLLoss(...)).
+    """nn.CrossEntropyLoss → MindSpore's nn.CrossEntropyLoss taking int64 labels (runtime CrossEntropyLoss).
 
-    MindSpore's nn.CrossEntropyLoss rejects int64 class labels (``the 'labels' should be Int32``) and
-    the module call ``criterion(logits, labels)`` is not rewritten, so the target must take torch's
-    int64 labels as they are: log-softmax over the class axis followed by nn.NLLLoss (which accepts
-    int64) is the same function, keeps weight/ignore_index (default -100) and K-dimensional inputs.
+    MindSpore's nn.CrossEntropyLoss equals torch's (weight, ignore_index, reduction, label_smoothing,
+    probability targets, K-dimensional inputs) but rejects int64 class labels, and the criterion's call
+    ``criterion(logits, labels)`` is the user's: the runtime subclass casts them to int32 there.
     """
     _legacy_reduction(bound, entry)
-    ls = bound.get("label_smoothing")
-    if ls is not None and literal(ls) not in (0, 0.0):
-        raise Unsupported(
-            _(
-                "CrossEntropyLoss(label_smoothing=...): call mindspore.ops.cross_entropy(logits, labels, weight, "
-                "ignore_index, reduction, label_smoothing) in construct() (it accepts int64 labels), or use "
-                "nn.CrossEntropyLoss(label_smoothing=...) with labels.astype(mindspore.int32) at the call"
-            )
-        )
-    kws = _kw(bound, entry, ["weight", "ignore_index", "reduction"])
-    return f"mindspore.nn.WithLossCell(mindspore.nn.LogSoftmax(axis=1), mindspore.nn.NLLLoss({', '.join(kws)}))"
+    kws = _kw(bound, entry, ["weight", "ignore_index", "reduction", "label_smoothing"])
+    return f"torch2ms.runtime.CrossEntropyLoss({', '.join(kws)})"
 
 
 @handler
@@ -125,31 +115,21 @@ def _bool_arg(bound: dict[str, str], name: str, default: bool) -> bool | str:
 
 @handler
 def pad_sequence(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
-    """rnn.pad_sequence → pad every tensor's first dim to the longest with ops.pad, then ops.stack.
+    """rnn.pad_sequence → the runtime pad_sequence (ops.pad of every tensor to the longest, then ops.stack).
 
-    MindSpore has no pad_sequence; ops.pad's padding tuple starts from the last dim, as in torch.
+    MindSpore has no pad_sequence; a padding side other than a literal 'left'/'right' is refused here.
     """
     if "sequences" not in bound:
         raise Unsupported(_("pad_sequence needs sequences"))
-    bf = _bool_arg(bound, "batch_first", False)
-    axis = ("0" if bf else "1") if isinstance(bf, bool) else f"0 if {bf} else 1"
-    pv = bound.get("padding_value", "0.0")
     side = literal(bound.get("padding_side", "'right'"))
-    n = "max(_u.shape[0] for _u in _s)"
-    if side == "right":
-        pad = f"(0, {n} - _t.shape[0])"
-    elif side == "left":
-        pad = f"({n} - _t.shape[0], 0)"
-    else:
+    if side not in ("right", "left"):
         raise Unsupported(
             _("pad_sequence(padding_side={padding_side}) must be 'left' or 'right'").format(
                 padding_side=bound.get("padding_side")
             )
         )
-    return (
-        "(lambda _s: mindspore.ops.stack([mindspore.ops.pad(_t, (0, 0) * (_t.ndim - 1) + "
-        f"{pad}, value={pv}) for _t in _s], axis={axis}))(list({bound['sequences']}))"
-    )
+    kws = _kw(bound, entry, ["batch_first", "padding_value"]) + (["padding_side='left'"] if side == "left" else [])
+    return f"torch2ms.runtime.pad_sequence({', '.join([bound['sequences'], *kws])})"
 
 
 @handler

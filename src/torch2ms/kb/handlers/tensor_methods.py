@@ -201,7 +201,7 @@ def indices_int64(bound: dict[str, str], receiver: str | None, entry: Entry) -> 
     """A (values, indices) method whose MindSpore indices are int32: cast them to torch's int64."""
     receiver = _receiver(receiver)
     call = _plain_call(bound, receiver or "self", entry, _method_name(entry))
-    return f"(lambda _v, _i: (_v, _i.astype(mindspore.int64)))(*{call})"
+    return f"torch2ms.runtime.with_int64_indices({call})"
 
 
 @handler

@@ -111,9 +111,8 @@ def svd(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     return f"(lambda s, u, v: (u, s, v))(*mindspore.ops.svd({x}{full}))"
 
 
-# `import mindspore` does not load mindspore.scipy, and the converter shortens any literal
-# "mindspore.<name>" (strings included) to "ms.<name>": spell the module so neither bites.
-_MS_SCIPY_LINALG = "__import__('mindspore' + '.scipy.linalg', fromlist=['linalg'])"
+# `import mindspore` does not load mindspore.scipy: the short name brings `from mindspore.scipy import linalg`.
+_MS_SCIPY_LINALG = "mindspore.scipy.linalg"
 
 
 @handler

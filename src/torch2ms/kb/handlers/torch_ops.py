@@ -40,7 +40,7 @@ def indices_int64(bound: dict[str, str], receiver: str | None, entry: Entry) -> 
 @handler
 def pair_indices_int64(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """(values, int32 indices) → (values, int64 indices), as torch returns."""
-    return f"(lambda v, i: (v, i.astype(mindspore.int64)))(*{render_by_rules(entry, bound)})"
+    return f"torch2ms.runtime.with_int64_indices({render_by_rules(entry, bound)})"
 
 
 @handler

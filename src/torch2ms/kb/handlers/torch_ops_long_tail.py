@@ -95,7 +95,7 @@ def identity_unless_train(bound: dict[str, str], receiver: str | None, entry: En
 
 # ---- pooling that returns indices -----------------------------------------------------------
 
-_INT64_INDICES = "(lambda v, i: (v, i.astype(mindspore.int64)))"
+_INT64_INDICES = "torch2ms.runtime.with_int64_indices"
 
 
 @handler
@@ -108,7 +108,7 @@ def max_pool_with_indices(bound: dict[str, str], receiver: str | None, entry: En
 @handler
 def adaptive_max_pool_with_indices(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """(values, int64 indices) from ops.adaptive_max_pool2d/3d(return_indices=True) (3-D gives int32)."""
-    return f"{_INT64_INDICES}(*{entry.ms}({bound['input']}, {bound['output_size']}, return_indices=True))"
+    return f"{_INT64_INDICES}({entry.ms}({bound['input']}, {bound['output_size']}, return_indices=True))"
 
 
 @handler
@@ -314,7 +314,7 @@ def csr_tensor(bound: dict[str, str], receiver: str | None, entry: Entry) -> str
 
 # ---- torch.linalg ---------------------------------------------------------------------------
 
-_SCIPY_LINALG = "__import__('mindspore' + '.scipy.linalg', fromlist=['linalg'])"  # not loaded by `import mindspore`
+_SCIPY_LINALG = "mindspore.scipy.linalg"  # not loaded by `import mindspore`: the short name imports it
 # LAPACK's info: 0, or the 1-based index of the first zero on U's diagonal (a singular factor).
 _LU_INFO = (
     "(lambda z: mindspore.ops.where(z.any(-1), z.astype(mindspore.int32).argmax(-1) + 1, 0).astype(mindspore.int32))"

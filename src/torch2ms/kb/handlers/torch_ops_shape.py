@@ -217,9 +217,8 @@ def eigh(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     return f"mindspore.ops.operations.linalg_ops.Eigh({only}lower={_uplo_lower(bound)})({bound['A']})"
 
 
-# `import mindspore` does not load mindspore.scipy, and the converter shortens any literal
-# "mindspore.<name>" (strings included) to "ms.<name>": spell the module so neither bites.
-_MS_SCIPY_LINALG = "__import__('mindspore' + '.scipy.linalg', fromlist=['linalg'])"
+# `import mindspore` does not load mindspore.scipy: the short name brings `from mindspore.scipy import linalg`.
+_MS_SCIPY_LINALG = "mindspore.scipy.linalg"
 
 
 @handler
@@ -294,13 +293,9 @@ def normal(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 
 @handler
 def finfo(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
-    """torch.finfo / iinfo(dtype) → numpy.finfo / iinfo of the matching numpy dtype (float32 when omitted)."""
+    """torch.finfo / iinfo(dtype) → the runtime helper of that name (numpy's finfo / iinfo of the matching dtype)."""
     fn = entry.torch.rsplit(".", 1)[-1]
-    t = bound.get("type")
-    if t is None:
-        return f"__import__('numpy').{fn}(__import__('numpy').float32)"
-    # Spelled with __import__ so the converted file needs no extra import.
-    return f"__import__('numpy').{fn}(mindspore.dtype_to_nptype({t}))"
+    return f"torch2ms.runtime.{fn}({bound.get('type', '')})"
 
 
 @handler
