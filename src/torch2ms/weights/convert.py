@@ -29,6 +29,7 @@ from ..progress import Progress
 from .ckpt_io import ckpt_size, read_ckpt, save_with_mindspore, write_ckpt
 from .dataflow import embeddings_by_dataflow
 from .layers import layer_types
+from .project_map import resolve as resolve_map
 from .rename import INVERSE_LAYOUTS, LAYOUTS, RESHAPE_ONLY_LAYOUTS, rename_key
 from .torch_format import CheckpointFormatError, TensorRef, load_any, save_torch_zip
 from .tying import tie_layer_types, tied_groups, tied_partner_loaded
@@ -271,6 +272,50 @@ def guess_layer_types(shapes: Mapping[str, tuple[int, ...]], kb: KB) -> dict[str
                 cls = "torch.nn.TransformerDecoderLayer" if dec else "torch.nn.TransformerEncoderLayer"
                 if kb.get(cls) is not None:
                     out[parent] = kb.get(cls).torch
+    return out
+
+
+def _types_without_net(
+    shapes: Mapping[str, tuple[int, ...]], kb: KB, layer_types: Mapping[str, str] | None, project: Any
+) -> tuple[dict[str, str], set[str]]:
+    """Layer types for a conversion without a network, and the keys whose type was guessed.
+
+    ``layer_types`` (``--torch-net``) is exact. Else the layer map (``project``, a
+    :class:`~.project_map.Resolved`) says what it knows, and the guesser fills in the rest."""
+    if layer_types is not None:
+        return dict(layer_types), set()
+    guessed = embeddings_by_dataflow(shapes, guess_layer_types(shapes, kb))
+    if project is None:
+        return guessed, set(shapes)
+    # a guess never overrides the map on the way to a key the map explains (DETR's own
+    # TransformerEncoderLayer class is no torch TransformerEncoderLayer: linear1 stays linear1)
+    types = {p: t for p, t in guessed.items() if p not in project.along}
+    types.update(project.types)
+    return types, {k for k in shapes if k not in project.certain}
+
+
+def guessed_renames(
+    plan: list[Assignment],
+    dropped: list[str],
+    shapes: Mapping[str, tuple[int, ...]],
+    types: Mapping[str, str],
+    unsure: set[str],
+    kb: KB,
+) -> list[tuple[str, str, str]]:
+    """The written names that rest on a guess: a key renamed (or re-laid out) by a guessed layer type,
+    or kept where the layer could be one that renames it (a 1-D ``weight`` alone: RMSNorm or PReLU;
+    a 2-D ``weight`` without a bias: Linear or Embedding)."""
+    groups = _leaves(shapes)
+    out = []
+    for a in plan:
+        key = a.torch_key
+        if key not in unsure:
+            continue
+        prefix, _, leaf = key.rpartition(".")
+        leaves = groups.get(prefix, {})
+        ambiguous = leaf == "weight" and "bias" not in leaves and len(shapes[key]) in (1, 2)
+        if a.ms_name != key or a.layout or ambiguous:
+            out.append((key, a.ms_name, types.get(prefix, "")))
     return out
 
 
@@ -551,6 +596,9 @@ class ConversionResult:
     tied: list[list[str]] = field(default_factory=list)  # keys sharing one tensor (weight tying)
     # complex tensors (a RoPE table): MindSpore's load_checkpoint cannot read them, so not written
     complex_left_out: list[str] = field(default_factory=list)
+    # renames (or names kept) by a layer type guessed from key names and shapes: (torch key, ms name, type)
+    guessed: list[tuple[str, str, str]] = field(default_factory=list)
+    project_root: str | None = None  # the model's class in the layer map, when one was used
 
     @property
     def ok(self) -> bool:
@@ -590,6 +638,7 @@ def convert_checkpoint(
     force: bool = False,
     verify: bool = True,
     progress: Progress | None = None,
+    project: Mapping[str, Any] | None = None,
 ) -> ConversionResult:
     """Convert a torch checkpoint file into a MindSpore .ckpt.
 
@@ -597,7 +646,9 @@ def convert_checkpoint(
     of its parameters would stay unloaded (or a torch key unused) nothing is written unless
     ``force``. ``writer``: ``"stream"`` (default; one tensor in memory at a time) or
     ``"mindspore"`` (``mindspore.save_checkpoint`` from a dict of numpy arrays). ``progress``: told
-    each phase and the tensors/bytes written.
+    each phase and the tensors/bytes written. ``project``: the converted project's layer map (its
+    ``classes``), which says each layer's type; without a net, what neither it nor ``layer_types``
+    says is guessed and listed in ``result.guessed``.
     """
     kb = kb or load_kb()
     progress = progress or Progress()
@@ -607,6 +658,8 @@ def convert_checkpoint(
     shapes = {k: v.shape for k, v in state.items()}
     report = None
     tied = tied_groups(state)
+    guessed: set[str] = set()
+    resolved = None
     if isinstance(net, str):
         with progress.phase(_("building the MindSpore network")):
             net = load_net(net)
@@ -615,11 +668,8 @@ def convert_checkpoint(
         classify_net_buffers(report, net, state)
         types = dict(layer_types) if layer_types is not None else guess_layer_types(shapes, kb)
     else:
-        types = (
-            dict(layer_types)
-            if layer_types is not None
-            else embeddings_by_dataflow(shapes, guess_layer_types(shapes, kb))
-        )
+        resolved = resolve_map(list(shapes), project) if project is not None and layer_types is None else None
+        types, guessed = _types_without_net(shapes, kb, layer_types, resolved)
         types, aliases = tie_layer_types(tied, shapes, types, kb)
         plan, dropped = plan_conversion(shapes, types, kb)
         named = {a.ms_name for a in plan}
@@ -638,6 +688,9 @@ def convert_checkpoint(
     complex_keys = [a.torch_key for a in plan if state[a.torch_key].dtype.startswith("complex")]
     plan = [a for a in plan if not state[a.torch_key].dtype.startswith("complex")]
     result = ConversionResult(False, str(out), dropped=dropped, report=report, info=info, layer_types=types, tied=tied)
+    if net is None:
+        result.guessed = guessed_renames(plan, dropped, shapes, types, guessed, kb)
+        result.project_root = resolved.root if resolved is not None else None
     result.tensors, result.complex_left_out = len(state), complex_keys
     if report is not None and not report.ok and not force:
         return result

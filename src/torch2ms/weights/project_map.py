@@ -1,0 +1,186 @@
+"""Layer types from the converted project: the layer map ``torch2ms convert`` writes into OUT.
+
+``convert`` records, per module class, which attribute holds which layer (convert/layer_map.py). Here a
+checkpoint's keys are walked through it from the model's class (the one class whose attributes explain
+the most keys): ``blocks.0.ln_2.weight`` → ``Net.blocks`` is a ModuleList of ``Block`` → ``Block.ln_2``
+is the project's own ``LayerNorm`` → ``weight`` is its own parameter, kept. A key whose walk ends in a
+torch layer gets that layer's rename; a key the map does not explain is left to the guesser, and
+``weights`` lists that rename as a guess. JSON only: no torch, no MindSpore.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+LAYER_MAP_FILE = "torch2ms_layers.json"  # the name convert/layer_map.py writes
+_PARAMLESS = frozenset({"torch.nn.Identity"})
+
+
+@dataclass
+class Resolved:
+    """What the map says about a state dict."""
+
+    types: dict[str, str] = field(default_factory=dict)  # module prefix → torch layer class
+    certain: set[str] = field(default_factory=set)  # keys whose owner the map explains
+    along: set[str] = field(default_factory=set)  # module prefixes on the way to those owners
+    root: str = ""  # the model's class (``pkg.mod.Net``)
+
+
+def find_map(project: str | None, net: str | None, start: str | Path | None = None) -> Path | None:
+    """The layer map: ``--project`` (a converted folder, or the file) or its parents; else beside
+    ``--net``'s file (or its parents); else the current folder."""
+    places: list[Path] = []
+    if project:
+        p = Path(project)
+        if p.is_file():
+            return p
+        places += [p, *p.resolve().parents[:3]]
+    elif net and ".py:" in net:
+        p = Path(net.rsplit(":", 1)[0]).parent
+        places += [p, *p.resolve().parents[:3]]
+    places.append(Path(start) if start else Path.cwd())
+    for d in places:
+        if (d / LAYER_MAP_FILE).is_file():
+            return d / LAYER_MAP_FILE
+    return None
+
+
+def load_map(path: Path) -> dict[str, Any]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    classes = data.get("classes") if isinstance(data, dict) else None
+    if not isinstance(classes, dict):
+        raise ValueError(f"{path}: not a torch2ms layer map")
+    return classes
+
+
+class _Map:
+    def __init__(self, classes: Mapping[str, Any]) -> None:
+        self.classes = classes
+        self.by_name: dict[str, list[str]] = {}
+        for full in classes:
+            self.by_name.setdefault(full.rsplit(".", 1)[-1], []).append(full)
+        self._attrs: dict[str, dict[str, Any]] = {}
+
+    def find(self, ref: str, near: str) -> str | None:
+        """A class named in the map (``Block``, ``.model.Block``, ``pkg.model.Block``) → its full name."""
+        if ref in self.classes:
+            return ref
+        cands = self.by_name.get(ref.rsplit(".", 1)[-1], [])
+        if len(cands) > 1:
+            here = near.rpartition(".")[0]
+            tail = ref.lstrip(".")
+            cands = [c for c in cands if c.rpartition(".")[0] == here and "." not in ref] or [
+                c for c in cands if c.endswith("." + tail) or c == tail
+            ]
+        return cands[0] if len(cands) == 1 else None
+
+    def attrs(self, cls: str, depth: int = 0) -> dict[str, Any]:
+        """The class's attributes and those of the project classes it derives from."""
+        if cls in self._attrs:
+            return self._attrs[cls]
+        out: dict[str, Any] = {}
+        for base in self.classes[cls].get("bases", []) if depth < 20 else []:
+            found = self.find(base, cls)
+            if found is not None and found != cls:
+                out.update(self.attrs(found, depth + 1))
+        out.update(self.classes[cls].get("attrs", {}))
+        self._attrs[cls] = out
+        return out
+
+    def torch_base(self, cls: str) -> str | None:
+        """The torch.nn layer a project class derives from (``class LayerNorm2d(nn.LayerNorm)``)."""
+        for base in self.classes[cls].get("bases", []):
+            if base.startswith("torch.nn.") and base not in ("torch.nn.Module",):
+                return base
+            found = self.find(base, cls)
+            if found is not None and found != cls:
+                deeper = self.torch_base(found)
+                if deeper:
+                    return deeper
+        return None
+
+
+def _pick(spec: Any) -> Any:
+    """One spec of several (``a if c else nn.Identity()``): the ones that hold parameters, if they agree."""
+    if isinstance(spec, dict) and "any" in spec:
+        live = [s for s in spec["any"] if not (isinstance(s, dict) and s.get("layer") in _PARAMLESS)]
+        return live[0] if live and all(s == live[0] for s in live) else None
+    return spec
+
+
+def _walk(m: _Map, root: str, parts: list[str]) -> tuple[int, str | None] | None:
+    """Walk one key from the root class: (length of the owner's module path, its torch layer or None
+    for a project class or a parameter), or None when the map does not say."""
+    spec: Any = {"class": root}
+    cls, i, n = root, 0, len(parts)
+    while True:
+        spec = _pick(spec)
+        if not isinstance(spec, dict):
+            return None
+        if "layer" in spec:
+            return i, spec["layer"]
+        if "param" in spec:
+            return (i - 1, None) if i == n else None
+        if "class" in spec:
+            found = m.find(spec["class"], cls)
+            if found is None:
+                return None
+            cls, base = found, m.torch_base(found)
+            if i == n - 1 and (base is None or parts[i] not in m.attrs(cls)):
+                return i, base  # a parameter of the class itself
+            attrs = m.attrs(cls)
+            if parts[i] not in attrs:
+                return (i, base) if base else None
+            spec, i = attrs[parts[i]], i + 1
+            continue
+        if i >= n:
+            return None
+        part = parts[i]
+        if "dict" in spec:
+            spec = spec["dict"].get(part)
+        elif "each" in spec and part.isdigit():
+            spec = spec["each"]
+        elif "list" in spec and part.isdigit() and int(part) < len(spec["list"]):
+            spec = spec["list"][int(part)]
+        else:
+            return None
+        i += 1
+
+
+def _score(m: _Map, cls: str, firsts: set[str]) -> int:
+    return len(firsts & set(m.attrs(cls)))
+
+
+def resolve(keys: list[str], classes: Mapping[str, Any]) -> Resolved:
+    """The layer types the map gives a state dict's keys, from the class that explains the most keys."""
+    m = _Map(classes)
+    firsts = {k.split(".", 1)[0] for k in keys}
+    scores = {c: _score(m, c, firsts) for c in classes}
+    best = max(scores.values(), default=0)
+    out = Resolved()
+    if best == 0:
+        return out
+    for root in sorted(c for c, s in scores.items() if s == best):
+        got = _resolve_from(m, root, keys)
+        if len(got.certain) > len(out.certain):
+            out = got
+    return out
+
+
+def _resolve_from(m: _Map, root: str, keys: list[str]) -> Resolved:
+    out = Resolved(root=root)
+    for key in keys:
+        parts = key.split(".")
+        hit = _walk(m, root, parts)
+        if hit is None:
+            continue
+        length, layer = hit
+        out.certain.add(key)
+        out.along.update(".".join(parts[:j]) for j in range(length + 1))
+        if layer is not None:
+            out.types[".".join(parts[:length])] = layer
+    return out
