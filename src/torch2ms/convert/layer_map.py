@@ -10,7 +10,9 @@ OUT, what the source says: for each class, ``self.NAME = <call>`` as
 * ``{"class": "pkg.mod.Block"}`` — a project class (its parameters keep their names);
 * ``{"list": [spec, ...]}`` / ``{"each": spec}`` — ``nn.Sequential``/``nn.ModuleList`` by position,
   or every element alike (a comprehension); ``{"dict": {key: spec}}`` — ``nn.ModuleDict``;
-* ``{"param": true}`` — an ``nn.Parameter``; ``{"any": [spec, ...]}`` — assigned more than one way.
+* ``{"param": true}`` — an ``nn.Parameter``; ``{"buffer": true}`` — ``register_buffer`` (a converted
+  Cell holds it as a tensor, not a Parameter: no .ckpt entry loads it); ``{"any": [spec, ...]}`` —
+  assigned more than one way.
 
 What the source does not say (a factory function's result, a list built in a loop) is not recorded,
 and ``weights`` lists the renames it had to guess there. Only ``ast`` (no torch, no KB).
@@ -155,12 +157,13 @@ def _call_attr(node: ast.Call, me: str, rec: _Recorder, attrs: dict[str, Spec | 
     elif (
         isinstance(func.value, ast.Name)
         and func.value.id == me
-        and func.attr in ("add_module", "register_module", "register_parameter")
-        and len(node.args) == 2
+        and func.attr in ("add_module", "register_module", "register_parameter", "register_buffer")
+        and len(node.args) >= 2
         and isinstance(node.args[0], ast.Constant)
         and isinstance(node.args[0].value, str)
     ):
-        spec = {"param": True} if func.attr == "register_parameter" else rec.spec(node.args[1])
+        kinds = {"register_parameter": {"param": True}, "register_buffer": {"buffer": True}}
+        spec = kinds[func.attr] if func.attr in kinds else rec.spec(node.args[1])
         name = node.args[0].value
         attrs[name] = _merge(attrs[name], spec) if name in attrs else spec
 

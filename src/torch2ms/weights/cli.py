@@ -285,7 +285,7 @@ def _layer_map(args: argparse.Namespace):
 
     if args.net or args.torch_net:
         return None  # the network (or the torch model) says every layer's type
-    path = find_map(args.project, args.net)
+    path, root = find_map(args.project, args.net)
     if path is None:
         if args.project:
             raise WeightsError(
@@ -295,7 +295,7 @@ def _layer_map(args: argparse.Namespace):
             )
         return None
     try:
-        return load_map(path)
+        return load_map(path), root
     except (ValueError, OSError) as exc:
         raise WeightsError(_("{path}: not a layer map ({error})").format(path=path, error=exc)) from exc
 

@@ -638,7 +638,7 @@ def convert_checkpoint(
     force: bool = False,
     verify: bool = True,
     progress: Progress | None = None,
-    project: Mapping[str, Any] | None = None,
+    project: tuple[Mapping[str, Any], str] | None = None,
 ) -> ConversionResult:
     """Convert a torch checkpoint file into a MindSpore .ckpt.
 
@@ -647,7 +647,7 @@ def convert_checkpoint(
     ``force``. ``writer``: ``"stream"`` (default; one tensor in memory at a time) or
     ``"mindspore"`` (``mindspore.save_checkpoint`` from a dict of numpy arrays). ``progress``: told
     each phase and the tensors/bytes written. ``project``: the converted project's layer map (its
-    ``classes``), which says each layer's type; without a net, what neither it nor ``layer_types``
+    ``classes``) and the model's class in it (``""``: found), which say each layer's type; without a net, what neither it nor ``layer_types``
     says is guessed and listed in ``result.guessed``.
     """
     kb = kb or load_kb()
@@ -665,13 +665,19 @@ def convert_checkpoint(
             net = load_net(net)
     if net is not None:
         plan, dropped, report = match_to_shapes(shapes, net_param_shapes(net), kb, layer_types, tied)
+        _shared_names(net, plan)
         classify_net_buffers(report, net, state)
         types = dict(layer_types) if layer_types is not None else guess_layer_types(shapes, kb)
     else:
-        resolved = resolve_map(list(shapes), project) if project is not None and layer_types is None else None
+        resolved = (
+            resolve_map(list(shapes), project[0], project[1]) if project is not None and layer_types is None else None
+        )
         types, guessed = _types_without_net(shapes, kb, layer_types, resolved)
         types, aliases = tie_layer_types(tied, shapes, types, kb)
         plan, dropped = plan_conversion(shapes, types, kb)
+        if resolved is not None and resolved.buffers:  # the converted Cell holds them as tensors, not Parameters
+            dropped += [a.torch_key for a in plan if a.torch_key in resolved.buffers]
+            plan = [a for a in plan if a.torch_key not in resolved.buffers]
         named = {a.ms_name for a in plan}
         plan += [Assignment(n, k, None, tuple(shapes[k])) for n, k in aliases if n not in named]
         seen: dict[str, str] = {}
@@ -701,6 +707,27 @@ def convert_checkpoint(
         with progress.phase(_("loading the file back into the network")):
             result.verified, result.not_loaded = _load_back(net, out, report)
     return result
+
+
+def _shared_names(net: Any, plan: list[Assignment]) -> None:
+    """Tied weights: one Parameter held by two cells is listed under the first path that reaches it
+    (``lut.embedding_table``) but named after the cell that made it (``lm_head.weight``), and
+    MindSpore's loader asks for that name (a strict load takes no other): the entry is renamed so."""
+    named = {a.ms_name: a for a in plan}
+    for path, param in net.parameters_and_names():
+        a = named.get(path)
+        if a is None or param.name == path or param.name in named or _attr_path(net, param.name) is not param:
+            continue
+        a.ms_name = param.name
+
+
+def _attr_path(net: Any, dotted: str) -> Any:
+    obj = net
+    for part in dotted.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj
 
 
 def _counted(items: Iterator[tuple], plan: list[Assignment], state: Mapping[str, TensorRef], progress: Progress):

@@ -18,6 +18,7 @@ from typing import Any
 
 LAYER_MAP_FILE = "torch2ms_layers.json"  # the name convert/layer_map.py writes
 _PARAMLESS = frozenset({"torch.nn.Identity"})
+BUFFER = "<buffer>"
 
 
 @dataclass
@@ -28,16 +29,25 @@ class Resolved:
     certain: set[str] = field(default_factory=set)  # keys whose owner the map explains
     along: set[str] = field(default_factory=set)  # module prefixes on the way to those owners
     root: str = ""  # the model's class (``pkg.mod.Net``)
+    buffers: set[str] = field(default_factory=set)  # keys of a project class's register_buffer
 
 
-def find_map(project: str | None, net: str | None, start: str | Path | None = None) -> Path | None:
-    """The layer map: ``--project`` (a converted folder, or the file) or its parents; else beside
-    ``--net``'s file (or its parents); else the current folder."""
+def find_map(project: str | None, net: str | None, start: str | Path | None = None) -> tuple[Path | None, str]:
+    """The layer map and the model's class if the spec names one (``""``: the map finds it).
+
+    ``--project`` is the converted folder (or its layer map), a converted file in it
+    (``OUT/model.py``: the model is one of that file's classes) or ``OUT/model.py:GPT``; the map is
+    looked for there and in the folders above. Without ``--project``: beside ``--net``'s file (or
+    above it), else in the current folder."""
     places: list[Path] = []
+    root, py, cls = "", None, ""
     if project:
-        p = Path(project)
-        if p.is_file():
-            return p
+        path, _, cls = project.rpartition(":") if ".py:" in project else (project, "", "")
+        p = Path(path)
+        if p.suffix == ".py":
+            py, p = p, p.parent
+        elif p.is_file():
+            return p, root
         places += [p, *p.resolve().parents[:3]]
     elif net and ".py:" in net:
         p = Path(net.rsplit(":", 1)[0]).parent
@@ -45,8 +55,16 @@ def find_map(project: str | None, net: str | None, start: str | Path | None = No
     places.append(Path(start) if start else Path.cwd())
     for d in places:
         if (d / LAYER_MAP_FILE).is_file():
-            return d / LAYER_MAP_FILE
-    return None
+            if py is not None:  # OUT/pkg/model.py → the classes of module pkg.model
+                try:
+                    parts = list(py.resolve().relative_to(d.resolve()).with_suffix("").parts)
+                except ValueError:
+                    parts = [py.stem]
+                if parts[-1] == "__init__":
+                    parts.pop()
+                root = ".".join(parts) + "." + cls if cls else ".".join(parts) + "."
+            return d / LAYER_MAP_FILE, root
+    return None, root
 
 
 def load_map(path: Path) -> dict[str, Any]:
@@ -131,6 +149,8 @@ def _walk(m: _Map, root: str, parts: list[str]) -> tuple[int, str | None] | None
                 return None
             cls, base = found, m.torch_base(found)
             if i == n - 1 and (base is None or parts[i] not in m.attrs(cls)):
+                if m.attrs(cls).get(parts[i]) == {"buffer": True}:
+                    return i, BUFFER
                 return i, base  # a parameter of the class itself
             attrs = m.attrs(cls)
             if parts[i] not in attrs:
@@ -155,20 +175,36 @@ def _score(m: _Map, cls: str, firsts: set[str]) -> int:
     return len(firsts & set(m.attrs(cls)))
 
 
-def resolve(keys: list[str], classes: Mapping[str, Any]) -> Resolved:
-    """The layer types the map gives a state dict's keys, from the class that explains the most keys."""
+def resolve(keys: list[str], classes: Mapping[str, Any], root: str = "") -> Resolved:
+    """The layer types the map gives a state dict's keys, from the model's class: the one ``root``
+    names (``mod.Class``, or ``mod.`` for any class of that module), else the class whose attributes
+    explain the most keys. Where several classes explain them equally but differently, a key is
+    certain only if they all say the same of it."""
     m = _Map(classes)
     firsts = {k.split(".", 1)[0] for k in keys}
-    scores = {c: _score(m, c, firsts) for c in classes}
+    pool = [c for c in classes if _matches(c, root)] if root else list(classes)
+    scores = {c: _score(m, c, firsts) for c in pool}
     best = max(scores.values(), default=0)
-    out = Resolved()
     if best == 0:
-        return out
-    for root in sorted(c for c, s in scores.items() if s == best):
-        got = _resolve_from(m, root, keys)
-        if len(got.certain) > len(out.certain):
-            out = got
+        return Resolved()
+    results = [_resolve_from(m, c, keys) for c in sorted(c for c, s in scores.items() if s == best)]
+    most = max(len(r.certain) for r in results)
+    top = [r for r in results if len(r.certain) == most]
+    out = top[0]
+    for other in top[1:]:
+        out.certain &= other.certain
+        for key in list(out.certain):
+            prefix = key.rpartition(".")[0]
+            if out.types.get(prefix) != other.types.get(prefix):
+                out.certain.discard(key)
+        out.root = ""
     return out
+
+
+def _matches(cls: str, root: str) -> bool:
+    if root.endswith("."):
+        return cls.startswith(root) and "." not in cls[len(root) :]
+    return cls == root or cls.endswith("." + root)
 
 
 def _resolve_from(m: _Map, root: str, keys: list[str]) -> Resolved:
@@ -181,6 +217,8 @@ def _resolve_from(m: _Map, root: str, keys: list[str]) -> Resolved:
         length, layer = hit
         out.certain.add(key)
         out.along.update(".".join(parts[:j]) for j in range(length + 1))
-        if layer is not None:
+        if layer == BUFFER:
+            out.buffers.add(key)
+        elif layer is not None:
             out.types[".".join(parts[:length])] = layer
     return out
