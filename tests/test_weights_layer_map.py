@@ -251,6 +251,17 @@ SPECIALS = {
 }
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _numpy_abi_warmup():
+    """MindSpore built against numpy 1.x, run beside numpy 2 (a broken environment), fails its first
+    numpy-touching op once per process; with numpy 1.26 (what CI has) this does nothing."""
+    try:
+        ms.Tensor(np.ones(2, np.float32)) > 0
+        ms.Tensor(np.ones((2, 1), np.float32)).broadcast_to((2, 3))
+    except SystemError:
+        pass
+
+
 @pytest.fixture(scope="module")
 def project(tmp_path_factory):
     """Every case's torch source in one tree, converted once (its layer map with it)."""
@@ -261,10 +272,6 @@ def project(tmp_path_factory):
         (src / f"c{i}.py").write_text(_case_source(kind, holder, name))
     for tag, text in SPECIALS.items():
         (src / f"{tag}.py").write_text(text)
-    try:  # MindSpore built against numpy 1.x, run beside numpy 2, fails its first scalar op once per process
-        ms.Tensor(np.ones(2, np.float32)) > 0
-    except SystemError:
-        pass
     report = convert_tree(src, out, runtime="package")
     assert not report.failed, [f.error for f in report.failed]
     assert (out / "torch2ms_layers.json").is_file()
@@ -350,3 +357,48 @@ def test_layer_map_file_name_is_the_one_weights_reads():
     from torch2ms.weights.project_map import LAYER_MAP_FILE as read
 
     assert written == read
+
+
+# Norms whose MindSpore layer has gamma/beta where torch's has no parameters (issue 24, item 2)
+_GRID = "torch.arange(12.0).reshape(3, 4)"
+NEUTRAL = {
+    "instance_norm2d": ("nn.InstanceNorm2d(8)", f"x[:, :, None, None] * {_GRID} + {_GRID}.cos()", "[:, :, 1, 2]"),
+    "instance_norm2d_in_list": ("nn.InstanceNorm2d(8)", f"x[:, :, None, None] + {_GRID}.cos()", "[:, :, 2, 1]"),
+    "instance_norm1d": ("nn.InstanceNorm1d(8)", "x[:, :, None] * torch.arange(4.0) + torch.arange(4.0).sin()", "[:, :, 1]"),
+    "group_norm_no_affine": ("nn.GroupNorm(2, 8, affine=False)", "x", ""),
+}
+
+
+def _neutral_source(tag: str) -> str:
+    ctor, pre, post = NEUTRAL[tag]
+    init = f"self.norms = nn.ModuleList([nn.Identity(), {ctor}])" if tag.endswith("in_list") else f"self.norm = {ctor}"
+    ref = "self.norms[1]" if tag.endswith("in_list") else "self.norm"
+    return HEAD + textwrap.dedent(f"""
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                {init}
+                self.out = nn.Linear(8, 3)
+
+            def forward(self, x):
+                return self.out({ref}({pre}){post})
+
+
+        def make():
+            torch.manual_seed(0)
+            return Model()
+    """)
+
+
+@pytest.mark.parametrize("tag", sorted(NEUTRAL))
+def test_weights_fill_parameters_torch_lacks(tmp_path, tag, capsys):
+    src, out = tmp_path / "src", tmp_path / "out"
+    src.mkdir()
+    (src / f"{tag}.py").write_text(_neutral_source(tag))
+    report = convert_tree(src, out, runtime="package")
+    assert not report.failed
+    rc, ckpt = _run_case((src, out), tag, tmp_path, ["--net", f"{out / tag}.py:make", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert rc == 0, data
+    assert data["filled"], data  # gamma/beta written with 1 and 0
+    _check_outputs((src, out), tag, ckpt)

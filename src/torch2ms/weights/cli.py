@@ -169,6 +169,9 @@ def _summary(args: argparse.Namespace, res, out) -> None:
         ),
         soft_wrap=True,
     )
+    if res.filled:
+        filled = _("written with the values that make the layer act as torch's (which has none of them): {names}")
+        out.print(escape(filled.format(names=", ".join(res.filled[:5]))), soft_wrap=True)
     for keys in res.tied:
         tied = _("tied (one tensor, written under each name): {names}").format(names=", ".join(keys))
         out.print(escape(tied), soft_wrap=True)
@@ -204,6 +207,7 @@ def _json(res) -> str:
         "verified": res.verified,
         "not_loaded": res.not_loaded,
         "tied": res.tied,
+        "filled": res.filled,
         "guessed": [{"name": k, "ms_name": n, "layer": t} for k, n, t in res.guessed],
         "layer_map_root": res.project_root,
         "report": res.report.to_dict() if res.report else None,

@@ -599,6 +599,8 @@ class ConversionResult:
     # renames (or names kept) by a layer type guessed from key names and shapes: (torch key, ms name, type)
     guessed: list[tuple[str, str, str]] = field(default_factory=list)
     project_root: str | None = None  # the model's class in the layer map, when one was used
+    # MindSpore parameters the torch layer lacks (affine=False norms), written with the neutral values
+    filled: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -666,6 +668,8 @@ def convert_checkpoint(
     if net is not None:
         plan, dropped, report = match_to_shapes(shapes, net_param_shapes(net), kb, layer_types, tied)
         _shared_names(net, plan)
+        filled = _fill_absent(report, state, shapes, kb)
+        plan += filled
         classify_net_buffers(report, net, state)
         types = dict(layer_types) if layer_types is not None else guess_layer_types(shapes, kb)
     else:
@@ -697,7 +701,8 @@ def convert_checkpoint(
     if net is None:
         result.guessed = guessed_renames(plan, dropped, shapes, types, guessed, kb)
         result.project_root = resolved.root if resolved is not None else None
-    result.tensors, result.complex_left_out = len(state), complex_keys
+    result.tensors, result.complex_left_out = len(shapes), complex_keys
+    result.filled = [a.ms_name for a in plan if a.torch_key.startswith(_FILL)]
     if report is not None and not report.ok and not force:
         return result
     result.bytes = _write(plan, state, out, writer, progress)
@@ -719,6 +724,44 @@ def _shared_names(net: Any, plan: list[Assignment]) -> None:
         if a is None or param.name == path or param.name in named or _attr_path(net, param.name) is not param:
             continue
         a.ms_name = param.name
+
+
+_FILL = "<neutral>"
+
+
+def _neutral_leaves(kb: KB) -> dict[str, float]:
+    """MindSpore leaf → the value that makes the layer act as torch's without it: a norm's scale
+    (what torch's ``weight`` becomes: ``gamma``) is 1, its shift (``bias`` → ``beta``) is 0."""
+    out: dict[str, float] = {}
+    for e in kb:
+        scale, shift = e.params.get("weight"), e.params.get("bias")
+        if e.kind == "class" and scale and shift and scale != "weight":
+            out[scale], out[shift] = 1.0, 0.0
+    return out
+
+
+def _fill_absent(report: LoadReport, state: dict[str, TensorRef], shapes: Mapping, kb: KB) -> list[Assignment]:
+    """Missing ``gamma``/``beta`` of a layer the checkpoint has no ``weight``/``bias`` for at all (torch's
+    InstanceNorm2d(n) → GroupNorm(n, n, affine=False), a norm built affine=False): written as 1 and 0,
+    so a strict load succeeds and the layer computes what torch's does."""
+    from .torch_format import Storage
+
+    neutral = _neutral_leaves(kb)
+    keep, out = [], []
+    for name, shape, likely in report.missing:
+        prefix, _, leaf = name.rpartition(".")
+        has = any((f"{prefix}.{t}" if prefix else t) in shapes for t in ("weight", "bias"))
+        if leaf not in neutral or has:
+            keep.append((name, shape, likely))
+            continue
+        arr = np.full(shape, neutral[leaf], np.float32)
+        data = memoryview(arr.tobytes())
+        storage = Storage("float32", _FILL + name, int(arr.size), buffer=lambda d=data: d)
+        stride = tuple(int(s // 4) for s in arr.strides)
+        state[_FILL + name] = TensorRef(storage, 0, tuple(shape), stride)
+        out.append(Assignment(name, _FILL + name, None, tuple(shape)))
+    report.missing = keep
+    return out
 
 
 def _attr_path(net: Any, dotted: str) -> Any:
