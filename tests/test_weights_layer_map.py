@@ -256,7 +256,7 @@ def _numpy_abi_warmup():
     """MindSpore built against numpy 1.x, run beside numpy 2 (a broken environment), fails its first
     numpy-touching op once per process; with numpy 1.26 (what CI has) this does nothing."""
     try:
-        ms.Tensor(np.ones(2, np.float32)) > 0
+        _ = ms.Tensor(np.ones(2, np.float32)) > 0
         ms.Tensor(np.ones((2, 1), np.float32)).broadcast_to((2, 3))
     except SystemError:
         pass
@@ -343,9 +343,7 @@ def test_weights_without_map_lists_what_it_guessed(project, tmp_path, idx, capsy
     sd = torch.load(tmp_path / f"{tag}.pth")
     suspects = {k for k in sd if k.rpartition(".")[2] in ("weight", "bias", "running_mean") and sd[k].dim() == 1}
     suspects |= {
-        k
-        for k in sd
-        if kind.endswith(("Embedding", "nobias")) and sd[k].dim() == 2 and f"{k[:-6]}bias" not in sd
+        k for k in sd if kind.endswith(("Embedding", "nobias")) and sd[k].dim() == 2 and f"{k[:-6]}bias" not in sd
     }
     suspects -= {k for k in sd if k.endswith("bias") and f"{k[:-4]}weight" in sd and sd[f"{k[:-4]}weight"].dim() == 2}
     assert suspects <= listed, (suspects - listed, data["guessed"])
@@ -364,7 +362,11 @@ _GRID = "torch.arange(12.0).reshape(3, 4)"
 NEUTRAL = {
     "instance_norm2d": ("nn.InstanceNorm2d(8)", f"x[:, :, None, None] * {_GRID} + {_GRID}.cos()", "[:, :, 1, 2]"),
     "instance_norm2d_in_list": ("nn.InstanceNorm2d(8)", f"x[:, :, None, None] + {_GRID}.cos()", "[:, :, 2, 1]"),
-    "instance_norm1d": ("nn.InstanceNorm1d(8)", "x[:, :, None] * torch.arange(4.0) + torch.arange(4.0).sin()", "[:, :, 1]"),
+    "instance_norm1d": (
+        "nn.InstanceNorm1d(8)",
+        "x[:, :, None] * torch.arange(4.0) + torch.arange(4.0).sin()",
+        "[:, :, 1]",
+    ),
     "group_norm_no_affine": ("nn.GroupNorm(2, 8, affine=False)", "x", ""),
 }
 

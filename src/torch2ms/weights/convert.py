@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -661,7 +661,7 @@ def convert_checkpoint(
     report = None
     tied = tied_groups(state)
     guessed: set[str] = set()
-    resolved = None
+    resolved: Any = None
     if isinstance(net, str):
         with progress.phase(_("building the MindSpore network")):
             net = load_net(net)
@@ -673,26 +673,7 @@ def convert_checkpoint(
         classify_net_buffers(report, net, state)
         types = dict(layer_types) if layer_types is not None else guess_layer_types(shapes, kb)
     else:
-        resolved = (
-            resolve_map(list(shapes), project[0], project[1]) if project is not None and layer_types is None else None
-        )
-        types, guessed = _types_without_net(shapes, kb, layer_types, resolved)
-        types, aliases = tie_layer_types(tied, shapes, types, kb)
-        plan, dropped = plan_conversion(shapes, types, kb)
-        if resolved is not None and resolved.buffers:  # the converted Cell holds them as tensors, not Parameters
-            dropped += [a.torch_key for a in plan if a.torch_key in resolved.buffers]
-            plan = [a for a in plan if a.torch_key not in resolved.buffers]
-        named = {a.ms_name for a in plan}
-        plan += [Assignment(n, k, None, tuple(shapes[k])) for n, k in aliases if n not in named]
-        seen: dict[str, str] = {}
-        for a in plan:
-            if a.ms_name in seen:
-                raise WeightsError(
-                    _("{key} and {other} both map to {name}").format(
-                        key=a.torch_key, other=seen[a.ms_name], name=a.ms_name
-                    )
-                )
-            seen[a.ms_name] = a.torch_key
+        plan, dropped, types, guessed, resolved = _plan_without_net(shapes, kb, layer_types, project, tied)
     # MindSpore 2.10's load_checkpoint fails on the whole file ("'Complex64'") for one complex tensor;
     # such a tensor is a buffer the network computes (torch.polar), never a trained parameter.
     complex_keys = [a.torch_key for a in plan if state[a.torch_key].dtype.startswith("complex")]
@@ -712,6 +693,35 @@ def convert_checkpoint(
         with progress.phase(_("loading the file back into the network")):
             result.verified, result.not_loaded = _load_back(net, out, report)
     return result
+
+
+def _plan_without_net(
+    shapes: Mapping[str, tuple[int, ...]],
+    kb: KB,
+    layer_types: Mapping[str, str] | None,
+    project: tuple[Mapping[str, Any], str] | None,
+    tied: list[list[str]],
+) -> tuple[list[Assignment], list[str], dict[str, str], set[str], Any]:
+    """(plan, dropped keys, layer types, keys whose type was guessed, what the layer map said)."""
+    resolved = (
+        resolve_map(list(shapes), project[0], project[1]) if project is not None and layer_types is None else None
+    )
+    types, guessed = _types_without_net(shapes, kb, layer_types, resolved)
+    types, aliases = tie_layer_types(tied, shapes, types, kb)
+    plan, dropped = plan_conversion(shapes, types, kb)
+    if resolved is not None and resolved.buffers:  # the converted Cell holds them as tensors, not Parameters
+        dropped += [a.torch_key for a in plan if a.torch_key in resolved.buffers]
+        plan = [a for a in plan if a.torch_key not in resolved.buffers]
+    named = {a.ms_name for a in plan}
+    plan += [Assignment(n, k, None, tuple(shapes[k])) for n, k in aliases if n not in named]
+    seen: dict[str, str] = {}
+    for a in plan:
+        if a.ms_name in seen:
+            raise WeightsError(
+                _("{key} and {other} both map to {name}").format(key=a.torch_key, other=seen[a.ms_name], name=a.ms_name)
+            )
+        seen[a.ms_name] = a.torch_key
+    return plan, dropped, types, guessed, resolved
 
 
 def _shared_names(net: Any, plan: list[Assignment]) -> None:
@@ -755,13 +765,17 @@ def _fill_absent(report: LoadReport, state: dict[str, TensorRef], shapes: Mappin
             keep.append((name, shape, likely))
             continue
         arr = np.full(shape, neutral[leaf], np.float32)
-        data = memoryview(arr.tobytes())
-        storage = Storage("float32", _FILL + name, int(arr.size), buffer=lambda d=data: d)
+        storage = Storage("float32", _FILL + name, int(arr.size), buffer=_bytes_of(arr))
         stride = tuple(int(s // 4) for s in arr.strides)
         state[_FILL + name] = TensorRef(storage, 0, tuple(shape), stride)
         out.append(Assignment(name, _FILL + name, None, tuple(shape)))
     report.missing = keep
     return out
+
+
+def _bytes_of(arr: np.ndarray) -> Callable[[], memoryview]:
+    data = memoryview(arr.tobytes())
+    return lambda: data
 
 
 def _attr_path(net: Any, dotted: str) -> Any:
