@@ -251,6 +251,79 @@ SPECIALS = {
 }
 
 
+_BLOCK2 = """
+import copy
+
+
+class Block2(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.LayerNorm(8)
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.fc(self.norm(x))
+
+
+def _get_clones(module, n):
+    return nn.ModuleList([copy.deepcopy(module) for _ in range(n)])
+"""
+# the ways a model's source builds its layers that the map follows (or tells by attribute names)
+_BUILT = {
+    # minGPT: ModuleDict(dict(...)), tied embedding, a user LayerNorm
+    "mingpt_like": (
+        "self.transformer = nn.ModuleDict(dict(wte=nn.Embedding(8, 8), "
+        "h=nn.ModuleList([Block2() for _ in range(2)]), ln_f=LayerNorm(8)))\n"
+        "        self.lm_head = nn.Linear(8, 8, bias=False)\n"
+        "        self.transformer.wte.weight = self.lm_head.weight",
+        "x + self.transformer.wte(((x[:, :2] > 0).long() * 3 + 1)).sum(1)",
+        "self.lm_head(self.transformer.ln_f(self.transformer.h[1](self.transformer.h[0](h))))",
+    ),
+    # llama2.c: a ModuleList filled by append in a loop
+    "appended": (
+        "self.layers = nn.ModuleList()\n        for _ in range(2):\n            self.layers.append(Block2())",
+        "x",
+        "self.layers[1](self.layers[0](h))",
+    ),
+    # DETR: _get_clones(layer, n)
+    "clones": ("self.layers = _get_clones(Block2(), 2)", "x", "self.layers[1](self.layers[0](h))"),
+    # SAM: a ModuleList of a local list comprehension
+    "local_list": (
+        "embs = [nn.Embedding(5, 8) for _ in range(2)]\n        self.point_embeddings = nn.ModuleList(embs)",
+        "x + self.point_embeddings[1](((x[:, :2] > 0).long() * 3 + 1)).sum(1)",
+        "h + self.point_embeddings[0](((x[:, 2:4] > 0).long() + 2)).sum(1)",
+    ),
+    # whisper: `... if cross_attention else None`
+    "optional": (
+        "self.cross_attn_ln = nn.LayerNorm(8) if cross else None\n        self.unused = None if cross else nn.Linear(8, 8)",
+        "x",
+        "self.cross_attn_ln(h)",
+    ),
+}
+for _tag, (_init, _pre, _post) in _BUILT.items():
+    SPECIALS[_tag] = (
+        HEAD
+        + _BLOCK2
+        + f"""
+
+class Model(nn.Module):
+    def __init__(self, cross=True):
+        super().__init__()
+        {_init}
+        self.out = nn.Linear(8, 3)
+
+    def forward(self, x):
+        h = {_pre}
+        return self.out({_post})
+
+
+def make():
+    torch.manual_seed(0)
+    return Model()
+"""
+    )
+
+
 @pytest.fixture(scope="module", autouse=True)
 def _numpy_abi_warmup():
     """MindSpore built against numpy 1.x, run beside numpy 2 (a broken environment), fails its first
@@ -319,10 +392,15 @@ def test_weights_by_layer_map_load_strictly_and_match_torch(project, tmp_path, i
 
 @pytest.mark.parametrize("tag", sorted(SPECIALS))
 def test_weights_by_layer_map_specials(project, tmp_path, tag, capsys):
-    extra = ["--project", f"{project[1] / tag}.py:Model"]
-    if tag == "tied":  # one shared Parameter in MindSpore, named by the network: --net (issue 24 item 3)
-        extra = ["--net", f"{project[1] / tag}.py:make"]
-    rc, ckpt = _run_case(project, tag, tmp_path, extra)
+    rc, ckpt = _run_case(project, tag, tmp_path, ["--project", f"{project[1] / tag}.py:Model"])
+    assert rc == 0, capsys.readouterr().out
+    _check_outputs(project, tag, ckpt)
+
+
+@pytest.mark.parametrize("tag", ["tied", "mingpt_like"])
+def test_tied_weights_load_strictly_with_net(project, tmp_path, tag, capsys):
+    """One shared Parameter in MindSpore, named by the network: --net writes it under that name."""
+    rc, ckpt = _run_case(project, tag, tmp_path, ["--net", f"{project[1] / tag}.py:make"])
     assert rc == 0, capsys.readouterr().out
     _check_outputs(project, tag, ckpt)
 

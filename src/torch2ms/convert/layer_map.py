@@ -10,12 +10,15 @@ OUT, what the source says: for each class, ``self.NAME = <call>`` as
 * ``{"class": "pkg.mod.Block"}`` — a project class (its parameters keep their names);
 * ``{"list": [spec, ...]}`` / ``{"each": spec}`` — ``nn.Sequential``/``nn.ModuleList`` by position,
   or every element alike (a comprehension); ``{"dict": {key: spec}}`` — ``nn.ModuleDict``;
+* ``{"none": true}`` — ``None`` (one side of ``x if c else None``);
 * ``{"param": true}`` — an ``nn.Parameter``; ``{"buffer": true}`` — ``register_buffer`` (a converted
   Cell holds it as a tensor, not a Parameter: no .ckpt entry loads it); ``{"any": [spec, ...]}`` —
   assigned more than one way.
 
-What the source does not say (a factory function's result, a list built in a loop) is not recorded,
-and ``weights`` lists the renames it had to guess there. Only ``ast`` (no torch, no KB).
+``"ties"``: ``self.a.weight = self.b.weight`` as ``{"a.weight": "b.weight"}`` (the key that borrows the
+Parameter → the key of the layer that made it). What the source does not say (a factory function's
+result, a list built in a loop) is not recorded: ``weights`` then tells the class by the attribute
+names the checkpoint shows, or lists the renames it had to guess. Only ``ast`` (no torch, no KB).
 """
 
 from __future__ import annotations
@@ -66,8 +69,15 @@ class _Recorder:
     def spec(self, node: ast.AST | None) -> Spec | None:
         if isinstance(node, ast.Name):
             return self.local.get(node.id)
+        if isinstance(node, ast.Constant) and node.value is None:
+            return {"none": True}  # `... if cross_attention else None`: no parameters on this side
         if isinstance(node, ast.IfExp):
             return _merge(self.spec(node.body), self.spec(node.orelse))
+        if isinstance(node, (ast.ListComp, ast.GeneratorExp)):
+            each = self.spec(node.elt)
+            return {"each": each} if each is not None else None
+        if isinstance(node, (ast.List, ast.Tuple)) and not any(isinstance(a, ast.Starred) for a in node.elts):
+            return {"list": [self.spec(a) for a in node.elts]}
         if not isinstance(node, ast.Call):
             return None
         full = self.full(node.func)
@@ -87,11 +97,9 @@ class _Recorder:
 
     def elements(self, call: ast.Call) -> Spec | None:
         args = call.args
-        if len(args) == 1 and isinstance(args[0], (ast.ListComp, ast.GeneratorExp)):
-            each = self.spec(args[0].elt)
-            return {"each": each} if each is not None else None
-        if len(args) == 1 and isinstance(args[0], (ast.List, ast.Tuple)):
-            args = list(args[0].elts)
+        if len(args) == 1 and isinstance(args[0], (ast.ListComp, ast.GeneratorExp, ast.List, ast.Tuple, ast.Name)):
+            inner = self.spec(args[0])  # a list, a comprehension, or a local holding one
+            return inner if inner is not None and ("each" in inner or "list" in inner) else None
         if len(args) == 1 and isinstance(args[0], ast.Call) and self.full(args[0].func) in ("collections.OrderedDict",):
             return self.mapping(args[0].args[0] if args[0].args else None)
         if any(isinstance(a, ast.Starred) for a in args):
@@ -100,6 +108,10 @@ class _Recorder:
 
     def mapping(self, node: ast.AST | None) -> Spec | None:
         out: dict[str, Spec | None] = {}
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict" and not node.args:
+            if any(kw.arg is None for kw in node.keywords):
+                return None
+            return {"dict": {str(kw.arg): self.spec(kw.value) for kw in node.keywords}}
         if isinstance(node, ast.Dict):
             for k, v in zip(node.keys, node.values):
                 if not (isinstance(k, ast.Constant) and isinstance(k.value, str)):
@@ -124,7 +136,26 @@ def _self_attr(target: ast.AST, self_name: str) -> str | None:
     return None
 
 
-def _method_attrs(fn: ast.FunctionDef | ast.AsyncFunctionDef, rec: _Recorder, attrs: dict[str, Spec | None]) -> None:
+def _dotted_self(node: ast.AST, me: str) -> str | None:
+    """``self.a.b.weight`` → ``a.b.weight`` (attributes only)."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name) and node.id == me and len(parts) >= 2:
+        return ".".join(reversed(parts))
+    return None
+
+
+def _tie(target: ast.AST, value: ast.AST, me: str) -> tuple[str, str] | None:
+    """``self.transformer.wte.weight = self.lm_head.weight``: (the key that borrows, the key that owns)."""
+    borrow, own = _dotted_self(target, me), _dotted_self(value, me)
+    return (borrow, own) if borrow and own else None
+
+
+def _method_attrs(
+    fn: ast.FunctionDef | ast.AsyncFunctionDef, rec: _Recorder, attrs: dict[str, Spec | None], ties: dict[str, str]
+) -> None:
     """``self.X = ...`` (and ``setattr(self, "X", ...)``, ``self.add_module("X", ...)``) in one method."""
     if not fn.args.args:
         return
@@ -144,6 +175,8 @@ def _method_attrs(fn: ast.FunctionDef | ast.AsyncFunctionDef, rec: _Recorder, at
                     rec.local[t.id] = _merge(rec.local[t.id], spec) if t.id in rec.local else spec
                 elif isinstance(t, ast.Subscript) and _self_attr(t.value, me):
                     attrs[_self_attr(t.value, me) or ""] = None  # self.blocks[k] = ...: not by position
+                elif (tied := _tie(t, node.value, me)) is not None:
+                    ties[tied[0]] = tied[1]
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             _call_attr(node, me, rec, attrs)
 
@@ -176,13 +209,17 @@ def record(tree: ast.Module, module: str, roots: frozenset[str], into: dict[str,
         if not isinstance(node, ast.ClassDef):
             continue
         attrs: dict[str, Spec | None] = {}
+        ties: dict[str, str] = {}
         for item in node.body:
             if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and not any(
                 isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod") for d in item.decorator_list
             ):
-                _method_attrs(item, rec, attrs)
+                _method_attrs(item, rec, attrs, ties)
         bases = [b for b in (rec.full(base) for base in node.bases) if b]
-        into[f"{module}.{node.name}" if module else node.name] = {"bases": bases, "attrs": attrs}
+        entry: dict[str, Any] = {"bases": bases, "attrs": attrs}
+        if ties:
+            entry["ties"] = ties
+        into[f"{module}.{node.name}" if module else node.name] = entry
 
 
 def write(classes: dict[str, Any], out_dir: Path) -> str | None:

@@ -709,11 +709,14 @@ def _plan_without_net(
     types, guessed = _types_without_net(shapes, kb, layer_types, resolved)
     types, aliases = tie_layer_types(tied, shapes, types, kb)
     plan, dropped = plan_conversion(shapes, types, kb)
-    if resolved is not None and resolved.buffers:  # the converted Cell holds them as tensors, not Parameters
-        dropped += [a.torch_key for a in plan if a.torch_key in resolved.buffers]
-        plan = [a for a in plan if a.torch_key not in resolved.buffers]
     named = {a.ms_name for a in plan}
     plan += [Assignment(n, k, None, tuple(shapes[k])) for n, k in aliases if n not in named]
+    if resolved is not None:
+        # buffers: the converted Cell holds them as tensors, not Parameters; a borrowed tied key: the
+        # network holds its Parameter once, under the owner's name
+        gone = resolved.buffers | resolved.borrowed
+        dropped += [a.torch_key for a in plan if a.torch_key in gone]
+        plan = [a for a in plan if a.torch_key not in gone]
     seen: dict[str, str] = {}
     for a in plan:
         if a.ms_name in seen:

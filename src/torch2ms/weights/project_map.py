@@ -30,6 +30,7 @@ class Resolved:
     along: set[str] = field(default_factory=set)  # module prefixes on the way to those owners
     root: str = ""  # the model's class (``pkg.mod.Net``)
     buffers: set[str] = field(default_factory=set)  # keys of a project class's register_buffer
+    borrowed: set[str] = field(default_factory=set)  # tied keys whose Parameter another layer owns
 
 
 def find_map(project: str | None, net: str | None, start: str | Path | None = None) -> tuple[Path | None, str]:
@@ -125,16 +126,18 @@ class _Map:
 def _pick(spec: Any) -> Any:
     """One spec of several (``a if c else nn.Identity()``): the ones that hold parameters, if they agree."""
     if isinstance(spec, dict) and "any" in spec:
-        live = [s for s in spec["any"] if not (isinstance(s, dict) and s.get("layer") in _PARAMLESS)]
+        live = [s for s in spec["any"] if not (isinstance(s, dict) and (s.get("layer") in _PARAMLESS or "none" in s))]
         return live[0] if live and all(s == live[0] for s in live) else None
     return spec
 
 
-def _walk(m: _Map, root: str, parts: list[str]) -> tuple[int, str | None] | None:
+def _walk(m: _Map, root: str, parts: list[str], visits: dict[int, str] | None = None) -> tuple[int, str | None] | None:
     """Walk one key from the root class: (length of the owner's module path, its torch layer or None
-    for a project class or a parameter), or None when the map does not say."""
+    for a project class or a parameter), or None when the map does not say. ``visits``: the class
+    entered at each depth."""
     spec: Any = {"class": root}
     cls, i, n = root, 0, len(parts)
+    visits = {} if visits is None else visits
     while True:
         spec = _pick(spec)
         if not isinstance(spec, dict):
@@ -148,6 +151,7 @@ def _walk(m: _Map, root: str, parts: list[str]) -> tuple[int, str | None] | None
             if found is None:
                 return None
             cls, base = found, m.torch_base(found)
+            visits[i] = cls
             if i == n - 1 and (base is None or parts[i] not in m.attrs(cls)):
                 if m.attrs(cls).get(parts[i]) == {"buffer": True}:
                     return i, BUFFER
@@ -209,16 +213,83 @@ def _matches(cls: str, root: str) -> bool:
 
 def _resolve_from(m: _Map, root: str, keys: list[str]) -> Resolved:
     out = Resolved(root=root)
+    entered: dict[str, str] = {}  # module prefix → the project class there
+    unknown = []
     for key in keys:
         parts = key.split(".")
-        hit = _walk(m, root, parts)
+        visits: dict[int, str] = {}
+        hit = _walk(m, root, parts, visits)
+        entered.update((".".join(parts[:i]), c) for i, c in visits.items())
         if hit is None:
-            continue
-        length, layer = hit
-        out.certain.add(key)
-        out.along.update(".".join(parts[:j]) for j in range(length + 1))
-        if layer == BUFFER:
-            out.buffers.add(key)
-        elif layer is not None:
-            out.types[".".join(parts[:length])] = layer
+            unknown.append(parts)
+        else:
+            _record(out, parts, hit)
+    by_shape = _Children(m, keys)
+    for parts in unknown:
+        found = by_shape.walk(parts, entered)
+        if found is not None:
+            _record(out, parts, found)
+    out.borrowed = _borrowed(m, entered, set(keys))
+    return out
+
+
+def _record(out: Resolved, parts: list[str], hit: tuple[int, str | None]) -> None:
+    length, layer = hit
+    key = ".".join(parts)
+    out.certain.add(key)
+    out.along.update(".".join(parts[:j]) for j in range(length + 1))
+    if layer == BUFFER:
+        out.buffers.add(key)
+    elif layer is not None:
+        out.types[".".join(parts[:length])] = layer
+
+
+class _Children:
+    """A module the map cannot reach (``self.layers = _get_clones(layer, n)``, a ModuleList filled by
+    ``append`` in a loop) is told by the attribute names the checkpoint shows under it: the project
+    classes that have them all, if they all say the same of the key."""
+
+    def __init__(self, m: _Map, keys: list[str]) -> None:
+        self.m = m
+        self.children: dict[str, set[str]] = {}
+        for key in keys:
+            parts = key.split(".")
+            for j in range(len(parts) - 1):
+                self.children.setdefault(".".join(parts[:j]), set()).add(parts[j])
+        self.fits: dict[str, list[str]] = {}
+
+    def classes(self, prefix: str) -> list[str]:
+        if prefix not in self.fits:
+            names = self.children.get(prefix, set())
+            ok = len(names) >= 2 and not any(n.isdigit() for n in names)
+            self.fits[prefix] = [c for c in self.m.classes if names <= set(self.m.attrs(c))] if ok else []
+        return self.fits[prefix]
+
+    def walk(self, parts: list[str], entered: dict[str, str]) -> tuple[int, str | None] | None:
+        for j in range(1, len(parts) - 1):
+            prefix = ".".join(parts[:j])
+            cands = self.classes(prefix)
+            # the classes of the module that holds it first (its own file's Block, not another's)
+            owner = next((entered[p] for p in (".".join(parts[:i]) for i in range(j - 1, -1, -1)) if p in entered), "")
+            here = [c for c in cands if c.rpartition(".")[0] == owner.rpartition(".")[0]]
+            cands = here or cands
+            if not cands:
+                continue
+            hits = {_walk(self.m, c, parts[j:]) for c in cands}
+            if len(hits) == 1 and None not in hits:
+                length, layer = hits.pop()  # type: ignore[misc]
+                entered.setdefault(prefix, cands[0])
+                return length + j, layer
+        return None
+
+
+def _borrowed(m: _Map, entered: dict[str, str], keys: set[str]) -> set[str]:
+    """Keys whose Parameter belongs to another layer (``self.lut.weight = self.lm_head.weight``): the
+    converted network holds it once, under the owner's name."""
+    out = set()
+    for prefix, cls in entered.items():
+        for borrow, own in m.classes[cls].get("ties", {}).items():
+            b, o = (f"{prefix}.{borrow}", f"{prefix}.{own}") if prefix else (borrow, own)
+            if b in keys and o in keys:
+                out.add(b)
     return out
