@@ -482,3 +482,16 @@ def test_weights_fill_parameters_torch_lacks(tmp_path, tag, capsys):
     assert rc == 0, data
     assert data["filled"], data  # gamma/beta written with 1 and 0
     _check_outputs((src, out), tag, ckpt)
+
+
+def test_guess_listing_names_the_command_that_makes_it_certain(project, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no layer map here
+    capsys.readouterr()
+    rc, _ = _run_case(project, "tied", tmp_path, [])
+    text = capsys.readouterr().out
+    assert rc == 3
+    assert "ln_f.weight → ln_f.gamma" in text  # the user LayerNorm's wrong guess is listed, not silent
+    assert f"torch2ms weights {tmp_path / 'tied.pth'} -o {tmp_path / 'tied.ckpt'} --project CONVERTED" in text
+    # and that command, with the converted folder, makes every name certain
+    rc, _ = _run_case(project, "tied", tmp_path, ["--project", str(project[1])])
+    assert rc == 0, capsys.readouterr().out

@@ -298,6 +298,7 @@ def _layer_map(args: argparse.Namespace):
                 )
             )
         return None
+    args.map_dir = str(path.parent)  # for the command that makes the guesses certain
     try:
         return load_map(path), root
     except (ValueError, OSError) as exc:
@@ -321,17 +322,15 @@ def _guesses(args: argparse.Namespace, res, out) -> None:
     if len(res.guessed) > 10:
         out.print(escape("  " + _("... and {n} more (--json lists them all)").format(n=len(res.guessed) - 10)))
     base = f"torch2ms weights {args.input} -o {args.output}"
-    if res.project_root:
+    folder = getattr(args, "map_dir", None)
+    if res.project_root:  # the map knows the model's class: its network says the rest
         module, _dot, cls = res.project_root.rpartition(".")
         where = (module.replace(".", "/") + ".py") if module else "MODEL.py"
-        how = f"{base} --net CONVERTED/{where}:{cls}"
+        how = f"{base} --net {folder or 'CONVERTED'}/{where}:{cls}"
     else:
-        how = f"{base} --project CONVERTED"
-    out.print(
-        escape(_("to make them certain: {command}").format(command=how))
-        + escape("  " + _("(CONVERTED: the folder `torch2ms convert` wrote)")),
-        soft_wrap=True,
-    )
+        how = f"{base} --project {folder or 'CONVERTED'}"
+    note = "" if folder else "  " + _("(CONVERTED: the folder `torch2ms convert` wrote)")
+    out.print(escape(_("to make them certain: {command}").format(command=how) + note), soft_wrap=True)
 
 
 def _esc(text: str) -> str:
