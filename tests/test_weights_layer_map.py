@@ -293,6 +293,13 @@ _BUILT = {
         "x + self.point_embeddings[1](((x[:, :2] > 0).long() * 3 + 1)).sum(1)",
         "h + self.point_embeddings[0](((x[:, 2:4] > 0).long() + 2)).sum(1)",
     ),
+    # pytorch-cifar's ResNet: nn.Sequential(), then nn.Sequential(conv, bn) when it downsamples
+    "shortcut": (
+        "self.shortcut = nn.Sequential()\n        if cross:\n"
+        "            self.shortcut = nn.Sequential(nn.Conv2d(8, 8, 1), nn.BatchNorm2d(8))",
+        "x[:, :, None, None]",
+        "self.shortcut(h)[:, :, 0, 0]",
+    ),
     # whisper: `... if cross_attention else None`
     "optional": (
         "self.cross_attn_ln = nn.LayerNorm(8) if cross else None\n        self.unused = None if cross else nn.Linear(8, 8)",

@@ -704,7 +704,9 @@ def _plan_without_net(
 ) -> tuple[list[Assignment], list[str], dict[str, str], set[str], Any]:
     """(plan, dropped keys, layer types, keys whose type was guessed, what the layer map said)."""
     resolved = (
-        resolve_map(list(shapes), project[0], project[1]) if project is not None and layer_types is None else None
+        resolve_map(list(shapes), project[0], project[1], shapes)
+        if project is not None and layer_types is None
+        else None
     )
     types, guessed = _types_without_net(shapes, kb, layer_types, resolved)
     types, aliases = tie_layer_types(tied, shapes, types, kb)

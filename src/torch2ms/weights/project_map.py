@@ -124,9 +124,15 @@ class _Map:
 
 
 def _pick(spec: Any) -> Any:
-    """One spec of several (``a if c else nn.Identity()``): the ones that hold parameters, if they agree."""
+    """One spec of several (``a if c else nn.Identity()``): the ones that hold parameters, if they agree;
+    Sequentials built two ways (``nn.Sequential()``, then ``nn.Sequential(conv, bn)`` if downsampling)
+    by position, where the ways that have a position agree on it."""
     if isinstance(spec, dict) and "any" in spec:
         live = [s for s in spec["any"] if not (isinstance(s, dict) and (s.get("layer") in _PARAMLESS or "none" in s))]
+        if live and all(isinstance(s, dict) and "list" in s for s in live):
+            width = max(len(s["list"]) for s in live)
+            at = [[s["list"][k] for s in live if k < len(s["list"])] for k in range(width)]
+            return {"list": [c[0] if all(x == c[0] for x in c) else None for c in at]}
         return live[0] if live and all(s == live[0] for s in live) else None
     return spec
 
@@ -143,6 +149,8 @@ def _walk(m: _Map, root: str, parts: list[str], visits: dict[int, str] | None = 
         if not isinstance(spec, dict):
             return None
         if "layer" in spec:
+            if n - i > 1 and spec["layer"].rsplit(".", 1)[-1] in _WEIGHT_RANK:
+                return None  # a Linear has no submodule: this is not the class the checkpoint came from
             return i, spec["layer"]
         if "param" in spec:
             return (i - 1, None) if i == n else None
@@ -179,7 +187,38 @@ def _score(m: _Map, cls: str, firsts: set[str]) -> int:
     return len(firsts & set(m.attrs(cls)))
 
 
-def resolve(keys: list[str], classes: Mapping[str, Any], root: str = "") -> Resolved:
+# the rank of a torch layer's ``weight``: a root class whose walk gives a layer the tensor cannot be
+# (a 1-D weight at a Linear) is not the model's class
+_WEIGHT_RANK = {
+    "Linear": 2,
+    "Embedding": 2,
+    "Conv1d": 3,
+    "Conv2d": 4,
+    "Conv3d": 5,
+    "ConvTranspose1d": 3,
+    "ConvTranspose2d": 4,
+    "ConvTranspose3d": 5,
+    "LayerNorm": 1,
+    "BatchNorm1d": 1,
+    "BatchNorm2d": 1,
+    "BatchNorm3d": 1,
+    "GroupNorm": 1,
+    "PReLU": 1,
+}
+
+
+def _misfits(r: Resolved, shapes: Mapping[str, tuple[int, ...]]) -> int:
+    bad = 0
+    for prefix, layer in r.types.items():
+        rank = _WEIGHT_RANK.get(layer.rsplit(".", 1)[-1])
+        shape = shapes.get(f"{prefix}.weight" if prefix else "weight")
+        bad += rank is not None and shape is not None and len(shape) != rank
+    return bad
+
+
+def resolve(
+    keys: list[str], classes: Mapping[str, Any], root: str = "", shapes: Mapping[str, tuple[int, ...]] | None = None
+) -> Resolved:
     """The layer types the map gives a state dict's keys, from the model's class: the one ``root``
     names (``mod.Class``, or ``mod.`` for any class of that module), else the class whose attributes
     explain the most keys. Where several classes explain them equally but differently, a key is
@@ -192,8 +231,9 @@ def resolve(keys: list[str], classes: Mapping[str, Any], root: str = "") -> Reso
     if best == 0:
         return Resolved()
     results = [_resolve_from(m, c, keys) for c in sorted(c for c, s in scores.items() if s == best)]
-    most = max(len(r.certain) for r in results)
-    top = [r for r in results if len(r.certain) == most]
+    rank = {id(r): (_misfits(r, shapes or {}), -len(r.certain)) for r in results}
+    first = min(rank.values())
+    top = [r for r in results if rank[id(r)] == first]
     out = top[0]
     for other in top[1:]:
         out.certain &= other.certain
