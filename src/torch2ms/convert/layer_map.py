@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -153,6 +154,25 @@ def _tie(target: ast.AST, value: ast.AST, me: str) -> tuple[str, str] | None:
     return (borrow, own) if borrow and own else None
 
 
+def _statements(body: list[ast.stmt], into_defs: bool) -> Iterator[ast.stmt]:
+    """The statements of ``body`` and of the blocks inside it, in order (no expression is walked: this
+    runs on every file of a project); with ``into_defs``, of nested functions and classes too."""
+    stack = list(reversed(body))
+    while stack:
+        node = stack.pop()
+        yield node
+        if not into_defs and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        inner: list[ast.stmt] = []
+        for name in ("body", "orelse", "finalbody"):
+            sub = getattr(node, name, None)
+            if isinstance(sub, list):
+                inner += sub
+        for extra in (*getattr(node, "handlers", ()), *getattr(node, "cases", ())):
+            inner += extra.body
+        stack.extend(reversed(inner))
+
+
 def _method_attrs(
     fn: ast.FunctionDef | ast.AsyncFunctionDef, rec: _Recorder, attrs: dict[str, Spec | None], ties: dict[str, str]
 ) -> None:
@@ -161,7 +181,9 @@ def _method_attrs(
         return
     me = fn.args.args[0].arg
     rec.local = {}
-    for node in ast.walk(fn):
+    for node in _statements(fn.body, into_defs=False):
+        if isinstance(node, ast.Expr):
+            node = node.value  # self.layers.append(...)
         if isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if node.value is None:
@@ -203,11 +225,11 @@ def _call_attr(node: ast.Call, me: str, rec: _Recorder, attrs: dict[str, Spec | 
 
 def record(tree: ast.Module, module: str, roots: frozenset[str], into: dict[str, Any]) -> None:
     """Add each class of ``tree`` (module ``module``) to ``into``: ``{"bases": [...], "attrs": {...}}``."""
-    imap = ImportMap.from_tree(tree, roots)
-    rec = _Recorder(imap, module)
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.ClassDef):
-            continue
+    classes = [n for n in _statements(tree.body, into_defs=True) if isinstance(n, ast.ClassDef)]
+    if not classes:
+        return
+    rec = _Recorder(ImportMap.from_tree(tree, roots), module)
+    for node in classes:
         attrs: dict[str, Spec | None] = {}
         ties: dict[str, str] = {}
         for item in node.body:
