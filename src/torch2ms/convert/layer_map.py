@@ -181,9 +181,8 @@ def _method_attrs(
         return
     me = fn.args.args[0].arg
     rec.local = {}
-    for node in _statements(fn.body, into_defs=False):
-        if isinstance(node, ast.Expr):
-            node = node.value  # self.layers.append(...)
+    for stmt in _statements(fn.body, into_defs=False):
+        node: ast.AST = stmt.value if isinstance(stmt, ast.Expr) else stmt  # self.layers.append(...)
         if isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if node.value is None:
