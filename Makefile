@@ -68,7 +68,8 @@ i18n: $(STAMP)
 # (10-25 min on 2 cores). Its report: the headline on the last line, summary.md and results.json in OUT.
 realcode: $(STAMP)
 	@test -f $(REALCODE)/eval_realcode.py || { echo "the real-code kit is not at $(REALCODE) (REALCODE=...)"; exit 2; }
-	$(PY) $(REALCODE)/eval_realcode.py --project . --jobs $(WORKERS) $(if $(OUT),--out $(OUT),)
+	$(PY) $(REALCODE)/eval_realcode.py --project . --jobs $(WORKERS) $(if $(OUT),--out $(OUT),) \
+		--weights-cmd '{converter} weights {pth} -o {ckpt} --project {converted_root}'  # renames by the layer map
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info

@@ -126,7 +126,8 @@ def test_r21_reader_and_cli_run_without_torch(tmp_path):
     """)
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-2000:]
+    # written; exit 3: without the converted project's layer map the BN/LN/Embedding renames are guesses
+    assert proc.returncode == 3, proc.stderr[-3000:] + proc.stdout[-2000:]
     for fmt in ("zip", "legacy"):
         with np.load(tmp_path / f"out_{fmt}.npz") as got:
             for k, t in sd.items():
@@ -319,7 +320,7 @@ def test_r21_cnn_converted_forward_matches_torch(tmp_path, mode):
     argv = ["weights", str(tmp_path / "cnn.pth"), "-o", str(tmp_path / "cnn.ckpt")]
     if mode == "net":
         argv += ["--net", f"{net_file}:build"]
-    assert main(argv) == 0
+    assert main(argv) == (0 if mode == "net" else 3)  # 3: written, renames by guessed layer types
     net = mod.build()
     not_loaded, unused = ms.load_param_into_net(net, ms.load_checkpoint(str(tmp_path / "cnn.ckpt")))
     assert not_loaded == [] and unused == []
@@ -428,15 +429,15 @@ def test_r21_stream_writer_is_byte_identical_to_mindspore_save_checkpoint(tmp_pa
 def test_r21_mindspore_writer_option(tmp_path):
     tm = _trained_torch_net()
     torch.save(tm.state_dict(), tmp_path / "cnn.pth")
-    assert main(["weights", str(tmp_path / "cnn.pth"), "-o", str(tmp_path / "a.ckpt")]) == 0
-    assert main(["weights", str(tmp_path / "cnn.pth"), "-o", str(tmp_path / "b.ckpt"), "--writer", "mindspore"]) == 0
+    assert main(["weights", str(tmp_path / "cnn.pth"), "-o", str(tmp_path / "a.ckpt")]) == 3  # renames guessed
+    assert main(["weights", str(tmp_path / "cnn.pth"), "-o", str(tmp_path / "b.ckpt"), "--writer", "mindspore"]) == 3
     assert (tmp_path / "a.ckpt").read_bytes() == (tmp_path / "b.ckpt").read_bytes()
 
 
 def test_r21_reverse_ckpt_to_pth_loads_in_torch(tmp_path):
     tm = _trained_torch_net()
     torch.save(tm.state_dict(), tmp_path / "cnn.pth")
-    assert main(["weights", str(tmp_path / "cnn.pth"), "-o", str(tmp_path / "cnn.ckpt")]) == 0
+    assert main(["weights", str(tmp_path / "cnn.pth"), "-o", str(tmp_path / "cnn.ckpt")]) == 3  # renames guessed
     # the way back: Conv1d's 4-D MindSpore weight needs the exact layer types (from the torch model)
     from torch2ms.weights.layers import layer_types
 

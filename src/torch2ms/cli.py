@@ -174,6 +174,11 @@ def cmd_kb_check(args: argparse.Namespace) -> int:
         console.print(f"[red]✗[/] {p}")
     if not problems:
         console.print("[green]" + _("knowledge base OK") + "[/]")
+    if not args.no_signatures:
+        from .kb.check import signature_lines
+
+        for line in signature_lines(Path(args.priority) if args.priority else None):
+            console.print(line, soft_wrap=True, markup=False)
     return EXIT_FOUND if problems else EXIT_OK
 
 
@@ -315,6 +320,11 @@ def _add_kb_and_doctor(sub: argparse._SubParsersAction) -> None:
     )
     ck.add_argument("--no-targets", action="store_true", help=_("do not import mindspore to resolve targets"))
     ck.add_argument("--priority", help=_("torch_api_priority.tsv: also report priority APIs without an entry"))
+    ck.add_argument(
+        "--no-signatures",
+        action="store_true",
+        help=_("skip the signature audit (each torch parameter mapped and tested, or marked; needs torch)"),
+    )
     ck.set_defaults(func=cmd_kb_check)
 
     dr = _sub(

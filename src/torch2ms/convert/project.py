@@ -31,7 +31,7 @@ from ..analysis.project_names import module_name, project_bindings
 from ..analysis.sourcefiles import BadInput, TreeListing, display, read_python, skip_reason, walk_tree
 from ..i18n import N_, _
 from ..progress import Progress
-from . import vision_models
+from . import layer_map, vision_models
 from .linemap import write_line_map
 from .pipeline import collector_paused
 from .project_paths import (
@@ -212,7 +212,7 @@ def _top_level_imports(tree: ast.Module) -> ast.Module:
 
 
 def _project_facts(
-    py_files: list[Path], base: Path, roots: frozenset[str]
+    py_files: list[Path], base: Path, roots: frozenset[str], layers: dict | None = None
 ) -> tuple[frozenset[str], dict[str, dict[str, str]]]:
     """Class names that subclass nn.Module anywhere in the project (bases followed across files by name),
     and per module the torch names it gets from other project files (``from .parts import *``)."""
@@ -220,7 +220,7 @@ def _project_facts(
     imports: dict[str, tuple[ast.Module, bool]] = {}
     with collector_paused():  # each tree is freed as the next is parsed (no cycles): nothing to collect
         for p in py_files:
-            _project_file_facts(p, base, roots, classes, imports)
+            _project_file_facts(p, base, roots, classes, imports, layers)
     found: set[str] = set()
     changed = True
     while changed:
@@ -238,17 +238,21 @@ def _project_file_facts(
     roots: frozenset[str],
     classes: list[tuple[str, tuple[str, ...], bool]],
     imports: dict[str, tuple[ast.Module, bool]],
+    layers: dict | None = None,
 ) -> None:
-    """One file's part of ``_project_facts``: its classes and its top-level imports."""
+    """One file's part of ``_project_facts``: its classes and its top-level imports (and its layer map)."""
     try:
         tree = ast.parse(read_python(p).text)
     except (BadInput, SyntaxError, ValueError, RecursionError, MemoryError):
         return  # reported when the file itself is converted
     classes += _class_bases(tree, roots)
     try:
-        imports[module_name(p.relative_to(base))] = (_top_level_imports(tree), p.name == "__init__.py")
+        name = module_name(p.relative_to(base))
+        imports[name] = (_top_level_imports(tree), p.name == "__init__.py")
     except ValueError:
-        pass
+        return
+    if layers is not None:
+        layer_map.record(tree, name, roots, layers)
 
 
 def local_packages(src: Path) -> frozenset[str]:
@@ -304,7 +308,8 @@ def convert_tree(
     report.not_read = [(_rel(p.path, base), p.reason) for p in listing.problems]
     report.skipped = [(_rel(p.path, base), p.reason) for p in listing.skipped]
     roots = local_packages(src_p)
-    modules, names = _project_facts(listing.python, base, roots)
+    layers: dict = {}
+    modules, names = _project_facts(listing.python, base, roots, layers)
     tmp = fresh_temp_dir(out_p)
     spill = _Spill()
     uses_vision_package = False
@@ -326,6 +331,7 @@ def convert_tree(
             report.generated += _vendor_runtime(vendor, tmp)
         for p in listing.other:
             _copy_other(p, base, tmp, report)
+        layer_map.write(layers, tmp)  # for `torch2ms weights --project OUT`: each class's layers
         report.files.sort(key=lambda f: f.path)
         write_line_map(tmp, base, report.files)
         with open(tmp / REPORT_JSON, "w", encoding="utf-8") as fh:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import re
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import KB, canonical_name, load_kb
@@ -106,3 +107,169 @@ def _priority_gaps(kb: KB, path: Path) -> list[str]:
         if full.startswith(REQUIRED_PREFIXES) and kb.get(full) is None:
             out.append(f"priority API {api} has no KB entry")
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The signature audit: every parameter of every torch callable the KB maps is mapped (and a
+# differential case passes it a non-default value) or refused with a mark.
+
+_SKIP_PARAMS = frozenset({"self", "cls"})
+
+
+@dataclass
+class ParamAudit:
+    api: str
+    param: str
+    verdict: str  # "covered" | "marked" | "untested" (mapped, no case passes it) | "unmapped"
+
+
+@dataclass
+class SignatureAudit:
+    params: list[ParamAudit] = field(default_factory=list)
+    no_signature: list[str] = field(default_factory=list)  # entries whose torch signature is unknown
+    sig_drift: list[str] = field(default_factory=list)  # "api: param" the KB's sig lacks
+
+    def coverage(self, apis: set[str] | None = None) -> tuple[int, int]:
+        rows = [p for p in self.params if apis is None or p.api in apis]
+        return sum(p.verdict in ("covered", "marked") for p in rows), len(rows)
+
+
+def _torch_params(api: str, kind: str) -> list[tuple[str, str | None]] | None:
+    """(name, default source or None) of the torch callable's parameters, from ``inspect.signature``."""
+    import inspect
+
+    obj = _resolve_torch(api)
+    if obj is None:
+        return None
+    try:
+        sig = inspect.signature(obj.__init__ if kind == "class" else obj)
+    except (TypeError, ValueError):
+        return None
+    out = []
+    for p in sig.parameters.values():
+        if p.name in _SKIP_PARAMS or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        out.append((p.name, None if p.default is p.empty else repr(p.default)))
+    return out
+
+
+def _resolve_torch(api: str):
+    parts = api.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        try:
+            for attr in parts[i:]:
+                obj = getattr(obj, attr)
+        except AttributeError:
+            return None
+        return obj
+    return None
+
+
+def _passed(e, names: list[str], defaults: dict[str, str | None]) -> set[str]:
+    """Parameters some differential case of the entry passes a value other than the default."""
+    import ast
+
+    short = e.torch.rsplit(".", 1)[-1]
+    out: set[str] = set()
+    for case in e.cases:
+        texts = [f"f({case.init})"] if e.kind == "class" and case.init is not None else [case.call]
+        for text in texts:
+            try:
+                tree = ast.parse(text, mode="eval")
+            except SyntaxError:
+                continue
+            for node in ast.walk(tree):
+                if not isinstance(node, ast.Call):
+                    continue
+                fname = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+                if fname not in (short, "f"):
+                    continue
+                skip = 1 if e.kind == "method" and names and names[0] in ("input", "self") else 0
+                for i, arg in enumerate(node.args):
+                    if not isinstance(arg, ast.Starred) and i + skip < len(names):
+                        out.add(names[i + skip])
+                for kw in node.keywords:
+                    if kw.arg and ast.unparse(kw.value) != (defaults.get(kw.arg) or ""):
+                        out.add(kw.arg)
+    return out
+
+
+def _verdict(e, name: str, passed: set[str]) -> str:
+    rule = e.args.get(name)
+    if e.status == "no-equivalent" or (rule is not None and (rule.unsupported or rule.ms is None)):
+        return "marked"
+    mapped = (
+        rule is not None
+        or e.status == "direct"
+        or e.template.startswith("@")
+        or f"{{{name}}}" in e.template
+        or name in {p.split("=", 1)[0].lstrip("*") for p in e.ms_sig}
+    )
+    if not mapped:
+        return "unmapped"
+    return "covered" if name in passed else "untested"
+
+
+def signature_audit(kb: KB | None = None) -> SignatureAudit:
+    """Each callable entry's torch parameters (``inspect.signature``, else the entry's ``sig``) against
+    its argument rules and its cases. Needs torch for the signatures."""
+    kb = kb or load_kb()
+    audit = SignatureAudit()
+    for e in kb:
+        if e.kind not in ("class", "function", "method"):
+            continue
+        params = _torch_params(e.torch, e.kind)
+        if params is None:
+            params = [(p.split("=", 1)[0].lstrip("*"), p.split("=", 1)[1] if "=" in p else None) for p in e.sig]
+            if not params:
+                audit.no_signature.append(e.torch)
+                continue
+        elif e.sig:
+            known = set(e.sig_names())
+            audit.sig_drift += [f"{e.torch}: {n}" for n, _ in params if n not in known]
+        names = [n for n, _ in params]
+        passed = _passed(e, names, dict(params))
+        audit.params += [ParamAudit(e.torch, n, _verdict(e, n, passed)) for n in names]
+    return audit
+
+
+def priority_apis(path: Path, top: int = 300) -> set[str]:
+    """The ``top`` most used APIs of the priority list (canonical names)."""
+    lines = path.read_text(encoding="utf-8").splitlines()[1:]
+    return {canonical_name(line.split("\t", 1)[0].strip()) for line in lines[:top] if line.strip()}
+
+
+def signature_lines(priority_file: Path | None = None) -> list[str]:
+    """What ``torch2ms kb check`` prints of the signature audit (nothing where torch is not installed)."""
+    from ..i18n import _
+
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return [_("signature audit skipped: torch is not installed")]
+    audit = signature_audit()
+    lines = []
+    if priority_file is not None and priority_file.exists():
+        done, total = audit.coverage(priority_apis(priority_file))
+        lines.append(
+            _("signature coverage, 300 most used APIs: {done}/{total} parameters ({share:.1%})").format(
+                done=done, total=total, share=done / max(total, 1)
+            )
+        )
+    done, total = audit.coverage()
+    lines.append(
+        _(
+            "signature coverage, all entries: {done}/{total} parameters ({share:.1%}) mapped and tested, or marked"
+        ).format(done=done, total=total, share=done / max(total, 1))
+    )
+    if audit.sig_drift:
+        lines.append(
+            _("{n} torch parameters missing from their entry's sig (first: {first})").format(
+                n=len(audit.sig_drift), first=", ".join(audit.sig_drift[:3])
+            )
+        )
+    return lines

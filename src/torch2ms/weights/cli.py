@@ -2,7 +2,9 @@
 
 Exit codes: 0 converted (and, with ``--net``, every parameter loads); 1 something would be left
 unloaded (the table says what; nothing written unless ``--force``) or the loaded-back check
-failed; 2 usage/file errors, including a checkpoint refused by the safe unpickler.
+failed; 2 usage/file errors, including a checkpoint refused by the safe unpickler; 3 written, but
+some names rest on a layer type guessed from the key names (listed, with the command that makes
+them certain: ``--project`` the converted folder, or ``--net``).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import sys
 
 from ..i18n import _
 
-EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FOUND, EXIT_USAGE, EXIT_GUESSED = 0, 1, 2, 3
 
 
 def add_weights_parser(sub) -> None:
@@ -39,6 +41,11 @@ def add_weights_parser(sub) -> None:
                 "usage or file error: no such file, a malformed or malicious checkpoint (refused, nothing run), "
                 "an output that is the input or a file that is not a checkpoint"
             ),
+        )
+        + "\n  3  "
+        + _(
+            "written, but some parameter names rest on a layer type guessed from the key names: they are "
+            "listed with the command that makes them certain (--project CONVERTED or --net)"
         ),
         formatter_class=_argparse.RawDescriptionHelpFormatter,
     )
@@ -50,6 +57,13 @@ def add_weights_parser(sub) -> None:
             "module:Factory or path.py:Factory building the converted MindSpore network: "
             "map by its parameter names/shapes and check every parameter loads"
         ),
+    )
+    w.add_argument(
+        "--project",
+        help=_(
+            "the folder `torch2ms convert` wrote (or its {file}): each layer's type from the converted "
+            "source, so no rename is guessed (default: found beside --net's file or in the current folder)"
+        ).format(file="torch2ms_layers.json"),
     )
     w.add_argument("--torch-net", help=_("module:Factory of the torch model (needs torch): exact layer types"))
     w.add_argument(
@@ -155,6 +169,9 @@ def _summary(args: argparse.Namespace, res, out) -> None:
         ),
         soft_wrap=True,
     )
+    if res.filled:
+        filled = _("written with the values that make the layer act as torch's (which has none of them): {names}")
+        out.print(escape(filled.format(names=", ".join(res.filled[:5]))), soft_wrap=True)
     for keys in res.tied:
         tied = _("tied (one tensor, written under each name): {names}").format(names=", ".join(keys))
         out.print(escape(tied), soft_wrap=True)
@@ -190,6 +207,9 @@ def _json(res) -> str:
         "verified": res.verified,
         "not_loaded": res.not_loaded,
         "tied": res.tied,
+        "filled": res.filled,
+        "guessed": [{"name": k, "ms_name": n, "layer": t} for k, n, t in res.guessed],
+        "layer_map_root": res.project_root,
         "report": res.report.to_dict() if res.report else None,
     }
     return json.dumps(d, indent=2) + "\n"
@@ -240,6 +260,7 @@ def cmd_weights(args: argparse.Namespace) -> int:
                 writer=args.writer,
                 force=args.force,
                 progress=progress,
+                project=_layer_map(args),
             )
     except UnsafePickleError as exc:
         err.print("[red]" + _("refused:") + "[/] " + _esc(str(exc)), soft_wrap=True)
@@ -255,7 +276,61 @@ def cmd_weights(args: argparse.Namespace) -> int:
             _table(res.report, out)
             _buffers(res.report, out)
         _summary(args, res, out)
-    return EXIT_OK if res.ok else EXIT_FOUND
+        _guesses(args, res, out)
+    if not res.ok:
+        return EXIT_FOUND
+    return EXIT_GUESSED if res.guessed else EXIT_OK
+
+
+def _layer_map(args: argparse.Namespace):
+    """The converted project's layer map (``--project``, or found beside ``--net``/here), or None."""
+    from .convert import WeightsError
+    from .project_map import find_map, load_map
+
+    if args.net or args.torch_net:
+        return None  # the network (or the torch model) says every layer's type
+    path, root = find_map(args.project, args.net)
+    if path is None:
+        if args.project:
+            raise WeightsError(
+                _("--project {path}: no {file} there (convert the torch source with `torch2ms convert` first)").format(
+                    path=args.project, file="torch2ms_layers.json"
+                )
+            )
+        return None
+    args.map_dir = str(path.parent)  # for the command that makes the guesses certain
+    try:
+        return load_map(path), root
+    except (ValueError, OSError) as exc:
+        raise WeightsError(_("{path}: not a layer map ({error})").format(path=path, error=exc)) from exc
+
+
+def _guesses(args: argparse.Namespace, res, out) -> None:
+    """The names that rest on a guessed layer type, and the command that makes them certain."""
+    from rich.markup import escape
+
+    if not res.guessed:
+        return
+    out.print(
+        "[yellow]"
+        + _("{n} names rest on a layer type guessed from the key names (exit 3):").format(n=len(res.guessed))
+        + "[/]"
+    )
+    for key, name, layer in res.guessed[:10]:
+        kind = layer.rsplit(".", 1)[-1] if layer else _("no rename")
+        out.print(escape(f"  {key} → {name}  ({kind}?)"), soft_wrap=True)
+    if len(res.guessed) > 10:
+        out.print(escape("  " + _("... and {n} more (--json lists them all)").format(n=len(res.guessed) - 10)))
+    base = f"torch2ms weights {args.input} -o {args.output}"
+    folder = getattr(args, "map_dir", None)
+    if res.project_root:  # the map knows the model's class: its network says the rest
+        module, _dot, cls = res.project_root.rpartition(".")
+        where = (module.replace(".", "/") + ".py") if module else "MODEL.py"
+        how = f"{base} --net {folder or 'CONVERTED'}/{where}:{cls}"
+    else:
+        how = f"{base} --project {folder or 'CONVERTED'}"
+    note = "" if folder else "  " + _("(CONVERTED: the folder `torch2ms convert` wrote)")
+    out.print(escape(_("to make them certain: {command}").format(command=how) + note), soft_wrap=True)
 
 
 def _esc(text: str) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from ..progress import Progress
 from .ckpt_io import ckpt_size, read_ckpt, save_with_mindspore, write_ckpt
 from .dataflow import embeddings_by_dataflow
 from .layers import layer_types
+from .project_map import resolve as resolve_map
 from .rename import INVERSE_LAYOUTS, LAYOUTS, RESHAPE_ONLY_LAYOUTS, rename_key
 from .torch_format import TensorRef, load_any, save_torch_zip
 from .tying import tie_layer_types, tied_groups, tied_partner_loaded
@@ -271,6 +272,50 @@ def guess_layer_types(shapes: Mapping[str, tuple[int, ...]], kb: KB) -> dict[str
                 cls = "torch.nn.TransformerDecoderLayer" if dec else "torch.nn.TransformerEncoderLayer"
                 if kb.get(cls) is not None:
                     out[parent] = kb.get(cls).torch
+    return out
+
+
+def _types_without_net(
+    shapes: Mapping[str, tuple[int, ...]], kb: KB, layer_types: Mapping[str, str] | None, project: Any
+) -> tuple[dict[str, str], set[str]]:
+    """Layer types for a conversion without a network, and the keys whose type was guessed.
+
+    ``layer_types`` (``--torch-net``) is exact. Else the layer map (``project``, a
+    :class:`~.project_map.Resolved`) says what it knows, and the guesser fills in the rest."""
+    if layer_types is not None:
+        return dict(layer_types), set()
+    guessed = embeddings_by_dataflow(shapes, guess_layer_types(shapes, kb))
+    if project is None:
+        return guessed, set(shapes)
+    # a guess never overrides the map on the way to a key the map explains (DETR's own
+    # TransformerEncoderLayer class is no torch TransformerEncoderLayer: linear1 stays linear1)
+    types = {p: t for p, t in guessed.items() if p not in project.along}
+    types.update(project.types)
+    return types, {k for k in shapes if k not in project.certain}
+
+
+def guessed_renames(
+    plan: list[Assignment],
+    dropped: list[str],
+    shapes: Mapping[str, tuple[int, ...]],
+    types: Mapping[str, str],
+    unsure: set[str],
+    kb: KB,
+) -> list[tuple[str, str, str]]:
+    """The written names that rest on a guess: a key renamed (or re-laid out) by a guessed layer type,
+    or kept where the layer could be one that renames it (a 1-D ``weight`` alone: RMSNorm or PReLU;
+    a 2-D ``weight`` without a bias: Linear or Embedding)."""
+    groups = _leaves(shapes)
+    out = []
+    for a in plan:
+        key = a.torch_key
+        if key not in unsure:
+            continue
+        prefix, _, leaf = key.rpartition(".")
+        leaves = groups.get(prefix, {})
+        ambiguous = leaf == "weight" and "bias" not in leaves and len(shapes[key]) in (1, 2)
+        if a.ms_name != key or a.layout or ambiguous:
+            out.append((key, a.ms_name, types.get(prefix, "")))
     return out
 
 
@@ -551,6 +596,11 @@ class ConversionResult:
     tied: list[list[str]] = field(default_factory=list)  # keys sharing one tensor (weight tying)
     # complex tensors (a RoPE table): MindSpore's load_checkpoint cannot read them, so not written
     complex_left_out: list[str] = field(default_factory=list)
+    # renames (or names kept) by a layer type guessed from key names and shapes: (torch key, ms name, type)
+    guessed: list[tuple[str, str, str]] = field(default_factory=list)
+    project_root: str | None = None  # the model's class in the layer map, when one was used
+    # MindSpore parameters the torch layer lacks (affine=False norms), written with the neutral values
+    filled: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -590,6 +640,7 @@ def convert_checkpoint(
     force: bool = False,
     verify: bool = True,
     progress: Progress | None = None,
+    project: tuple[Mapping[str, Any], str] | None = None,
 ) -> ConversionResult:
     """Convert a torch checkpoint file into a MindSpore .ckpt.
 
@@ -597,7 +648,9 @@ def convert_checkpoint(
     of its parameters would stay unloaded (or a torch key unused) nothing is written unless
     ``force``. ``writer``: ``"stream"`` (default; one tensor in memory at a time) or
     ``"mindspore"`` (``mindspore.save_checkpoint`` from a dict of numpy arrays). ``progress``: told
-    each phase and the tensors/bytes written.
+    each phase and the tensors/bytes written. ``project``: the converted project's layer map (its
+    ``classes``) and the model's class in it (``""``: found), which say each layer's type; without a net, what neither it nor ``layer_types``
+    says is guessed and listed in ``result.guessed``.
     """
     kb = kb or load_kb()
     progress = progress or Progress()
@@ -607,38 +660,30 @@ def convert_checkpoint(
     shapes = {k: v.shape for k, v in state.items()}
     report = None
     tied = tied_groups(state)
+    guessed: set[str] = set()
+    resolved: Any = None
     if isinstance(net, str):
         with progress.phase(_("building the MindSpore network")):
             net = load_net(net)
     if net is not None:
         plan, dropped, report = match_to_shapes(shapes, net_param_shapes(net), kb, layer_types, tied)
+        _shared_names(net, plan)
+        filled = _fill_absent(report, state, shapes, kb)
+        plan += filled
         classify_net_buffers(report, net, state)
         types = dict(layer_types) if layer_types is not None else guess_layer_types(shapes, kb)
     else:
-        types = (
-            dict(layer_types)
-            if layer_types is not None
-            else embeddings_by_dataflow(shapes, guess_layer_types(shapes, kb))
-        )
-        types, aliases = tie_layer_types(tied, shapes, types, kb)
-        plan, dropped = plan_conversion(shapes, types, kb)
-        named = {a.ms_name for a in plan}
-        plan += [Assignment(n, k, None, tuple(shapes[k])) for n, k in aliases if n not in named]
-        seen: dict[str, str] = {}
-        for a in plan:
-            if a.ms_name in seen:
-                raise WeightsError(
-                    _("{key} and {other} both map to {name}").format(
-                        key=a.torch_key, other=seen[a.ms_name], name=a.ms_name
-                    )
-                )
-            seen[a.ms_name] = a.torch_key
+        plan, dropped, types, guessed, resolved = _plan_without_net(shapes, kb, layer_types, project, tied)
     # MindSpore 2.10's load_checkpoint fails on the whole file ("'Complex64'") for one complex tensor;
     # such a tensor is a buffer the network computes (torch.polar), never a trained parameter.
     complex_keys = [a.torch_key for a in plan if state[a.torch_key].dtype.startswith("complex")]
     plan = [a for a in plan if not state[a.torch_key].dtype.startswith("complex")]
     result = ConversionResult(False, str(out), dropped=dropped, report=report, info=info, layer_types=types, tied=tied)
-    result.tensors, result.complex_left_out = len(state), complex_keys
+    if net is None:
+        result.guessed = guessed_renames(plan, dropped, shapes, types, guessed, kb)
+        result.project_root = resolved.root if resolved is not None else None
+    result.tensors, result.complex_left_out = len(shapes), complex_keys
+    result.filled = [a.ms_name for a in plan if a.torch_key.startswith(_FILL)]
     if report is not None and not report.ok and not force:
         return result
     result.bytes = _write(plan, state, out, writer, progress)
@@ -648,6 +693,103 @@ def convert_checkpoint(
         with progress.phase(_("loading the file back into the network")):
             result.verified, result.not_loaded = _load_back(net, out, report)
     return result
+
+
+def _plan_without_net(
+    shapes: Mapping[str, tuple[int, ...]],
+    kb: KB,
+    layer_types: Mapping[str, str] | None,
+    project: tuple[Mapping[str, Any], str] | None,
+    tied: list[list[str]],
+) -> tuple[list[Assignment], list[str], dict[str, str], set[str], Any]:
+    """(plan, dropped keys, layer types, keys whose type was guessed, what the layer map said)."""
+    resolved = (
+        resolve_map(list(shapes), project[0], project[1], shapes)
+        if project is not None and layer_types is None
+        else None
+    )
+    types, guessed = _types_without_net(shapes, kb, layer_types, resolved)
+    types, aliases = tie_layer_types(tied, shapes, types, kb)
+    plan, dropped = plan_conversion(shapes, types, kb)
+    named = {a.ms_name for a in plan}
+    plan += [Assignment(n, k, None, tuple(shapes[k])) for n, k in aliases if n not in named]
+    if resolved is not None:
+        # buffers: the converted Cell holds them as tensors, not Parameters; a borrowed tied key: the
+        # network holds its Parameter once, under the owner's name
+        gone = resolved.buffers | resolved.borrowed
+        dropped += [a.torch_key for a in plan if a.torch_key in gone]
+        plan = [a for a in plan if a.torch_key not in gone]
+    seen: dict[str, str] = {}
+    for a in plan:
+        if a.ms_name in seen:
+            raise WeightsError(
+                _("{key} and {other} both map to {name}").format(key=a.torch_key, other=seen[a.ms_name], name=a.ms_name)
+            )
+        seen[a.ms_name] = a.torch_key
+    return plan, dropped, types, guessed, resolved
+
+
+def _shared_names(net: Any, plan: list[Assignment]) -> None:
+    """Tied weights: one Parameter held by two cells is listed under the first path that reaches it
+    (``lut.embedding_table``) but named after the cell that made it (``lm_head.weight``), and
+    MindSpore's loader asks for that name (a strict load takes no other): the entry is renamed so."""
+    named = {a.ms_name: a for a in plan}
+    for path, param in net.parameters_and_names():
+        a = named.get(path)
+        if a is None or param.name == path or param.name in named or _attr_path(net, param.name) is not param:
+            continue
+        a.ms_name = param.name
+
+
+_FILL = "<neutral>"
+
+
+def _neutral_leaves(kb: KB) -> dict[str, float]:
+    """MindSpore leaf → the value that makes the layer act as torch's without it: a norm's scale
+    (what torch's ``weight`` becomes: ``gamma``) is 1, its shift (``bias`` → ``beta``) is 0."""
+    out: dict[str, float] = {}
+    for e in kb:
+        scale, shift = e.params.get("weight"), e.params.get("bias")
+        if e.kind == "class" and scale and shift and scale != "weight":
+            out[scale], out[shift] = 1.0, 0.0
+    return out
+
+
+def _fill_absent(report: LoadReport, state: dict[str, TensorRef], shapes: Mapping, kb: KB) -> list[Assignment]:
+    """Missing ``gamma``/``beta`` of a layer the checkpoint has no ``weight``/``bias`` for at all (torch's
+    InstanceNorm2d(n) → GroupNorm(n, n, affine=False), a norm built affine=False): written as 1 and 0,
+    so a strict load succeeds and the layer computes what torch's does."""
+    from .torch_format import Storage
+
+    neutral = _neutral_leaves(kb)
+    keep, out = [], []
+    for name, shape, likely in report.missing:
+        prefix, _, leaf = name.rpartition(".")
+        has = any((f"{prefix}.{t}" if prefix else t) in shapes for t in ("weight", "bias"))
+        if leaf not in neutral or has:
+            keep.append((name, shape, likely))
+            continue
+        arr = np.full(shape, neutral[leaf], np.float32)
+        storage = Storage("float32", _FILL + name, int(arr.size), buffer=_bytes_of(arr))
+        stride = tuple(int(s // 4) for s in arr.strides)
+        state[_FILL + name] = TensorRef(storage, 0, tuple(shape), stride)
+        out.append(Assignment(name, _FILL + name, None, tuple(shape)))
+    report.missing = keep
+    return out
+
+
+def _bytes_of(arr: np.ndarray) -> Callable[[], memoryview]:
+    data = memoryview(arr.tobytes())
+    return lambda: data
+
+
+def _attr_path(net: Any, dotted: str) -> Any:
+    obj = net
+    for part in dotted.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj
 
 
 def _counted(items: Iterator[tuple], plan: list[Assignment], state: Mapping[str, TensorRef], progress: Progress):

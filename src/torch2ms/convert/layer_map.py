@@ -1,0 +1,252 @@
+"""The layer map: per module class of the converted project, which attribute holds which layer.
+
+``torch2ms weights`` renames a checkpoint's parameters by layer type (BatchNorm ``weight`` →
+``gamma``, Embedding ``weight`` → ``embedding_table``...). Told from the key names alone, a user's own
+``class LayerNorm(nn.Module)`` (whose ``weight`` keeps its name in the converted Cell) looks like
+``nn.LayerNorm``, and an ``nn.PReLU`` held as ``self.act`` like nothing. So the converter writes, into
+OUT, what the source says: for each class, ``self.NAME = <call>`` as
+
+* ``{"layer": "torch.nn.Linear"}`` — a torch.nn layer;
+* ``{"class": "pkg.mod.Block"}`` — a project class (its parameters keep their names);
+* ``{"list": [spec, ...]}`` / ``{"each": spec}`` — ``nn.Sequential``/``nn.ModuleList`` by position,
+  or every element alike (a comprehension); ``{"dict": {key: spec}}`` — ``nn.ModuleDict``;
+* ``{"none": true}`` — ``None`` (one side of ``x if c else None``);
+* ``{"param": true}`` — an ``nn.Parameter``; ``{"buffer": true}`` — ``register_buffer`` (a converted
+  Cell holds it as a tensor, not a Parameter: no .ckpt entry loads it); ``{"any": [spec, ...]}`` —
+  assigned more than one way.
+
+``"ties"``: ``self.a.weight = self.b.weight`` as ``{"a.weight": "b.weight"}`` (the key that borrows the
+Parameter → the key of the layer that made it). What the source does not say (a factory function's
+result, a list built in a loop) is not recorded: ``weights`` then tells the class by the attribute
+names the checkpoint shows, or lists the renames it had to guess. Only ``ast`` (no torch, no KB).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ..analysis.imports import ImportMap
+
+LAYER_MAP_FILE = "torch2ms_layers.json"  # weights/project_map.py reads it under the same name
+_LISTS = ("torch.nn.ModuleList", "torch.nn.Sequential", "torch.nn.ParameterList")
+_DICTS = ("torch.nn.ModuleDict", "torch.nn.ParameterDict")
+
+Spec = dict[str, Any]
+
+
+def _name(full: str) -> str:
+    """``torch.nn.modules.linear.Linear`` → ``torch.nn.Linear`` (the KB knows both; one spelling here)."""
+    if full.startswith("torch.nn.modules."):
+        return "torch.nn." + full.rsplit(".", 1)[-1]
+    return full
+
+
+def _merge(a: Spec | None, b: Spec | None) -> Spec | None:
+    if a is None or b is None:
+        return None  # one way unknown: the attribute is unknown
+    if a == b:
+        return a
+    alts = [*a.get("any", [a]), *(s for s in b.get("any", [b]) if s not in a.get("any", [a]))]
+    return {"any": alts}
+
+
+class _Recorder:
+    def __init__(self, imap: ImportMap, module: str) -> None:
+        self.imap, self.module = imap, module
+        self.local: dict[str, Spec | None] = {}
+
+    def full(self, func: ast.AST) -> str | None:
+        full = self.imap.resolve(func)
+        if full is not None:
+            return _name(full) if self.imap.is_framework(full) else full
+        if isinstance(func, ast.Name):
+            return func.id  # a class of this file (or a name the map cannot follow): weights resolves by name
+        return None
+
+    def spec(self, node: ast.AST | None) -> Spec | None:
+        if isinstance(node, ast.Name):
+            return self.local.get(node.id)
+        if isinstance(node, ast.Constant) and node.value is None:
+            return {"none": True}  # `... if cross_attention else None`: no parameters on this side
+        if isinstance(node, ast.IfExp):
+            return _merge(self.spec(node.body), self.spec(node.orelse))
+        if isinstance(node, (ast.ListComp, ast.GeneratorExp)):
+            each = self.spec(node.elt)
+            return {"each": each} if each is not None else None
+        if isinstance(node, (ast.List, ast.Tuple)) and not any(isinstance(a, ast.Starred) for a in node.elts):
+            return {"list": [self.spec(a) for a in node.elts]}
+        if not isinstance(node, ast.Call):
+            return None
+        full = self.full(node.func)
+        if full is None:
+            return None
+        if full == "torch.nn.Parameter" or full == "torch.nn.parameter.Parameter":
+            return {"param": True}
+        if full in _LISTS:
+            return self.elements(node)
+        if full in _DICTS:
+            return self.mapping(node.args[0] if node.args else None)
+        if full.startswith("torch.nn.") and full.count(".") == 2:
+            return {"layer": full}
+        if full.startswith(("torch.", "torchvision.", "einops.")):
+            return None  # a function's result (torch.zeros...) or a library layer: not known here
+        return {"class": full}
+
+    def elements(self, call: ast.Call) -> Spec | None:
+        args = call.args
+        if len(args) == 1 and isinstance(args[0], (ast.ListComp, ast.GeneratorExp, ast.List, ast.Tuple, ast.Name)):
+            inner = self.spec(args[0])  # a list, a comprehension, or a local holding one
+            return inner if inner is not None and ("each" in inner or "list" in inner) else None
+        if len(args) == 1 and isinstance(args[0], ast.Call) and self.full(args[0].func) in ("collections.OrderedDict",):
+            return self.mapping(args[0].args[0] if args[0].args else None)
+        if any(isinstance(a, ast.Starred) for a in args):
+            return None
+        return {"list": [self.spec(a) for a in args]}
+
+    def mapping(self, node: ast.AST | None) -> Spec | None:
+        out: dict[str, Spec | None] = {}
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict" and not node.args:
+            if any(kw.arg is None for kw in node.keywords):
+                return None
+            return {"dict": {str(kw.arg): self.spec(kw.value) for kw in node.keywords}}
+        if isinstance(node, ast.Dict):
+            for k, v in zip(node.keys, node.values):
+                if not (isinstance(k, ast.Constant) and isinstance(k.value, str)):
+                    return None
+                out[k.value] = self.spec(v)
+        elif isinstance(node, (ast.List, ast.Tuple)):
+            for item in node.elts:
+                if not (isinstance(item, ast.Tuple) and len(item.elts) == 2):
+                    return None
+                k, v = item.elts
+                if not (isinstance(k, ast.Constant) and isinstance(k.value, str)):
+                    return None
+                out[k.value] = self.spec(v)
+        else:
+            return None
+        return {"dict": out}
+
+
+def _self_attr(target: ast.AST, self_name: str) -> str | None:
+    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == self_name:
+        return target.attr
+    return None
+
+
+def _dotted_self(node: ast.AST, me: str) -> str | None:
+    """``self.a.b.weight`` → ``a.b.weight`` (attributes only)."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name) and node.id == me and len(parts) >= 2:
+        return ".".join(reversed(parts))
+    return None
+
+
+def _tie(target: ast.AST, value: ast.AST, me: str) -> tuple[str, str] | None:
+    """``self.transformer.wte.weight = self.lm_head.weight``: (the key that borrows, the key that owns)."""
+    borrow, own = _dotted_self(target, me), _dotted_self(value, me)
+    return (borrow, own) if borrow and own else None
+
+
+def _statements(body: list[ast.stmt], into_defs: bool) -> Iterator[ast.stmt]:
+    """The statements of ``body`` and of the blocks inside it, in order (no expression is walked: this
+    runs on every file of a project); with ``into_defs``, of nested functions and classes too."""
+    stack = list(reversed(body))
+    while stack:
+        node = stack.pop()
+        yield node
+        if not into_defs and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        inner: list[ast.stmt] = []
+        for name in ("body", "orelse", "finalbody"):
+            sub = getattr(node, name, None)
+            if isinstance(sub, list):
+                inner += sub
+        for extra in (*getattr(node, "handlers", ()), *getattr(node, "cases", ())):
+            inner += extra.body
+        stack.extend(reversed(inner))
+
+
+def _method_attrs(
+    fn: ast.FunctionDef | ast.AsyncFunctionDef, rec: _Recorder, attrs: dict[str, Spec | None], ties: dict[str, str]
+) -> None:
+    """``self.X = ...`` (and ``setattr(self, "X", ...)``, ``self.add_module("X", ...)``) in one method."""
+    if not fn.args.args:
+        return
+    me = fn.args.args[0].arg
+    rec.local = {}
+    for stmt in _statements(fn.body, into_defs=False):
+        node: ast.AST = stmt.value if isinstance(stmt, ast.Expr) else stmt  # self.layers.append(...)
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if node.value is None:
+                continue
+            spec = rec.spec(node.value)
+            for t in targets:
+                attr = _self_attr(t, me)
+                if attr is not None:
+                    attrs[attr] = _merge(attrs[attr], spec) if attr in attrs else spec
+                elif isinstance(t, ast.Name):
+                    rec.local[t.id] = _merge(rec.local[t.id], spec) if t.id in rec.local else spec
+                elif isinstance(t, ast.Subscript) and _self_attr(t.value, me):
+                    attrs[_self_attr(t.value, me) or ""] = None  # self.blocks[k] = ...: not by position
+                elif (tied := _tie(t, node.value, me)) is not None:
+                    ties[tied[0]] = tied[1]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            _call_attr(node, me, rec, attrs)
+
+
+def _call_attr(node: ast.Call, me: str, rec: _Recorder, attrs: dict[str, Spec | None]) -> None:
+    func = node.func
+    assert isinstance(func, ast.Attribute)
+    owner = _self_attr(func.value, me)
+    if owner is not None and func.attr in ("append", "extend", "insert", "update", "add_module"):
+        attrs[owner] = None  # grown after construction: its positions are not known from here
+    elif (
+        isinstance(func.value, ast.Name)
+        and func.value.id == me
+        and func.attr in ("add_module", "register_module", "register_parameter", "register_buffer")
+        and len(node.args) >= 2
+        and isinstance(node.args[0], ast.Constant)
+        and isinstance(node.args[0].value, str)
+    ):
+        kinds = {"register_parameter": {"param": True}, "register_buffer": {"buffer": True}}
+        spec = kinds[func.attr] if func.attr in kinds else rec.spec(node.args[1])
+        name = node.args[0].value
+        attrs[name] = _merge(attrs[name], spec) if name in attrs else spec
+
+
+def record(tree: ast.Module, module: str, roots: frozenset[str], into: dict[str, Any]) -> None:
+    """Add each class of ``tree`` (module ``module``) to ``into``: ``{"bases": [...], "attrs": {...}}``."""
+    classes = [n for n in _statements(tree.body, into_defs=True) if isinstance(n, ast.ClassDef)]
+    if not classes:
+        return
+    rec = _Recorder(ImportMap.from_tree(tree, roots), module)
+    for node in classes:
+        attrs: dict[str, Spec | None] = {}
+        ties: dict[str, str] = {}
+        for item in node.body:
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and not any(
+                isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod") for d in item.decorator_list
+            ):
+                _method_attrs(item, rec, attrs, ties)
+        bases = [b for b in (rec.full(base) for base in node.bases) if b]
+        entry: dict[str, Any] = {"bases": bases, "attrs": attrs}
+        if ties:
+            entry["ties"] = ties
+        into[f"{module}.{node.name}" if module else node.name] = entry
+
+
+def write(classes: dict[str, Any], out_dir: Path) -> str | None:
+    """Write the map into the converted tree when it holds any module class; its file name, or None."""
+    if not any(c["attrs"] or c["bases"] for c in classes.values()):
+        return None
+    data = {"version": 1, "classes": dict(sorted(classes.items()))}
+    (out_dir / LAYER_MAP_FILE).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return LAYER_MAP_FILE

@@ -1,0 +1,54 @@
+"""Issue 24: the signature audit — every parameter of a torch callable the KB maps (``inspect.signature``,
+else the entry's ``sig``) is mapped with a case that passes a non-default value, or refused with a mark;
+``torch2ms kb check`` prints the coverage (the 300 most used APIs / all)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from torch2ms.cli import main
+from torch2ms.kb.check import priority_apis, signature_audit
+
+pytest.importorskip("torch")  # the signatures are torch's
+PRIORITY = Path(__file__).resolve().parents[2] / "shared" / "reference" / "torch_api_priority.tsv"
+
+
+@pytest.fixture(scope="module")
+def audit():
+    return signature_audit()
+
+
+def _verdicts(audit, api: str) -> dict[str, str]:
+    return {p.param: p.verdict for p in audit.params if p.api == api}
+
+
+@pytest.mark.parametrize(
+    "api, param, verdict",
+    [
+        ("torch.sum", "out", "marked"),  # unsupported with a note
+        ("torch.nn.InstanceNorm2d", "num_features", "covered"),  # passed positionally
+        ("torch.nn.InstanceNorm2d", "affine", "covered"),  # a case passes affine=True
+        ("torch.nn.InstanceNorm2d", "momentum", "untested"),  # handled, no case passes another value
+        ("torch.nn.functional.interpolate", "mode", "covered"),
+    ],
+)
+def test_audit_classifies_parameters(audit, api, param, verdict):
+    assert _verdicts(audit, api).get(param) == verdict, _verdicts(audit, api)
+
+
+def test_audit_reads_torch_signatures_not_only_the_kb(audit):
+    # nn.LayerNorm's bias (torch >= 2.1) is in torch's signature: the audit sees it
+    assert "bias" in _verdicts(audit, "torch.nn.LayerNorm")
+    done, total = audit.coverage()
+    assert 0 < done <= total and total > 1000
+
+
+def test_kb_check_prints_the_coverage(capsys):
+    assert PRIORITY.is_file()  # the kit's reference data: CI has it
+    top = priority_apis(PRIORITY)
+    assert 250 <= len(top) <= 300
+    main(["kb", "check", "--no-targets", "--priority", str(PRIORITY)])
+    out = capsys.readouterr().out
+    assert "300 most used APIs:" in out and "all entries:" in out
