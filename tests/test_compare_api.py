@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from requires_support import CORPUS, require_kit
 
 from torch2ms.convert import convert_tree
 from torch2ms.convert.linemap import LINEMAP_JSON, line_map
@@ -220,7 +221,7 @@ def test_convert_writes_the_line_map(tmp_path):
 
 # ---------------------------------------------------------------- a real model: karpathy/minGPT (the kit)
 
-KIT_MINGPT = Path(__file__).resolve().parents[2] / "shared" / "realcode" / "corpus" / "karpathy" / "minGPT"
+KIT_MINGPT = CORPUS / "karpathy" / "minGPT"
 GPT_NANO = (
     "((C := GPT.get_default_config()), C.merge_from_dict({'model_type': 'gpt-nano', 'vocab_size': 64, "
     "'block_size': 32}), GPT(C))[2]"
@@ -246,8 +247,7 @@ KIT_BUGS = {
 
 @pytest.fixture(scope="module")
 def kit_gpt(tmp_path_factory):
-    if not KIT_MINGPT.is_dir():
-        pytest.fail(f"{KIT_MINGPT} not found: the shared realcode kit must be beside this checkout")
+    require_kit(KIT_MINGPT)
     d = tmp_path_factory.mktemp("kit_gpt")
     (d / "torch_side").mkdir()
     shutil.copytree(KIT_MINGPT / "mingpt", d / "torch_side" / "mingpt")

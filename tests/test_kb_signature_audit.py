@@ -4,15 +4,14 @@ else the entry's ``sig``) is mapped with a case that passes a non-default value,
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from requires_support import REFERENCE, require_module, require_reference
 
 from torch2ms.cli import main
 from torch2ms.kb.check import priority_apis, signature_audit
 
-pytest.importorskip("torch")  # the signatures are torch's
-PRIORITY = Path(__file__).resolve().parents[2] / "shared" / "reference" / "torch_api_priority.tsv"
+require_module("torch")  # the signatures are torch's
+PRIORITY = REFERENCE / "torch_api_priority.tsv"
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +45,7 @@ def test_audit_reads_torch_signatures_not_only_the_kb(audit):
 
 
 def test_kb_check_prints_the_coverage(capsys):
-    assert PRIORITY.is_file()  # the kit's reference data: CI has it
+    require_reference(PRIORITY)
     top = priority_apis(PRIORITY)
     assert 250 <= len(top) <= 300
     main(["kb", "check", "--no-targets", "--priority", str(PRIORITY)])

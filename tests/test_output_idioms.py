@@ -21,8 +21,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "realcode" / "corpus"
+from requires_support import CORPUS, require_kit
 
 
 def _is_einsum_plan(node: ast.Lambda) -> bool:
@@ -62,7 +61,7 @@ def _kind(node: ast.AST) -> str | None:
 
 @pytest.fixture(scope="module")
 def converted_kit(tmp_path_factory) -> Path:
-    assert CORPUS.is_dir(), f"the real-code kit is expected beside the clone: {CORPUS}"
+    require_kit(CORPUS)
     out = tmp_path_factory.mktemp("kit") / "out"
     run = subprocess.run(
         [sys.executable, "-m", "torch2ms", "convert", str(CORPUS), "-o", str(out)],
