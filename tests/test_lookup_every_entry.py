@@ -10,6 +10,8 @@ import contextlib
 import io
 import json
 
+import pytest
+
 from torch2ms.cli import main
 from torch2ms.kb import load_kb
 
@@ -28,6 +30,7 @@ def _run(args: list[str]) -> tuple[int, str]:
     return rc, buf.getvalue()
 
 
+@pytest.mark.slow  # every name of every entry: minutes on a loaded machine
 def test_lookup_answers_every_entry_by_every_name_without_internal_error():
     bad = []
     for name in _names():
@@ -37,6 +40,7 @@ def test_lookup_answers_every_entry_by_every_name_without_internal_error():
     assert not bad, bad[:10]
 
 
+@pytest.mark.slow
 def test_lookup_json_answers_every_entry():
     bad = []
     for e in load_kb():
