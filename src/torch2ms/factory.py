@@ -101,12 +101,38 @@ def use_vendored_runtime(path: Path) -> None:
         sys.path.insert(0, str(home))
 
 
+def _installed(file: Path) -> bool:
+    """A module of Python itself or of an environment (never the user's project)."""
+    prefixes = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    return any(file.is_relative_to(p) for p in prefixes)
+
+
+def forget_shadowed(root: Path) -> None:
+    """Forget the user's modules imported earlier from another folder under a name ``root`` also holds.
+
+    compare imports the original and the converted project in one process, and both hold the same
+    package (``unet/``, ``pygcn/``): without this the converted side would get the torch side's
+    ``unet`` from sys.modules. Modules of Python or an installed environment are never forgotten."""
+    names = {p.stem for p in root.glob("*.py")} | {p.name for p in root.iterdir() if p.is_dir()}
+    for name in list(sys.modules):
+        if name.split(".")[0] not in names:
+            continue
+        file = getattr(sys.modules[name], "__file__", None)
+        if not file:
+            continue
+        where = Path(file).resolve()
+        if not where.is_relative_to(root.resolve()) and not _installed(where):
+            del sys.modules[name]
+
+
 def _exec_file(path: Path, tag: str) -> ModuleType:
     use_vendored_runtime(path)
     root, dotted = package_root(path)
     if "." in dotted:  # inside a package: import it as such so that relative imports work
+        forget_shadowed(root)
         sys.path.insert(0, str(root))
         return importlib.import_module(dotted)
+    forget_shadowed(path.parent)
     sys.path.insert(0, str(path.parent))  # sibling imports of a standalone file
     name = f"_t2m_{tag}_{path.stem}"
     module_spec = importlib.util.spec_from_file_location(name, path)

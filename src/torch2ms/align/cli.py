@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from ..cli_support import (
@@ -193,7 +194,8 @@ def _compare(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(json.dumps(rep.to_dict(), indent=1, default=str, ensure_ascii=False) + "\n")
     else:
-        console = Console() if sys.stdout.isatty() else Console(width=180)
+        # A terminal, or a width the user set (COLUMNS): fit it; a pipe or a log keeps the whole table.
+        console = Console() if sys.stdout.isatty() or os.environ.get("COLUMNS") else Console(width=180)
         print_report(rep, console)
         if args.out:
             console.print(_("report:") + f" {args.out}/report.html")

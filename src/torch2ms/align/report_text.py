@@ -49,15 +49,34 @@ def row_cells(row: LayerRow) -> list[str]:
     ]
 
 
-def layer_table(rows: list[LayerRow], title: str, max_rows: int) -> Table:
+# On a narrow terminal the table keeps the columns that say where and how much, in this order of need
+# (the rest stay in report.json / report.html): each set is used below the width it names.
+NARROW_COLUMNS: tuple[tuple[int, frozenset[str]], ...] = (
+    (80, frozenset({"#", "layer", "err/scale", "verdict"})),
+    (130, frozenset({"#", "layer", "torch", "MindSpore", "err/scale", "cosine", "verdict"})),
+)
+
+
+def _kept_columns(width: int | None) -> list[int]:
+    """Indexes of COLUMNS shown at this terminal width (None: all)."""
+    for below, names in NARROW_COLUMNS:
+        if width is not None and width < below:
+            return [i for i, (name, _j) in enumerate(COLUMNS) if name in names]
+    return list(range(len(COLUMNS)))
+
+
+def layer_table(rows: list[LayerRow], title: str, max_rows: int, width: int | None = None) -> Table:
     table = Table(title=title, show_lines=False)
-    for name, justify in COLUMNS:
+    kept = _kept_columns(width)
+    for i in kept:
+        name, justify = COLUMNS[i]
         # Names are the point of the table: wrap them, never cut them with "…".
         table.add_column(_(name), justify=justify, overflow="fold")
     shown = sorted_rows(rows)[:max_rows]
     for row in shown:
         style = {"DIVERGES": "bold red", "missing": "yellow"}.get(row.verdict)
-        table.add_row(*(escape(c) for c in row_cells(row)), style=style)
+        cells = row_cells(row)
+        table.add_row(*(escape(cells[i]) for i in kept), style=style)
     if len(rows) > len(shown):
         more = len(rows) - len(shown)
         table.caption = _("{n} more layers in report.json / report.html").format(n=more)
@@ -121,9 +140,10 @@ def _print_training(rep: CompareReport, console: Any) -> None:
 
 def print_report(rep: CompareReport, console: Any, max_rows: int = 25) -> None:
     title = _("torch2ms compare — {n} layer calls, worst first").format(n=len(rep.layers))
-    console.print(layer_table(rep.layers, title, max_rows))
+    width = getattr(console, "width", None)
+    console.print(layer_table(rep.layers, title, max_rows, width))
     if rep.post_training_layers:
-        console.print(layer_table(rep.post_training_layers, _("after training (eval forward)"), max_rows))
+        console.print(layer_table(rep.post_training_layers, _("after training (eval forward)"), max_rows, width))
     colour = "green" if rep.ok else "red"
     process = _("; torch in its own process") if rep.two_process else ""
     pairing = _("layers paired by {alignment}").format(alignment=rep.alignment)

@@ -76,7 +76,7 @@ def apply_entry(
     if res.notes:
         ctx.record(api, "review", "; ".join(res.notes))
     elif entry.status == "composite":
-        ctx.record(api, "converted", entry.note_shown)
+        ctx.record(api, "review" if entry.review else "converted", entry.note_shown)
     else:
         ctx.record(api)
     return build_call(ctx, res, updated)

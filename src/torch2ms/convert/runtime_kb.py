@@ -33,7 +33,7 @@ _ENGINE: list[Need] = [("kb/rewrite.py", "rewrite_call"), ("kb/schema.py", "Entr
 _PACKAGES = ("kb/__init__.py", "kb/handlers/__init__.py")  # kept even when empty: they make the packages
 # What the rules never read; the Chinese notes too: the vendored runtime speaks English (its errors copy
 # torch's), and the copy should not change when a translation does.
-_DROPPED_FIELDS = {"cases", "source", "proven_by", "params", "layout", "note_zh", "arg_notes_zh"}
+_DROPPED_FIELDS = {"cases", "source", "proven_by", "review", "params", "layout", "note_zh", "arg_notes_zh"}
 _RUNTIME_NAME = re.compile(r"torch2ms\.runtime\.(\w+)")
 _REGISTERED = re.compile(r"(\w+)\.(\w+)")
 

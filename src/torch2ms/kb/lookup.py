@@ -70,9 +70,10 @@ def example(entry: Entry, kb: KB) -> tuple[str, str] | None:
     before_lines = []
     if case.setup:
         before_lines.append(case.setup)
-    if entry.kind == "class":
+    whole_call = case.check in ("optimizer", "scheduler")  # the call itself builds the object
+    if entry.kind == "class" and not whole_call:
         before_lines.append(f"m = {entry.torch}({case.init or ''})")
-    before_lines.append(f"out = {case.call}" if case.check not in ("optimizer", "scheduler") else case.call)
+    before_lines.append(case.call if whole_call else f"out = {case.call}")
     before = "\n".join(before_lines)
     after = rewrite_expression(kb, before, owners)
     return before, after.source

@@ -91,6 +91,9 @@ class Entry:
     # A conversion no single call can show (a class rewritten whole): the test file that proves it,
     # in place of differential cases.
     proven_by: str = ""
+    # A composite the user must know about in the code, not only in the report (a sparse product
+    # computed densely): the converted call gets a ``# torch2ms: review`` mark with the note.
+    review: bool = False
     params: dict[str, str | None] = field(default_factory=dict)
     layout: dict[str, str] = field(default_factory=dict)
     cases: tuple[Case, ...] = ()
@@ -224,6 +227,7 @@ _ENTRY_KEYS = {
     "ms_base",
     "role",
     "proven_by",
+    "review",
 }
 _ARG_KEYS = {"ms", "transform", "always", "unsupported", "note", "target"}
 _CASE_KEYS = {"call", "inputs", "init", "train", "check", "atol", "rtol", "graph", "setup", "mutates"}
@@ -312,6 +316,7 @@ def entry_from_toml(raw: dict, source: str) -> Entry:
         ms_base=raw.get("ms_base", ""),
         role=raw.get("role", ""),
         proven_by=raw.get("proven_by", ""),
+        review=bool(raw.get("review", False)),
         params=params,
         layout=dict(raw.get("layout", {})),
         cases=tuple(_case(c, where) for c in raw.get("case", ())),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from mindspore import Tensor, ops
 
 __all__ = ["legacy_tensor"]
@@ -17,7 +18,14 @@ __all__ = ["legacy_tensor"]
 
 def legacy_tensor(data: Any, dtype: Any) -> Any:
     """``torch.Tensor(data)`` of that dtype: zeros of ``data`` elements for a whole number (torch's
-    memory is uninitialised and always overwritten), the data itself otherwise."""
+    memory is uninitialised and always overwritten), the data itself otherwise. A tensor is kept as it
+    is (torch returns it; a typed constructor accepts only its own dtype); any other iterable that
+    ``mindspore.Tensor`` refuses (a ``range``, a generator, ``map``/``zip``) is read into a list first,
+    as torch reads a sequence."""
     if isinstance(data, int) and not isinstance(data, bool):
         return ops.zeros((data,), dtype)
+    if isinstance(data, Tensor):
+        return data
+    if not isinstance(data, (list, tuple, float, bool, np.ndarray, np.generic)):
+        data = list(data)
     return Tensor(input_data=data, dtype=dtype)

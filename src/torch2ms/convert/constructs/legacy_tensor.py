@@ -38,8 +38,18 @@ def _legacy_dtype(ctx: RewriteContext, full: str) -> str | None:
 
 
 # One argument of these kinds is data (a list, a comprehension, a string...), never a size.
-_DATA_NODES = (cst.List, cst.Tuple, cst.ListComp, cst.GeneratorExp, cst.Dict, cst.Set, cst.BaseString, cst.Float)
+_DATA_NODES = (cst.List, cst.Tuple, cst.ListComp, cst.Dict, cst.Set, cst.BaseString, cst.Float)
 _SIZE_CALLS = frozenset({"int", "len"})
+# Calls whose result mindspore.Tensor takes as data (a list, a tuple, a numpy array); any other call
+# (``range(n)``, ``map(...)``, ``zip(...)``, a user's function) may return an iterable it refuses.
+_DATA_CALLS = frozenset({"list", "tuple", "array", "asarray", "tolist"})
+
+
+def _call_name(func: cst.BaseExpression) -> str:
+    """The last name of a call's function: ``np.array`` → "array", ``range`` → "range"."""
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    return func.value if isinstance(func, cst.Name) else ""
 
 
 def _sizes(call: cst.Call) -> list[str] | None:
@@ -63,7 +73,11 @@ def _one_argument_kind(ctx: RewriteContext, call: cst.Call) -> str:
     if isinstance(value, cst.Name) and value.value in ctx.int_names():
         return "size"
     if isinstance(value, cst.Call):
-        return "size" if isinstance(value.func, cst.Name) and value.func.value in _SIZE_CALLS else "data"
+        if isinstance(value.func, cst.Name) and value.func.value in _SIZE_CALLS:
+            return "size"
+        return "data" if _call_name(value.func) in _DATA_CALLS else "iterable"
+    if isinstance(value, cst.GeneratorExp):
+        return "iterable"
     return "data" if isinstance(value, _DATA_NODES) else "unknown"
 
 
@@ -77,9 +91,15 @@ def legacy_sizes(ctx: RewriteContext, full: str, original: cst.Call, updated: cs
     kind = "size" if sizes is not None else _one_argument_kind(ctx, updated)
     if kind == "data":
         return None
-    if kind == "unknown":
-        ctx.record(full, "converted", _("one argument of unknown type: a size or data, decided at run time"))
-        arg = code(updated.args[0].value).strip()
+    if kind in ("unknown", "iterable"):
+        if kind == "unknown":
+            ctx.record(full, "converted", _("one argument of unknown type: a size or data, decided at run time"))
+        else:
+            ctx.record(full, "converted", _("an iterable (range, generator, map...) read into a list at run time"))
+        value = updated.args[0].value
+        arg = code(value).strip()
+        if isinstance(value, cst.GeneratorExp) and not value.lpar:
+            arg = f"({arg})"
         return ctx.parse_ms(f"torch2ms.runtime.legacy_tensor({arg}, {dtype})")
     sizes = sizes or [code(updated.args[0].value).strip()]
     ctx.record(full, "converted", _("size form (uninitialised memory in torch): zeros of that shape"))
