@@ -107,6 +107,8 @@ SUMMARIES = (
     N_("UpsamplingNearest2d → nn.Upsample(mode='nearest')."),
     N_("UpsamplingBilinear2d → nn.Upsample(mode='bilinear', align_corners=True)."),
     N_("LayerNorm normalized_shape → a tuple; only the last dim normalises with MindSpore's default axes."),
+    N_("LayerNorm elementwise_affine: passed on (to torch2ms.runtime.LayerNorm) unless it is True."),
+    N_("LayerNorm bias: passed on (to torch2ms.runtime.LayerNorm) unless it is True."),
     N_("kernel_size of a 1-D convolution → int."),
     N_("stride of a 1-D convolution → int."),
     N_("dilation of a 1-D convolution → int."),

@@ -138,7 +138,7 @@ def load_helpers() -> None:
 
 
 _NN_LAYER_NAMES = frozenset(
-    "CircularPad1d CircularPad2d CircularPad3d CosineSimilarity Dropout2d Fold PairwiseDistance RMSNorm Unfold".split()
+    "CircularPad1d CircularPad2d CircularPad3d CosineSimilarity Dropout2d Fold LayerNorm PairwiseDistance RMSNorm Unfold".split()
 )
 _DISTRIBUTION_NAMES = frozenset(
     "AbsTransform AffineTransform Bernoulli Beta Binomial CatTransform Categorical Cauchy Chi2 ComposeTransform "

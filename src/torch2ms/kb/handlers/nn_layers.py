@@ -159,6 +159,23 @@ def layernorm_shape(value: str | None, bound: dict[str, str], entry: Entry) -> d
     return {"normalized_shape": f"(tuple({value}) if isinstance({value}, (list, tuple)) else ({value},))"}
 
 
+def _unless_true(key: str, value: str | None) -> dict[str, str]:
+    v = literal(value)
+    return {} if value is None or v is True else {key: value}
+
+
+@transform
+def layernorm_affine(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
+    """LayerNorm elementwise_affine: passed on (to torch2ms.runtime.LayerNorm) unless it is True."""
+    return _unless_true("elementwise_affine", value)
+
+
+@transform
+def layernorm_bias(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
+    """LayerNorm bias: passed on (to torch2ms.runtime.LayerNorm) unless it is True."""
+    return _unless_true("bias", value)
+
+
 def _int1(value: str | None, key: str) -> dict[str, str]:
     """A 1-D layer's size argument: MindSpore's Conv1d/Conv1dTranspose take only an int."""
     v = literal(value)
