@@ -170,9 +170,11 @@ def _norm_shape(ns: str) -> tuple[tuple[int, ...] | None, int | None]:
     return None, None
 
 
-def _or_default(src: str, default: str) -> str:
+def _or_default(src: str | None, default: str) -> str:
     """A name or attribute that may hold None at run time (nanoGPT's ``self.bias = ... if bias else None``):
     the primitive takes tensors only, so None stands for the default tensor."""
+    if src is None or _is_none(src):
+        return default
     if not src.replace(".", "").replace("_", "").isalnum():
         return src
     return f"({src} if {src} is not None else {default})"
@@ -200,8 +202,7 @@ def layer_norm(bound: dict[str, str], receiver: str | None, entry: Entry) -> str
         axis = f"{xs}.ndim - {k}"
         shape_src = repr(shape)
     ones, zeros = f"{_OPS}.ones({shape_src}, {xs}.dtype)", f"{_OPS}.zeros({shape_src}, {xs}.dtype)"
-    w = ones if _is_none(w) else _or_default(w, ones)
-    b = zeros if _is_none(b) else _or_default(b, zeros)
+    w, b = _or_default(w, ones), _or_default(b, zeros)
     return f"{_OPS}.LayerNorm(begin_norm_axis={axis}, begin_params_axis={axis}, epsilon={eps})({x}, {w}, {b})[0]"
 
 
