@@ -9,8 +9,6 @@ converted from torch source and run in PyNative and GRAPH_MODE against torch: th
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
 from rc_models_support import convert_pair, relative_error
