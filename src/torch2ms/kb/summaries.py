@@ -68,6 +68,9 @@ SUMMARIES = (
     N_("_triple(x): x as a 3-tuple (an iterable as a tuple)."),
     N_("_quadruple(x): x as a 4-tuple (an iterable as a tuple)."),
     # kb/handlers/nn_activations_losses.py
+    N_(
+        "nn.Softmax/LogSoftmax/Softmin(dim) → MindSpore's layer; no dim → torch2ms.runtime's, with torch's implicit dim."
+    ),
     N_("torch GELU approximate='none'|'tanh' → MindSpore approximate=False|True."),
     N_("Softmax/LogSoftmax/Softmin dim → axis; an omitted dim is torch's legacy implicit dim."),
     N_('nn.ELU on CPU only accepts alpha=1.0 ("In Elu, alpha must be 1.0f").'),

@@ -24,8 +24,11 @@ __all__ = [
     "Dropout2d",
     "Fold",
     "LayerNorm",
+    "LogSoftmax",
     "PairwiseDistance",
     "RMSNorm",
+    "Softmax",
+    "Softmin",
     "Unfold",
     "dropout2d",
 ]
@@ -105,6 +108,38 @@ class LayerNorm(nn.LayerNorm):
         gamma = self._ones if self.gamma is None else self.gamma
         beta = self._zeros if self.beta is None else self.beta
         return self.layer_norm(input_x, gamma.astype(input_x.dtype), beta.astype(input_x.dtype))[0]
+
+
+def _implicit_dim(dim: Any, ndim: int) -> int:
+    """torch's legacy softmax dim when none is given: 0 for 0-D, 1-D and 3-D input, else 1."""
+    if dim is not None:
+        return int(dim)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+class Softmax(nn.Cell):
+    """torch.nn.Softmax(dim=None): the implicit dim of torch (MindSpore's nn.Softmax defaults to -1)."""
+
+    def __init__(self, dim: Any = None) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def construct(self, x: Any) -> Any:
+        return ops.softmax(x, _implicit_dim(self.dim, x.ndim))
+
+
+class LogSoftmax(Softmax):
+    """torch.nn.LogSoftmax(dim=None): the implicit dim of torch."""
+
+    def construct(self, x: Any) -> Any:
+        return ops.log_softmax(x, _implicit_dim(self.dim, x.ndim))
+
+
+class Softmin(Softmax):
+    """torch.nn.Softmin(dim=None): the implicit dim of torch."""
+
+    def construct(self, x: Any) -> Any:
+        return ops.softmax(-x, _implicit_dim(self.dim, x.ndim))
 
 
 class CosineSimilarity(nn.Cell):
