@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from ...i18n import _
+from ..rewrite import render_by_rules
 from ..schema import Entry
 from ..source import NOT_LITERAL, literal
-from ..rewrite import render_by_rules
 from ..transforms import Unsupported, handler, transform
 
 
