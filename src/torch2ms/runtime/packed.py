@@ -76,6 +76,10 @@ def _unpack(packed: Any) -> tuple:
 
 def pack_padded_sequence(input: Any, lengths: Any, batch_first: bool = False, enforce_sorted: bool = True) -> Any:
     """torch's packing: the valid steps of a padded batch, time-major, longest sequence first."""
+    if isinstance(lengths, mindspore.Tensor) and not _pynative():
+        # GRAPH_MODE with run-time lengths: torch's layout would need dynamic shapes; the padded batch
+        # with its lengths runs through the recurrent layers and pad_packed_sequence alike
+        return input, lengths.astype(mindspore.int32), batch_first
     lens = _int_list(lengths)
     batch = len(lens)
     total, steps = sum(lens), max(lens)
@@ -98,6 +102,8 @@ def pad_packed_sequence(
 ) -> tuple:
     """The padded batch in the requested layout, ``padding_value`` past each length, as long as the
     longest sequence (or ``total_length``), in the original batch order, and the lengths (int64)."""
+    if len(sequence) == 3:
+        return _pad_padded(sequence, batch_first, padding_value, total_length)
     padded, lengths = _unpack(sequence)
     padded = ops.gather(padded, sequence[3], 1)
     lengths = ops.gather(lengths, sequence[3], 0)
@@ -112,6 +118,21 @@ def pad_packed_sequence(
     if batch_first:
         padded = padded.swapaxes(0, 1)
     return padded, lengths.astype(mindspore.int64)
+
+
+def _pad_padded(sequence: tuple, batch_first: bool, padding_value: float, total_length: Any) -> tuple:
+    """pad_packed_sequence of the padded form (GRAPH_MODE, run-time lengths)."""
+    data, lengths, data_batch_first = sequence
+    if data_batch_first != batch_first:
+        data = data.swapaxes(0, 1)
+    steps = data.shape[1] if batch_first else data.shape[0]
+    valid = ops.arange(steps).expand_dims(0) < lengths.expand_dims(1)  # (batch, time)
+    if not batch_first:
+        valid = valid.swapaxes(0, 1)
+    data = ops.where(valid.expand_dims(-1), data, ops.full_like(data, padding_value))
+    keep = total_length if total_length is not None else int(lengths.max())
+    data = data[:, :keep] if batch_first else data[:keep]
+    return data, lengths.astype(mindspore.int64)
 
 
 def pack_sequence(sequences: Any, enforce_sorted: bool = True) -> Any:
@@ -148,6 +169,10 @@ class LSTM(nn.LSTM):
     """mindspore.nn.LSTM that also takes (and then returns) a packed sequence."""
 
     def construct(self, x, hx=None, seq_length=None):
+        if isinstance(x, tuple) and len(x) == 3:  # the padded form (GRAPH_MODE, run-time lengths)
+            data = x[0] if x[2] == self.batch_first else x[0].swapaxes(0, 1)
+            out, state = super().construct(data, hx, x[1])
+            return (out, x[1], self.batch_first), state
         if isinstance(x, tuple):
             data, hx, lengths = _packed_in(x, hx, self.batch_first)
             out, state = super().construct(data, hx, lengths)
@@ -159,6 +184,10 @@ class GRU(nn.GRU):
     """mindspore.nn.GRU that also takes (and then returns) a packed sequence."""
 
     def construct(self, x, hx=None, seq_length=None):
+        if isinstance(x, tuple) and len(x) == 3:  # the padded form (GRAPH_MODE, run-time lengths)
+            data = x[0] if x[2] == self.batch_first else x[0].swapaxes(0, 1)
+            out, state = super().construct(data, hx, x[1])
+            return (out, x[1], self.batch_first), state
         if isinstance(x, tuple):
             data, hx, lengths = _packed_in(x, hx, self.batch_first)
             out, state = super().construct(data, hx, lengths)
@@ -170,6 +199,10 @@ class RNN(nn.RNN):
     """mindspore.nn.RNN that also takes (and then returns) a packed sequence."""
 
     def construct(self, x, hx=None, seq_length=None):
+        if isinstance(x, tuple) and len(x) == 3:  # the padded form (GRAPH_MODE, run-time lengths)
+            data = x[0] if x[2] == self.batch_first else x[0].swapaxes(0, 1)
+            out, state = super().construct(data, hx, x[1])
+            return (out, x[1], self.batch_first), state
         if isinstance(x, tuple):
             data, hx, lengths = _packed_in(x, hx, self.batch_first)
             out, state = super().construct(data, hx, lengths)
