@@ -247,13 +247,17 @@ def test_lookup_argument_rule_notes_in_chinese_and_english(convert_in):
     from torch2ms.kb import load_kb
     from torch2ms.kb.lookup import argument_differences
 
-    entry = load_kb().get("torch.nn.LayerNorm")
+    entry = load_kb().get("torch.nn.BatchNorm2d")
     convert_in("zh", "")  # speak Chinese
     zh = argument_differences(entry)
-    assert "bias：不支持的取值：False。LayerNorm(bias=False)：MindSpore 总有 beta；把它冻结在全 0。" in zh, zh
+    assert (
+        "affine：不支持的取值：False。BatchNorm(affine=False)：MindSpore 仍保留冻结的 gamma=1/beta=0 参数，"
+        "而 torch 检查点中没有它们；传 affine=False，并用 strict_load=False 加载。" in zh
+    ), zh
     convert_in("en", "")
     assert (
-        "bias: not supported for False. LayerNorm(bias=False): MindSpore always has beta; freeze it at zeros."
+        "affine: not supported for False. BatchNorm(affine=False): MindSpore keeps frozen gamma=1/beta=0 Parameters "
+        "that a torch checkpoint lacks; pass affine=False and load with strict_load=False."
         in argument_differences(entry)
     )
 

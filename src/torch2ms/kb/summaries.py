@@ -68,6 +68,9 @@ SUMMARIES = (
     N_("_triple(x): x as a 3-tuple (an iterable as a tuple)."),
     N_("_quadruple(x): x as a 4-tuple (an iterable as a tuple)."),
     # kb/handlers/nn_activations_losses.py
+    N_(
+        "nn.Softmax/LogSoftmax/Softmin(dim) → MindSpore's layer; no dim → torch2ms.runtime's, with torch's implicit dim."
+    ),
     N_("torch GELU approximate='none'|'tanh' → MindSpore approximate=False|True."),
     N_("Softmax/LogSoftmax/Softmin dim → axis; an omitted dim is torch's legacy implicit dim."),
     N_('nn.ELU on CPU only accepts alpha=1.0 ("In Elu, alpha must be 1.0f").'),
@@ -107,6 +110,8 @@ SUMMARIES = (
     N_("UpsamplingNearest2d → nn.Upsample(mode='nearest')."),
     N_("UpsamplingBilinear2d → nn.Upsample(mode='bilinear', align_corners=True)."),
     N_("LayerNorm normalized_shape → a tuple; only the last dim normalises with MindSpore's default axes."),
+    N_("LayerNorm elementwise_affine: passed on (to torch2ms.runtime.LayerNorm) unless it is True."),
+    N_("LayerNorm bias: passed on (to torch2ms.runtime.LayerNorm) unless it is True."),
     N_("kernel_size of a 1-D convolution → int."),
     N_("stride of a 1-D convolution → int."),
     N_("dilation of a 1-D convolution → int."),

@@ -154,7 +154,7 @@ def load_helpers() -> None:
 
 
 _NN_LAYER_NAMES = frozenset(
-    "CircularPad1d CircularPad2d CircularPad3d CosineSimilarity Dropout2d Fold PairwiseDistance RMSNorm Unfold".split()
+    "CircularPad1d CircularPad2d CircularPad3d CosineSimilarity Dropout2d Fold LayerNorm PairwiseDistance RMSNorm Unfold".split()
 )
 _DISTRIBUTION_NAMES = frozenset(
     "AbsTransform AffineTransform Bernoulli Beta Binomial CatTransform Categorical Cauchy Chi2 ComposeTransform "
@@ -227,7 +227,16 @@ def _multihead_attention():
     import mindspore
 
     class MultiheadAttention(mindspore.nn.MultiheadAttention):
-        """mindspore.nn.MultiheadAttention returning torch's (output, None) when need_weights=False."""
+        """mindspore.nn.MultiheadAttention returning torch's (output, None) when need_weights=False, and taking
+        query/key/value as keywords (``attn(q, k, value=v)``, DETR): MindSpore's ``__call__`` reads ``args[2]``."""
+
+        def __call__(self, *args, **kwargs):
+            args = list(args)
+            for name in ("query", "key", "value")[len(args) :]:
+                if name not in kwargs:
+                    break
+                args.append(kwargs.pop(name))
+            return super().__call__(*args, **kwargs)
 
         def construct(
             self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None, average_attn_weights=True

@@ -110,6 +110,12 @@ def compat_base(torch_name: str) -> type:
     if entry is None or not entry.ms.startswith(("mindspore.", _RUNTIME_PREFIX)):
         raise TypeError(f"torch2ms: {torch_name} cannot be subclassed in MindSpore")
     ms_cls = eval(entry.ms, _namespace())  # a MindSpore class, or a helper of this package
+    for rule in entry.args.values():
+        # An argument that builds a subclass (LayerNorm(bias=False), Embedding(padding_idx=...)): the base must
+        # take it, and the subclass behaves as the class itself with the argument at its default.
+        target = eval(rule.target, _namespace()) if rule.target else None
+        if isinstance(target, type) and issubclass(target, ms_cls):
+            ms_cls = target
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         ns = _namespace()

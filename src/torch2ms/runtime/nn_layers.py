@@ -23,8 +23,12 @@ __all__ = [
     "CosineSimilarity",
     "Dropout2d",
     "Fold",
+    "LayerNorm",
+    "LogSoftmax",
     "PairwiseDistance",
     "RMSNorm",
+    "Softmax",
+    "Softmin",
     "Unfold",
     "dropout2d",
 ]
@@ -70,6 +74,72 @@ class RMSNorm(nn.Cell):
         eps = self.eps if self.eps is not None else float(np.finfo(np.float32).eps)
         out = x * ops.rsqrt((x * x).mean(self.axes, keep_dims=True) + eps)
         return out * self.weight if self.weight is not None else out
+
+
+class LayerNorm(nn.LayerNorm):
+    """torch.nn.LayerNorm(elementwise_affine=False | bias=False): mindspore.nn.LayerNorm without the parameters
+    torch's layer lacks (no gamma/beta, or no beta), so the parameters (and a converted checkpoint) match torch's
+    one to one; the missing ones act as constant ones/zeros. A subclass: ``isinstance(m, nn.LayerNorm)`` holds."""
+
+    def __init__(
+        self,
+        normalized_shape: Any,
+        begin_norm_axis: int = -1,
+        begin_params_axis: int = -1,
+        gamma_init: Any = "ones",
+        beta_init: Any = "zeros",
+        epsilon: float = 1e-7,
+        dtype: Any = ms.float32,
+        elementwise_affine: bool = True,
+        bias: bool = True,
+    ) -> None:
+        shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        super().__init__(shape, begin_norm_axis, begin_params_axis, gamma_init, beta_init, epsilon, dtype)
+        if not elementwise_affine:
+            del self._params["gamma"]
+            self.gamma = None
+        if not (elementwise_affine and bias):
+            del self._params["beta"]
+            self.beta = None
+        self._ones = ms.Tensor(np.ones(shape, np.float32))
+        self._zeros = ms.Tensor(np.zeros(shape, np.float32))
+
+    def construct(self, input_x: Any) -> Any:
+        gamma = self._ones if self.gamma is None else self.gamma
+        beta = self._zeros if self.beta is None else self.beta
+        return self.layer_norm(input_x, gamma.astype(input_x.dtype), beta.astype(input_x.dtype))[0]
+
+
+def _implicit_dim(dim: Any, ndim: int) -> int:
+    """torch's legacy softmax dim when none is given: 0 for 0-D, 1-D and 3-D input, else 1."""
+    if dim is not None:
+        return int(dim)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+class Softmax(nn.Cell):
+    """torch.nn.Softmax(dim=None): the implicit dim of torch (MindSpore's nn.Softmax defaults to -1)."""
+
+    def __init__(self, dim: Any = None) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def construct(self, x: Any) -> Any:
+        return ops.softmax(x, _implicit_dim(self.dim, x.ndim))
+
+
+class LogSoftmax(Softmax):
+    """torch.nn.LogSoftmax(dim=None): the implicit dim of torch."""
+
+    def construct(self, x: Any) -> Any:
+        return ops.log_softmax(x, _implicit_dim(self.dim, x.ndim))
+
+
+class Softmin(Softmax):
+    """torch.nn.Softmin(dim=None): the implicit dim of torch."""
+
+    def construct(self, x: Any) -> Any:
+        return ops.softmax(-x, _implicit_dim(self.dim, x.ndim))
 
 
 class CosineSimilarity(nn.Cell):

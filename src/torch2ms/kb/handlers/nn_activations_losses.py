@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ...i18n import _
+from ..rewrite import render_by_rules
 from ..schema import Entry
 from ..source import NOT_LITERAL, literal
 from ..transforms import Unsupported, handler, transform
@@ -36,6 +37,16 @@ def softmax_dim(value: str | None, bound: dict[str, str], entry: Entry) -> dict[
             ).format(api=entry.short)
         )
     return {"axis": value}
+
+
+@handler
+def softmax_layer(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """nn.Softmax/LogSoftmax/Softmin(dim) → MindSpore's layer; no dim → torch2ms.runtime's, with torch's implicit dim."""
+    dim = bound.get("dim")
+    if dim is not None and isinstance(literal(dim), int):
+        return render_by_rules(entry, bound)
+    name = entry.torch.rsplit(".", 1)[1]
+    return f"torch2ms.runtime.{name}({'' if dim is None else dim})"
 
 
 @transform

@@ -170,6 +170,16 @@ def _norm_shape(ns: str) -> tuple[tuple[int, ...] | None, int | None]:
     return None, None
 
 
+def _or_default(src: str | None, default: str) -> str:
+    """A name or attribute that may hold None at run time (nanoGPT's ``self.bias = ... if bias else None``):
+    the primitive takes tensors only, so None stands for the default tensor."""
+    if src is None or _is_none(src):
+        return default
+    if not src.replace(".", "").replace("_", "").isalnum():
+        return src
+    return f"({src} if {src} is not None else {default})"
+
+
 @handler
 def layer_norm(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """F.layer_norm → the ops.LayerNorm primitive (ops.layer_norm's LayerNormExt has no CPU kernel).
@@ -191,10 +201,8 @@ def layer_norm(bound: dict[str, str], receiver: str | None, entry: Entry) -> str
     else:
         axis = f"{xs}.ndim - {k}"
         shape_src = repr(shape)
-    if _is_none(w):
-        w = f"{_OPS}.ones({shape_src}, {xs}.dtype)"
-    if _is_none(b):
-        b = f"{_OPS}.zeros({shape_src}, {xs}.dtype)"
+    ones, zeros = f"{_OPS}.ones({shape_src}, {xs}.dtype)", f"{_OPS}.zeros({shape_src}, {xs}.dtype)"
+    w, b = _or_default(w, ones), _or_default(b, zeros)
     return f"{_OPS}.LayerNorm(begin_norm_axis={axis}, begin_params_axis={axis}, epsilon={eps})({x}, {w}, {b})[0]"
 
 

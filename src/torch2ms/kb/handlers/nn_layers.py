@@ -159,6 +159,23 @@ def layernorm_shape(value: str | None, bound: dict[str, str], entry: Entry) -> d
     return {"normalized_shape": f"(tuple({value}) if isinstance({value}, (list, tuple)) else ({value},))"}
 
 
+def _unless_true(key: str, value: str | None) -> dict[str, str]:
+    v = literal(value)
+    return {} if value is None or v is True else {key: value}
+
+
+@transform
+def layernorm_affine(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
+    """LayerNorm elementwise_affine: passed on (to torch2ms.runtime.LayerNorm) unless it is True."""
+    return _unless_true("elementwise_affine", value)
+
+
+@transform
+def layernorm_bias(value: str | None, bound: dict[str, str], entry: Entry) -> dict[str, str]:
+    """LayerNorm bias: passed on (to torch2ms.runtime.LayerNorm) unless it is True."""
+    return _unless_true("bias", value)
+
+
 def _int1(value: str | None, key: str) -> dict[str, str]:
     """A 1-D layer's size argument: MindSpore's Conv1d/Conv1dTranspose take only an int."""
     v = literal(value)
@@ -193,10 +210,14 @@ def int1_dilation(value: str | None, bound: dict[str, str], entry: Entry) -> dic
 def module_list(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``nn.ModuleList([...])`` → ``CellList([...])``; built empty → ``torch2ms.runtime.ModuleList()``.
 
+    Given anything else (``ModuleList(fns)`` of a ``*fns`` tuple, a generator): ``ModuleList(list(...))``.
+
     Built empty (``ModuleList()``, ``ModuleList([])``), the cells appended later must keep the parent's
     name prefix, which CellList does not give them (``0.w`` for ``layers.0.w``: torch's state dict would
     not load)."""
     modules = bound.get("modules")
     if modules is None or modules.strip() in ("[]", "()", "None"):
         return "torch2ms.runtime.ModuleList()"
+    if not modules.strip().startswith("["):  # a tuple, a generator, a name: CellList takes a list only
+        return f"torch2ms.runtime.ModuleList(list({modules}))"
     return f"{entry.ms}({modules})"

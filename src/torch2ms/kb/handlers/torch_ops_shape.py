@@ -34,7 +34,9 @@ def star_call(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
             if isinstance(node, (ast.List, ast.Tuple)):
                 src = ", ".join(ast.unparse(e) for e in node.elts)
             elif not isinstance(node, ast.Constant):
-                src = f"*{items[0]}"
+                # one argument: a sequence of tensors, or a lone tensor (meshgrid(*axis_pos) of one axis)
+                one = items[0] if isinstance(node, (ast.Name, ast.Attribute)) else None
+                src = f"*({one} if isinstance({one}, (list, tuple)) else ({one},))" if one else f"*{items[0]}"
         parts.append(src)
     parts += keyword_args(entry, bound, skip=(star,))
     return f"{entry.ms}({', '.join(parts)})"
