@@ -28,7 +28,7 @@ from .infer import (
     module_classes,
     self_attribute_types,
 )
-from .project_names import module_name, project_bindings
+from .project_names import module_name, project_bindings, top_level_imports
 from .risks import Risk, forward_risks
 from .sourcefiles import MAX_FILE_BYTES, SKIP_DIRS, BadInput, Problem, TreeListing, display, read_python, walk_tree
 
@@ -315,7 +315,8 @@ def _project_names(files: list[Path], base: Path) -> dict[str, dict[str, str]]:
     trees = {}
     for f in files:
         try:
-            trees[module_name(f.relative_to(base))] = (ast.parse(read_source(f)), f.name == "__init__.py")
+            tree = top_level_imports(ast.parse(read_source(f)))  # not the whole tree: memory stays flat
+            trees[module_name(f.relative_to(base))] = (tree, f.name == "__init__.py")
         except (BadInput, SyntaxError, ValueError, RecursionError, MemoryError):
             continue  # reported when the file itself is scanned
     return project_bindings(trees)
