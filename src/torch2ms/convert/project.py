@@ -32,6 +32,7 @@ from ..analysis.sourcefiles import BadInput, TreeListing, display, read_python, 
 from ..i18n import N_, _
 from ..progress import Progress
 from .constructs import vision_models
+from .leftovers import terminate_as_interrupt
 from .pipeline import collector_paused
 from .project_paths import (
     REPORT_JSON,
@@ -293,7 +294,20 @@ def convert_tree(
     ``runtime="vendor"``: the torch2ms.runtime helpers the converted code uses are written into OUT as
     ``torch2ms_runtime/`` and imported from there (the project runs without torch2ms); ``"package"``:
     the converted code imports them from ``torch2ms.runtime``.
-    ``progress``: True draws a bar on stderr; a :class:`Progress` receives the file counts."""
+    ``progress``: True draws a bar on stderr; a :class:`Progress` receives the file counts.
+    SIGTERM stops the run as Ctrl-C does (KeyboardInterrupt), the temporary folder removed."""
+    with terminate_as_interrupt():
+        return _convert_tree(src, out, jobs, progress, force, runtime)
+
+
+def _convert_tree(
+    src: str | os.PathLike,
+    out: str | os.PathLike,
+    jobs: int | None,
+    progress: bool | Progress,
+    force: bool,
+    runtime: str,
+) -> ConvertReport:
     if runtime not in RUNTIME_CHOICES:
         raise ConvertError(f"--runtime {runtime}: choose one of {', '.join(RUNTIME_CHOICES)}")
     src_p, out_p = Path(src), Path(out)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from ..analysis.astwalk import depth as tree_depth
 from ..i18n import _
+from .leftovers import default_terminate
 
 if TYPE_CHECKING:
     from .runtime_vendor import Collected
@@ -168,6 +169,7 @@ def _init_worker() -> None:
     import faulthandler
 
     faulthandler.disable()
+    default_terminate()
     _limit_memory()
 
 
