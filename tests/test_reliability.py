@@ -187,3 +187,105 @@ def test_stale_marker_rules(tmp_path: Path):
         assert leftovers.is_stale(d) is stale, name
     removed = {p.name for p in leftovers.remove_stale(tmp_path / "out")}
     assert removed == {".out.tmp-dead", ".out.tmp-reused"}
+
+
+# --- valid Python nested up to the documented cap converts and scans ------------------------------------------------
+
+# Construct kinds whose syntax tree deepens by about one level per repetition (n); each holds a torch call.
+DEEP_KINDS = {
+    "method_chain": lambda n: "x = torch.zeros(2)" + ".abs()" * (n // 2),  # two levels per link
+    "call_chain": lambda n: "x = " + "torch.relu(" * n + "t" + ")" * n,
+    "dict": lambda n: "x = " + "{'a': " * n + "torch.zeros(1)" + "}" * n,
+    "list": lambda n: "x = " + "[" * n + "torch.zeros(1)" + "]" * n,
+    "sum": lambda n: "x = torch.zeros(1) + " + " + ".join(f"a{i}" for i in range(n)),
+    "subscript": lambda n: "x = torch.zeros(1)" + "[0]" * n,
+    "unary": lambda n: "x = " + "-" * n + "torch.zeros(1)",
+    "elif": lambda n: (
+        "if a == 0:\n    x = torch.zeros(0)\n"
+        + "".join(f"elif a == {i}:\n    x = torch.zeros({i})\n" for i in range(1, n))
+    ),
+    "lambda": lambda n: "f = " + "lambda: " * n + "torch.zeros(1)",
+    "ternary": lambda n: "x = " + "torch.zeros(1) if a else " * n + "t",
+}
+# The issue's failures were at 150 and 300 levels; 490 is just under the cap (project_pool.MAX_NESTING).
+# A method chain re-parses its receiver once per link (quadratic: ~17 s at the cap), so it stops at 300 here.
+DEEP_LEVELS = (150, 300, 490)
+
+
+def _deep_source(kind: str, n: int, where: str) -> str:
+    body = DEEP_KINDS[kind](n)
+    if where == "method":
+        lines = "".join("        " + line + "\n" for line in body.splitlines())
+        body = "class M(torch.nn.Module):\n    def forward(self, t, a):\n" + lines
+    return "import torch\n" + body + "\n"
+
+
+def _deep_cases() -> list[tuple[str, str, int]]:
+    """(kind, where, n): the largest n whose tree is at most each level deep (and that Python parses:
+    it refuses more than 200 nested brackets), each distinct case once."""
+    from torch2ms.analysis.astwalk import depth
+
+    cases: set[tuple[str, str, int]] = set()
+    for kind in DEEP_KINDS:
+        for where in ("module", "method"):
+            for level in DEEP_LEVELS[:2] if kind == "method_chain" else DEEP_LEVELS:
+                best = None
+                for n in range(10, level + 1, 10):
+                    try:
+                        if depth(ast.parse(_deep_source(kind, n, where))) > level:
+                            break
+                    except SyntaxError:
+                        break
+                    best = n
+                if best is not None:
+                    cases.add((kind, where, best))
+    return sorted(cases)
+
+
+DEEP_CASES = _deep_cases()
+
+
+@pytest.fixture(scope="module")
+def deep_converted(tmp_path_factory) -> tuple[Path, dict]:
+    src = tmp_path_factory.mktemp("deep") / "src"
+    src.mkdir()
+    for kind, where, n in DEEP_CASES:
+        (src / f"{kind}_{where}_{n}.py").write_text(_deep_source(kind, n, where))
+    out = src.parent / "out"
+    report = convert_tree(src, out, jobs=2)
+    return out, {f.path: f for f in report.files}
+
+
+@pytest.mark.parametrize(("kind", "where", "n"), DEEP_CASES)
+def test_deep_valid_python_converts_up_to_the_cap(deep_converted, kind: str, where: str, n: int):
+    out, files = deep_converted
+    name = f"{kind}_{where}_{n}.py"
+    assert files[name].error is None and files[name].changed
+    code = (out / name).read_text()
+    ast.parse(code)
+    assert "torch" not in code and "mindspore" in code  # the torch call deep inside was converted too
+
+
+def test_deep_valid_python_scans_up_to_the_cap(tmp_path: Path):
+    for kind, where, n in DEEP_CASES:
+        (tmp_path / f"{kind}_{where}_{n}.py").write_text(_deep_source(kind, n, where))
+    report = scan_path(tmp_path)
+    assert len(report.files) == len(DEEP_CASES)
+    for f in report.files:
+        assert f.error is None, (f.path, f.error)
+        assert any(u.api.startswith("torch.") and u.api != "torch" for u in f.uses), f.path
+
+
+def test_headroom_leaves_the_callers_limit_and_hands_back_errors():
+    from torch2ms.analysis.headroom import run_with_headroom
+
+    before = sys.getrecursionlimit()
+
+    def deep(k: int) -> int:
+        return 0 if k == 0 else 1 + deep(k - 1)
+
+    assert run_with_headroom(deep, 5000) == 5000  # over the default limit of 1000
+    assert sys.getrecursionlimit() == before
+    with pytest.raises(ZeroDivisionError):
+        run_with_headroom(lambda: 1 / 0)
+    assert sys.getrecursionlimit() == before

@@ -211,7 +211,7 @@ def test_r20_one_file_never_kills_the_run(tmp_path: Path, monkeypatch):
     src = tmp_path / "p"
     src.mkdir()
     bad = {
-        "deep.py": _deep(3000),  # ast.parse raises RecursionError
+        "deep.py": _deep(3000),  # over the nesting cap
         "raises.py": GOOD + "# RAISE\n",
         "dies.py": GOOD + "# DIE\n",
         "hangs.py": GOOD + "# HANG\n",
@@ -240,7 +240,7 @@ def test_r20_one_file_never_kills_the_run(tmp_path: Path, monkeypatch):
     with _recursion_limit(1000):  # Python's default, inherited by the forked workers
         report = convert_tree(src, tmp_path / "out", jobs=2)
     errors = {f.path: f.error for f in report.failed}
-    assert "RecursionError" in errors["deep.py"]
+    assert f"over the {project_pool.MAX_NESTING}" in errors["deep.py"]  # refused before any walk
     assert "simulated converter bug" in errors["raises.py"]
     assert "process died (signal 11" in errors["dies.py"]
     assert "took longer than 4 s" in errors["hangs.py"]
@@ -268,7 +268,7 @@ def test_r1_scan_deep_nesting_reported(tmp_path: Path):
     with _recursion_limit(1000):  # Python's default (pytest-xdist's workers run with a higher one)
         rep = scan_path(tmp_path)
     errors = {f.path: f.error for f in rep.files}
-    assert "RecursionError" in errors["deep.py"] and errors["ok.py"] is None
+    assert f"over the {project_pool.MAX_NESTING}" in errors["deep.py"] and errors["ok.py"] is None
 
 
 # ---- encodings ----------------------------------------------------------------------------------------

@@ -13,6 +13,8 @@ from pathlib import Path
 
 from ..i18n import _
 from ..kb import KB, load_kb
+from .astwalk import depth
+from .headroom import MAX_NESTING, run_with_headroom
 from .imports import ImportMap
 from .infer import (
     AMBIGUOUS_METHODS,
@@ -267,6 +269,12 @@ def scan_source(
     except (ValueError, RecursionError, MemoryError) as exc:
         report.error = f"cannot parse ({type(exc).__name__}: {exc}); skipped"
         return report
+    deep = depth(tree)
+    if deep > MAX_NESTING:  # as convert: the walks below have room up to the cap (analysis/headroom.py)
+        report.error = _("nested {depth} levels deep, over the {cap} torch2ms analyses; skipped").format(
+            depth=deep, cap=MAX_NESTING
+        )
+        return report
     imap = ImportMap.from_tree(tree)
     for name, full in (project_names or {}).items():  # from .parts import *: torch names of other files
         if not imap.is_framework(imap.names.get(name)):
@@ -291,8 +299,8 @@ def scan_file(
 ) -> FileReport:
     """One file's report; whatever goes wrong (unreadable, too deep to parse) is that file's error."""
     name = display_name or display(path)
-    try:
-        return scan_source(read_source(path), name, kb, project_names)
+    try:  # in a thread with room for every walk up to the documented nesting cap (analysis/headroom.py)
+        return run_with_headroom(scan_source, read_source(path), name, kb, project_names)
     except BadInput as exc:
         return FileReport(name, error=str(exc))
     except RecursionError:

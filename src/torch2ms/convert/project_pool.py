@@ -22,6 +22,8 @@ from itertools import islice
 from typing import TYPE_CHECKING
 
 from ..analysis.astwalk import depth as tree_depth
+from ..analysis.headroom import MAX_NESTING as HEADROOM_NESTING
+from ..analysis.headroom import run_with_headroom
 from ..i18n import _
 from .leftovers import default_terminate
 
@@ -36,9 +38,8 @@ FILE_TIMEOUT_PER_KB_S = 0.25
 # Address space a worker may add to what it had when forked: MemoryError (that file fails) beyond it.
 WORKER_MEMORY_BYTES = 2 << 30
 TASKS_PER_WORKER = 200  # a fresh worker now and then: memory a converter leaks does not pile up
-# Deeper expressions are not converted: the converter's recursion gives up near 800 levels anyway, and
-# libcst's parser needs seconds to minutes from ~1500 levels and overflows its stack near 3000.
-MAX_NESTING = 500
+# Deeper expressions are not converted (analysis/headroom.py: every walk has room up to that depth).
+MAX_NESTING = HEADROOM_NESTING
 FREEZE_BEFORE_FORK = True  # see run_jobs
 
 
@@ -78,7 +79,7 @@ def convert_job(job: Job) -> Outcome:
 
     start = time.process_time()
     with collector_paused():  # the depth check's and the syntax check's parses too, not only the conversion
-        outcome = _convert(job)
+        outcome = run_with_headroom(_convert, job)  # every walk has room up to MAX_NESTING levels
     outcome.seconds = time.process_time() - start
     return outcome
 
