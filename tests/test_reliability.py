@@ -289,3 +289,90 @@ def test_headroom_leaves_the_callers_limit_and_hands_back_errors():
     with pytest.raises(ZeroDivisionError):
         run_with_headroom(lambda: 1 / 0)
     assert sys.getrecursionlimit() == before
+
+
+# --- checkpoints nested without bound are refused fast ------------------------------------------------------------
+
+
+def _nested_checkpoint(path: Path, depth: int, key: str, leaf: str = "w", legacy: bool = False) -> Path:
+    """A torch checkpoint whose tensor sits ``depth`` dicts deep, each under ``key`` (the pickle opcodes
+    written out: the unpickler builds it without recursion, as a hostile file would)."""
+    import pickle
+    import struct
+    import zipfile
+
+    from torch2ms.weights.torch_format import _global, _pk_int, _pk_str, _pk_tuple
+
+    store = _pk_tuple([_pk_str("storage"), _global("torch", "FloatStorage"), _pk_str("0"), _pk_str("cpu"), _pk_int(4)])
+    args = [store + b"Q", _pk_int(0), _pk_tuple([_pk_int(4)]), _pk_tuple([_pk_int(1)]), b"\x89"]
+    tensor = (
+        _global("torch._utils", "_rebuild_tensor_v2")
+        + _pk_tuple([*args, _global("collections", "OrderedDict") + b")R"])
+        + b"R"
+    )
+    pkl = b"\x80\x02" + (b"}" + _pk_str(key)) * (depth - 1) + b"}" + _pk_str(leaf) + tensor + b"s" * depth + b"."
+    data = struct.pack("<4f", 1, 2, 3, 4)
+    if legacy:
+        head = b"".join(pickle.dumps(o, protocol=2) for o in (0x1950A86A20F9469CFC6C, 1001, {"little_endian": True}))
+        path.write_bytes(head + pkl + pickle.dumps(["0"], protocol=2) + struct.pack("<q", 4) + data)
+        return path
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as zf:
+        zf.writestr("archive/data.pkl", pkl)
+        zf.writestr("archive/byteorder", "little")
+        zf.writestr("archive/data/0", data)
+        zf.writestr("archive/version", "3\n")
+    return path
+
+
+def _weights(path: Path, capsys) -> tuple[int, str, float]:
+    from torch2ms.cli import main
+
+    start = time.process_time()
+    rc = main(["weights", str(path), "-o", str(path.with_suffix(".ckpt"))])
+    cap = capsys.readouterr()
+    return rc, cap.err + cap.out, time.process_time() - start
+
+
+@pytest.mark.parametrize("legacy", [False, True], ids=["zip", "legacy"])
+@pytest.mark.parametrize("key", ["a", "model", "state_dict"])
+@pytest.mark.parametrize("depth", [150, 5_000, 100_000])  # 150: over the bound even after the 8 levels of
+# NESTED_KEYS the state-dict search follows before it flattens
+def test_checkpoint_nested_too_deep_refused_fast(tmp_path: Path, capsys, legacy: bool, key: str, depth: int):
+    """Issue 26: 100,000 nested dicts were accepted after 136 s of CPU as a 200 KB parameter name. Now:
+    refused in well under a second of CPU per 100,000 levels, one line, no output left behind; whatever
+    key the nesting uses (those the state-dict search follows too), in either torch format."""
+    from torch2ms.weights.convert import MAX_TREE_DEPTH
+
+    path = _nested_checkpoint(tmp_path / "deep.pth", depth, key, legacy=legacy)
+    rc, text, cpu = _weights(path, capsys)
+    assert rc == 2, text
+    assert f"nested over {MAX_TREE_DEPTH} levels" in text and "Traceback" not in text
+    assert cpu < 10, cpu
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["deep.pth"]
+
+
+@pytest.mark.parametrize("legacy", [False, True], ids=["zip", "legacy"])
+def test_checkpoint_nesting_and_names_within_the_bounds_convert(tmp_path: Path, capsys, legacy: bool):
+    from torch2ms.weights.ckpt_io import read_ckpt
+    from torch2ms.weights.convert import MAX_NAME_CHARS, MAX_TREE_DEPTH
+
+    path = _nested_checkpoint(tmp_path / "ok.pth", MAX_TREE_DEPTH, "a", legacy=legacy)
+    rc, text, _cpu = _weights(path, capsys)
+    assert rc == 0, text
+    assert list(read_ckpt(tmp_path / "ok.ckpt")) == [".".join(["a"] * (MAX_TREE_DEPTH - 1) + ["w"])]
+    long = "p" * (MAX_NAME_CHARS - 2) + ".w"
+    path = _nested_checkpoint(tmp_path / "long.pth", 1, "a", leaf=long, legacy=legacy)
+    rc, text, _cpu = _weights(path, capsys)
+    assert rc == 0, text
+
+
+@pytest.mark.parametrize("legacy", [False, True], ids=["zip", "legacy"])
+@pytest.mark.parametrize("depth", [1, 3])
+def test_checkpoint_name_too_long_refused(tmp_path: Path, capsys, legacy: bool, depth: int):
+    """A flat state dict with a 200 KB key, or one reached through nesting: refused with the limit named."""
+    from torch2ms.weights.convert import MAX_NAME_CHARS
+
+    path = _nested_checkpoint(tmp_path / "long.pth", depth, "a", leaf="x" * 200_000, legacy=legacy)
+    rc, text, _cpu = _weights(path, capsys)
+    assert rc == 2 and f"over the {MAX_NAME_CHARS} allowed" in text and len(text) < 1000, text
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["long.pth"]
