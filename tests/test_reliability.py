@@ -376,3 +376,76 @@ def test_checkpoint_name_too_long_refused(tmp_path: Path, capsys, legacy: bool, 
     rc, text, _cpu = _weights(path, capsys)
     assert rc == 2 and f"over the {MAX_NAME_CHARS} allowed" in text and len(text) < 1000, text
     assert sorted(p.name for p in tmp_path.iterdir()) == ["long.pth"]
+
+
+# --- files at the size limit are refused up front, not after a worker dies ----------------------------------------
+
+
+@pytest.mark.parametrize("shape", ["file", "tree"])
+@pytest.mark.parametrize("over", [1, 1 << 20, (5 << 20) - (2 << 20)])  # just over, 3 MB, exactly the 5 MB read limit
+def test_file_over_the_convert_limit_refused_up_front(tmp_path: Path, shape: str, over: int):
+    """A 5 MB file killed its worker (SIGABRT after ~15 s at 2.5 GB). Files over MAX_CONVERT_BYTES are
+    refused before any parse, with the limit named, copied unchanged; scan still reads them."""
+    from torch2ms.convert.project_pool import MAX_CONVERT_BYTES
+
+    src = tmp_path / "src"
+    src.mkdir()
+    head = "import torch\nx = torch.zeros(1)\n"
+    size = MAX_CONVERT_BYTES + over
+    (src / "big.py").write_text(head + "#" * (size - len(head) - 1) + "\n")
+    (src / "ok.py").write_text(head)
+    start = time.monotonic()
+    report = convert_tree(src / "big.py" if shape == "file" else src, tmp_path / "out", jobs=1)
+    assert time.monotonic() - start < 60
+    errors = {f.path: f.error for f in report.files}
+    assert f"over the {MAX_CONVERT_BYTES >> 20} MB convert takes" in (errors["big.py"] or "")
+    assert (tmp_path / "out" / "big.py").stat().st_size == size
+    if shape == "tree":
+        assert errors["ok.py"] is None and "mindspore" in (tmp_path / "out" / "ok.py").read_text()
+    scanned = {f.path: f for f in scan_path(src).files}["big.py"]
+    assert scanned.error is None and any(u.api == "torch.zeros" for u in scanned.uses)
+
+
+def test_file_at_the_convert_limit_converts(tmp_path: Path):
+    from torch2ms.convert.project_pool import MAX_CONVERT_BYTES
+
+    head = "import torch\nx = torch.zeros(1)\n"
+    (tmp_path / "edge.py").write_text(head + "#" * (MAX_CONVERT_BYTES - len(head) - 1) + "\n")
+    report = convert_tree(tmp_path / "edge.py", tmp_path / "out", jobs=1)
+    assert report.files[0].error is None and report.files[0].changed
+
+
+# --- converting a converted package again changes nothing --------------------------------------------------------
+
+# A package that imports itself by its own name, absolutely and relatively, the way torchvision's source
+# does (``from torchvision.ops import FrozenBatchNorm2d``, ``from .. import transforms``).
+SELF_IMPORTS = {
+    "absolute-from": "from {pkg}.ops import FrozenBatchNorm2d\n\nok = isinstance(object(), FrozenBatchNorm2d)\n",
+    "absolute-import": "import {pkg}.ops\n\nok = isinstance(object(), {pkg}.ops.FrozenBatchNorm2d)\n",
+    "from-package": "from {pkg} import transforms\n\nt = transforms.ToPILImage()\n",
+    "relative": "from .. import transforms\n\nt = transforms.ToPILImage()\n",
+    "relative-sub": "from ..ops import FrozenBatchNorm2d\n\nok = isinstance(object(), FrozenBatchNorm2d)\n",
+}
+
+
+@pytest.mark.parametrize("pkg", ["torchvision", "mylib"])
+@pytest.mark.parametrize("form", sorted(SELF_IMPORTS))
+def test_converted_package_converts_to_itself_under_another_folder_name(tmp_path: Path, pkg: str, form: str):
+    """Issue 26: torchvision's source converted, then its output (another folder name) converted again,
+    changed 62 files: the second run took the package's imports of itself for the library's. The output
+    keeps the import name it was converted from (its report's ``src``)."""
+    src = tmp_path / pkg
+    for sub in ("", "ops", "transforms", "datasets"):
+        (src / sub).mkdir(parents=True, exist_ok=True)
+        (src / sub / "__init__.py").write_text("import torch\n")
+    (src / "ops" / "__init__.py").write_text("import torch\n\n\nclass FrozenBatchNorm2d(torch.nn.Module):\n    pass\n")
+    (src / "transforms" / "__init__.py").write_text("class ToPILImage:\n    pass\n")
+    body = "import torch\n" + SELF_IMPORTS[form].format(pkg=pkg) + "x = torch.zeros(1)\n"
+    (src / "datasets" / "fake.py").write_text(body)
+    once = convert_tree(src, tmp_path / "converted_once", jobs=1)
+    twice = convert_tree(tmp_path / "converted_once", tmp_path / "converted_twice", jobs=1)
+    assert not once.failed and not twice.failed
+    for f in once.files:
+        first = (tmp_path / "converted_once" / f.path).read_text()
+        assert (tmp_path / "converted_twice" / f.path).read_text() == first, f.path
+    assert "mindspore" in (tmp_path / "converted_once" / "datasets" / "fake.py").read_text()

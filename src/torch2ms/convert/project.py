@@ -266,7 +266,23 @@ def local_packages(src: Path) -> frozenset[str]:
         pass
     if (src / "__init__.py").exists():
         names.add(src.name)
+        names |= _converted_from(src)
     return frozenset(names)
+
+
+def _converted_from(src: Path) -> set[str]:
+    """A package torch2ms converted before keeps the import name it was converted from: ``torchvision``
+    converted into ``tv1`` still imports itself as ``torchvision`` (its report's ``src`` says so). Without
+    it a second conversion took those imports for the library's and changed the files again (issue 26)."""
+    try:
+        with open(src / REPORT_JSON, encoding="utf-8") as fh:
+            head = fh.read(1 << 16)  # "src" is the report's first key: the rest may be large
+        at = head.index('"src":') + len('"src":')
+        name, _end = json.JSONDecoder().raw_decode(head[at:].lstrip())
+    except (OSError, ValueError):
+        return set()
+    stem = Path(str(name)).name if isinstance(name, str) else ""
+    return {stem} if stem.isidentifier() else set()
 
 
 def _listing(src: Path, exclude: Path | None) -> tuple[TreeListing, Path]:

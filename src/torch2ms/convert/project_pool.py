@@ -37,6 +37,11 @@ FILE_TIMEOUT_BASE_S = 20.0
 FILE_TIMEOUT_PER_KB_S = 0.25
 # Address space a worker may add to what it had when forked: MemoryError (that file fails) beyond it.
 WORKER_MEMORY_BYTES = 2 << 30
+# The largest file convert takes: its peak memory grows with the file (measured: 205 MB at 250 KB,
+# 357 MB at 500 KB, 572 MB at 1 MB of real model code, bench/tree_bench.py --big), and a 5 MB file took
+# its worker past WORKER_MEMORY_BYTES (SIGABRT after ~15 s). Larger files are refused before any parse
+# (scan still reads up to sourcefiles.MAX_FILE_BYTES).
+MAX_CONVERT_BYTES = 2 << 20
 TASKS_PER_WORKER = 200  # a fresh worker now and then: memory a converter leaks does not pile up
 # Deeper expressions are not converted (analysis/headroom.py: every walk has room up to that depth).
 MAX_NESTING = HEADROOM_NESTING
@@ -88,8 +93,12 @@ def _convert(job: Job) -> Outcome:
     from ..analysis.sourcefiles import BadInput, read_python, without_skipped
     from .pipeline import convert_source
 
+    if job.size > MAX_CONVERT_BYTES:
+        return _too_big(job.size)
     try:
         src = read_python(job.path)
+        if len(src.text) > MAX_CONVERT_BYTES:  # it grew since it was listed
+            return _too_big(len(src.text))
         depth, tree = nesting_depth_and_tree(src.text)
         if depth > MAX_NESTING:
             return Outcome(
@@ -124,6 +133,14 @@ def _convert(job: Job) -> Outcome:
     if outcome.code is not None:
         _finish_in_worker(job, outcome, converted)
     return outcome
+
+
+def _too_big(size: int) -> Outcome:
+    text = _(
+        "{size:.1f} MB, over the {limit} MB convert takes within its worker's memory (about 0.6 GB per MB "
+        "of source); copied unchanged"
+    )
+    return Outcome(error=text.format(size=size / (1 << 20), limit=MAX_CONVERT_BYTES >> 20))
 
 
 def _finish_in_worker(job: Job, outcome: Outcome, tree: ast.Module | None) -> None:
