@@ -449,3 +449,19 @@ def test_converted_package_converts_to_itself_under_another_folder_name(tmp_path
         first = (tmp_path / "converted_once" / f.path).read_text()
         assert (tmp_path / "converted_twice" / f.path).read_text() == first, f.path
     assert "mindspore" in (tmp_path / "converted_once" / "datasets" / "fake.py").read_text()
+
+
+@pytest.mark.parametrize("jobs", [2, 3])
+@pytest.mark.parametrize("layout", ["flat", "nested"])
+def test_scan_in_workers_gives_the_same_report(tmp_path: Path, jobs: int, layout: str):
+    """``scan -j N`` splits the files over N processes; the report is the one a single process writes
+    (bad files included, in the same order)."""
+    for i in range(20):
+        folder = tmp_path / (f"p{i % 4}" if layout == "nested" else "")
+        folder.mkdir(exist_ok=True)
+        (folder / f"m{i}.py").write_text(MODEL.replace("from .parts import *\n", "") * (1 + i % 3))
+    (tmp_path / "broken.py").write_text("def (:\n")
+    (tmp_path / "deep.py").write_text("import torch\nx = " + " + ".join(["torch.ones(1)"] * 600) + "\n")
+    one, many = scan_path(tmp_path), scan_path(tmp_path, jobs=jobs)
+    assert [vars(f) for f in many.files] == [vars(f) for f in one.files]
+    assert {f.path for f in many.files if f.error} == {"broken.py", "deep.py"}

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import os
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -330,8 +331,33 @@ def _project_names(files: list[Path], base: Path) -> dict[str, dict[str, str]]:
     return project_bindings(trees)
 
 
-def scan_path(path: str | os.PathLike, kb: KB | None = None) -> ScanReport:
-    """Scan a file or a project tree; bad files are reported and the rest still scanned."""
+_POOL_KB: KB | None = None  # the KB a forked scan worker inherits (set before the pool forks)
+
+
+def _scan_task(task: tuple[Path, str, dict[str, str] | None]) -> FileReport:
+    return scan_file(task[0], _POOL_KB, task[1], task[2])
+
+
+def _scan_files(tasks: list[tuple[Path, str, dict[str, str] | None]], kb: KB, jobs: int) -> Iterator[FileReport]:
+    """Each file's report in order; with ``jobs`` > 1 from forked worker processes (the KB shared, each
+    worker holding one file at a time), where fork exists."""
+    import multiprocessing
+
+    if jobs <= 1 or len(tasks) < 8 or "fork" not in multiprocessing.get_all_start_methods():
+        yield from (scan_file(f, kb, rel, names) for f, rel, names in tasks)
+        return
+    global _POOL_KB
+    _POOL_KB = kb
+    try:
+        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            yield from pool.imap(_scan_task, tasks, chunksize=8)
+    finally:
+        _POOL_KB = None
+
+
+def scan_path(path: str | os.PathLike, kb: KB | None = None, jobs: int = 1) -> ScanReport:
+    """Scan a file or a project tree; bad files are reported and the rest still scanned.
+    ``jobs`` > 1: files are scanned in that many worker processes (same report)."""
     kb = kb or load_kb()
     root = Path(path)
     if not root.exists() and not root.is_symlink():
@@ -340,9 +366,8 @@ def scan_path(path: str | os.PathLike, kb: KB | None = None) -> ScanReport:
     base = root if root.is_dir() else root.parent
     report = ScanReport(display(root))
     names = _project_names(listing.python, base) if root.is_dir() else {}
-    for f in listing.python:
-        rel = _relative(f, base)
-        report.files.append(scan_file(f, kb, rel, names.get(module_name(rel))))
+    tasks = [(f, rel, names.get(module_name(rel))) for f in listing.python for rel in (_relative(f, base),)]
+    report.files.extend(_scan_files(tasks, kb, jobs))
     for p in _python_problems(listing):
         report.files.append(FileReport(_relative(p.path, base), error=p.reason))
     report.skipped = [(_relative(p.path, base), p.reason) for p in listing.skipped]
