@@ -40,10 +40,11 @@ SCAN = """
 import json, resource, sys, time
 from torch2ms.analysis.scan import scan_path
 t = time.perf_counter()
-r = scan_path(sys.argv[1])
+r = scan_path(sys.argv[1], jobs=int(sys.argv[2]))
 s = time.perf_counter() - t
 print(json.dumps({"seconds": s, "files": len(r.files), "lines": sum(f.lines for f in r.files),
-    "main_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "worker_rss_mb": 0}))
+    "main_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    "worker_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))
 """
 
 # One file converted in this process, as a worker does (no memory cap, no size limit: measured, not refused).
@@ -114,7 +115,7 @@ def measure(n: int, jobs: int, work: Path) -> dict:
     tree = work / f"tree{n}"
     size = build_tree(tree, n)
     conv = _run(CONVERT, str(tree), str(work / f"out{n}"), str(jobs))
-    scan = _run(SCAN, str(tree))
+    scan = _run(SCAN, str(tree), str(jobs))
     parse = _run(PARSE, str(tree), str(jobs))
     print(f"{n} files, {size / 1e6:.1f} MB of source, {scan['lines']} lines, {jobs} workers:")
     for name, r in (("torch2ms convert", conv), ("torch2ms scan", scan), ("libcst parse only", parse)):
