@@ -19,6 +19,7 @@ import pytest
 from torch2ms.analysis import scan as scan_mod
 from torch2ms.analysis.scan import scan_path
 from torch2ms.convert import convert_tree, leftovers
+from torch2ms.convert.project_pool import MAX_CONVERT_BYTES
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = (
@@ -382,12 +383,10 @@ def test_checkpoint_name_too_long_refused(tmp_path: Path, capsys, legacy: bool, 
 
 
 @pytest.mark.parametrize("shape", ["file", "tree"])
-@pytest.mark.parametrize("over", [1, 1 << 20, (5 << 20) - (2 << 20)])  # just over, 3 MB, exactly the 5 MB read limit
+@pytest.mark.parametrize("over", [1, 1 << 20, (5 << 20) - MAX_CONVERT_BYTES])  # just over, +1 MB, the 5 MB read limit
 def test_file_over_the_convert_limit_refused_up_front(tmp_path: Path, shape: str, over: int):
     """A 5 MB file killed its worker (SIGABRT after ~15 s at 2.5 GB). Files over MAX_CONVERT_BYTES are
     refused before any parse, with the limit named, copied unchanged; scan still reads them."""
-    from torch2ms.convert.project_pool import MAX_CONVERT_BYTES
-
     src = tmp_path / "src"
     src.mkdir()
     head = "import torch\nx = torch.zeros(1)\n"
@@ -407,8 +406,6 @@ def test_file_over_the_convert_limit_refused_up_front(tmp_path: Path, shape: str
 
 
 def test_file_at_the_convert_limit_converts(tmp_path: Path):
-    from torch2ms.convert.project_pool import MAX_CONVERT_BYTES
-
     head = "import torch\nx = torch.zeros(1)\n"
     (tmp_path / "edge.py").write_text(head + "#" * (MAX_CONVERT_BYTES - len(head) - 1) + "\n")
     report = convert_tree(tmp_path / "edge.py", tmp_path / "out", jobs=1)

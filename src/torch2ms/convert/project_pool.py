@@ -37,11 +37,13 @@ FILE_TIMEOUT_BASE_S = 20.0
 FILE_TIMEOUT_PER_KB_S = 0.25
 # Address space a worker may add to what it had when forked: MemoryError (that file fails) beyond it.
 WORKER_MEMORY_BYTES = 2 << 30
-# The largest file convert takes: its peak memory grows with the file (measured: 205 MB at 250 KB,
-# 357 MB at 500 KB, 572 MB at 1 MB of real model code, bench/tree_bench.py --big), and a 5 MB file took
-# its worker past WORKER_MEMORY_BYTES (SIGABRT after ~15 s). Larger files are refused before any parse
-# (scan still reads up to sourcefiles.MAX_FILE_BYTES).
-MAX_CONVERT_BYTES = 2 << 20
+# The largest file convert takes, where conversion is known to fit a worker's memory and time limits:
+# peak memory grows with the file (measured on generated model code, `bench/tree_bench.py --big`, on a
+# loaded 2-core machine: 205 MB at 250 KB, 357 MB at 500 KB, 572 MB and 144 s at 1 MB, 1088 MB and
+# 1317 s at 2 MB, past that size's time limit), and a 5 MB file took its worker past
+# WORKER_MEMORY_BYTES (SIGABRT after ~15 s). Larger files are refused before any parse (scan still
+# reads up to sourcefiles.MAX_FILE_BYTES).
+MAX_CONVERT_BYTES = 1 << 20
 TASKS_PER_WORKER = 200  # a fresh worker now and then: memory a converter leaks does not pile up
 # Deeper expressions are not converted (analysis/headroom.py: every walk has room up to that depth).
 MAX_NESTING = HEADROOM_NESTING
