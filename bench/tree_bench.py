@@ -1,4 +1,5 @@
-"""Issue 15: `torch2ms convert` on a big tree: seconds, files/s and peak memory, next to libcst parse-only.
+"""Issues 15 and 26: `torch2ms convert` and `torch2ms scan` on a big tree: seconds, files/s and peak memory,
+next to libcst parse-only; the larger tree's figures also as ratios against the smaller run's.
 
 The tree is copies of ../shared/realcode/corpus (packages renamed copy0001/...), N files in all. Each
 measurement runs in its own process, so its peak RSS is its own: the tree driver (the main process) and
@@ -6,6 +7,7 @@ the largest worker are reported apart. Peak memory must not grow with the tree: 
 files and at N (10,000 by default) and prints both.
 
     python bench/tree_bench.py [--files 10000] [--small 1000] [-j 2]
+    python bench/tree_bench.py --big    # one generated file of 1, 2 and 5 MB: convert's peak RSS and time
 """
 
 from __future__ import annotations
@@ -32,6 +34,32 @@ s = time.perf_counter() - t
 print(json.dumps({"seconds": s, "files": len(r.files), "failed": len(r.failed),
     "main_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     "worker_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))
+"""
+
+SCAN = """
+import json, resource, sys, time
+from torch2ms.analysis.scan import scan_path
+t = time.perf_counter()
+r = scan_path(sys.argv[1], jobs=int(sys.argv[2]))
+s = time.perf_counter() - t
+print(json.dumps({"seconds": s, "files": len(r.files), "lines": sum(f.lines for f in r.files),
+    "main_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    "worker_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))
+"""
+
+# One file converted in this process, as a worker does (no memory cap, no size limit: measured, not refused).
+BIG = """
+import json, os, resource, sys, time
+from torch2ms.convert import project_pool
+from torch2ms.kb import load_kb
+load_kb()
+project_pool.MAX_CONVERT_BYTES = 1 << 40
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+t = time.perf_counter()
+p = sys.argv[1]
+o = project_pool.convert_job(project_pool.Job(p, os.path.basename(p), frozenset(), frozenset(), os.path.getsize(p)))
+print(json.dumps({"seconds": time.perf_counter() - t, "error": o.error, "base_rss_mb": base,
+    "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
 PARSE = """
@@ -83,13 +111,14 @@ def _run(script: str, *args: str) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def measure(n: int, jobs: int, work: Path) -> None:
+def measure(n: int, jobs: int, work: Path) -> dict:
     tree = work / f"tree{n}"
     size = build_tree(tree, n)
     conv = _run(CONVERT, str(tree), str(work / f"out{n}"), str(jobs))
+    scan = _run(SCAN, str(tree), str(jobs))
     parse = _run(PARSE, str(tree), str(jobs))
-    print(f"{n} files, {size / 1e6:.1f} MB of source, {jobs} workers:")
-    for name, r in (("torch2ms convert", conv), ("libcst parse only", parse)):
+    print(f"{n} files, {size / 1e6:.1f} MB of source, {scan['lines']} lines, {jobs} workers:")
+    for name, r in (("torch2ms convert", conv), ("torch2ms scan", scan), ("libcst parse only", parse)):
         print(
             f"  {name:18s} {r['seconds']:7.1f} s  {r['files'] / r['seconds']:6.1f} files/s  "
             f"peak RSS main {r['main_rss_mb']:6.0f} MB, largest worker {r['worker_rss_mb']:6.0f} MB"
@@ -97,6 +126,46 @@ def measure(n: int, jobs: int, work: Path) -> None:
     print(f"  convert / parse-only: {conv['seconds'] / parse['seconds']:.1f}x; {conv['failed']} files failed")
     shutil.rmtree(tree)
     shutil.rmtree(work / f"out{n}", ignore_errors=True)
+    return {"files": n, "convert": conv, "scan": scan}
+
+
+def ratios(small: dict, large: dict) -> None:
+    """The larger run against the smaller: time should grow like the files, peak memory not at all."""
+    k = large["files"] / small["files"]
+    print(f"{large['files']} files against {small['files']} ({k:.0f}x the files):")
+    for name in ("convert", "scan"):
+        a, b = small[name], large[name]
+        worker = f", worker {b['worker_rss_mb'] / a['worker_rss_mb']:4.2f}x" if a["worker_rss_mb"] else ""
+        print(
+            f"  {name:8s} time {b['seconds'] / a['seconds']:5.1f}x  "
+            f"peak RSS main {b['main_rss_mb'] / a['main_rss_mb']:4.2f}x{worker}"
+        )
+
+
+def big_files(work: Path) -> None:
+    """Generated files of 1, 2 and 5 MB (corpus files one after another): what one file costs a worker."""
+    texts = []
+    for p in sorted(CORPUS.rglob("*.py")):
+        text = p.read_text(encoding="utf-8", errors="replace").replace("from __future__ import", "pass  #")
+        try:
+            compile(text, str(p), "exec")
+        except (SyntaxError, ValueError):
+            continue
+        texts.append(text)
+    for mb in (1, 2, 5):
+        parts, size = [], 0
+        while size + len(texts[len(parts) % len(texts)]) < mb * 1_000_000:
+            parts.append(texts[len(parts) % len(texts)])
+            size += len(parts[-1]) + 1
+        path = work / f"big{mb}mb.py"
+        path.write_text("\n".join(parts), encoding="utf-8")
+        r = _run(BIG, str(path))
+        over = r["peak_rss_mb"] - r["base_rss_mb"]
+        print(
+            f"  {path.stat().st_size / 1e6:4.1f} MB file: {r['seconds']:6.1f} s, peak RSS {r['peak_rss_mb']:6.0f} MB "
+            f"({over:6.0f} MB over the loaded KB){'; ' + r['error'] if r['error'] else ''}",
+            flush=True,
+        )
 
 
 def main() -> int:
@@ -104,12 +173,19 @@ def main() -> int:
     ap.add_argument("--files", type=int, default=10_000)
     ap.add_argument("--small", type=int, default=1_000)
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--big", action="store_true", help="one big generated file instead of a big tree")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
+        if args.big:
+            big_files(Path(tmp))
+            return 0
+        runs = []
         for n in sorted({args.small, args.files}):
             start = time.perf_counter()
-            measure(n, args.jobs, Path(tmp))
+            runs.append(measure(n, args.jobs, Path(tmp)))
             print(f"  (bench wall time {time.perf_counter() - start:.0f} s)", flush=True)
+        if len(runs) == 2:
+            ratios(*runs)
     return 0
 
 

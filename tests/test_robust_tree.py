@@ -211,7 +211,7 @@ def test_r20_one_file_never_kills_the_run(tmp_path: Path, monkeypatch):
     src = tmp_path / "p"
     src.mkdir()
     bad = {
-        "deep.py": _deep(3000),  # ast.parse raises RecursionError
+        "deep.py": _deep(3000),  # over the nesting cap
         "raises.py": GOOD + "# RAISE\n",
         "dies.py": GOOD + "# DIE\n",
         "hangs.py": GOOD + "# HANG\n",
@@ -240,7 +240,7 @@ def test_r20_one_file_never_kills_the_run(tmp_path: Path, monkeypatch):
     with _recursion_limit(1000):  # Python's default, inherited by the forked workers
         report = convert_tree(src, tmp_path / "out", jobs=2)
     errors = {f.path: f.error for f in report.failed}
-    assert "RecursionError" in errors["deep.py"]
+    assert f"over the {project_pool.MAX_NESTING}" in errors["deep.py"]  # refused before any walk
     assert "simulated converter bug" in errors["raises.py"]
     assert "process died (signal 11" in errors["dies.py"]
     assert "took longer than 4 s" in errors["hangs.py"]
@@ -268,7 +268,7 @@ def test_r1_scan_deep_nesting_reported(tmp_path: Path):
     with _recursion_limit(1000):  # Python's default (pytest-xdist's workers run with a higher one)
         rep = scan_path(tmp_path)
     errors = {f.path: f.error for f in rep.files}
-    assert "RecursionError" in errors["deep.py"] and errors["ok.py"] is None
+    assert f"over the {project_pool.MAX_NESTING}" in errors["deep.py"] and errors["ok.py"] is None
 
 
 # ---- encodings ----------------------------------------------------------------------------------------
@@ -339,7 +339,7 @@ def test_r30_every_help_documents_exit_codes(argv, capsys):
 def test_r30_internal_error_is_one_line_exit_2(tmp_path: Path, monkeypatch, capsys):
     from torch2ms.analysis import scan
 
-    monkeypatch.setattr(scan, "scan_path", lambda path: 1 / 0)
+    monkeypatch.setattr(scan, "scan_path", lambda path, **kw: 1 / 0)
     assert cli.main(["scan", str(tmp_path)]) == cli.EXIT_USAGE
     err = capsys.readouterr().err
     assert "internal error (ZeroDivisionError" in err and "Traceback" not in err
@@ -348,7 +348,7 @@ def test_r30_internal_error_is_one_line_exit_2(tmp_path: Path, monkeypatch, caps
 def test_r30_file_error_is_one_line_exit_2(tmp_path: Path, monkeypatch, capsys):
     from torch2ms.analysis import scan
 
-    def refuse(path):
+    def refuse(path, **kw):
         raise PermissionError(13, "Permission denied", "/some/file.py")
 
     monkeypatch.setattr(scan, "scan_path", refuse)
@@ -367,6 +367,9 @@ def test_r20_huge_file_reported_and_copied(tmp_path: Path):
         fh.truncate(6 << 20)
     assert "over the 5 MB limit" in {f.path: f.error for f in scan_path(src).files}["generated.py"]
     report = convert_tree(src, tmp_path / "out", jobs=1)
-    assert "over the 5 MB limit" in {f.path: f.error for f in report.failed}["generated.py"]
+    assert (
+        f"over the {project_pool.MAX_CONVERT_BYTES >> 20} MB convert takes"
+        in {f.path: f.error for f in report.failed}["generated.py"]
+    )
     assert (tmp_path / "out" / "generated.py").stat().st_size == 6 << 20
     assert "nn.Dense" in (tmp_path / "out" / "ok.py").read_text()

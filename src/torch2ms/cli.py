@@ -63,7 +63,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
     from .report import scan_report
 
     try:
-        report = scan_path(args.path)
+        report = scan_path(args.path, jobs=max(1, args.jobs or os.cpu_count() or 1))
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from exc
     if args.format == "table":
@@ -255,6 +255,7 @@ def _add_lookup_and_scan(sub: argparse._SubParsersAction) -> None:
     sc.add_argument("path", help=_("a Python file or a project folder"))
     sc.add_argument("--format", choices=["table", "json", "md", "csv"], default="table", help=_("report format"))
     sc.add_argument("-o", "--output", help=_("write the report to this file"))
+    sc.add_argument("-j", "--jobs", type=int, default=None, help=_("worker processes (default: all cores)"))
     sc.add_argument(
         "--fail-on",
         action="append",

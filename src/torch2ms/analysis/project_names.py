@@ -37,6 +37,18 @@ def _all_names(tree: ast.Module) -> set[str] | None:
     return None
 
 
+def top_level_imports(tree: ast.Module) -> ast.Module:
+    """What :func:`project_bindings` reads of a module (its top-level imports and ``__all__``): a caller
+    walking a whole tree keeps this instead of every file's syntax tree (memory would grow with the tree)."""
+    keep: list[ast.stmt] = [
+        n
+        for n in tree.body
+        if isinstance(n, (ast.Import, ast.ImportFrom))
+        or (isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in n.targets))
+    ]
+    return ast.Module(body=keep, type_ignores=[])
+
+
 def _own_torch_names(tree: ast.Module, local_roots: frozenset[str]) -> Bindings:
     """Torch names bound by the module's own top-level imports."""
     top = ast.Module(body=[n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))], type_ignores=[])

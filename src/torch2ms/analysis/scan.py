@@ -8,11 +8,14 @@ from __future__ import annotations
 import ast
 import os
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..i18n import _
 from ..kb import KB, load_kb
+from .astwalk import depth
+from .headroom import MAX_NESTING, run_with_headroom
 from .imports import ImportMap
 from .infer import (
     AMBIGUOUS_METHODS,
@@ -28,7 +31,7 @@ from .infer import (
     module_classes,
     self_attribute_types,
 )
-from .project_names import module_name, project_bindings
+from .project_names import module_name, project_bindings, top_level_imports
 from .risks import Risk, forward_risks
 from .sourcefiles import MAX_FILE_BYTES, SKIP_DIRS, BadInput, Problem, TreeListing, display, read_python, walk_tree
 
@@ -267,6 +270,12 @@ def scan_source(
     except (ValueError, RecursionError, MemoryError) as exc:
         report.error = f"cannot parse ({type(exc).__name__}: {exc}); skipped"
         return report
+    deep = depth(tree)
+    if deep > MAX_NESTING:  # as convert: the walks below have room up to the cap (analysis/headroom.py)
+        report.error = _("nested {depth} levels deep, over the {cap} torch2ms analyses; skipped").format(
+            depth=deep, cap=MAX_NESTING
+        )
+        return report
     imap = ImportMap.from_tree(tree)
     for name, full in (project_names or {}).items():  # from .parts import *: torch names of other files
         if not imap.is_framework(imap.names.get(name)):
@@ -291,8 +300,8 @@ def scan_file(
 ) -> FileReport:
     """One file's report; whatever goes wrong (unreadable, too deep to parse) is that file's error."""
     name = display_name or display(path)
-    try:
-        return scan_source(read_source(path), name, kb, project_names)
+    try:  # in a thread with room for every walk up to the documented nesting cap (analysis/headroom.py)
+        return run_with_headroom(scan_source, read_source(path), name, kb, project_names)
     except BadInput as exc:
         return FileReport(name, error=str(exc))
     except RecursionError:
@@ -315,14 +324,40 @@ def _project_names(files: list[Path], base: Path) -> dict[str, dict[str, str]]:
     trees = {}
     for f in files:
         try:
-            trees[module_name(f.relative_to(base))] = (ast.parse(read_source(f)), f.name == "__init__.py")
+            tree = top_level_imports(ast.parse(read_source(f)))  # not the whole tree: memory stays flat
+            trees[module_name(f.relative_to(base))] = (tree, f.name == "__init__.py")
         except (BadInput, SyntaxError, ValueError, RecursionError, MemoryError):
             continue  # reported when the file itself is scanned
     return project_bindings(trees)
 
 
-def scan_path(path: str | os.PathLike, kb: KB | None = None) -> ScanReport:
-    """Scan a file or a project tree; bad files are reported and the rest still scanned."""
+_POOL_KB: KB | None = None  # the KB a forked scan worker inherits (set before the pool forks)
+
+
+def _scan_task(task: tuple[Path, str, dict[str, str] | None]) -> FileReport:
+    return scan_file(task[0], _POOL_KB, task[1], task[2])
+
+
+def _scan_files(tasks: list[tuple[Path, str, dict[str, str] | None]], kb: KB, jobs: int) -> Iterator[FileReport]:
+    """Each file's report in order; with ``jobs`` > 1 from forked worker processes (the KB shared, each
+    worker holding one file at a time), where fork exists."""
+    import multiprocessing
+
+    if jobs <= 1 or len(tasks) < 8 or "fork" not in multiprocessing.get_all_start_methods():
+        yield from (scan_file(f, kb, rel, names) for f, rel, names in tasks)
+        return
+    global _POOL_KB
+    _POOL_KB = kb
+    try:
+        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            yield from pool.imap(_scan_task, tasks, chunksize=8)
+    finally:
+        _POOL_KB = None
+
+
+def scan_path(path: str | os.PathLike, kb: KB | None = None, jobs: int = 1) -> ScanReport:
+    """Scan a file or a project tree; bad files are reported and the rest still scanned.
+    ``jobs`` > 1: files are scanned in that many worker processes (same report)."""
     kb = kb or load_kb()
     root = Path(path)
     if not root.exists() and not root.is_symlink():
@@ -331,9 +366,8 @@ def scan_path(path: str | os.PathLike, kb: KB | None = None) -> ScanReport:
     base = root if root.is_dir() else root.parent
     report = ScanReport(display(root))
     names = _project_names(listing.python, base) if root.is_dir() else {}
-    for f in listing.python:
-        rel = _relative(f, base)
-        report.files.append(scan_file(f, kb, rel, names.get(module_name(rel))))
+    tasks = [(f, rel, names.get(module_name(rel))) for f in listing.python for rel in (_relative(f, base),)]
+    report.files.extend(_scan_files(tasks, kb, jobs))
     for p in _python_problems(listing):
         report.files.append(FileReport(_relative(p.path, base), error=p.reason))
     report.skipped = [(_relative(p.path, base), p.reason) for p in listing.skipped]

@@ -32,6 +32,7 @@ from ..analysis.sourcefiles import BadInput, TreeListing, display, read_python, 
 from ..i18n import N_, _
 from ..progress import Progress
 from . import layer_map, vision_models
+from .leftovers import terminate_as_interrupt
 from .linemap import write_line_map
 from .pipeline import collector_paused
 from .project_paths import (
@@ -270,7 +271,23 @@ def local_packages(src: Path) -> frozenset[str]:
         pass
     if (src / "__init__.py").exists():
         names.add(src.name)
+        names |= _converted_from(src)
     return frozenset(names)
+
+
+def _converted_from(src: Path) -> set[str]:
+    """A package torch2ms converted before keeps the import name it was converted from: ``torchvision``
+    converted into ``tv1`` still imports itself as ``torchvision`` (its report's ``src`` says so). Without
+    it a second conversion took those imports for the library's and changed the files again (issue 26)."""
+    try:
+        with open(src / REPORT_JSON, encoding="utf-8") as fh:
+            head = fh.read(1 << 16)  # "src" is the report's first key: the rest may be large
+        at = head.index('"src":') + len('"src":')
+        name, _end = json.JSONDecoder().raw_decode(head[at:].lstrip())
+    except (OSError, ValueError):
+        return set()
+    stem = Path(str(name)).name if isinstance(name, str) else ""
+    return {stem} if stem.isidentifier() else set()
 
 
 def _listing(src: Path, exclude: Path | None) -> tuple[TreeListing, Path]:
@@ -298,7 +315,20 @@ def convert_tree(
     ``runtime="vendor"``: the torch2ms.runtime helpers the converted code uses are written into OUT as
     ``torch2ms_runtime/`` and imported from there (the project runs without torch2ms); ``"package"``:
     the converted code imports them from ``torch2ms.runtime``.
-    ``progress``: True draws a bar on stderr; a :class:`Progress` receives the file counts."""
+    ``progress``: True draws a bar on stderr; a :class:`Progress` receives the file counts.
+    SIGTERM stops the run as Ctrl-C does (KeyboardInterrupt), the temporary folder removed."""
+    with terminate_as_interrupt():
+        return _convert_tree(src, out, jobs, progress, force, runtime)
+
+
+def _convert_tree(
+    src: str | os.PathLike,
+    out: str | os.PathLike,
+    jobs: int | None,
+    progress: bool | Progress,
+    force: bool,
+    runtime: str,
+) -> ConvertReport:
     if runtime not in RUNTIME_CHOICES:
         raise ConvertError(f"--runtime {runtime}: choose one of {', '.join(RUNTIME_CHOICES)}")
     src_p, out_p = Path(src), Path(out)

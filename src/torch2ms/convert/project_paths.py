@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..analysis.sourcefiles import display
 from ..i18n import _
+from .leftovers import drop_marker, remove_stale, write_marker
 
 REPORT_JSON = "torch2ms-report.json"
 REPORT_MD = "torch2ms-report.md"
@@ -67,7 +68,9 @@ def earlier_output(path: Path, name: str) -> str | None:
 
 def fresh_temp_dir(out: Path) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale(out)  # what earlier runs killed with SIGKILL left beside OUT
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    write_marker(tmp)  # a run killed from now on leaves a folder the next run can prove is its own
     umask = os.umask(0)
     os.umask(umask)
     tmp.chmod(0o777 & ~umask)  # mkdtemp's 0700 would make OUT private, unlike a folder the user makes
@@ -80,7 +83,10 @@ def swap_into_place(tmp: Path, out: Path) -> None:
         old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
         old.rmdir()
         os.rename(out, old)
+        write_marker(old)
+        drop_marker(tmp)
         os.rename(tmp, out)
         shutil.rmtree(old, ignore_errors=True)
     else:
+        drop_marker(tmp)
         os.rename(tmp, out)

@@ -22,7 +22,10 @@ from itertools import islice
 from typing import TYPE_CHECKING
 
 from ..analysis.astwalk import depth as tree_depth
+from ..analysis.headroom import MAX_NESTING as HEADROOM_NESTING
+from ..analysis.headroom import run_with_headroom
 from ..i18n import _
+from .leftovers import default_terminate
 
 if TYPE_CHECKING:
     from .runtime_vendor import Collected
@@ -34,10 +37,16 @@ FILE_TIMEOUT_BASE_S = 20.0
 FILE_TIMEOUT_PER_KB_S = 0.25
 # Address space a worker may add to what it had when forked: MemoryError (that file fails) beyond it.
 WORKER_MEMORY_BYTES = 2 << 30
+# The largest file convert takes, where conversion is known to fit a worker's memory and time limits:
+# peak memory grows with the file (measured on generated model code, `bench/tree_bench.py --big`, on a
+# loaded 2-core machine: 205 MB at 250 KB, 357 MB at 500 KB, 572 MB and 144 s at 1 MB, 1088 MB and
+# 1317 s at 2 MB, past that size's time limit), and a 5 MB file took its worker past
+# WORKER_MEMORY_BYTES (SIGABRT after ~15 s). Larger files are refused before any parse (scan still
+# reads up to sourcefiles.MAX_FILE_BYTES).
+MAX_CONVERT_BYTES = 1 << 20
 TASKS_PER_WORKER = 200  # a fresh worker now and then: memory a converter leaks does not pile up
-# Deeper expressions are not converted: the converter's recursion gives up near 800 levels anyway, and
-# libcst's parser needs seconds to minutes from ~1500 levels and overflows its stack near 3000.
-MAX_NESTING = 500
+# Deeper expressions are not converted (analysis/headroom.py: every walk has room up to that depth).
+MAX_NESTING = HEADROOM_NESTING
 FREEZE_BEFORE_FORK = True  # see run_jobs
 
 
@@ -77,7 +86,7 @@ def convert_job(job: Job) -> Outcome:
 
     start = time.process_time()
     with collector_paused():  # the depth check's and the syntax check's parses too, not only the conversion
-        outcome = _convert(job)
+        outcome = run_with_headroom(_convert, job)  # every walk has room up to MAX_NESTING levels
     outcome.seconds = time.process_time() - start
     return outcome
 
@@ -86,8 +95,12 @@ def _convert(job: Job) -> Outcome:
     from ..analysis.sourcefiles import BadInput, read_python, without_skipped
     from .pipeline import convert_source
 
+    if job.size > MAX_CONVERT_BYTES:
+        return _too_big(job.size)
     try:
         src = read_python(job.path)
+        if len(src.text) > MAX_CONVERT_BYTES:  # it grew since it was listed
+            return _too_big(len(src.text))
         depth, tree = nesting_depth_and_tree(src.text)
         if depth > MAX_NESTING:
             return Outcome(
@@ -122,6 +135,14 @@ def _convert(job: Job) -> Outcome:
     if outcome.code is not None:
         _finish_in_worker(job, outcome, converted)
     return outcome
+
+
+def _too_big(size: int) -> Outcome:
+    text = _(
+        "{size:.1f} MB, over the {limit} MB convert takes within its worker's memory (about 0.6 GB per MB "
+        "of source); copied unchanged"
+    )
+    return Outcome(error=text.format(size=size / (1 << 20), limit=MAX_CONVERT_BYTES >> 20))
 
 
 def _finish_in_worker(job: Job, outcome: Outcome, tree: ast.Module | None) -> None:
@@ -168,6 +189,7 @@ def _init_worker() -> None:
     import faulthandler
 
     faulthandler.disable()
+    default_terminate()
     _limit_memory()
 
 

@@ -86,6 +86,30 @@ def _is_state_dict(obj: Any) -> bool:
 
 
 MAX_TREE_NODES = 1_000_000  # containers and tensors visited in a checkpoint's object tree
+# Containers nested in a checkpoint (a real one: a few levels, e.g. {"model": {"layer.weight": t}}), and
+# the characters of a parameter name (real ones: under 200). A hostile file nests 100,000 dicts: without
+# these bounds it took minutes of CPU and came out as a 200 KB parameter name.
+MAX_TREE_DEPTH = 100
+MAX_NAME_CHARS = 4096
+
+
+def _too_deep() -> WeightsError:
+    return WeightsError(
+        _("the checkpoint's containers are nested over {depth} levels deep (corrupt or hostile)").format(
+            depth=MAX_TREE_DEPTH
+        )
+    )
+
+
+def check_names(state: Mapping[str, Any]) -> None:
+    """Refuse a parameter name no model has (over MAX_NAME_CHARS characters)."""
+    for name in state:
+        if len(str(name)) > MAX_NAME_CHARS:
+            raise WeightsError(
+                _(
+                    "a parameter name is {n} characters long, over the {limit} allowed (corrupt or hostile): {head}…"
+                ).format(n=len(str(name)), limit=MAX_NAME_CHARS, head=str(name)[:60])
+            )
 
 
 def _flatten(obj: Any, prefix: str, out: dict[str, TensorRef]) -> None:
@@ -96,6 +120,10 @@ def _flatten(obj: Any, prefix: str, out: dict[str, TensorRef]) -> None:
     visited = 0
     while stack:
         node, path, above = stack.pop()
+        if len(above) > MAX_TREE_DEPTH:
+            raise _too_deep()
+        if len(path) > MAX_NAME_CHARS:
+            check_names({path: node})
         visited += 1
         if visited > MAX_TREE_NODES:
             raise WeightsError(
@@ -170,6 +198,7 @@ def read_state_dict(path: str | Path, key: str | None = None) -> tuple[dict[str,
         raise WeightsError(_("{path}: {why}").format(path=display(path), why=without_skipped(why)))
     obj = load_any(path)
     state, where = extract_state_dict(obj, key)
+    check_names(state)
     state, stripped = strip_wrapper_prefix(state)
     return state, {"found_at": where, "stripped_prefix": stripped}
 
