@@ -128,7 +128,7 @@ class RuntimeVendor:
             names = ", ".join(sorted(name for _module, name in self.requests))
             text = _(
                 "{package}/: the torch2ms.runtime helpers the converted code uses ({names}), so it runs without "
-                "torch2ms (run from this folder, or put it on PYTHONPATH)"
+                "torch2ms; a file in a sub-folder finds it from wherever it is started"
             )
             notes.append(text.format(package=PACKAGE, names=names))
         for name, paths in sorted(self.kept_on_package.items()):
