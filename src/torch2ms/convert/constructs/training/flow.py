@@ -25,7 +25,7 @@ from ....i18n import _
 from ...cstutil import Statement, block
 from ...index import children
 from .amp import Amp
-from .analysis import Roles, method_call
+from .analysis import Roles, helper_zeros, method_call
 from .errors import NotConvertible
 
 LOOPS = (cst.For, cst.While)
@@ -290,6 +290,9 @@ def find_events(roles: Roles, body: list[Statement], asts: list[ast.stmt], holde
                 found = _statement_event(roles, holders, na)
                 if found is not None:
                     events.append(Event(node, found[0], found[1], top, node is not stmt))
+                else:
+                    cleared = helper_zeros(roles, na)
+                    events += [Event(node, "zero", holders.of_receiver(r), top, node is not stmt) for r in cleared]
         _check_grad_reads(a, [e for e in events if e.top == top and e.kind == "read"], roles)
     return _module_zero_clears_optimizers(events, holders)
 
