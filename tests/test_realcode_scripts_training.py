@@ -458,17 +458,40 @@ def test_r11_tape_style_loss_becomes_a_runnable_marked_skeleton(tmp_path, mode):
     assert len(got) == 3 and all(np.isfinite(got))
 
 
+# The kit's files whose step stays a marked skeleton, each with the reason its mark must give: the loop
+# cannot be written as forward_fn + value_and_grad + optimizer(grads) without a person's choices.
+KIT_SKELETONS = {
+    # a gradient of a bare tensor at module level, read from .grad: no model, no loop, no optimizer
+    "MorvanZhou/PyTorch-Tutorial/tutorial-contents/202_variable.py": "not directly inside a loop or a function",
+    # one step per (net, optimizer) pair zipped from lists: which module an optimizer trains is a run-time fact
+    "MorvanZhou/PyTorch-Tutorial/tutorial-contents/306_optimizer.py": "created inside the training loop",
+    "MorvanZhou/PyTorch-Tutorial/tutorial-contents/504_batch_normalization.py": "created inside the training loop",
+    # the generator's loss reads the batch the critic's inner loop generated (its last iteration's `fake`)
+    "aladdinpersson/Machine-Learning-Collection/ML/Pytorch/GANs/3. WGAN/train.py": "also steps or clears gradients",
+    # a loss-scaling utility: backward() on an argument, no model or loop in the file
+    "openai/guided-diffusion/guided_diffusion/fp16_util.py": "not directly inside a loop or a function",
+    # REINFORCE / actor-critic: the loss is built from log-probabilities recorded over an episode (a tape)
+    "pytorch/examples/reinforcement_learning/actor_critic.py": "not computed by a model in this block",
+    "pytorch/examples/reinforcement_learning/reinforce.py": "not computed by a model in this block",
+    # LBFGS: optimizer.step(closure) calls backward() inside the closure, several times per step
+    "pytorch/examples/time_sequence_prediction/train.py": "without an optimizer step",
+}
+
+
 def test_r11_kit_scripts_keep_no_backward_call():
-    """Every corpus file that trains: converted, no ``.backward()`` left; a skeleton only where marked."""
+    """Every corpus file that trains: converted, no ``.backward()`` left; a skeleton only in the files named
+    above, each marked with its reason."""
     require_kit(CORPUS)
     files = [p for p in sorted(CORPUS.rglob("*.py")) if ".backward(" in p.read_text(encoding="utf-8")]
     assert len(files) >= 10
-    skeletons = []
+    skeletons = {}
     for path in files:
         code = convert_source(path.read_text(encoding="utf-8"), str(path)).code
         left = _backward_calls(code)
         assert not left, f"{path.relative_to(CORPUS)}: {left}"
         if "not converted — training step" in code:
-            skeletons.append(path.relative_to(CORPUS).as_posix())
-    print("skeletons:", skeletons)
-    assert len(skeletons) <= 3, skeletons
+            skeletons[path.relative_to(CORPUS).as_posix()] = code
+    assert sorted(skeletons) == sorted(KIT_SKELETONS)
+    for rel, code in skeletons.items():
+        marks = [ln for ln in code.splitlines() if "not converted — training step" in ln]
+        assert any(KIT_SKELETONS[rel] in ln for ln in marks), (rel, marks)

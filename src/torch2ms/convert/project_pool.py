@@ -19,6 +19,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from itertools import islice
+from pathlib import PurePath
 from typing import TYPE_CHECKING
 
 from ..analysis.astwalk import depth as tree_depth
@@ -156,7 +157,8 @@ def _finish_in_worker(job: Job, outcome: Outcome, tree: ast.Module | None) -> No
     outcome.uses_vision_package = uses_package(outcome.code)
     if job.runtime_level is not None:
         vendor = RuntimeVendor()
-        outcome.code = vendor.rewrite(outcome.code, display(job.rel), job.runtime_level, tree)
+        depth = len(PurePath(job.rel).parts) - 1  # folders between the file and the converted root
+        outcome.code = vendor.rewrite(outcome.code, display(job.rel), job.runtime_level, tree, depth)
         outcome.runtime = vendor.collected()
 
 

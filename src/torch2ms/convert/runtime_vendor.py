@@ -62,10 +62,12 @@ class RuntimeVendor:
         found = self.sources.resolve(submodule, name)
         return found is not None and not self.sources.closure([found[0]]).outside
 
-    def rewrite(self, code: str, path: str, level: int = 0, tree: ast.Module | None = None) -> str:
+    def rewrite(self, code: str, path: str, level: int = 0, tree: ast.Module | None = None, depth: int = 0) -> str:
         """``code`` with its ``from torch2ms.runtime[.x] import ...`` lines pointing at the vendored package
         (``level`` > 0: a relative import, for a file inside the converted package). ``tree``: ``code``
-        already parsed (the worker's syntax check), so it is not parsed again."""
+        already parsed (the worker's syntax check), so it is not parsed again. ``depth``: how many folders
+        below the converted root the file sits; > 0, its first import of the package falls back to putting
+        the root on ``sys.path`` (the file started as a script from its own folder, or from anywhere)."""
         if _SOURCE not in code:
             return code
         if tree is None:
@@ -76,15 +78,17 @@ class RuntimeVendor:
         if any(helper in code for helper in _COMPAT_HELPERS):  # no call of theirs without their name
             self.compat_apis |= set(_compat_apis(tree))
         lines = code.splitlines(keepends=True)
-        for node in sorted(_runtime_imports(tree), key=lambda n: -n.lineno):
-            new = self._replacement(node, path, level)
+        nodes = sorted(_runtime_imports(tree), key=lambda n: n.lineno)
+        guarded = _guarded(nodes) if depth else set()
+        for node in reversed(nodes):
+            new = self._replacement(node, path, level, depth if id(node) in guarded else 0)
             indent = " " * node.col_offset
             end = lines[node.end_lineno - 1] if node.end_lineno else ""
             newline = "\n" if end.endswith("\n") else ""
             lines[node.lineno - 1 : node.end_lineno] = [indent + ("\n" + indent).join(new) + newline]
         return "".join(lines)
 
-    def _replacement(self, node: ast.ImportFrom, path: str, level: int) -> list[str]:
+    def _replacement(self, node: ast.ImportFrom, path: str, level: int, depth: int = 0) -> list[str]:
         submodule = (node.module or "")[len(_SOURCE) + 1 :]
         here, there = [], []
         for alias in node.names:
@@ -96,7 +100,9 @@ class RuntimeVendor:
                 self.kept_on_package.setdefault(alias.name, set()).add(path)
                 there.append(text)
         out = []
-        if here and level:
+        if here and depth:
+            out += _from_root(here, level, depth)
+        elif here and level:
             # a module of the converted package, which may also be run as a script from the root
             out += [
                 "try:",
@@ -122,7 +128,7 @@ class RuntimeVendor:
             names = ", ".join(sorted(name for _module, name in self.requests))
             text = _(
                 "{package}/: the torch2ms.runtime helpers the converted code uses ({names}), so it runs without "
-                "torch2ms (run from this folder, or put it on PYTHONPATH)"
+                "torch2ms; a file in a sub-folder finds it from wherever it is started"
             )
             notes.append(text.format(package=PACKAGE, names=names))
         for name, paths in sorted(self.kept_on_package.items()):
@@ -166,6 +172,31 @@ def _runtime_imports(tree: ast.Module) -> Iterable[ast.ImportFrom]:
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             if node.module == _SOURCE or node.module.startswith(_SOURCE + "."):
                 yield node
+
+
+def _guarded(nodes: list[ast.ImportFrom]) -> set[int]:
+    """The runtime imports of a file below the converted root that fall back to finding the root: the
+    first one at the module's top level (it runs first, and the rest then find the package), else all."""
+    top = [n for n in nodes if n.col_offset == 0]
+    return {id(top[0])} if top else {id(n) for n in nodes}
+
+
+def _from_root(names: list[str], level: int, depth: int) -> list[str]:
+    """Import ``names`` from the vendored package, which sits ``depth`` folders above this file: by the
+    usual import first (the root is on sys.path: ``python -m pkg.module`` from there, or an importer
+    that put it there), else with the root appended to sys.path (``cd folder && python script.py``,
+    ``python path/to/script.py``)."""
+    what = ", ".join(names)
+    first = f"from {'.' * level}{PACKAGE} import {what}" if level else f"from {PACKAGE} import {what}"
+    up = "/".join([".."] * depth)
+    return [
+        "try:",
+        f"    {first}",
+        f"except ImportError:  # started from its own folder: {PACKAGE} sits at the converted project's root",
+        "    import os, sys",
+        f'    sys.path.append(os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "{up}")))',
+        f"    from {PACKAGE} import {what}",
+    ]
 
 
 _COMPAT_HELPERS = ("TorchCompat", "compat_base")

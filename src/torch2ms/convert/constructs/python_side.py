@@ -98,15 +98,61 @@ class _FormattedParts(cst.CSTVisitor):
 
 
 class _AddItem(cst.CSTTransformer):
-    def __init__(self, wrap: list[bool]) -> None:
+    def __init__(self, wrap: list[str]) -> None:
         super().__init__()
         self.wrap, self.at = wrap, 0
 
     def leave_FormattedStringExpression(self, original, updated):
         i, self.at = self.at, self.at + 1
-        if i < len(self.wrap) and self.wrap[i]:
+        how = self.wrap[i] if i < len(self.wrap) else ""
+        if how == "item":
             return updated.with_changes(expression=_with_item(updated.expression))
+        if how == "float":
+            call = cst.Call(cst.Name("float"), [cst.Arg(updated.expression.with_changes(lpar=[], rpar=[]))])
+            return updated.with_changes(expression=call)
         return updated
+
+
+# Presentation types that format a float: what torch's 0-dim tensor formats (its item()), what a Python
+# int or float formats the same after float(), and what a MindSpore tensor refuses.
+_FLOAT_SPECS = frozenset("eEfFgG%")
+# Calls whose result is a Python number already.
+_NUMBER_CALLS = frozenset({"float", "int", "len", "round", "abs", "sum", "max", "min", "item"})
+
+
+def _float_spec(part: cst.FormattedStringExpression) -> bool:
+    """A literal format spec ending in a float presentation type (``.4f``, ``>8.2e``, ``.1%``)."""
+    spec = part.format_spec
+    if not spec or not all(isinstance(s, cst.FormattedStringText) for s in spec):
+        return False
+    text = "".join(cast("cst.FormattedStringText", s).value for s in spec)
+    return bool(text) and text[-1] in _FLOAT_SPECS
+
+
+def _visibly_number(node: cst.BaseExpression) -> bool:
+    if isinstance(node, (cst.Integer, cst.Float)):
+        return True
+    if isinstance(node, cst.Subscript) and isinstance(node.value, (cst.ListComp, cst.List)):
+        items = [node.value.elt] if isinstance(node.value, cst.ListComp) else [e.value for e in node.value.elements]
+        return all(_visibly_number(e) for e in items)
+    if isinstance(node, cst.Call):
+        func = node.func
+        name = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else ""
+        return name in _NUMBER_CALLS
+    return False
+
+
+def _how(ctx: RewriteContext, part: cst.FormattedStringExpression) -> str:
+    """How a ``{expr:spec}`` part is fixed: "item" (a tensor), "float" (a value of unknown type formatted as a
+    float: a 0-dim tensor then formats as torch's does, a number as it did), "" (left alone)."""
+    if part.format_spec is None:
+        return ""
+    kind = ctx.receiver_type(part.expression)
+    if kind == TENSOR:
+        return "item"
+    if kind is None and _float_spec(part) and not _visibly_number(part.expression):
+        return "float"
+    return ""
 
 
 def _formats_with_spec(ctx: RewriteContext, stmt: ast.stmt) -> bool:
@@ -138,13 +184,14 @@ def _spec_lines(tree: ast.Module | None) -> tuple[set[int], list[int]]:
 
 @leave(cst.SimpleStatementLine)
 def format_spec_of_tensor(ctx: RewriteContext, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
-    """``f"{loss:.4f}"`` where ``loss`` is a tensor → ``f"{loss.item():.4f}"``."""
+    """``f"{loss:.4f}"`` where ``loss`` is a tensor → ``f"{loss.item():.4f}"``; where its type is not visible
+    (``f"{losses['train']:.4f}"``, a loss a training step returns) → ``f"{float(losses['train']):.4f}"``."""
     info = ctx.statement
     if info is not None and not _formats_with_spec(ctx, info.node):
         return updated  # the statement (as the cheap ast sees it) formats nothing with a spec
     found = _FormattedParts()
     original.visit(found)
-    wrap = [p.format_spec is not None and _is_tensor(ctx, p.expression) for p in found.parts]
+    wrap = [_how(ctx, p) for p in found.parts]
     if not any(wrap):
         return updated
     ctx.record(

@@ -221,7 +221,30 @@ def trainable_params(value: str | None, bound: dict[str, str], entry: Entry) -> 
     parameters without a gradient, so only the trainable ones take part, as here."""
     if value is None:
         return {}
-    return {"params": _MODULE_PARAMETERS.sub(".trainable_params()", value)}
+    params = _MODULE_PARAMETERS.sub(".trainable_params()", value)
+    if _is_iterator(params):  # (a generator expression keeps its own parentheses)
+        params = f"list{params}" if params.startswith("(") and params.endswith(")") else f"list({params})"
+    return {"params": params}
+
+
+# Calls that hand an optimizer a one-pass iterator: torch takes it (it makes a list), MindSpore's optimizers
+# want a list or tuple (ValueError otherwise).
+_ITERATOR_CALLS = frozenset({"chain", "filter", "map", "iter", "islice", "from_iterable"})
+
+
+def _is_iterator(text: str) -> bool:
+    """``itertools.chain(a.parameters(), b.parameters())``, ``filter(...)``, ``(p for p in ...)``: an iterator."""
+    try:
+        node = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        return False
+    if isinstance(node, ast.GeneratorExp):
+        return True
+    if isinstance(node, ast.Call):
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+        return name in _ITERATOR_CALLS
+    return False
 
 
 @handler

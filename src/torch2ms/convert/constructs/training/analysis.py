@@ -164,7 +164,7 @@ def analyse_step(roles: Roles, bstmt: cst.SimpleStatementLine, stack: list[cst.C
     ib = next(i for i, s in enumerate(body) if s is bstmt)
     loss, scaler = _backward_target(stmts, ib)
     step_at, step_in_if, opt = _step(roles, stmts, ib)
-    zero_at = [i for i, a in enumerate(stmts) if method_call(a, "zero_grad") is not None]
+    zero_at = [i for i, a in enumerate(stmts) if method_call(a, "zero_grad") is not None or helper_zeros(roles, a)]
     between = list(range(ib + 1, step_at))
     clips = [i for i in between if roles.clip(stmts[i]) is not None]
     unscales: list[int] = []
@@ -676,3 +676,29 @@ def _trained_module(call: ast.Call, imap: ImportMap, modules: set[str]) -> tuple
     ):
         return ast.unparse(call.func.value), False  # a module's own optimizer (its parameter groups: another order)
     return None
+
+
+def helper_zeros(roles: Roles, a: ast.stmt) -> list[str]:
+    """``reset_grad()`` where the file's ``def reset_grad(): d_optimizer.zero_grad(); g_optimizer.zero_grad()``
+    only clears gradients: the receivers it clears ([] for any other statement). The helper is looked up
+    by name among the file's functions (a method called on ``self`` too); it must be the only one so named."""
+    if not (isinstance(a, ast.Expr) and isinstance(a.value, ast.Call)) or a.value.args or a.value.keywords:
+        return []
+    func = a.value.func
+    if isinstance(func, ast.Name):
+        name, method = func.id, False
+    elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+        name, method = func.attr, True
+    else:
+        return []
+    defs = [n for n in ast.walk(roles.tree) if isinstance(n, ast.FunctionDef) and n.name == name]
+    if len(defs) != 1 or len(defs[0].args.args) != int(method) or defs[0].args.vararg or defs[0].args.kwarg:
+        return []
+    body = [s for s in defs[0].body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    receivers = []
+    for s in body:
+        zero = method_call(s, "zero_grad")
+        if zero is None:
+            return []
+        receivers.append(ast.unparse(zero.func.value))  # type: ignore[attr-defined]
+    return receivers

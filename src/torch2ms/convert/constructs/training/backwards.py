@@ -31,6 +31,7 @@ from .flow import (
     loss_text,
     overwrites,
     reads,
+    retains_graph,
     writes,
 )
 
@@ -64,15 +65,84 @@ def analyse_flow(roles: Roles, container: cst.CSTNode, stack: list[cst.CSTNode])
         raise NotConvertible(_("loss.backward() is not a statement of its own in this block"))
     outer = _outer(roles, container, stack, backwards, holders, stmts)
     local = writes(roles.ast_of(outer) or stmts[0]) if isinstance(outer, LOOPS) else writes(scope_ast)
+    _reuse_prepared(roles, stmts, backwards, inner_local)
     for back in backwards:
         back.params = _params(stmts, back.forward, local)
         back.aux = _aux(scope_ast, stmts, back)
+    if looped:
+        _check_retained(stmts, backwards)
     _place_after(stmts, backwards)
     train = _modules_to_train(roles, scope_ast, holders, stmts, backwards)
     setup_before = outer if isinstance(outer, LOOPS) else body[_first_involved(stmts, backwards, events)]
     if amp is not None and amp.blocks and setup_before in [s for w in amp.blocks for s in body_of(w)]:
         setup_before = next(w for w in amp.blocks if setup_before in body_of(w))
     return Flow(body, stmts, backwards, events, holders.by_key, setup_before, scope_ast, train, amp)
+
+
+def _reuse_prepared(roles: Roles, stmts: list[ast.stmt], backwards: list[Backward], local: set[str]) -> None:
+    """A statement an earlier forward_fn already ran is not run again by a later forward_fn when the later
+    loss's gradient cannot flow through it: it calls none of the modules that backward differentiates
+    and reads nothing that forward recomputes (the noise a GAN draws once for both losses; the generated
+    batch the discriminator's loss reads after the generator's step). The later forward_fn takes the
+    value the earlier gradient call returned, as torch computed it once (before any step in between)."""
+    every = {h.module for b in backwards for h in b.holders}
+    for k, back in enumerate(backwards[1:], 1):
+        modules = {h.module for h in back.holders}
+        others = every - modules - {None} if None not in modules else set()
+        kept: set[str] = set()
+        again = []
+        for i in back.forward:
+            a = stmts[i]
+            # torch ran it before the previous backward(): in that forward_fn, or left in the loop
+            if i < backwards[k - 1].at and not reads(a) & kept and _only_calls(roles, a, local, others):  # type: ignore[arg-type]
+                again.append(i)
+                continue
+            kept |= writes(a)
+        if again and len(again) < len(back.forward):
+            back.forward = [i for i in back.forward if i not in again]
+
+
+def _only_calls(roles: Roles, a: ast.stmt, local: set[str], modules: set[str]) -> bool:
+    """Calls only torch, methods of values that hold no module (the block's tensors, a numpy ``rng``) and
+    these modules (``gen(noise)``): no user function or other module that might reach a parameter the later
+    backward differentiates."""
+    for n in ast.walk(a):
+        if not isinstance(n, ast.Call) or roles.resolve(n.func) or ast.unparse(n.func) in modules:
+            continue
+        chain = n.func
+        while isinstance(chain, ast.Attribute):
+            chain = chain.value
+        if not isinstance(chain, ast.Name) or chain.id in _BUILTINS:
+            continue
+        if chain is n.func or chain.id == "self" or (chain.id not in local and chain.id in roles.module_names):
+            return False
+    return True
+
+
+def _check_retained(stmts: list[ast.stmt], backwards: list[Backward]) -> None:
+    """``backward(retain_graph=True)`` changes no gradient when each step's forward starts afresh (a GAN's
+    discriminator and generator losses over one generated batch: each forward_fn recomputes it). A value
+    a forward computes and the next iteration's forward reads (a hidden state not detached) carries the
+    graph across batches: torch then backpropagates through the earlier batches, a forward_fn cannot."""
+    if not any(retains_graph(stmts[b.at]) for b in backwards):
+        return
+    produced = {name for b in backwards for i in b.forward for name in writes(stmts[i])}
+    carried = sorted(
+        {
+            name
+            for b in backwards
+            for i in b.forward
+            for name in reads(stmts[i]) & produced
+            if not any(name in writes(stmts[j]) for j in range(i))  # read before this iteration writes it
+        }
+    )
+    if carried:
+        raise NotConvertible(
+            _(
+                "backward(retain_graph=True) with {names} carried into the next iteration's forward "
+                "(torch backpropagates through the earlier batches): port by hand"
+            ).format(names=", ".join(carried))
+        )
 
 
 def _backward(roles: Roles, asts: list[ast.stmt], at: int, local: set[str]) -> Backward:

@@ -25,7 +25,7 @@ from ....i18n import _
 from ...cstutil import Statement, block
 from ...index import children
 from .amp import Amp
-from .analysis import Roles, method_call
+from .analysis import Roles, helper_zeros, method_call
 from .errors import NotConvertible
 
 LOOPS = (cst.For, cst.While)
@@ -83,10 +83,10 @@ class Flow:
 
 def loss_text(a: ast.stmt) -> tuple[ast.expr, str | None]:
     """What ``<loss>.backward()`` is called on, and the GradScaler of ``scaler.scale(loss).backward()``
-    (no arguments to backward: retain_graph/gradient need a person)."""
+    (no gradient argument: it needs a person; ``retain_graph`` changes no gradient, see ``retains_graph``)."""
     call = method_call(a, "backward")
     assert call is not None
-    if call.args or call.keywords:
+    if call.args or any(k.arg != "retain_graph" for k in call.keywords):
         raise NotConvertible(_("backward() with arguments (retain_graph/gradient): port by hand"))
     target = call.func.value  # type: ignore[attr-defined]
     if is_method_call(target, "scale") and len(target.args) == 1 and not target.keywords:
@@ -94,6 +94,14 @@ def loss_text(a: ast.stmt) -> tuple[ast.expr, str | None]:
     if any(is_method_call(n, "scale") for n in ast.walk(target)):
         raise NotConvertible(_("loss scaling inside the loss expression: use scaler.scale(loss).backward()"))
     return target, None
+
+
+def retains_graph(a: ast.stmt) -> bool:
+    """``loss.backward(retain_graph=...)`` (any value but a literal False/None)."""
+    call = method_call(a, "backward")
+    return call is not None and any(
+        k.arg == "retain_graph" and not (isinstance(k.value, ast.Constant) and not k.value.value) for k in call.keywords
+    )
 
 
 def dotted_names(node: ast.AST, ctx: type) -> set[str]:
@@ -282,6 +290,9 @@ def find_events(roles: Roles, body: list[Statement], asts: list[ast.stmt], holde
                 found = _statement_event(roles, holders, na)
                 if found is not None:
                     events.append(Event(node, found[0], found[1], top, node is not stmt))
+                else:
+                    cleared = helper_zeros(roles, na)
+                    events += [Event(node, "zero", holders.of_receiver(r), top, node is not stmt) for r in cleared]
         _check_grad_reads(a, [e for e in events if e.top == top and e.kind == "read"], roles)
     return _module_zero_clears_optimizers(events, holders)
 
