@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 from bisect import bisect_left
+from typing import cast
 
 import libcst as cst
 
