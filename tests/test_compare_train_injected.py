@@ -74,7 +74,7 @@ INJECTED = {
         3,
         "learning-rate schedule differs (the MindSpore scheduler steps more often",
     ),
-    "loss_reduction": ("nn.NLLLoss()", "nn.NLLLoss(reduction='sum')", 1, "loss reduction differs"),
+    "loss_reduction": ("CrossEntropyLoss()", "CrossEntropyLoss(reduction='sum')", 1, "loss reduction differs"),
     "group_dropped": (
         ', {"params": model.head.trainable_params(), "lr": 0.05}]',
         "]",

@@ -147,7 +147,7 @@ def test_r18_whole_model_save_then_load_keeps_the_model_and_runs_without_torch(t
     assert not report.failed
     code = (out / "train.py").read_text(encoding="utf-8")
     assert not _imports_torch(code) and "safe_globals" not in code, code
-    assert "ms.load_param_into_net(model, ms.load_checkpoint(ckpt_path(f)))" in code, code
+    assert "load_param_into_net_strict(model, ms.load_checkpoint(ckpt_path(f)))" in code, code
     expected = _run(src, "train.py", block=False)
     got = _run(out, "train.py", block=True)
     assert expected == {"same": True, "changed": True, "model": True}  # what torch does
@@ -330,8 +330,8 @@ BUILT_IN_SCOPES = textwrap.dedent("""\
 
 def test_r18_whole_model_load_finds_the_model_built_in_its_function_or_as_a_global():
     res = convert_source(BUILT_IN_SCOPES, "restore.py")
-    assert "ms.load_param_into_net(net, ms.load_checkpoint(ckpt_path(path)))" in res.code, res.code
-    assert "ms.load_param_into_net(model, ms.load_checkpoint(ckpt_path(path)))" in res.code, res.code
+    assert "load_param_into_net_strict(net, ms.load_checkpoint(ckpt_path(path)))" in res.code, res.code
+    assert "load_param_into_net_strict(model, ms.load_checkpoint(ckpt_path(path)))" in res.code, res.code
     assert not [c for c in res.changes if c.action != "converted"], res.changes
 
 

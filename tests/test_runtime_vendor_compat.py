@@ -280,6 +280,7 @@ def test_r6_vendored_kb_rewrites_every_call_as_torch2ms_does(tmp_path):
         "source": "",
         "proven_by": "",
         "params": {},
+        "review": False,
         "layout": {},
         "note_zh": "",
         "arg_notes_zh": {},

@@ -25,6 +25,8 @@ from ..analysis.infer import (
 from ..kb import KB
 from .plan import Stmt, build_plan
 
+# roots of imports that only converted code has (the runtime: installed, or vendored into the output)
+_MINDSPORE_SIDE = frozenset({"mindspore", "torch2ms", "torch2ms_runtime"})
 
 @dataclass
 class ModuleFacts:
@@ -64,8 +66,9 @@ class ModuleFacts:
 
     @property
     def imports_mindspore(self) -> bool:
-        """The file already imports MindSpore (it was converted before, or mixes both)."""
-        return any(full.split(".", 1)[0] == "mindspore" for full in self.imap.names.values())
+        """The file already imports MindSpore, or torch2ms's runtime, which is MindSpore's side (it was
+        converted before, or mixes both)."""
+        return any(full.split(".", 1)[0] in _MINDSPORE_SIDE for full in self.imap.names.values())
 
     def assume_module(self, cls: str, fn: str, name: str) -> None:
         """``name`` holds a Module inside ``cls.fn`` (a training loop calls it as the model)."""
