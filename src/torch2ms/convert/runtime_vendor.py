@@ -187,16 +187,22 @@ def _from_root(names: list[str], level: int, depth: int) -> list[str]:
     that put it there), else with the root appended to sys.path (``cd folder && python script.py``,
     ``python path/to/script.py``)."""
     what = ", ".join(names)
-    first = f"from {'.' * level}{PACKAGE} import {what}" if level else f"from {PACKAGE} import {what}"
     up = "/".join([".."] * depth)
-    return [
-        "try:",
-        f"    {first}",
+    find_root = [
         f"except ImportError:  # started from its own folder: {PACKAGE} sits at the converted project's root",
         "    import os, sys",
         f'    sys.path.append(os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "{up}")))',
-        f"    from {PACKAGE} import {what}",
     ]
+    if level:
+        return [
+            "try:",
+            f"    from {'.' * level}{PACKAGE} import {what}",
+            *find_root,
+            f"    from {PACKAGE} import {what}",
+        ]
+    # The names are bound by a plain top-level import after the guard, not inside it: whatever reads the
+    # module's imports and definitions without running its other statements still finds them.
+    return ["try:", f"    import {PACKAGE}  # noqa: F401", *find_root, f"from {PACKAGE} import {what}"]
 
 
 _COMPAT_HELPERS = ("TorchCompat", "compat_base")
