@@ -16,6 +16,7 @@ import sys
 import textwrap
 
 import pytest
+from requires_support import require_module
 
 from torch2ms.convert import convert_source, convert_tree
 
@@ -86,8 +87,8 @@ def _run(path, block: bool) -> list[str]:
 
 @pytest.mark.differential
 def test_unknown_values_formatted_with_a_float_spec_print_as_torch(tmp_path):
-    pytest.importorskip("torch")
-    pytest.importorskip("mindspore")
+    require_module("torch")
+    require_module("mindspore")
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "fmt.py").write_text(_script(), encoding="utf-8")
     convert_tree(tmp_path / "src", tmp_path / "out")  # the runtime vendored: MindSpore alone runs it

@@ -181,7 +181,7 @@ def test_r20_strict_load_raises_torchs_error(convert_in):
 
 TRAINING_REASONS = {
     "backward() with arguments (retain_graph/gradient): port by hand": (
-        "    loss = model(x).sum()\n    loss.backward(retain_graph=True)\n    opt.step()\n"
+        "    loss = model(x).sum()\n    loss.backward(gradient=torch.ones_like(loss))\n    opt.step()\n"
     ),
     "loss.backward() without an optimizer step or a read of the gradients after it": (
         "    loss = model(x).sum()\n    loss.backward()\n"

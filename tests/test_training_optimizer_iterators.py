@@ -13,6 +13,7 @@ import itertools
 
 import numpy as np
 import pytest
+from requires_support import require_module
 from script_support import load_script
 
 from torch2ms.convert import convert_source
@@ -81,8 +82,8 @@ CASES = list(itertools.product(SPELLINGS, OPTIMIZERS, ("module", "function")))
 @pytest.mark.differential
 @pytest.mark.parametrize(("spelling", "optimizer", "where"), CASES)
 def test_optimizer_on_an_iterator_trains_as_torch(tmp_path, spelling, optimizer, where):
-    torch = pytest.importorskip("torch")
-    ms = pytest.importorskip("mindspore")
+    torch = require_module("torch")
+    ms = require_module("mindspore")
     from torch2ms.kb import load_kb
     from torch2ms.proof import copy_torch_weights
 

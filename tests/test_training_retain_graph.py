@@ -19,6 +19,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from requires_support import require_module
 from script_support import load_script
 
 from torch2ms.convert import convert_source
@@ -134,8 +135,8 @@ def _script(order: str, where: str, retain: str, noise: str) -> str:
 @pytest.mark.differential
 @pytest.mark.parametrize(("order", "where", "retain", "noise"), CASES)
 def test_retain_graph_gan_step_trains_as_torch(tmp_path, order, where, retain, noise):
-    torch = pytest.importorskip("torch")
-    ms = pytest.importorskip("mindspore")
+    torch = require_module("torch")
+    ms = require_module("mindspore")
     from torch2ms.kb import load_kb
     from torch2ms.proof import copy_torch_weights
 

@@ -15,6 +15,7 @@ import re
 
 import numpy as np
 import pytest
+from requires_support import require_module
 from script_support import load_script
 
 from torch2ms.convert import convert_source
@@ -116,8 +117,8 @@ CASES = list(itertools.product(HELPERS, ("one", "two"), ("function", "method")))
 @pytest.mark.differential
 @pytest.mark.parametrize(("helper", "step", "where"), CASES)
 def test_zero_grad_in_a_helper_trains_as_torch(tmp_path, helper, step, where):
-    torch = pytest.importorskip("torch")
-    ms = pytest.importorskip("mindspore")
+    torch = require_module("torch")
+    ms = require_module("mindspore")
     from torch2ms.kb import load_kb
     from torch2ms.proof import copy_torch_weights
 

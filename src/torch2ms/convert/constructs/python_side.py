@@ -108,7 +108,7 @@ class _AddItem(cst.CSTTransformer):
         how = self.wrap[i] if i < len(self.wrap) else ""
         if how == "item":
             return updated.with_changes(expression=_with_item(updated.expression))
-        if how == "float":
+        if how == "float" and not _visibly_number(updated.expression):  # another rewrite may have made it one
             call = cst.Call(cst.Name("float"), [cst.Arg(updated.expression.with_changes(lpar=[], rpar=[]))])
             return updated.with_changes(expression=call)
         return updated
