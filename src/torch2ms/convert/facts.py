@@ -28,6 +28,7 @@ from .plan import Stmt, build_plan
 # roots of imports that only converted code has (the runtime: installed, or vendored into the output)
 _MINDSPORE_SIDE = frozenset({"mindspore", "torch2ms", "torch2ms_runtime"})
 
+
 @dataclass
 class ModuleFacts:
     """What the cheap ``ast`` pass knows about the file."""

@@ -57,7 +57,7 @@ def train(epochs: int = 2, device: str = "cpu"):
             loss, logits = train_step(inputs, targets)  # torch2ms: forward, loss.backward(), optimizer.step()
             total += loss.item()
         scheduler.step()
-        print(f"epoch {epoch}: loss {float(total / loader.get_dataset_size()):.4f}, lr {float([float(lr) for lr in scheduler.get_last_lr()][0]):.4f}")
+        print(f"epoch {epoch}: loss {float(total / loader.get_dataset_size()):.4f}, lr {[float(lr) for lr in scheduler.get_last_lr()][0]:.4f}")
     model.set_train(False)
     accuracy = (model(x).argmax(axis=1, keepdims=False) == y).float().mean().item()
     ms.save_checkpoint(model, ckpt_path("classifier.pt"))
