@@ -4,8 +4,9 @@ no fallback), run one forward in PyNative and in GRAPH_MODE and compare with tor
 
 from __future__ import annotations
 
+import contextlib
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -82,15 +83,31 @@ def relative_error(expected: Any, got: Any) -> float:
     return worst
 
 
+MODES = ("PYNATIVE_MODE", "GRAPH_MODE")
+
+
+@contextlib.contextmanager
+def ms_mode(mode: str) -> Iterator[None]:
+    """MindSpore in ``mode`` ("PYNATIVE_MODE" / "GRAPH_MODE") for the block, PyNative again after it."""
+    import mindspore as ms
+
+    ms.set_context(mode=getattr(ms, mode))
+    try:
+        yield
+    finally:
+        ms.set_context(mode=ms.PYNATIVE_MODE)
+
+
 def compare_modes(
     tnet: Any,
     build_ms: Callable[[], Any],
     inputs: Sequence[np.ndarray],
     tmp: Path,
     call: Callable[[Any, Sequence[Any]], Any] | None = None,
+    weights: Callable[[Any, Path], Path] = weights_by_converter,
 ) -> dict[str, float]:
     """Relative error of the converted net against torch, per mode (a fresh net per mode, its
-    weights from the converted checkpoint)."""
+    weights from the converted checkpoint: ``weights(tnet, tmp)`` writes it)."""
     import mindspore as ms
     import torch
 
@@ -98,15 +115,12 @@ def compare_modes(
     tnet.eval()
     with torch.no_grad():
         expected = call(tnet, [torch.from_numpy(x) for x in inputs])
-    ckpt = weights_by_converter(tnet, tmp)
+    ckpt = weights(tnet, tmp)
     errors = {}
-    for mode in ("PYNATIVE_MODE", "GRAPH_MODE"):
-        ms.set_context(mode=getattr(ms, mode))
-        try:
+    for mode in MODES:
+        with ms_mode(mode):
             mnet = build_ms()
             load_all(mnet, ckpt)
             mnet.set_train(False)
             errors[mode] = relative_error(expected, call(mnet, [ms.Tensor(x) for x in inputs]))
-        finally:
-            ms.set_context(mode=ms.PYNATIVE_MODE)
     return errors

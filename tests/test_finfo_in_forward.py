@@ -12,7 +12,7 @@ import itertools
 
 import numpy as np
 import pytest
-from rc_models_support import convert_pair, relative_error
+from rc_models_support import convert_pair, ms_mode, relative_error
 
 pytestmark = pytest.mark.differential
 
@@ -45,9 +45,6 @@ def test_finfo_numbers_in_forward_match_torch_in_both_modes(tmp_path, field, dty
     with torch.no_grad():
         expected = tmod.Net()(torch.from_numpy(x))
     for mode in ("PYNATIVE_MODE", "GRAPH_MODE"):
-        ms.set_context(mode=getattr(ms, mode))
-        try:
+        with ms_mode(mode):
             got = mmod.Net()(ms.Tensor(x))
-        finally:
-            ms.set_context(mode=ms.PYNATIVE_MODE)
         assert relative_error(expected, got) <= 1e-6, (mode, code)

@@ -15,7 +15,8 @@ import textwrap
 
 import numpy as np
 import pytest
-from rc_models_support import convert_pair, load_all, relative_error
+from rc_models_support import compare_modes as compare_models_modes
+from rc_models_support import convert_pair
 
 pytestmark = pytest.mark.differential
 
@@ -87,28 +88,17 @@ def test_layernorm_without_parameters_matches_torch_in_both_modes(tmp_path, spel
 def compare_modes(tnet, build_ms, inputs, tmp_path):
     """Relative error per mode; the weights by `torch2ms weights --net` (a LayerNorm without bias has a lone
     1-D ``weight``: only the converted net says that it is a LayerNorm's gamma)."""
-    import mindspore as ms
     import torch
 
     from torch2ms.weights.convert import convert_checkpoint
 
-    tnet.eval()
-    with torch.no_grad():
-        expected = tnet(*[torch.from_numpy(x) for x in inputs])
-    pth, ckpt = tmp_path / "w.pth", tmp_path / "w.ckpt"
-    torch.save(tnet.state_dict(), pth)
-    assert convert_checkpoint(pth, ckpt, net=build_ms()).written
-    errors = {}
-    for mode in ("PYNATIVE_MODE", "GRAPH_MODE"):
-        ms.set_context(mode=getattr(ms, mode))
-        try:
-            mnet = build_ms()
-            load_all(mnet, ckpt)
-            mnet.set_train(False)
-            errors[mode] = relative_error(expected, mnet(*[ms.Tensor(x) for x in inputs]))
-        finally:
-            ms.set_context(mode=ms.PYNATIVE_MODE)
-    return errors
+    def weights_with_net(tnet, tmp):
+        pth, ckpt = tmp / "w.pth", tmp / "w.ckpt"
+        torch.save(tnet.state_dict(), pth)
+        assert convert_checkpoint(pth, ckpt, net=build_ms()).written
+        return ckpt
+
+    return compare_models_modes(tnet, build_ms, inputs, tmp_path, weights=weights_with_net)
 
 
 NANOGPT = textwrap.dedent("""\

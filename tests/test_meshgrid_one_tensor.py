@@ -12,7 +12,7 @@ import itertools
 
 import numpy as np
 import pytest
-from rc_models_support import convert_pair, relative_error
+from rc_models_support import convert_pair, ms_mode, relative_error
 
 pytestmark = pytest.mark.differential
 
@@ -53,9 +53,6 @@ def test_meshgrid_of_one_or_more_tensors_matches_torch(tmp_path, call, n, indexi
     for mode in ("PYNATIVE_MODE", "GRAPH_MODE"):
         if mode == "GRAPH_MODE" and call == "starred":
             continue  # *args reaches TorchCompat (a run-time rewrite): PyNative only, said in the code
-        ms.set_context(mode=getattr(ms, mode))
-        try:
+        with ms_mode(mode):
             got = mmod.Net()(*[ms.Tensor(x) for x in xs])
-        finally:
-            ms.set_context(mode=ms.PYNATIVE_MODE)
         assert relative_error(expected, got) <= 1e-6, (mode, code)

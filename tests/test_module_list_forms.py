@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from rc_models_support import convert_pair, relative_error
+from rc_models_support import convert_pair, ms_mode, relative_error
 
 pytestmark = pytest.mark.differential
 
@@ -62,14 +62,11 @@ def test_module_list_from_any_iterable_matches_torch_in_both_modes(tmp_path, for
         expected = tnet(torch.from_numpy(x))
     weights = {k: v.numpy() for k, v in tnet.state_dict().items()}
     for mode in ("PYNATIVE_MODE", "GRAPH_MODE"):
-        ms.set_context(mode=getattr(ms, mode))
-        try:
+        with ms_mode(mode):
             mnet = mmod.build()
             params_ms = {p.name: p for p in mnet.get_parameters()}
             assert sorted(params_ms) == sorted(weights), (sorted(params_ms), code)
             for name, w in weights.items():
                 params_ms[name].set_data(ms.Tensor(w))
             got = mnet(ms.Tensor(x))
-        finally:
-            ms.set_context(mode=ms.PYNATIVE_MODE)
         assert relative_error(expected, got) <= 1e-5, (mode, code)

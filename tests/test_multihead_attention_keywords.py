@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from rc_models_support import convert_pair, relative_error
+from rc_models_support import convert_pair, ms_mode, relative_error
 
 pytestmark = pytest.mark.differential
 
@@ -52,8 +52,7 @@ def test_multihead_attention_call_spellings_match_torch_in_both_modes(tmp_path, 
         expected = tnet(*[torch.from_numpy(a) for a in (q, k, v, pad)])
     weights = {n: p.detach().numpy() for n, p in tnet.named_parameters()}
     for mode in ("PYNATIVE_MODE", "GRAPH_MODE"):
-        ms.set_context(mode=getattr(ms, mode))
-        try:
+        with ms_mode(mode):
             mnet = mmod.Net()
             mnet.set_train(False)
             params = {p.name: p for p in mnet.get_parameters()}
@@ -61,6 +60,4 @@ def test_multihead_attention_call_spellings_match_torch_in_both_modes(tmp_path, 
             for name, w in weights.items():
                 params[name].set_data(ms.Tensor(w))
             got = mnet(*[ms.Tensor(a) for a in (q, k, v, pad)])
-        finally:
-            ms.set_context(mode=ms.PYNATIVE_MODE)
         assert relative_error(expected, got) <= 1e-5, (mode, code)

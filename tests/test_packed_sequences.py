@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from rc_models_support import convert_pair, relative_error
+from rc_models_support import convert_pair, ms_mode, relative_error
 
 pytestmark = pytest.mark.differential
 
@@ -88,13 +88,12 @@ def test_packed_sequence_through_recurrent_layers_matches_torch(tmp_path, layer,
     weights = {k: v.detach().numpy() for k, v in tnet.state_dict().items()}
     mhx = [ms.Tensor(h.numpy()) for h in hx]
     for mode in ("PYNATIVE_MODE", "GRAPH_MODE"):
-        ms.set_context(mode=getattr(ms, mode))
-        try:  # GRAPH_MODE: the lengths are constants (an attribute); a length Tensor needs dynamic shapes
+        with ms_mode(
+            mode
+        ):  # GRAPH_MODE: the lengths are constants (an attribute); a length Tensor needs dynamic shapes
             mnet = mmod.Net(lengths)
             _load(mnet, weights)
             got = mnet(ms.Tensor(x), None, *mhx)
-        finally:
-            ms.set_context(mode=ms.PYNATIVE_MODE)
         assert relative_error(expected, got) <= 1e-5, (mode, code)
     # PyNative: the lengths as a forward argument (a list, a Tensor) and the fields by name
     assert relative_error(expected, mnet(ms.Tensor(x), lengths, *mhx)) <= 1e-5

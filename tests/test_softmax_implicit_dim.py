@@ -13,7 +13,7 @@ import warnings
 
 import numpy as np
 import pytest
-from rc_models_support import convert_pair, relative_error
+from rc_models_support import convert_pair, ms_mode, relative_error
 
 pytestmark = pytest.mark.differential
 
@@ -45,9 +45,6 @@ def test_softmax_layers_with_any_dim_match_torch_in_both_modes(tmp_path, layer, 
         warnings.simplefilter("ignore")  # torch: "Implicit dimension choice ... has been deprecated"
         expected = tmod.Net()(torch.from_numpy(x))
     for mode in ("PYNATIVE_MODE", "GRAPH_MODE"):
-        ms.set_context(mode=getattr(ms, mode))
-        try:
+        with ms_mode(mode):
             got = mmod.Net()(ms.Tensor(x))
-        finally:
-            ms.set_context(mode=ms.PYNATIVE_MODE)
         assert relative_error(expected, got) <= 1e-5, (mode, code)
