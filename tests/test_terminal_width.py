@@ -1,5 +1,5 @@
 """Issue 23 §3: terminal tables fit the terminal's width. For each of scan, lookup and compare × a
-terminal of 60, 80 and 120 columns (COLUMNS, as a shell sets it): no line of the output is longer than
+terminal of 60, 80, 120 and 200 columns (COLUMNS, as a shell sets it): no line of the output is longer than
 the width; compare's narrow table keeps the layer names and the verdict."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from requires_support import require_module
 
 from torch2ms.cli import main
 
-WIDTHS = [60, 80, 120]
+WIDTHS = [60, 80, 120, 200]
 MODEL = textwrap.dedent("""
     import torch.nn as nn
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from ..i18n import _
@@ -91,7 +92,8 @@ def cmd_compare_train(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(json.dumps(rep.to_dict(), indent=1, default=str) + "\n")
     else:
-        console = Console() if sys.stdout.isatty() else Console(width=160)
+        # A terminal, or a width the user set (COLUMNS): fit it; a pipe or a log keeps the whole table.
+        console = Console() if sys.stdout.isatty() or os.environ.get("COLUMNS") else Console(width=160)
         print_report(rep, console)
         console.print(_("report:") + f" {rep.work_dir}/report.html", highlight=False)
     return rep.exit_code
