@@ -14,6 +14,7 @@ Standard library only: ``align/torch_worker.py`` also runs under another interpr
 
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.util
 import inspect
@@ -27,7 +28,7 @@ from types import ModuleType
 from typing import Any
 
 from .i18n import _
-from .import_probe import import_hang_reason, located, package_root
+from .import_probe import import_hang_reason, library_slice, located, package_root
 
 _MODULE_SPEC = re.compile(r"^([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*):(.+)$", re.S)
 _DOTTED_NAME = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*$")
@@ -125,27 +126,55 @@ def forget_shadowed(root: Path) -> None:
             del sys.modules[name]
 
 
-def _exec_file(path: Path, tag: str) -> ModuleType:
+def _exec_file(path: Path, tag: str, sliced: ast.Module | None = None) -> ModuleType:
+    """Import the file (``sliced``: run only that library slice of it, under the file's own name and lines)."""
     use_vendored_runtime(path)
     root, dotted = package_root(path)
     if "." in dotted:  # inside a package: import it as such so that relative imports work
         forget_shadowed(root)
         sys.path.insert(0, str(root))
-        return importlib.import_module(dotted)
-    forget_shadowed(path.parent)
-    sys.path.insert(0, str(path.parent))  # sibling imports of a standalone file
-    name = f"_t2m_{tag}_{path.stem}"
+        if sliced is None:
+            return importlib.import_module(dotted)
+        importlib.import_module(dotted.rpartition(".")[0])
+        name = dotted
+    else:
+        forget_shadowed(path.parent)
+        sys.path.insert(0, str(path.parent))  # sibling imports of a standalone file
+        name = f"_t2m_{tag}_{path.stem}"
     module_spec = importlib.util.spec_from_file_location(name, path)
     if module_spec is None or module_spec.loader is None:
         raise SpecError(_("{path}: cannot be loaded as a Python module").format(path=path))
     module = importlib.util.module_from_spec(module_spec)
     sys.modules[name] = module
     try:
-        module_spec.loader.exec_module(module)
+        if sliced is None:
+            module_spec.loader.exec_module(module)
+        else:
+            exec(compile(sliced, str(path), "exec"), vars(module))  # the user's own definitions
     except BaseException:
         sys.modules.pop(name, None)
         raise
     return module
+
+
+def _library_slice(spec: Spec, path: Path) -> ast.Module | None:
+    """For a file that trains (or does other work) at import: the slice that defines what the spec needs,
+    said on stderr before it runs; None to import the file whole."""
+    if not spec.is_path:
+        return None
+    try:
+        found = library_slice(path.read_bytes(), str(path), spec.target)
+    except OSError:
+        return None
+    if found is None:
+        return None
+    sliced, work = found
+    note = _(
+        "note: {file} runs code at import ({work}): only its imports, definitions and the module-level "
+        "values {target} needs are run, not the rest of the script"
+    ).format(file=path.name, work=work, target=spec.target)
+    sys.stderr.write(note + "\n")
+    return sliced
 
 
 def import_module(spec: Spec, tag: str = "side", import_timeout: float | None = None) -> ModuleType:
@@ -155,11 +184,12 @@ def import_module(spec: Spec, tag: str = "side", import_timeout: float | None = 
         if not path.is_file():
             raise SpecError(_("{module}: no such file (in {text!r})").format(module=spec.module, text=spec.text))
         path = path.resolve()
-    hang = import_hang_reason(spec.module, path if spec.is_path else None, import_timeout)
+    sliced = _library_slice(spec, path)
+    hang = None if sliced else import_hang_reason(spec.module, path if spec.is_path else None, import_timeout)
     if hang:
         raise SpecError(hang)
     try:
-        return _exec_file(path, tag) if spec.is_path else importlib.import_module(spec.module)
+        return _exec_file(path, tag, sliced) if spec.is_path else importlib.import_module(spec.module)
     except SpecError:
         raise
     except SyntaxError as exc:

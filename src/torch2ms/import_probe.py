@@ -12,6 +12,7 @@ Standard library only (see ``factory.py``).
 from __future__ import annotations
 
 import ast
+import builtins
 import os
 import re
 import signal
@@ -208,3 +209,97 @@ def located(exc: BaseException, fallback: str) -> str:
     except ValueError:
         pass
     return f"{name}:{frames[-1].lineno}"
+
+
+# -- the library slice of a script that trains at import ------------------------------------------------
+# compare needs only the model's definition: imports, the classes and functions the factory reaches and
+# the module-level assignments they read; the loop, the prints and the rest of the script are left out.
+
+_SETUP_CALL = re.compile(
+    r"^(sys\.path\.\w+|os\.environ\.\w+|warnings\.\w+|\w+(\.\w+)*\.(manual_seed|set_seed|set_default_dtype)|"
+    r"(np\.|numpy\.)?random\.seed)$"
+)
+
+
+def _stores(node: ast.AST) -> set[str]:
+    """Names a statement binds at module level (a def's or class's own name, assignment targets, imports)."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {node.name}
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return {(a.asname or a.name).split(".")[0] for a in node.names}
+    out: set[str] = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+            out.add(sub.id)
+        elif isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(sub.name)
+        elif isinstance(sub, (ast.Import, ast.ImportFrom)):
+            out |= {(a.asname or a.name).split(".")[0] for a in sub.names}
+    return out
+
+
+def _reads(node: ast.AST) -> set[str]:
+    """Module-level names a statement may read: every name loaded, less a function's own arguments and locals."""
+    loads = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        args = node.args
+        params = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg] if a}
+        local = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        declared = {name for n in ast.walk(node) if isinstance(n, ast.Global) for name in n.names}
+        loads -= params | (local - declared)
+    return loads
+
+
+def _slice_role(stmt: ast.stmt) -> str:
+    """'keep' (always), 'drop' (never), 'def' (kept when something kept needs a name it binds), or
+    'work' (dropped; a slice that needs a name only it binds is no slice)."""
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return "keep"
+    if isinstance(stmt, ast.Expr):
+        if isinstance(stmt.value, ast.Constant):
+            return "keep"  # a docstring
+        call = stmt.value
+        if isinstance(call, ast.Call) and _SETUP_CALL.match(ast.unparse(call.func)):
+            return "keep"
+        return "work"
+    if isinstance(stmt, ast.If) and _is_main_guard(stmt.test):
+        return "drop"
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return "def"
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        return "work" if _work_done_by(stmt) else "def"
+    if isinstance(stmt, (ast.If, ast.Try)) and _work_done_by(stmt) is None:
+        return "def"
+    if isinstance(stmt, ast.With) and _first_work_at(stmt.body) is None:
+        return "def"  # `with open(path) as f: text = f.read()`
+    return "work"
+
+
+def library_slice(source: bytes | str, path: str, target: str) -> tuple[ast.Module, str] | None:
+    """For a file that does work at import: the module holding only what evaluating ``target`` needs, and
+    what the left-out part ran first ("a loop on line 40"); None when the file does no such work, or
+    when the target needs a name that only left-out code binds (the file is then imported whole)."""
+    try:
+        tree = ast.parse(source, path)
+        wanted = {n.id for n in ast.walk(ast.parse(target.strip(), mode="eval")) if isinstance(n, ast.Name)}
+    except (SyntaxError, ValueError):
+        return None
+    work = _first_work(tree.body)
+    if work is None:
+        return None
+    roles = [_slice_role(s) for s in tree.body]
+    kept = {i for i, role in enumerate(roles) if role == "keep"}
+    needed = set(wanted).union(*(_reads(tree.body[i]) for i in kept))
+    while True:
+        more = {i for i, s in enumerate(tree.body) if roles[i] == "def" and i not in kept and _stores(s) & needed}
+        if not more:
+            break
+        kept |= more
+        needed |= set().union(*(_reads(tree.body[i]) for i in more))
+    defined = set().union(*(_stores(tree.body[i]) for i in kept))
+    left_out = set().union(*(_stores(s) for i, s in enumerate(tree.body) if roles[i] == "work"))
+    if (needed - defined) & left_out:
+        return None
+    if "*" not in defined and wanted - defined - set(dir(builtins)):
+        return None  # the factory's name is not defined by the file's own code: let the import say so
+    return ast.Module(body=[s for i, s in enumerate(tree.body) if i in kept], type_ignores=[]), work
