@@ -21,6 +21,9 @@ HYPER_KEYS = ("lr", "momentum", "dampening", "weight_decay", "nesterov", "betas"
 # Pseudo-noise that replaces random draws inside training on both sides: sin(i * A + B) * SCALE has
 # mean ~0 and variance ~1 and is computed the same way by both frameworks (no generator state).
 NOISE_A, NOISE_B, NOISE_SCALE = 0.731, 0.1, 1.4142135
+# Pseudo-integers that replace integer draws inside a model's forward in training (a compiled step cannot
+# replay a recorded draw): (i*i*A + i*B + C) mod (high - low) + low, integer arithmetic on both sides.
+INT_PATTERN = (31, 7919, 13)
 
 
 class StopTraining(BaseException):

@@ -5,6 +5,7 @@ pseudo-noise (a compiled step computes it too). Never imports torch."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +13,23 @@ import mindspore as ms
 import numpy as np
 from mindspore import ops
 
+from .common import INT_PATTERN
 from .draws import DrawQueue
 
 MS_ROOT = str(Path(ms.__file__).parent)
+DATASET_ROOT = str(Path(ms.__file__).parent / "dataset")
+
+
+def _in_pipeline() -> bool:
+    """Called (at any depth) from MindSpore's dataset pipeline: a Dataset's __getitem__ or a transform.
+    Such draws are not the script's (torch's side does not record its loaders' draws either: the
+    batches themselves are replayed)."""
+    f = sys._getframe(2)
+    while f is not None:
+        if f.f_code.co_filename.startswith(DATASET_ROOT):
+            return True
+        f = f.f_back
+    return False
 
 
 def _shape(size: tuple) -> tuple:
@@ -52,7 +67,17 @@ class Served:
         self.counts[f"ops.{name}"] = self.counts.get(f"ops.{name}", 0) + 1
         return True
 
+    def pseudo_ints(self, name: str) -> bool:
+        """An integer draw inside a Cell call in training: the shared pseudo-integers (torch's side makes them
+        inside a module's forward), since a compiled step cannot replay a recorded draw."""
+        if not (self.side.training and self.side.depth > 0):
+            return False
+        self.counts[f"ops.{name}"] = self.counts.get(f"ops.{name}", 0) + 1
+        return True
+
     def serve(self, kind: str, name: str, shape: Any, dtype: Any, check: Any = None) -> Any:
+        if _in_pipeline():
+            return None  # drawn for real, not counted
         values = self.queue.take(kind, f"ops.{name}", _numel(shape), check)
         if values is None:
             return None
@@ -124,15 +149,27 @@ def patch_ops(side: Any, noise: Any) -> Served:
     return s
 
 
+def _int_pattern(low: Any, high: Any, shape: Any, dtype: Any) -> Any:
+    """torch_draws.int_pattern with ops (compiles inside a step)."""
+    a, b, c = INT_PATTERN
+    i = ops.arange(0, _numel(shape), dtype=ms.int64)
+    v = (i * i * a + i * b + c) % (high - low) + low
+    return v.reshape(shape).astype(dtype if dtype is not None else ms.int64)
+
+
 def _patch_discrete(s: Served) -> None:
     real = s.real
 
     def randint(low: Any, high: Any, size: Any, seed: Any = None, *, dtype: Any = None) -> Any:
+        if s.pseudo_ints("randint"):
+            return _int_pattern(low, high, tuple(size), dtype)
         lo, hi = _int(low), _int(high)
         out = s.serve("int", "randint", tuple(size), dtype, lambda v: v.size == 0 or (v.min() >= lo and v.max() < hi))
         return out if out is not None else real["randint"](low, high, size, seed, dtype=dtype)
 
     def randint_like(input: Any, low: Any, high: Any, seed: Any = None, *, dtype: Any = None) -> Any:
+        if s.pseudo_ints("randint_like"):
+            return _int_pattern(low, high, input.shape, dtype or input.dtype)
         lo, hi = _int(low), _int(high)
         check = lambda v: v.size == 0 or (v.min() >= lo and v.max() < hi)  # noqa: E731
         out = s.serve("int", "randint_like", input.shape, dtype or input.dtype, check)

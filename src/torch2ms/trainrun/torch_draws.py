@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from _torch2ms_trainrun_common import INT_PATTERN  # type: ignore
 
 
 # draws made by the frameworks' own code (weight init, samplers, transforms) are not the script's: the
@@ -87,6 +88,9 @@ def patch_functions(d: Draws) -> None:
                 z = d.fill(out, kind == "uniform")
                 z = canon(z, args, kwargs, inverse=True) if canon else z
                 return z.requires_grad_(out.requires_grad)
+            if kind == "int" and d.noise() and d.side.depth > 0 and (bounds := _int_bounds(name, args, kwargs)):
+                d.count(f"torch.{name}")  # inside a model's forward: a compiled step cannot replay it
+                return int_pattern(out.numel(), *bounds).reshape(out.shape).to(out.dtype)
             d.record(kind, f"torch.{name}", canon(out, args, kwargs) if canon else out)
             return out
 
@@ -108,6 +112,27 @@ def patch_functions(d: Draws) -> None:
     ):
         if hasattr(torch, name):
             setattr(torch, name, make(name, getattr(torch, name), kind, canon))
+
+
+def int_pattern(n: int, low: int, high: int) -> torch.Tensor:
+    """The shared pseudo-integers in [low, high): integer arithmetic only, so both sides compute the same
+    values (common.INT_PATTERN; ms_draws.py computes it with ops, inside a compiled step too)."""
+    i = torch.arange(n, dtype=torch.int64)
+    a, b, c = INT_PATTERN
+    return (i * i * a + i * b + c) % max(high - low, 1) + low
+
+
+def _int_bounds(name: str, args: tuple, kwargs: dict) -> tuple[int, int] | None:
+    """(low, high) of a randint / randint_like call, or None when they are not plain integers."""
+    rest = args[1:] if name == "randint_like" else args
+    vals = [int(a) for a in rest if isinstance(a, int) and not isinstance(a, bool)]
+    if "low" in kwargs:
+        vals.insert(0, int(kwargs["low"]))
+    if "high" in kwargs:
+        vals.append(int(kwargs["high"]))
+    if len(vals) == 1:
+        return 0, vals[0]
+    return (vals[0], vals[1]) if len(vals) == 2 else None
 
 
 def _mean_std(args: tuple, kwargs: dict, first: int = 0) -> tuple[Any, Any]:
