@@ -66,25 +66,33 @@ def compare_train(
             assert t.record is not None
             judge(rep, t.record, m.record, work)
             if noise_may_explain(rep):
-                n = run_side(
-                    noise.NOISE_SIDE,
-                    torch_command(torch_python, noise.noise_config(config)),
-                    work,
-                    run_dir,
-                    timeout,
-                    progress,
-                    _("torch again, perturbed: training steps"),
-                    steps,
-                    seed,
-                )
-                if n.record is not None and n.record["events"]:
-                    band = {
-                        "loss": noise.loss_band(t.record["events"], n.record["events"]),
-                        "params": noise.parameter_band(work, t.record, n.record),
-                    }
+                args = (work, run_dir, timeout, progress, steps, seed, torch_python, config)
+                if (band := _noise_band(t.record, *args)) is not None:
                     judge(rep, t.record, m.record, work, band)
     write_report(rep, work)
     return rep
+
+
+def _noise_band(t_rec: dict[str, Any], work: Path, run_dir: Path, *rest: Any) -> dict[str, Any] | None:
+    """torch's own drift (noise.py): against its float64 run, or (a script that cannot train in float64)
+    against its run with perturbed weights and gradients; None when neither ran to the end."""
+    timeout, progress, steps, seed, torch_python, config = rest
+    for float64 in (True, False):
+        label = _("torch again, in float64: training steps") if float64 else _("torch again, perturbed: training steps")
+        command = torch_command(torch_python, noise.noise_config(config, float64))
+        n = run_side(noise.NOISE_SIDE, command, work, run_dir, timeout, progress, label, steps, seed)
+        rec = n.record
+        if (
+            rec is not None
+            and rec["status"] not in ("crashed", "exited")
+            and len(rec["events"]) == len(t_rec["events"])
+        ):
+            return {
+                "loss": noise.loss_band(t_rec["events"], rec["events"]),
+                "params": noise.parameter_band(work, t_rec, rec),
+                "float64": float64,
+            }
+    return None
 
 
 def noise_may_explain(rep: TrainReport) -> bool:
@@ -158,6 +166,7 @@ def _apply_band(rep: TrainReport, band: dict[str, Any] | None) -> None:
             absorbed_params.append(p["name"])
     rep.noise = {
         "factor": noise.NOISE_FACTOR,
+        "reference": "float64" if band.get("float64") else "perturbed",
         "perturbation": noise.PERTURBATION,
         "loss_drift": max(band["loss"], default=0.0),
         "parameter_drift": max(band["params"].values(), default=0.0),
@@ -199,11 +208,19 @@ def conditions(rep: TrainReport, t_rec: dict[str, Any], m_rec: dict[str, Any]) -
 
 
 def _noise_text(n: dict[str, Any]) -> str:
-    text = _(
-        "noise band: torch ran again with its initial weights and applied gradients perturbed by {eps:.1e} relative "
-        "(float32 rounding) and drifted from itself by up to {loss:.1e} (losses) and {params:.1e} (parameters); the "
-        "rule: a step or a parameter differs only beyond max(tolerance, {factor:g}× torch's own drift)"
-    ).format(eps=n["perturbation"], loss=n["loss_drift"], params=n["parameter_drift"], factor=n["factor"])
+    if n.get("reference") == "float64":
+        text = _(
+            "noise band: torch ran again in float64, and its float32 run drifted from that by up to {loss:.1e} "
+            "(losses) and {params:.1e} (parameters); the rule: a step or a parameter differs only beyond "
+            "max(tolerance, {factor:g}× torch's own drift)"
+        ).format(loss=n["loss_drift"], params=n["parameter_drift"], factor=n["factor"])
+    else:
+        text = _(
+            "noise band: torch ran again with its initial weights and applied gradients perturbed by {eps:.1e} "
+            "relative (float32 rounding) and drifted from itself by up to {loss:.1e} (losses) and {params:.1e} "
+            "(parameters); the rule: a step or a parameter differs only beyond max(tolerance, {factor:g}× torch's "
+            "own drift)"
+        ).format(eps=n["perturbation"], loss=n["loss_drift"], params=n["parameter_drift"], factor=n["factor"])
     if a := n.get("absorbed"):
         more = _("within torch's own run-to-run noise: {steps} step(s), {params} parameter(s){names}").format(
             steps=len(a["steps"]),

@@ -1,12 +1,13 @@
 """Noise, not a bug: how far the torch script drifts from itself.
 
-When the MindSpore run parts from torch's beyond the tolerances, the torch script runs once more with
-every trained parameter's initial value perturbed at float32 rounding level (relative 2**-23, a fixed
-±1 pattern, no random stream touched, so data and draws are the same). The two torch runs' losses and
-final parameters differ by torch's own run-to-run noise, amplified by the training as it amplifies
-the two frameworks' rounding. The rule: a loss step or a parameter counts as different only beyond
-max(tolerance, NOISE_FACTOR × that noise); what the band absorbs is reported as "within torch's own
-run-to-run noise".
+When the MindSpore run parts from torch's beyond the tolerances, the torch script runs once more as a
+reference: first in float64 (the trained models and their inputs in float64 from the first step on, the
+same data and draws), so that the float32 run's distance from it is torch's own rounding error as the
+training amplifies it — every op's rounding, as the two frameworks' kernels differ in every op. A script
+that cannot train in float64 runs instead with every trained parameter's initial value and every applied
+gradient perturbed at float32 rounding level (relative 2**-23, a fixed ±1 pattern, no random stream
+touched). The rule: a loss step or a parameter counts as different only beyond max(tolerance,
+NOISE_FACTOR × that drift); what the band absorbs is reported as "within torch's own run-to-run noise".
 """
 
 from __future__ import annotations
@@ -24,10 +25,11 @@ PERTURBATION = 2.0**-23
 NOISE_SIDE = "torch_noise"
 
 
-def noise_config(config: Path) -> Path:
-    """The torch side's config for the perturbed run (its files go to work/torch_noise)."""
+def noise_config(config: Path, float64: bool = True) -> Path:
+    """The torch side's config for the reference run, float64 or perturbed (its files go to work/torch_noise)."""
     data = json.loads(config.read_text(encoding="utf-8"))
-    data.update(side=NOISE_SIDE, perturb=PERTURBATION, data="own")
+    data.update(side=NOISE_SIDE, data="own")
+    data.update(float64=True) if float64 else data.update(perturb=PERTURBATION)
     path = config.with_name("config_noise.json")
     path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     return path

@@ -99,6 +99,7 @@ def patch_modules(side: Any) -> None:
             return call(self, *args, **kwargs)
         if side.depth == 0 and not side.in_loader:  # a loader's transforms (Modules too) are no model call
             side.on_outer_call(self, args, kwargs)
+            args, kwargs = side.widen(self, args, kwargs)
         side.depth += 1
         try:
             return call(self, *args, **kwargs)

@@ -168,6 +168,9 @@ class TorchSide:
             model.save(self.rec.out / f"init_{model.key}.npz")
             if self.cfg.get("perturb"):  # the noise run (noise.py): torch against itself
                 perturb(module, float(self.cfg["perturb"]))
+            if self.cfg.get("float64"):  # the float64 reference run (noise.py): the same training, exactly
+                module.double()
+                torch.set_default_dtype(torch.float64)
             self.models.append(model)
         model.opts.append(opt)
 
@@ -190,6 +193,12 @@ class TorchSide:
         if self.models and torch.is_grad_enabled() and any(m.module is module for m in self.models):
             t = _first_tensor(args, kwargs)
             self.rec.note_inputs(array_stats(_to_numpy(t)) if t is not None else None)
+
+    def widen(self, module: torch.nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        """The float64 reference run: a trained model's floating inputs in float64, as its parameters."""
+        if not self.cfg.get("float64") or all(m.module is not module for m in self.models):
+            return args, kwargs
+        return tuple(_float64(a) for a in args), {k: _float64(v) for k, v in kwargs.items()}
 
     def on_backward(self, tensor: torch.Tensor) -> None:
         if tensor.numel() == 1:
@@ -286,6 +295,14 @@ class TorchSide:
             "batches": sum(len(it) for it in self.iterators),
             "note": self.replay_note,
         }
+
+
+def _float64(x: Any) -> Any:
+    if isinstance(x, torch.Tensor) and x.is_floating_point():
+        return x.double()
+    if type(x) in (list, tuple):
+        return type(x)(_float64(v) for v in x)
+    return x
 
 
 def _signs(n: int, eps: float) -> torch.Tensor:
