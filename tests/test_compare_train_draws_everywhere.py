@@ -162,3 +162,37 @@ def test_a_numpy_draw_inside_a_compiled_forward_is_named(tmp_path, mode):
     streams = [f["message"] for f in rep.findings if f["kind"] == "streams"]
     assert streams and "numpy" in streams[0], rep.findings
     assert rep.first_divergence and rep.first_divergence["cause"] != "numerical drift", _facts(rep)
+
+
+GENERATOR = """import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+
+torch.manual_seed(0)
+g = torch.Generator().manual_seed(5)
+data = torch.randn(32, 7)
+order = torch.randperm(32, generator=g)  # module level
+model = nn.Linear(7, 2)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+sub = torch.randperm(32, generator=g)[:16]  # before the loop
+x0 = data[order][:16] + data[sub]
+y = torch.arange(16) % 2
+loader = DataLoader(TensorDataset(x0, y), batch_size=8, shuffle=True, generator=g)
+for epoch in range(2):
+    for xb, yb in loader:
+        loss = nn.functional.cross_entropy(model(xb), yb)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+"""
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_draws_through_a_torch_generator_are_replayed(tmp_path, mode):
+    # the conversion draws them from the runtime's numpy-backed Generator (another algorithm): replayed,
+    # and the DataLoader's generator-driven shuffle through the replayed batches
+    rep = convert_and_run(tmp_path, "generator", GENERATOR, steps=4, mode=mode)
+    assert rep.status == "same", _facts(rep)
+    assert not [f for f in rep.findings if f["kind"] == "draws"], rep.findings
+    replayed = next(c for c in rep.conditions if c.startswith("random draws replayed"))
+    assert "ops.randperm(generator=) ×2" in replayed, replayed

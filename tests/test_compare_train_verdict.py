@@ -5,7 +5,7 @@ real MindSpore):
 * every torch random source — randint, randn, rand, randperm, normal, Tensor.normal_/uniform_/bernoulli_/
   exponential_, multinomial, randint_like, bernoulli, float64 draws — at every point of a script (module
   level before the model, after the model, inside the loop) gives the same values on both sides; a draw
-  that cannot be matched (a torch.Generator's) is named;
+  that cannot be matched (one of another size) is named;
 * both sides run with the same PYTHONHASHSEED (a label map built from a set);
 * numpy draws after building the model and Python's random in the loop match (MindSpore's initialisers
   keep off numpy's global stream); a Python random draw one side makes more is named, from its step;
@@ -111,17 +111,14 @@ def test_every_torch_random_source_at_every_place_is_replayed(tmp_path, place):
 
 
 def test_a_draw_that_cannot_be_matched_is_named(tmp_path):
-    source = draws_script("module_level").replace(
-        "    return torch.cat(parts, 1)",
-        "    gen = torch.Generator().manual_seed(5)\n"
-        "    parts[0] = parts[0] + torch.randperm(32, generator=gen).reshape(8, 4).float()\n"
-        "    return torch.cat(parts, 1)",
-    )
-    # the conversion draws it from the runtime's numpy-backed Generator: other values, and said so
-    rep = convert_and_run(tmp_path, "draws_generator", source, steps=2)
+    # the MindSpore script draws a permutation of another size (injected): drawn for real, other values,
+    # and said so on both sides (torch's draw never asked for, MindSpore's matching none)
+    edit = ("ops.randperm(32)", "ops.randperm(33)[:32]")
+    rep = convert_and_run(tmp_path, "draws_unmatched", draws_script("module_level"), steps=2, edit=edit)
     assert rep.error is None and rep.status == "different", _facts(rep)
     unmatched = [f["message"] for f in rep.findings if f["kind"] == "draws"]
     assert unmatched and "torch.randperm ×1" in " ".join(unmatched), rep.findings
+    assert "ops.randperm ×1" in " ".join(unmatched), rep.findings
     d = rep.first_divergence
     assert d["cause"] == "the batches differ" and "torch.randperm ×1" in " ".join(d["facts"]), _facts(rep)
 

@@ -139,8 +139,15 @@ def _noise(shape: Any, dtype: Any, uniform: bool) -> Any:
 
 def patch_random(side: ms_hooks.MsSide) -> ms_draws.Served:
     """ops' random draws: torch's recorded draws replayed (ms_draws.py); inside training the float draws
-    give the torch side's pseudo-noise."""
-    return ms_draws.patch_ops(side, _noise)
+    give the torch side's pseudo-noise. The runtime's Generator draws too, once the script imports it."""
+    served = ms_draws.patch_ops(side, _noise)
+    for name in ms_draws.RUNTIME_NAMES:
+        then = functools.partial(lambda n: ms_draws.patch_runtime_generators(served, sys.modules[n]), name)
+        if name in sys.modules:
+            then()
+        else:
+            sys.meta_path.insert(0, _AfterImport(name, then))
+    return served
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):

@@ -197,3 +197,26 @@ def _patch_discrete(s: Served) -> None:
 
     for f in (randint, randint_like, randperm, multinomial, bernoulli, random_poisson):
         setattr(ops, f.__name__, f)
+
+
+RUNTIME_NAMES = ("torch2ms_runtime", "torch2ms.runtime")
+
+
+def patch_runtime_generators(s: Served, module: Any) -> None:
+    """The converted code's own ``torch.Generator`` draws (runtime ``randperm(n, generator=g)``, numpy-backed,
+    another algorithm than torch's): served torch's recorded permutation of the same size instead."""
+    gens = sys.modules.get(module.__name__ + ".generators")
+    real = getattr(gens, "randperm", None) or getattr(module, "randperm", None)
+    if real is None or getattr(real, "t2ms_served", False):
+        return
+
+    def randperm(n: Any, generator: Any = None, dtype: Any = None) -> Any:
+        k = _int(n)
+        check = lambda v: bool(np.array_equal(np.sort(v.ravel()), np.arange(k)))  # noqa: E731
+        out = s.serve("perm", "randperm(generator=)", (k,), dtype or ms.int64, check)
+        return out if out is not None else real(n, generator=generator, dtype=dtype)
+
+    randperm.t2ms_served = True  # type: ignore[attr-defined]
+    for owner in (module, gens):
+        if owner is not None and hasattr(owner, "randperm"):
+            owner.randperm = randperm
