@@ -66,8 +66,8 @@ def compare_train(
             assert t.record is not None
             judge(rep, t.record, m.record, work)
             if noise_may_explain(rep):
-                args = (work, run_dir, timeout, progress, steps, seed, torch_python, config)
-                if (band := _noise_band(t.record, *args)) is not None:
+                reference = (work, run_dir, timeout, progress, steps, seed, torch_python, config)
+                if (band := _noise_band(t.record, *reference)) is not None:
                     judge(rep, t.record, m.record, work, band)
     write_report(rep, work)
     return rep

@@ -24,7 +24,7 @@ def _in_pipeline() -> bool:
     """Called (at any depth) from MindSpore's dataset pipeline: a Dataset's __getitem__ or a transform.
     Such draws are not the script's (torch's side does not record its loaders' draws either: the
     batches themselves are replayed)."""
-    f = sys._getframe(2)
+    f: Any = sys._getframe(2)
     while f is not None:
         if f.f_code.co_filename.startswith(DATASET_ROOT):
             return True
@@ -219,4 +219,4 @@ def patch_runtime_generators(s: Served, module: Any) -> None:
     randperm.t2ms_served = True  # type: ignore[attr-defined]
     for owner in (module, gens):
         if owner is not None and hasattr(owner, "randperm"):
-            owner.randperm = randperm
+            setattr(owner, "randperm", randperm)  # noqa: B010
