@@ -212,7 +212,7 @@ def test_r9_init_loop_renames_bn_weight_via_isinstance():
                         nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
                 nn.init.zeros_(self.bn.bias)
         """)
-    assert "for m in (c for _, c in self.cells_and_names()):" in code
+    assert "for _, m in self.cells_and_names():" in code
     assert "m.gamma.set_data(init.initializer(init.Constant(1), m.gamma.shape, m.gamma.dtype))" in code
     assert "m.beta.set_data(" in code
     assert "m.weight.set_data(init.initializer(init.HeNormal(" in code  # conv keeps `weight`
