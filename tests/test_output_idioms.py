@@ -6,7 +6,13 @@ each pattern counted over the converted user files (the vendored ``torch2ms_runt
 - an immediately-invoked ``(lambda ...)(...)``: a runtime helper with a clear name says the same;
 - ``nn.WithLossCell(...)``: a training wrapper, once used to compose log-softmax with NLLLoss;
 - the four generated lines of a strict ``load_state_dict`` (``param_not_load, ckpt_not_load = ...``,
-  ``if ...: raise``), repeated per model: the runtime helper ``load_param_into_net_strict``.
+  ``if ...: raise``), repeated per model: the runtime helper ``load_param_into_net_strict``;
+- ``for m in (c for _, c in x.cells_and_names()):``: the loop unpacks the pairs itself
+  (``for _, m in x.cells_and_names():``, constructs/cells_loop.py);
+- ``str('literal')``: a string literal wrapped in ``str`` (a dataset root joined to its folder: one path
+  literal, kb/handlers/data_pipeline.py ``root_folder``);
+- a device's dtype or a device move left on a tensor (``x.astype(DEVICE.dtype)``, ``x.to(DEVICE)``): a
+  device argument is dropped (``Tensor.to``), whatever the case of its name.
 
 torch.einsum's plan (kb/handlers/einsum.py) is one plain expression of ``ops.matmul``/``swapaxes``/sums
 now (tests/test_einsum_plans.py): it has no exception here.
@@ -40,8 +46,28 @@ def count_patterns(root: Path) -> tuple[Counter, dict[str, list[str]]]:
     return counts, where
 
 
+def _is_device_name(node: ast.AST) -> bool:
+    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+    return "device" in name.lower()
+
+
 def _kind(node: ast.AST) -> str | None:
+    if isinstance(node, ast.For) and isinstance(node.iter, ast.GeneratorExp):
+        inner = node.iter.generators[0].iter
+        if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute):
+            if inner.func.attr == "cells_and_names":
+                return "loop over a cells generator"
     if isinstance(node, ast.Call):
+        if isinstance(node.func, ast.Name) and node.func.id == "str" and len(node.args) == 1:
+            if isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+                return "str() of a string literal"
+        if isinstance(node.func, ast.Attribute) and node.func.attr in ("astype", "to") and len(node.args) == 1:
+            arg = node.args[0]
+            if node.func.attr == "to" and _is_device_name(arg):
+                return "device move on a tensor"
+            if node.func.attr == "astype" and isinstance(arg, ast.Attribute) and arg.attr == "dtype":
+                if _is_device_name(arg.value):
+                    return "dtype of a device"
         if isinstance(node.func, ast.Name) and node.func.id == "__import__":
             return "__import__"
         if isinstance(node.func, ast.Lambda):
@@ -68,9 +94,19 @@ def converted_kit(tmp_path_factory) -> Path:
     return out
 
 
-@pytest.mark.parametrize(
-    "pattern", ["__import__", "immediately-invoked lambda", "WithLossCell", "generated strict-load check"]
-)
+PATTERNS = [
+    "__import__",
+    "immediately-invoked lambda",
+    "WithLossCell",
+    "generated strict-load check",
+    "loop over a cells generator",
+    "str() of a string literal",
+    "device move on a tensor",
+    "dtype of a device",
+]
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
 def test_converted_kit_has_no_machine_looking_pattern(converted_kit, pattern):
     counts, where = count_patterns(converted_kit)
     assert counts[pattern] == 0, (pattern, counts[pattern], where.get(pattern, [])[:10])
@@ -83,7 +119,11 @@ def test_the_counter_sees_each_pattern(tmp_path):
         "v, i = (lambda v, i: (v, i))(*ops.topk(x, 2))\n"
         "y = (lambda _e0, _e1: _e0 @ _e1)(p, q)\n"
         "c = nn.WithLossCell(nn.LogSoftmax(axis=1), nn.NLLLoss())\n"
-        "param_not_load, ckpt_not_load = ms.load_param_into_net(net, sd)\n",
+        "param_not_load, ckpt_not_load = ms.load_param_into_net(net, sd)\n"
+        "for m in (c for _, c in net.cells_and_names()):\n    pass\n"
+        "d = ds.MnistDataset(str('../data') + '/MNIST/raw')\n"
+        "t = x.to(DEVICE)\n"
+        "u = x.astype(args.Device.dtype)\n",
         encoding="utf-8",
     )
     (tmp_path / "torch2ms_runtime").mkdir()
@@ -95,5 +135,9 @@ def test_the_counter_sees_each_pattern(tmp_path):
             "immediately-invoked lambda": 2,
             "WithLossCell": 1,
             "generated strict-load check": 1,
+            "loop over a cells generator": 1,
+            "str() of a string literal": 1,
+            "device move on a tensor": 1,
+            "dtype of a device": 1,
         }
     )
