@@ -51,11 +51,12 @@ resnet18 with torch's layer by layer. What differs:
    self-contained (no torch, no torch2ms at run time): the helpers are vendored into the output.
 3. **Convolutions.** `conv3x3` keeps torchvision's `dilation`: `pad_mode=conv_pad_mode(dilation),
    padding=conv_padding(dilation, 2)`; mindcv writes `padding=1, pad_mode="pad"` (no dilation support).
-   `conv1x1` is `nn.Conv2d(..., pad_mode='pad', padding=0, has_bias=False)`; mindcv writes
+   `conv1x1` is `nn.Conv2d(..., pad_mode='valid', has_bias=False)`; mindcv writes
    `nn.Conv2d(..., kernel_size=1, stride=stride)`. *Why:* MindSpore's `nn.Conv2d` defaults to
-   `pad_mode='same'`, torch's to no padding, so the converter always states the padding (for a 1×1 kernel
-   `same` pads nothing either: mindcv relies on that); `has_bias=False` is torchvision's explicit
-   `bias=False` (MindSpore's default is already False: a person omits it).
+   `pad_mode='same'`, torch's to no padding, so the converter always states it: `'valid'` for none
+   (`'pad'` + the amount otherwise); for a 1×1 kernel `same` pads nothing either, which mindcv relies on.
+   `has_bias=False` is torchvision's explicit `bias=False` (MindSpore's default is already False: a person
+   omits it).
 4. **`norm_layer = TorchCompat("torch.nn.BatchNorm2d")`, marked for review** (three times) where mindcv
    writes `norm = nn.BatchNorm2d`. *Why:* torchvision passes the class around as a value and whoever calls
    it may pass torch's arguments (`momentum=0.1` means 0.9 in MindSpore); `TorchCompat` applies the KB's

@@ -96,7 +96,7 @@ def test_r6_parameter_and_buffer():
 @pytest.mark.parametrize(
     "torch_src, ms_src",
     [
-        ("nn.Conv2d(3, 8, 3)", "nn.Conv2d(3, 8, 3, pad_mode='pad', padding=0, has_bias=True)"),
+        ("nn.Conv2d(3, 8, 3)", "nn.Conv2d(3, 8, 3, pad_mode='valid', has_bias=True)"),
         (
             "nn.Conv2d(3, 8, 3, padding=(1, 2), groups=1, bias=False)",
             "nn.Conv2d(3, 8, 3, pad_mode='pad', padding=(1, 1, 2, 2), group=1, has_bias=False)",
@@ -312,7 +312,7 @@ def test_import_inside_function_removed():
 def test_star_import_resolved_and_dropped():
     code = code_of("layer = Conv2d(3, 8, 3)\nact = ReLU()\n", head="from torch.nn import *\n\n")
     assert "import *" not in code
-    assert "layer = nn.Conv2d(3, 8, 3, pad_mode='pad', padding=0, has_bias=True)" in code
+    assert "layer = nn.Conv2d(3, 8, 3, pad_mode='valid', has_bias=True)" in code
     assert "act = nn.ReLU()" in code
 
 

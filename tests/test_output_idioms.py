@@ -12,7 +12,8 @@ each pattern counted over the converted user files (the vendored ``torch2ms_runt
 - ``str('literal')``: a string literal wrapped in ``str`` (a dataset root joined to its folder: one path
   literal, kb/handlers/data_pipeline.py ``root_folder``);
 - a device's dtype or a device move left on a tensor (``x.astype(DEVICE.dtype)``, ``x.to(DEVICE)``): a
-  device argument is dropped (``Tensor.to``), whatever the case of its name.
+  device argument is dropped (``Tensor.to``), whatever the case of its name;
+- ``nn.Conv2d(..., pad_mode='pad', padding=0)``: no padding is ``pad_mode='valid'`` (kb ``conv_padding``).
 
 torch.einsum's plan (kb/handlers/einsum.py) is one plain expression of ``ops.matmul``/``swapaxes``/sums
 now (tests/test_einsum_plans.py): it has no exception here.
@@ -51,12 +52,28 @@ def _is_device_name(node: ast.AST) -> bool:
     return "device" in name.lower()
 
 
+def _conv_pad_zero(node: ast.Call) -> bool:
+    name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+    if name not in ("Conv1d", "Conv2d", "Conv3d"):
+        return False
+    kw = {k.arg: k.value for k in node.keywords}
+    pad_mode, padding = kw.get("pad_mode"), kw.get("padding")
+    return (
+        isinstance(pad_mode, ast.Constant)
+        and pad_mode.value == "pad"
+        and isinstance(padding, ast.Constant)
+        and padding.value == 0
+    )
+
+
 def _kind(node: ast.AST) -> str | None:
     if isinstance(node, ast.For) and isinstance(node.iter, ast.GeneratorExp):
         inner = node.iter.generators[0].iter
         if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute):
             if inner.func.attr == "cells_and_names":
                 return "loop over a cells generator"
+    if isinstance(node, ast.Call) and _conv_pad_zero(node):
+        return "convolution padded by 0"
     if isinstance(node, ast.Call):
         if isinstance(node.func, ast.Name) and node.func.id == "str" and len(node.args) == 1:
             if isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
@@ -103,6 +120,7 @@ PATTERNS = [
     "str() of a string literal",
     "device move on a tensor",
     "dtype of a device",
+    "convolution padded by 0",
 ]
 
 
@@ -123,7 +141,8 @@ def test_the_counter_sees_each_pattern(tmp_path):
         "for m in (c for _, c in net.cells_and_names()):\n    pass\n"
         "d = ds.MnistDataset(str('../data') + '/MNIST/raw')\n"
         "t = x.to(DEVICE)\n"
-        "u = x.astype(args.Device.dtype)\n",
+        "u = x.astype(args.Device.dtype)\n"
+        "k = nn.Conv2d(3, 8, 3, pad_mode='pad', padding=0, has_bias=True)\n",
         encoding="utf-8",
     )
     (tmp_path / "torch2ms_runtime").mkdir()
@@ -139,5 +158,6 @@ def test_the_counter_sees_each_pattern(tmp_path):
             "str() of a string literal": 1,
             "device move on a tensor": 1,
             "dtype of a device": 1,
+            "convolution padded by 0": 1,
         }
     )
