@@ -136,7 +136,7 @@ def _lines_from(text: str, pattern: str) -> int:
 
 def render(converted: Path, quickstart: str) -> str:
     """The doc: the prose (bench/output_vs_handwritten_text.py) around the generated views."""
-    from output_vs_handwritten_text import MNIST_TEXT, RESNET_TEXT, TOP
+    from output_vs_handwritten_text import LEFT_TEXT, MNIST_TEXT, RESNET_TEXT, TOP
 
     resnet = (converted / "torchvision_ms" / "models" / "resnet.py").read_text(encoding="utf-8")
     mnist = (converted / "mnist" / "main.py").read_text(encoding="utf-8")
@@ -168,8 +168,11 @@ def render(converted: Path, quickstart: str) -> str:
             mnist_view,
             "```",
             "",
-            f"The quick start as quoted above, one script ({QUICKSTART_SOURCE}); regenerating without "
-            "`--quickstart` reads it from here:",
+            LEFT_TEXT,
+            "## The quick start's source",
+            "",
+            f"The quick start as the view above shows it, one script ({QUICKSTART_SOURCE}); regenerating "
+            "without `--quickstart` reads it from here:",
             "",
             QUOTE_START,
             "```python",
