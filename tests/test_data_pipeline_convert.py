@@ -214,7 +214,7 @@ def test_r14_mnist_and_cifar10_read_torchvision_folders():
     )
     code = conv(src).code
     assert line_with(code, "m =") == (
-        "m = ds.MnistDataset(str('data') + '/MNIST/raw', usage='test', shuffle=False).map(operations=[vision.ToPIL(), "
+        "m = ds.MnistDataset('data/MNIST/raw', usage='test', shuffle=False).map(operations=[vision.ToPIL(), "
         "vision.ToTensor()], input_columns='image').map(operations=transforms.TypeCast(ms.int32), input_columns='label')"
     )
     assert (

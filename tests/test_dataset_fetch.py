@@ -379,7 +379,7 @@ def test_r14_converted_pytorch_examples_mnist_imports_no_torch_and_fetches_its_d
     reads = [line for line in res.code.splitlines() if "ds.MnistDataset(" in line]
     # the train set is built with download=True, the test set (built after it) without, as in torch
     assert len(reads) == 2 and "ds.MnistDataset(str(fetch_dataset('MNIST', '../data')) + '/MNIST/raw'" in reads[0]
-    assert "ds.MnistDataset(str('../data') + '/MNIST/raw', usage='test'" in reads[1]
+    assert "ds.MnistDataset('../data/MNIST/raw', usage='test'" in reads[1]
     assert "not converted" not in "\n".join(line for line in res.code.splitlines() if "MNIST" in line)
 
 

@@ -16,7 +16,7 @@ def test_r2_lookup_conv2d_full_and_short_names():
     assert "CPU" in d["backends"]
     diffs = "\n".join(d["argument_differences"])
     assert "groups → group" in diffs and "has_bias" in diffs and "pad_mode" in diffs
-    assert "pad_mode='pad'" in d["example"]["mindspore"] and "has_bias=True" in d["example"]["mindspore"]
+    assert "pad_mode='valid'" in d["example"]["mindspore"] and "has_bias=True" in d["example"]["mindspore"]
     assert d["example"]["torch"].startswith("m = torch.nn.Conv2d(")
 
 

@@ -48,13 +48,13 @@ def test_r14_cifar100_reads_the_binary_release_with_fine_labels_and_the_loaders_
     [
         (
             "datasets.FashionMNIST('d', train=False)",
-            "ds.FashionMnistDataset(str('d') + '/FashionMNIST/raw', usage='test'",
+            "ds.FashionMnistDataset('d/FashionMNIST/raw', usage='test'",
         ),
-        ("datasets.KMNIST('d')", "ds.KMnistDataset(str('d') + '/KMNIST/raw', usage='train'"),
-        ("datasets.SVHN('d', split='extra')", "ds.SVHNDataset(str('d'), usage='extra'"),
+        ("datasets.KMNIST('d')", "ds.KMnistDataset('d/KMNIST/raw', usage='train'"),
+        ("datasets.SVHN('d', split='extra')", "ds.SVHNDataset('d', usage='extra'"),
         (
             "datasets.Flowers102('d', split='val')",
-            "ds.Flowers102Dataset(str('d') + '/flowers-102', task='Classification', usage='valid', decode=False",
+            "ds.Flowers102Dataset('d/flowers-102', task='Classification', usage='valid', decode=False",
         ),
         ("datasets.FakeData(size=8, num_classes=3)", "ds.GeneratorDataset(FakeData(8, (3, 224, 224), 3, 0)"),
     ],

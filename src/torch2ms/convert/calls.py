@@ -461,10 +461,16 @@ def _device_args(call: cst.Call) -> bool:
     if isinstance(v, cst.SimpleString):
         return v.value.startswith(_DEVICE_STRINGS)
     if isinstance(v, cst.Name):
-        return v.value in ("device", "dev")
+        return _device_name(v.value)
     if isinstance(v, cst.Attribute):
-        return v.attr.value == "device"
+        return _device_name(v.attr.value)
     return isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) and v.func.attr.value == "device"
+
+
+def _device_name(name: str) -> bool:
+    """``device``, ``dev``, ``DEVICE``, ``torch_device``, ``args.Device``: a name that says it holds a device."""
+    low = name.lower()
+    return low in ("device", "dev") or low.endswith(("_device", "_dev")) or low.startswith(("device_", "dev_"))
 
 
 def _multiline(ws) -> bool:

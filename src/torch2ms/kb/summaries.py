@@ -43,7 +43,7 @@ SUMMARIES = (
     N_("jvp(f, x, v) → ops.jvp(f, x, v): the same (outputs, jvp) pair."),
     N_("hvp(f, x, v) / vhp → (f(x), jvp of ops.grad(f) at x along v): forward over reverse."),
     # kb/handlers/einsum.py
-    N_("torch.einsum('bij,bjk->bik', a, b) → permutes, reshapes and ops.bmm (a literal equation only)."),
+    N_("torch.einsum('bij,bjk->bik', a, b) → ops.matmul(a, b); swapaxes, diagonal, sums (a literal equation only)."),
     # kb/handlers/init_optim.py
     N_("torch.nn.init.X_(t, ...) → t.set_data(initializer(<MindSpore initializer>, t.shape, t.dtype))."),
     N_("kaiming_{uniform,normal}_ → HeUniform/HeNormal(negative_slope=a, mode, nonlinearity)."),

@@ -30,7 +30,7 @@ def conv_padding(value: str | None, bound: dict[str, str], entry: Entry) -> dict
     """torch ``padding`` (int, tuple, 'same', 'valid') → MindSpore ``pad_mode`` + ``padding``.
 
     MindSpore's default pad_mode is 'same' (TF-style) and its 2-D padding tuple is
-    (top, bottom, left, right), so torch's (h, w) becomes (h, h, w, w).
+    (top, bottom, left, right), so torch's (h, w) becomes (h, h, w, w); no padding is pad_mode='valid'.
     """
     v = literal(value) if value is not None else 0
     dims = spatial_dims(entry)
@@ -40,6 +40,8 @@ def conv_padding(value: str | None, bound: dict[str, str], entry: Entry) -> dict
         if v not in ("same", "valid"):
             raise Unsupported(_("padding={v!r} is not a torch padding mode").format(v=v))
         return {"pad_mode": repr(v)}
+    if "Transpose" not in entry.torch and (v == 0 or isinstance(v, (tuple, list)) and v and not any(v)):
+        return {"pad_mode": "'valid'"}  # no padding: MindSpore's own word for it (its default is 'same')
     if isinstance(v, int):
         return {"pad_mode": "'pad'", "padding": repr(v)}
     if isinstance(v, (tuple, list)) and all(isinstance(i, int) for i in v):

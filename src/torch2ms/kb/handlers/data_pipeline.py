@@ -255,8 +255,17 @@ def _binary_dataset(bound: dict[str, str], torch_name: str, ms_name: str, subdir
     if bound.get("root") is None:
         raise Unsupported(_("{name}() needs a root").format(name=torch_name))
     root = fetched_root(bound, torch_name)
-    ctor = f"mindspore.dataset.{ms_name}(str({root}) + '{subdir}', usage={_usage(bound)})"
+    ctor = f"mindspore.dataset.{ms_name}({root_folder(root, subdir)}, usage={_usage(bound)})"
     return with_arrays(bound, _dataset_pipeline(ctor, bound, TO_PIL))
+
+
+def root_folder(root: str, subdir: str = "") -> str:
+    """The folder below a dataset root: one path literal where the root is a literal
+    (``'../data/MNIST/raw'``), else ``str(root) + '/MNIST/raw'`` (a root may be a ``Path``)."""
+    value = literal(root)
+    if isinstance(value, str):
+        return repr(value.rstrip("/") + subdir if subdir else value)
+    return f"str({root}) + {subdir!r}" if subdir else f"str({root})"
 
 
 def with_arrays(bound: dict[str, str], pipeline: str) -> str:

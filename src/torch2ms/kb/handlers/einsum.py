@@ -1,9 +1,13 @@
-"""torch.einsum for CPU: mindspore.ops.einsum has no CPU kernel in 2.10 ('einsum only supports Ascend').
+"""torch.einsum for CPU: mindspore.ops.einsum has no CPU kernel in 2.10 ('einsum only supports Ascend';
+mint.einsum compiles in GRAPH_MODE only).
 
-The literal equation is planned here, at conversion time, into ops that run on CPU in both modes:
-a diagonal per repeated label, a sum for labels no one else needs, one ``ops.bmm`` per pair of
-operands (left to right, batch × free × summed), then a permute to the output order. The plan is
-straight-line code over ``x.shape[i]``, so GRAPH_MODE compiles it like any expression.
+The literal equation is planned here, at conversion time, into the ops a person would write, which run on
+CPU in both modes: ``ops.diagonal`` per repeated label, ``.sum(axis=...)`` for labels no one else needs,
+one ``ops.matmul`` per pair of operands (left to right; the batch labels first, further free labels as
+broadcast axes ``x[..., None, :, :]``, several summed labels merged by ``ops.flatten``) or a broadcast
+``*`` where a pair shares no summed label or one side keeps no free label, then ``swapaxes`` /
+``ops.permute`` to the output order. Each operand is written once, and no shape is read, so the result is
+one plain expression (no helper, no binding of the operands).
 """
 
 from __future__ import annotations
@@ -22,20 +26,23 @@ _ELLIPSIS = "@"  # one label for a leading '...': its axes are merged into one w
 @dataclass
 class _Term:
     src: str
-    labels: str
+    labels: str  # the named labels in axis order (after the ellipsis axes when ``ell``)
+    ell: bool = False
+
+    def axis(self, i: int) -> int:
+        """Axis ``i`` of the labels, counted from the end when leading '...' axes come first."""
+        return i - len(self.labels) if self.ell else i
 
 
 @handler
 def einsum(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
-    """``torch.einsum('bij,bjk->bik', a, b)`` → permutes, reshapes and ``ops.bmm`` (a literal equation only)."""
+    """torch.einsum('bij,bjk->bik', a, b) → ops.matmul(a, b); swapaxes, diagonal, sums (a literal equation only)."""
     equation = literal(bound.get("equation"))
     if not isinstance(equation, str):
         raise Unsupported(_("torch.einsum: the equation must be a string literal to convert"))
     operands = _operand_sources(bound.get("operands", ""))
-    names = [f"_e{i}" for i in range(len(operands))]
     inputs, output = _parse(equation.replace(" ", ""), len(operands))
-    body = _plan(names, inputs, output)
-    return f"(lambda {', '.join(names)}: {body})({', '.join(operands)})"
+    return _plan(operands, inputs, output)
 
 
 def _operand_sources(src: str) -> list[str]:
@@ -74,9 +81,11 @@ def _parse(equation: str, count: int) -> tuple[list[str], str]:
     return inputs, rhs
 
 
-def _plan(names: list[str], inputs: list[str], output: str) -> str:
-    """The expression over the operand names that computes the einsum."""
-    terms = [_Term(_merge_ellipsis(n, lab), lab) for n, lab in zip(names, inputs)]
+def _plan(operands: list[str], inputs: list[str], output: str) -> str:
+    """The expression over the operand sources (each written once) that computes the einsum."""
+    ell = output.startswith(_ELLIPSIS) or any(p.startswith(_ELLIPSIS) for p in inputs)
+    terms = [_Term(src, lab.lstrip(_ELLIPSIS), ell) for src, lab in zip(operands, inputs)]
+    output = output.lstrip(_ELLIPSIS)
     for i, term in enumerate(terms):
         needed = set(output).union(*[set(t.labels) for k, t in enumerate(terms) if k != i])
         _diagonals(term)
@@ -86,20 +95,9 @@ def _plan(names: list[str], inputs: list[str], output: str) -> str:
         needed = set(output).union(*[set(t.labels) for t in terms[k + 1 :]])
         _sum_out(result, needed | set(terms[k].labels))
         _sum_out(terms[k], needed | set(result.labels))
-        result = _contract(result, terms[k], needed, k)
+        result = _contract(result, terms[k], needed)
     _sum_out(result, set(output))
-    src = _permute(result.src, result.labels, output)
-    if _ELLIPSIS in output:  # the merged axis back to the ellipsis shape of the first operand
-        k = len(inputs[0]) - 1
-        src = f"(lambda _r: _r.reshape({names[0]}.shape[:len({names[0]}.shape) - {k}] + _r.shape[1:]))({src})"
-    return src
-
-
-def _merge_ellipsis(name: str, labels: str) -> str:
-    if _ELLIPSIS not in labels:
-        return name
-    k = len(labels) - 1
-    return f"{name}.reshape((-1,) + {name}.shape[len({name}.shape) - {k}:])"
+    return _arrange(result, output)
 
 
 def _diagonals(term: _Term) -> None:
@@ -108,42 +106,63 @@ def _diagonals(term: _Term) -> None:
         lab = next(c for c in term.labels if term.labels.count(c) > 1)
         i = term.labels.index(lab)
         j = term.labels.index(lab, i + 1)
-        term.src = f"mindspore.ops.diagonal({term.src}, 0, {i}, {j})"
+        term.src = f"mindspore.ops.diagonal({term.src}, 0, {term.axis(i)}, {term.axis(j)})"
         term.labels = "".join(c for n, c in enumerate(term.labels) if n not in (i, j)) + lab
 
 
 def _sum_out(term: _Term, needed: set[str]) -> None:
-    axes = tuple(i for i, c in enumerate(term.labels) if c not in needed)
+    axes = tuple(term.axis(i) for i, c in enumerate(term.labels) if c not in needed)
     if axes:
-        term.src = f"{paren(term.src)}.sum(axis={axes!r})"
+        term.src = f"{paren(term.src)}.sum(axis={axes[0] if len(axes) == 1 else axes!r})"
         term.labels = "".join(c for c in term.labels if c in needed)
 
 
-def _contract(a: _Term, b: _Term, needed: set[str], step: int) -> _Term:
-    """a as (batch, free_a, summed) @ b as (batch, summed, free_b), one ops.bmm."""
-    batch = [c for c in a.labels if c in b.labels and c in needed]
-    summed = [c for c in a.labels if c in b.labels and c not in needed]
-    free_a = [c for c in a.labels if c not in b.labels]
-    free_b = [c for c in b.labels if c not in a.labels]
-    p, q = f"_p{step}", f"_q{step}"
-    pa = _permute(a.src, a.labels, "".join(batch + free_a + summed))
-    qb = _permute(b.src, b.labels, "".join(batch + summed + free_b))
-    nb, na = len(batch), len(free_a)
-    dims_b = _product(p, range(nb))
-    lhs = f"{p}.reshape({dims_b}, {_product(p, range(nb, nb + na))}, {_product(p, range(nb + na, len(a.labels)))})"
-    rhs = f"{q}.reshape({dims_b}, {_product(q, range(nb, nb + len(summed)))}, {_product(q, range(nb + len(summed), len(b.labels)))})"
-    shape = [f"{p}.shape[{i}]" for i in range(nb + na)] + [
-        f"{q}.shape[{nb + len(summed) + i}]" for i in range(len(free_b))
-    ]
-    out = f"mindspore.ops.bmm({lhs}, {rhs}).reshape(({', '.join(shape)}{',' if len(shape) == 1 else ''}))"
-    return _Term(f"(lambda {p}, {q}: {out})({pa}, {qb})", "".join(batch + free_a + free_b))
+def _contract(a: _Term, b: _Term, needed: set[str]) -> _Term:
+    """One product of two operands: ``ops.matmul`` when both keep a free label and share a summed one
+    (further free labels become broadcast batch axes), else a broadcast ``*`` and a sum."""
+    batch = "".join(c for c in a.labels if c in b.labels and c in needed)
+    summed = "".join(c for c in a.labels if c in b.labels and c not in needed)
+    free_a = "".join(c for c in a.labels if c not in b.labels)
+    free_b = "".join(c for c in b.labels if c not in a.labels)
+    ns = len(summed)
+    if summed and free_a and free_b:
+        x = _flatten_last(_arrange(a, batch + free_a + summed), ns, 0)
+        y = _flatten_last(_arrange(b, batch + free_b[:-1] + summed + free_b[-1]), ns, 1)
+        src = f"mindspore.ops.matmul({_insert_axes(x, len(free_b) - 1, 2)}, {_insert_axes(y, len(free_a) - 1, len(free_b) + 1)})"
+        return _Term(src, batch + free_a[:-1] + free_b[:-1] + free_a[-1] + free_b[-1], a.ell)
+    x = _insert_axes(_arrange(a, batch + free_a + summed), len(free_b), ns)
+    y = _insert_axes(_arrange(b, batch + free_b + summed), len(free_a), len(free_b) + ns)
+    src = f"{paren(x)} * {paren(y)}"
+    if summed:
+        axes = tuple(range(-ns, 0))
+        src = f"({src}).sum(axis={axes[0] if ns == 1 else axes!r})"
+    return _Term(src, batch + free_a + free_b, a.ell)
 
 
-def _product(name: str, axes: range) -> str:
-    return " * ".join(f"{name}.shape[{i}]" for i in axes) or "1"
-
-
-def _permute(src: str, labels: str, order: str) -> str:
-    if labels == order:
+def _flatten_last(src: str, count: int, after: int) -> str:
+    """The ``count`` axes that end ``after`` axes before the last merged into one."""
+    if count < 2:
         return src
-    return f"mindspore.ops.permute({src}, {tuple(labels.index(c) for c in order)!r})"
+    end = f", end_dim={-1 - after}" if after else ""
+    return f"mindspore.ops.flatten({src}, start_dim={-count - after}{end})"
+
+
+def _insert_axes(src: str, count: int, before_last: int) -> str:
+    """``count`` new axes of size 1 in front of the last ``before_last`` axes (``x[..., None, :]``)."""
+    if count <= 0:
+        return src
+    return f"{paren(src)}[{', '.join(['...'] + ['None'] * count + [':'] * before_last)}]"
+
+
+def _arrange(term: _Term, order: str) -> str:
+    """The term's axes in ``order``: ``swapaxes`` for one swap, else ``ops.permute`` (``ops.movedim`` after '...')."""
+    if term.labels == order:
+        return term.src
+    perm = [term.labels.index(c) for c in order]
+    moved = [i for i, p in enumerate(perm) if p != i]
+    if len(moved) == 2:
+        return f"{paren(term.src)}.swapaxes({term.axis(moved[0])}, {term.axis(moved[1])})"
+    if not term.ell:
+        return f"mindspore.ops.permute({term.src}, {tuple(perm)!r})"
+    source = tuple(term.axis(perm[i]) for i in moved)
+    return f"mindspore.ops.movedim({term.src}, {source!r}, {tuple(term.axis(i) for i in moved)!r})"

@@ -59,7 +59,8 @@ def _is_device_src(src: str) -> bool:
     s = src.strip()
     if isinstance(literal(s), (str, int)) and not isinstance(literal(s), bool):
         return True  # 'cpu', 'cuda:0', 0
-    return "device" in s or "dev" in s.rsplit(".", 1)[-1] or "cuda" in s or "cpu" in s
+    low = s.lower()  # DEVICE = torch.device(...) is a common module-level spelling
+    return "device" in low or "dev" in low.rsplit(".", 1)[-1] or "cuda" in low or "cpu" in low
 
 
 def _is_false(src: str | None) -> bool:

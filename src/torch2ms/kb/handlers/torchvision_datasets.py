@@ -22,6 +22,7 @@ from .data_pipeline import (
     _usage,
     _workers,
     fetched_root,
+    root_folder,
     with_arrays,
 )
 
@@ -64,7 +65,7 @@ def cifar100(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """CIFAR100(root, train) → Cifar100Dataset(root + '/cifar-100-binary', usage), its fine labels as 'label'."""
     _root(bound, "CIFAR100")
     root = fetched_root(bound, "CIFAR100")
-    ctor = f"mindspore.dataset.Cifar100Dataset(str({root}) + '/cifar-100-binary', usage={_usage(bound)})"
+    ctor = f"mindspore.dataset.Cifar100Dataset({root_folder(root, '/cifar-100-binary')}, usage={_usage(bound)})"
     pipe = _dataset_pipeline(ctor, bound, TO_PIL)
     at = pipe.index(").map(operations=") + 1
     # torchvision returns (image, fine label): MindSpore has image, coarse_label and fine_label columns
@@ -79,7 +80,7 @@ def svhn(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     usage = _split(bound, "train", _SVHN_SPLITS)
     _root(bound, "SVHN")
     root = fetched_root(bound, "SVHN/" + usage.strip("'"))
-    ctor = f"mindspore.dataset.SVHNDataset(str({root}), usage={usage})"
+    ctor = f"mindspore.dataset.SVHNDataset({root_folder(root)}, usage={usage})"
     return _dataset_pipeline(ctor, bound, TO_PIL)
 
 
@@ -89,7 +90,7 @@ def flowers102(bound: dict[str, str], receiver: str | None, entry: Entry) -> str
     _root(bound, "Flowers102")
     root = fetched_root(bound, "Flowers102")
     ctor = (
-        f"mindspore.dataset.Flowers102Dataset(str({root}) + '/flowers-102', task='Classification', "
+        f"mindspore.dataset.Flowers102Dataset({root_folder(root, '/flowers-102')}, task='Classification', "
         f"usage={_split(bound, 'train', _FLOWERS_SPLITS)}, decode=False)"
     )
     return _dataset_pipeline(ctor, bound, DECODE)
@@ -112,7 +113,7 @@ def _voc_base(bound: dict[str, str], name: str) -> str:
         text = _("year={year}: {name}'s folder is chosen from a literal year ('2007'…'2012')")
         raise Unsupported(text.format(year=bound.get("year"), name=name))
     sub = ("/TrainVal" if year == "2011" else "") + f"/VOCdevkit/VOC{year[:4]}"
-    return f"str({_root(bound, name)}) + {sub!r}"
+    return root_folder(_root(bound, name), sub)
 
 
 def _pair_pipeline(ctor: str, bound: dict[str, str], target_ops: str | None) -> str:
