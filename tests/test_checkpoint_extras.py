@@ -112,3 +112,47 @@ def test_a_plain_state_dict_stays_a_plain_mindspore_checkpoint(tmp_path):
     with pytest.raises(TypeError, match="set"):
         save_checkpoint({"weight": net.weight, "bad": {1, 2}}, str(tmp_path / "b.pth"))
     np.testing.assert_array_equal(raw["weight"].asnumpy(), net.weight.asnumpy())
+
+
+NET = """import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 2)
+
+    def forward(self, x):
+        return self.fc(x)
+"""
+
+
+@pytest.mark.differential
+@pytest.mark.parametrize("layout", ["state_dict_with_extras", "wrapped_with_extras"])
+def test_compare_weights_accepts_what_torch2ms_weights_accepts(layout, tmp_path):
+    """A torch checkpoint with non-tensor entries: `torch2ms weights` converts it, and `compare --weights`
+    loads it too (it refused it: "no state dict of tensors"), naming the entries it left out."""
+    torch = require_module("torch")
+    require_module("mindspore")
+    from torch2ms.align import CompareOptions, compare_models
+    from torch2ms.convert import convert_tree
+    from torch2ms.weights import convert_checkpoint
+
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "net.py").write_text(NET, encoding="utf-8")
+    convert_tree(str(tmp_path / "t"), str(tmp_path / "m"))
+    mod = load_script(tmp_path / "t" / "net.py", f"t2m_ckw_{layout}")
+    torch.manual_seed(3)
+    sd = mod.Net().state_dict()
+    extras = {"mask_values": [0, 1], "epoch": 4, "name": "unet", "config": {"lr": 0.1}}
+    obj = {**sd, **extras} if layout == "state_dict_with_extras" else {"model": sd, **extras}
+    torch.save(obj, tmp_path / "w.pth")
+    convert_checkpoint(str(tmp_path / "w.pth"), str(tmp_path / "w.ckpt"))
+    assert (tmp_path / "w.ckpt").stat().st_size > 0
+    opts = CompareOptions(weights=str(tmp_path / "w.pth"), input_shapes=[(2, 3)], graph=False)
+    rep = compare_models(f"{tmp_path}/t/net.py:Net", f"{tmp_path}/m/net.py:Net", opts)
+    assert rep.status == "match", rep.first_divergence
+    load = rep.weights["torch_load"]
+    assert load["missing"] == [] and load["unexpected"] == []
+    if layout == "state_dict_with_extras":
+        assert load["not_tensors"] == sorted(extras)
