@@ -34,17 +34,17 @@ CHECKPOINTS = textwrap.dedent("""\
 def test_r18_checkpoint_statements_and_report_lines_are_exact():
     res = convert_source(CHECKPOINTS, "ck.py")
     code = res.code
-    assert "    load_param_into_net_strict(net, ms.load_checkpoint(ckpt_path(path)))\n" in code
+    assert "    load_param_into_net_strict(net, load_checkpoint(path))\n" in code
     # Plain tensors are wrapped: load_param_into_net takes Parameters only.
     assert "ms.load_param_into_net(net, as_parameters({k: ms.tensor(v) for k, v in arrays.items()}))" in code
-    assert "from torch2ms.runtime import as_parameters, ckpt_path, load_param_into_net_strict" in code
+    assert "from torch2ms.runtime import as_parameters, ckpt_path, load_checkpoint, load_param_into_net_strict" in code
     # strict=False: MindSpore's own load; strict loads go through the helper that raises.
     assert code.count("load_param_into_net_strict(") == 2 and "raise" not in code
     # The trailing comment stays on the statement.
     assert "load_param_into_net_strict(net, as_parameters(sd))  # the same weights" in code
     # A statement sharing its line (`; print(...)`) is not spliced: the per-call KB rule converts it,
     # with the same path rule; the multi-line one is spliced.
-    assert 'ms.save_checkpoint(net.state_dict(), ckpt_path(path)); print("saved")' in code
+    assert 'save_checkpoint(net.state_dict(), path); print("saved")' in code
     assert "    ms.save_checkpoint(net, ckpt_path(path))\n" in code
     ast.parse(code)
     lines = {(c.api, c.line) for c in res.changes}

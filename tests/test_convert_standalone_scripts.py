@@ -60,7 +60,7 @@ SAFE_GLOBALS_SPELLINGS = [
 def test_r20_safe_globals_with_header_goes_and_its_body_stays(source):
     res = convert_source("p = 'm.pt'\nclass Net: pass\n" + source, "s.py")
     assert "safe_globals" not in res.code and not _imports_torch(res.code), res.code
-    assert "\nsd = ms.load_checkpoint(ckpt_path(p))\n" in res.code  # dedented to the with's level
+    assert "\nsd = load_checkpoint(p)\n" in res.code  # dedented to the with's level
     notes = [c.note for c in res.changes if c.api == "torch.serialization.safe_globals"]
     assert notes and "not pickles" in notes[0] and all(c.action == "converted" for c in res.changes)
 
@@ -68,7 +68,7 @@ def test_r20_safe_globals_with_header_goes_and_its_body_stays(source):
 def test_r20_safe_globals_beside_another_context_keeps_that_one():
     source = "import torch\nwith open(p, 'rb') as f, torch.serialization.safe_globals([int]):\n    sd = torch.load(f)\n"
     res = convert_source("p = 'm.pt'\n" + source, "s.py")
-    assert "with open(p, 'rb') as f:\n    sd = ms.load_checkpoint(ckpt_path(f))\n" in res.code, res.code
+    assert "with open(p, 'rb') as f:\n    sd = load_checkpoint(f)\n" in res.code, res.code
     assert not _imports_torch(res.code)
 
 
@@ -98,10 +98,10 @@ def test_r18_whole_model_load_without_a_built_model_is_marked_with_what_to_do():
     assert "build the model class first (net = MyModel(...))" in review[0].note
     assert "load_param_into_net(net, mindspore.load_checkpoint(...))" in review[0].note
     lines = res.code.splitlines()
-    at = lines.index("    net = ms.load_checkpoint(ckpt_path(path))")
+    at = lines.index("    net = load_checkpoint(path)")
     assert lines[at - 1].startswith("    # torch2ms: review — torch.load: net is a whole model"), res.code
     # A state dict read by key is not a model: converted as before, without a mark.
-    assert 'state = ms.load_checkpoint(ckpt_path("weights.pt"))' in res.code
+    assert 'state = load_checkpoint("weights.pt")' in res.code
     assert not _imports_torch(res.code)
 
 
@@ -147,7 +147,7 @@ def test_r18_whole_model_save_then_load_keeps_the_model_and_runs_without_torch(t
     assert not report.failed
     code = (out / "train.py").read_text(encoding="utf-8")
     assert not _imports_torch(code) and "safe_globals" not in code, code
-    assert "load_param_into_net_strict(model, ms.load_checkpoint(ckpt_path(f)))" in code, code
+    assert "load_param_into_net_strict(model, load_checkpoint(f))" in code, code
     expected = _run(src, "train.py", block=False)
     got = _run(out, "train.py", block=True)
     assert expected == {"same": True, "changed": True, "model": True}  # what torch does
@@ -330,8 +330,8 @@ BUILT_IN_SCOPES = textwrap.dedent("""\
 
 def test_r18_whole_model_load_finds_the_model_built_in_its_function_or_as_a_global():
     res = convert_source(BUILT_IN_SCOPES, "restore.py")
-    assert "load_param_into_net_strict(net, ms.load_checkpoint(ckpt_path(path)))" in res.code, res.code
-    assert "load_param_into_net_strict(model, ms.load_checkpoint(ckpt_path(path)))" in res.code, res.code
+    assert "load_param_into_net_strict(net, load_checkpoint(path))" in res.code, res.code
+    assert "load_param_into_net_strict(model, load_checkpoint(path))" in res.code, res.code
     assert not [c for c in res.changes if c.action != "converted"], res.changes
 
 

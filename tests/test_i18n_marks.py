@@ -156,7 +156,7 @@ def test_r20_strict_load_raises_torchs_error(convert_in):
     from torch2ms.runtime import load_param_into_net_strict
 
     for lang in ("zh", "en"):
-        assert 'load_param_into_net_strict(net, ms.load_checkpoint(ckpt_path("w.pt")))' in convert_in(lang, SOURCE).code
+        assert 'load_param_into_net_strict(net, load_checkpoint("w.pt"))' in convert_in(lang, SOURCE).code
 
     class Net(torch.nn.Module):
         def __init__(self):

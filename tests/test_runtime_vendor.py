@@ -199,7 +199,7 @@ def test_r6_package_root_imports_the_runtime_relatively(tmp_path):
     out = tmp_path / "out"
     convert_tree(src, out)
     assert "from ..torch2ms_runtime import ckpt_path" in (out / "sub" / "io.py").read_text(encoding="utf-8")
-    assert "from torch2ms_runtime import ckpt_path" in (out / "plain.py").read_text(encoding="utf-8")
+    assert "from torch2ms_runtime import load_checkpoint" in (out / "plain.py").read_text(encoding="utf-8")
 
 
 REALCODE = [
@@ -275,4 +275,4 @@ def test_r6_vendored_runtime_same_with_one_or_two_workers(tmp_path):
     assert reports[0]["files"] == reports[1]["files"] and reports[0]["generated"] == reports[1]["generated"]
     assert any(k.startswith("torch2ms_runtime/") for k in two)
     assert b"from ..torch2ms_runtime import ckpt_path" in two["sub/io3.py"]
-    assert b"from torch2ms_runtime import ckpt_path" in two["plain4.py"]
+    assert b"from torch2ms_runtime import load_checkpoint" in two["plain4.py"]

@@ -77,6 +77,11 @@ def load_weights(model: Any, path: str) -> dict[str, list[str]]:
     for key in ("state_dict", "model_state_dict", "model"):
         if isinstance(obj, dict) and isinstance(obj.get(key), dict):
             obj = obj[key]
+    # entries that are no tensors (``state_dict['mask_values'] = [0, 1]``, an epoch) are left out and
+    # reported, as `torch2ms weights` leaves them out of the .ckpt: the two accept the same files
+    skipped = sorted(str(k) for k, v in obj.items() if not isinstance(v, torch.Tensor)) if isinstance(obj, dict) else []
+    if isinstance(obj, dict) and len(skipped) < len(obj):
+        obj = {k: v for k, v in obj.items() if isinstance(v, torch.Tensor)}
     if not isinstance(obj, dict) or not all(isinstance(v, torch.Tensor) for v in obj.values()):
         raise SpecError(
             _("--weights {path}: no state dict of tensors found (got {type})").format(
@@ -93,7 +98,8 @@ def load_weights(model: Any, path: str) -> dict[str, list[str]]:
                 path=path, error=str(exc).strip().splitlines()[-1]
             )
         ) from None
-    return {"missing": list(result.missing_keys), "unexpected": list(result.unexpected_keys)}
+    found = {"missing": list(result.missing_keys), "unexpected": list(result.unexpected_keys)}
+    return {**found, "not_tensors": skipped} if skipped else found
 
 
 def _train_mode_no_dropout(model: Any) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["DictSource", "SampledSource", "dataset_of", "dataset_source", "sampled_dataset"]
+__all__ = ["DictSource", "SampledSource", "Subset", "dataset_of", "dataset_source", "random_split", "sampled_dataset"]
 
 
 def _numpy(value: Any) -> Any:
@@ -99,3 +99,44 @@ def sampled_dataset(
     if sampler is None or isinstance(sampler, ds.BuiltinSampler) or not hasattr(sampler, "__iter__"):
         return ds.GeneratorDataset(dataset, column_names=column_names, shuffle=shuffle, sampler=sampler, **workers)
     return ds.GeneratorDataset(SampledSource(dataset, sampler), column_names=column_names, **workers)
+
+
+class Subset:
+    """torch's ``Subset``: the samples of ``dataset`` at ``indices``, read lazily (a GeneratorDataset source)."""
+
+    def __init__(self, dataset: Any, indices: Any) -> None:
+        self.dataset, self.indices = dataset, list(indices)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, list):
+            return [self.dataset[self.indices[int(i)]] for i in index]
+        return self.dataset[self.indices[int(index)]]
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+
+def random_split(dataset: Any, lengths: Any, generator: Any = None) -> list[Subset]:
+    """torch's ``random_split``: lengths (or fractions, the remainder dealt round-robin as torch does) of a
+    random permutation. The permutation is numpy's (the generator's stream: torch2ms.runtime.Generator,
+    else numpy's global one), not torch's: the parts hold other samples than torch's parts."""
+    import math
+
+    import numpy as np
+
+    n = len(dataset)
+    lengths = list(lengths)
+    if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
+        sizes = [int(math.floor(n * f)) for f in lengths]
+        for i in range(n - sum(sizes)):
+            sizes[i % len(sizes)] += 1
+        lengths = sizes
+    if sum(lengths) != n:
+        raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
+    rng = getattr(generator, "_rng", None) or np.random
+    perm = rng.permutation(n).tolist()
+    out, start = [], 0
+    for size in lengths:
+        out.append(Subset(dataset, perm[start : start + size]))
+        start += size
+    return out

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["accumulate_grads"]
+__all__ = ["accumulate_grads", "grad_of"]
 
 
 def accumulate_grads(total: Any, grads: Any) -> tuple:
@@ -13,3 +13,14 @@ def accumulate_grads(total: Any, grads: Any) -> tuple:
     if total is None:
         return tuple(grads)
     return tuple(a + b for a, b in zip(total, grads))
+
+
+def grad_of(param: Any, *pairs: Any) -> Any:
+    """torch's ``param.grad``: the entry of a gradient tuple at the position of ``param`` in the
+    parameter list it was taken over (each pair is ``(weights, grads)``, ``grads`` None after
+    ``zero_grad()``); None where torch's would be None (cleared, or a parameter not differentiated)."""
+    for weights, grads in pairs:
+        for k, w in enumerate(weights):
+            if w is param:
+                return None if grads is None else grads[k]
+    return None

@@ -51,6 +51,34 @@ def _first_scalar(x: Any) -> float | None:
     return None
 
 
+def _unscaled_loss(out: Any) -> float | None:
+    """The loss of a value_and_grad call. A converted GradScaler step differentiates the scaled loss and
+    returns ``(scaled_loss, loss, ...)`` (convert/constructs/training/general.py): the loss is then the
+    second value, told by the first being it times the scale of a live MindSpore loss scaler (torch's side
+    divides ``scaler.scale(loss)`` by its scale the same way)."""
+    first = _first_scalar(out)
+    values = out[0] if isinstance(out, tuple) and len(out) == 2 else None
+    if first is None or not isinstance(values, tuple) or len(values) < 2:
+        return first
+    second = _first_scalar(values[1])
+    if second is None or second == 0 or abs(first / second) < 1.5:
+        return first
+    return second if any(abs(first - second * k) <= 1e-6 * abs(first) for k in _loss_scales()) else first
+
+
+def _loss_scales() -> set[float]:
+    import gc
+
+    scales = set()
+    for o in gc.get_objects():
+        try:
+            if isinstance(o, ms.amp.LossScaler) and hasattr(o, "scale_value"):
+                scales.add(float(o.scale_value.asnumpy()))
+        except Exception:  # noqa: BLE001 - a proxy or half-built object: not a scaler
+            continue
+    return scales
+
+
 def _value(v: Any) -> Any:
     if isinstance(v, ms.Tensor):
         a = v.asnumpy()
@@ -239,7 +267,7 @@ class MsSide:
         stepped = [j for j, (a, b) in enumerate(zip(before, self.counters())) if b > a] if before else []
         if is_probe or stepped:  # a loss was differentiated: the step's loss and (no loader) its input
             self._note_args(args)
-            loss = _first_scalar(out)
+            loss = _unscaled_loss(out) if is_probe else _first_scalar(out)
             if loss is not None:
                 self.rec.add_loss(loss)
         for j in stepped:

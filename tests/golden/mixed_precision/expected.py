@@ -14,7 +14,7 @@ def train(steps: int = 3):
 
     model.set_train(True)  # torch2ms: a torch module starts in training mode, a MindSpore cell does not
 
-    amp_model = ms.amp.auto_mixed_precision(model, "O1", dtype=ms.float16)  # torch2ms: torch.autocast(device_type='cuda', dtype=torch.float16) → O1 mixed precision
+    amp_model = model if ms.get_context("device_target") == "CPU" else ms.amp.auto_mixed_precision(model, "O1", dtype=ms.float16)  # torch2ms: torch.autocast(device_type='cuda', dtype=torch.float16) → O1 mixed precision; dropped on CPU: float32 there, as torch's CUDA autocast does nothing on a CPU
 
     def forward_fn(images, labels):
         """Forward pass and loss of the torch training loop (value_and_grad differentiates it)."""

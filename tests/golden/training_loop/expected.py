@@ -4,7 +4,7 @@ import mindspore as ms
 from mindspore import nn, ops
 import mindspore.dataset as ds
 from mindspore.experimental import optim
-from torch2ms.runtime import CrossEntropyLoss, ckpt_path, load_param_into_net_strict
+from torch2ms.runtime import CrossEntropyLoss, ckpt_path, load_checkpoint, load_param_into_net_strict
 
 
 class Classifier(nn.Cell):
@@ -61,7 +61,7 @@ def train(epochs: int = 2, device: str = "cpu"):
     model.set_train(False)
     accuracy = (model(x).argmax(axis=1, keepdims=False) == y).float().mean().item()
     ms.save_checkpoint(model, ckpt_path("classifier.pt"))
-    load_param_into_net_strict(model, ms.load_checkpoint(ckpt_path("classifier.pt")))
+    load_param_into_net_strict(model, load_checkpoint("classifier.pt"))
     return accuracy
 
 

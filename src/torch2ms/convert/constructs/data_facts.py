@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from ...analysis.astwalk import nodes
 from ...kb.handlers.data_pipeline import columns_for
 from ..plan import header_nodes
+from .data_wrappers import kwargs_dicts, wrapped_kinds
 
 # Text gate: files without a loader or a Dataset class skip the scan (torchvision datasets and
 # transforms alone are converted by their KB handlers, with torch's shuffle=False).
@@ -67,6 +68,7 @@ class DataFacts:
     loader_data: dict[str, str] = field(default_factory=dict)  # loader name → its dataset's name
     consumer: dict[str, ast.Call | None] = field(default_factory=dict)  # dataset name/source → its one loader
     arrays: set[str] = field(default_factory=set)  # datasets (target or inline source) whose .data/.targets are read
+    kwargs_dicts: dict[str, list[tuple[str, ast.expr]]] = field(default_factory=dict)  # DataLoader(**name)
 
 
 def _full(node: ast.AST, imap) -> str | None:
@@ -117,7 +119,7 @@ def _columns_of(cls: ast.ClassDef) -> list[str] | None:
         if isinstance(node, ast.Return) and node.value is not None:
             if isinstance(node.value, ast.Dict):
                 return _dict_keys(cls)  # dict samples: one column per key
-            elts = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
+            elts = node.value.elts if isinstance(node.value, (ast.Tuple, ast.List)) else [node.value]
             sizes.add(len(elts))
             ids = [e.id if isinstance(e, ast.Name) else None for e in elts]
             if names is None and all(ids) and len(set(ids)) == len(ids) and "self" not in ids:
@@ -145,6 +147,7 @@ def scan_data(source: str, tree: ast.Module, imap, kb, plan=None) -> DataFacts |
     calls: list[ast.Call] = []
     funcs: dict[str, ast.FunctionDef] = {}
     assigned: dict[int, str] = {}  # id(call) → the name it is assigned to
+    wrapped: list[ast.Assign] = []  # assignments of calls: random_split / Subset / ConcatDataset (data_wrappers.py)
     for node in nodes(tree):
         if isinstance(node, ast.ClassDef):
             bases = {_canon(_full(b, imap), kb) for b in node.bases}
@@ -168,7 +171,10 @@ def scan_data(source: str, tree: ast.Module, imap, kb, plan=None) -> DataFacts |
             and isinstance(node.value, ast.Call)
         ):
             assigned[id(node.value)] = node.targets[0].id
+        if isinstance(node, ast.Assign) and isinstance(node.value, (ast.Call, ast.Name)):
+            wrapped.append(node)
     loaders: list[ast.Call] = []
+    facts.kwargs_dicts = kwargs_dicts(tree)
     for call in calls:
         full = _canon(_full(call.func, imap), kb)
         name = assigned.get(id(call))
@@ -189,6 +195,7 @@ def scan_data(source: str, tree: ast.Module, imap, kb, plan=None) -> DataFacts |
             _set_kind(facts, name, f"class:{call.func.id}")
         elif isinstance(call.func, ast.Name) and call.func.id in facts.iterable:
             _set_kind(facts, name, "iterable")
+    wrapped_kinds(facts, wrapped, lambda f: _canon(_full(f, imap), kb))
     for call in loaders:
         data = call_arg(call, 0, "dataset")
         key = data.id if isinstance(data, ast.Name) else (ast.unparse(data) if data is not None else None)

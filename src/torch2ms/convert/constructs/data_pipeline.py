@@ -103,6 +103,7 @@ def _run(
 
 def _loader(ctx: RewriteContext, entry, original: cst.Call, updated: cst.Call):
     data = _data(ctx)
+    updated = _written_out(data, updated)
     split = ctx.split_args(updated)
     if split is None:
         return None  # *args/**kwargs: the KB path reports it
@@ -179,6 +180,22 @@ def _loader(ctx: RewriteContext, entry, original: cst.Call, updated: cst.Call):
     if dropped and not note:
         note = _("dropped (no MindSpore form): {names}").format(names=", ".join(dropped))
     return _run(ctx, entry, "data_pipeline.dataloader", bound, original, updated, note)
+
+
+def _written_out(data: DataFacts, call: cst.Call) -> cst.Call:
+    """``DataLoader(ds, **loader_args)`` with ``loader_args = dict(batch_size=4, ...)`` assigned once and
+    never changed (data_wrappers.py): the keywords written out, those written in the call winning."""
+    args: list[cst.Arg] = []
+    written = {a.keyword.value for a in call.args if a.keyword is not None}
+    for a in call.args:
+        name = a.value.value if a.star == "**" and isinstance(a.value, cst.Name) else None
+        if name is None or name not in data.kwargs_dicts:
+            args.append(a)
+            continue
+        for key, value in data.kwargs_dicts[name]:
+            if key not in written:
+                args.append(cst.Arg(cst.parse_expression(ast.unparse(value)), keyword=cst.Name(key)))
+    return call.with_changes(args=args)
 
 
 def _tv_dataset(ctx: RewriteContext, entry, original: cst.Call, updated: cst.Call):

@@ -54,14 +54,18 @@ def grad_scaler(bound: dict[str, str], receiver: str | None, entry: Entry) -> st
         raise Unsupported(
             _("DynamicLossScaler divides by scale_factor on overflow: backoff_factor must be 1/growth_factor")
         )
-    enabled = literal(bound.get("enabled", "True"))
-    if enabled is not True:
-        raise Unsupported(_("GradScaler(enabled=...) has no DynamicLossScaler form: drop the scaler when disabled"))
     g = literal(growth)
     growth = str(int(g)) if isinstance(g, (int, float)) and float(g).is_integer() else growth
     scale = bound.get("init_scale", "65536.0")
     window = bound.get("growth_interval", "2000")
-    return f"mindspore.amp.DynamicLossScaler(scale_value={scale}, scale_factor={growth}, scale_window={window})"
+    dynamic = f"mindspore.amp.DynamicLossScaler(scale_value={scale}, scale_factor={growth}, scale_window={window})"
+    # a disabled GradScaler scales by nothing: a static scale of 1 (scale/unscale are the identity)
+    enabled = bound.get("enabled", "True")
+    if literal(enabled) is True:
+        return dynamic
+    if literal(enabled) is False:
+        return "mindspore.amp.StaticLossScaler(1.0)"
+    return f"({dynamic} if {enabled} else mindspore.amp.StaticLossScaler(1.0))"
 
 
 @handler

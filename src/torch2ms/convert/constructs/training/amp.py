@@ -42,6 +42,7 @@ class Amp:
     enabled: str | None = None  # a non-literal enabled= expression
     header: str = ""
     model: str | None = None
+    device: str = ""  # "cpu", "cuda", "" (an expression: cuda or cpu when run)
 
 
 def inline_autocast(roles: Roles, body: list[Statement]) -> tuple[list[Statement], Amp | None]:
@@ -104,6 +105,7 @@ def _autocast_args(roles: Roles, full: str, call: ast.Call, amp: Amp) -> None:
     got.update({k.arg: k.value for k in call.keywords if k.arg})
     device_node = got.get("device_type")
     device = device_node.value if isinstance(device_node, ast.Constant) else ("cpu" if ".cpu." in full else "cuda")
+    amp.device = str(device) if device_node is None or isinstance(device_node, ast.Constant) else ""
     dtype = (
         roles.resolve(got["dtype"]) if "dtype" in got else ("torch.bfloat16" if device == "cpu" else "torch.float16")
     )

@@ -333,8 +333,11 @@ def amp_setup(refs: GeneratedRefs, amp: Amp, name: str) -> Statement:
     if amp.dtype == "bfloat16":
         cast = gen.expression(AMP_CPU_FALLBACK, refs, model=expr(amp.model), cast=cast)
         note += _("; float32 on CPU (MindSpore 2.10 has no bfloat16 CPU kernels for most layers)")
+    elif amp.device != "cpu":
+        cast = gen.expression(AMP_CPU_FALLBACK, refs, model=expr(amp.model), cast=cast)
+        note += _("; dropped on CPU: float32 there, as torch's CUDA autocast does nothing on a CPU")
     if amp.enabled:
-        if amp.dtype == "bfloat16":
+        if amp.dtype == "bfloat16" or amp.device != "cpu":
             cast = cast.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
         cast = cst.IfExp(test=expr(amp.enabled), body=cast, orelse=expr(amp.model))
     stmt = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(name))], cast)])

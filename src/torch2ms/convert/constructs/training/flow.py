@@ -27,6 +27,7 @@ from ...index import children
 from .amp import Amp
 from .analysis import Roles, helper_zeros, method_call
 from .errors import NotConvertible
+from .grad_reads import check_header, grad_attributes, is_direct_read, named_loop_parameter
 
 LOOPS = (cst.For, cst.While)
 USES = ("step", "clip", "read", "unscale", "scaler_step")
@@ -255,13 +256,17 @@ def _statement_event(roles: Roles, holders: Holders, a: ast.stmt) -> tuple[str, 
 
 
 def _read_loop(a: ast.stmt, holders: Holders) -> Holder | None:
-    """``for p in model.parameters(): ... p.grad ...``: the loop reads the model's gradients."""
-    if not isinstance(a, ast.For) or not isinstance(a.target, ast.Name):
+    """``for p in model.parameters(): ... p.grad ...`` (or ``for name, p in model.named_parameters()``):
+    the loop reads the model's gradients."""
+    named = named_loop_parameter(a)
+    if (named is not None or isinstance(a, ast.For)) and "grad" in ast.dump(a):
+        grad_attributes(a)  # a write to a gradient: refused with its reason
+    if named is not None:
+        module, name = named
+    elif isinstance(a, ast.For) and isinstance(a.target, ast.Name) and parameters_of(a.iter) is not None:
+        module, name = parameters_of(a.iter), a.target.id  # type: ignore[assignment]
+    else:
         return None
-    module = parameters_of(a.iter)
-    if module is None:
-        return None
-    name = a.target.id
     if not any(isinstance(n, ast.Attribute) and n.attr == "grad" and _chain(n) == f"{name}.grad" for n in ast.walk(a)):
         return None
     return holders.of_module(module)
@@ -282,18 +287,22 @@ def find_events(roles: Roles, body: list[Statement], asts: list[ast.stmt], holde
                 events.append(Event(node, "read", holder, top, node is not stmt))
                 skip |= {id(n) for n in nested_statements(node)}
                 continue
+            check_header(na)
+            if is_direct_read(node, na):  # model.fc.weight.grad: grad_reads.py
+                events.append(Event(node, "grad", None, top, node is not stmt))
             if isinstance(na, (ast.Expr, ast.Assign)):
                 scaled = _scaler_event(holders, na, scalers)
                 if scaled is not None:
                     events.append(Event(node, scaled.kind, scaled.holder, top, node is not stmt, scaled.scaler))
                     continue
                 found = _statement_event(roles, holders, na)
+                if found is not None and events and events[-1].node is node:
+                    raise NotConvertible(_("a gradient read in a statement that also uses the gradients"))
                 if found is not None:
                     events.append(Event(node, found[0], found[1], top, node is not stmt))
                 else:
                     cleared = helper_zeros(roles, na)
                     events += [Event(node, "zero", holders.of_receiver(r), top, node is not stmt) for r in cleared]
-        _check_grad_reads(a, [e for e in events if e.top == top and e.kind == "read"], roles)
     return _module_zero_clears_optimizers(events, holders)
 
 
@@ -308,18 +317,6 @@ def _module_zero_clears_optimizers(events: list[Event], holders: Holders) -> lis
         if e.kind == "zero" and e.holder is not None and e.holder.module is not None:
             out += [Event(e.node, "zero", h, e.top, e.nested) for h in orphans]
     return out
-
-
-def _check_grad_reads(a: ast.stmt, reads_here: list[Event], roles: Roles) -> None:
-    """A ``.grad`` read anywhere but in a ``for p in model.parameters()`` loop has no MindSpore form."""
-    allowed: set[int] = set()
-    for e in reads_here:
-        loop = roles.ast_of(e.node) if e.node is not None else None
-        if loop is not None:
-            allowed |= {id(n) for n in ast.walk(loop)}
-    for n in ast.walk(a):
-        if isinstance(n, ast.Attribute) and n.attr == "grad" and id(n) not in allowed:
-            raise NotConvertible(_("the loop reads .grad outside a `for p in model.parameters()` loop"))
 
 
 def live_holders(events: list[Event], at: int, looped: bool) -> list[Holder]:

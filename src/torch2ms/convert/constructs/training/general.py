@@ -36,7 +36,9 @@ from .emit import (
     expr,
     unbound_guards,
 )
+from .errors import NotConvertible
 from .flow import Backward, Event, Flow, Holder
+from .grad_reads import NAMED_READ_LOOP, GradOf
 
 GRAD_FN = "{grad_fn} = mindspore.value_and_grad({forward_fn}, None, {weights})\n"
 GRAD_FN_AUX = "{grad_fn} = mindspore.value_and_grad({forward_fn}, None, {weights}, has_aux=True)\n"
@@ -179,6 +181,11 @@ class GeneralWriter:
         new: list[Statement]
         if event.kind in ("unscale", "scaler_step", "update"):
             new = self._scaler_event(event, text)
+        elif event.kind == "grad":
+            pairs = [(h.weights, h.grads) for h in self.flow.holders.values()]
+            if not pairs:
+                raise NotConvertible(_("the loop reads .grad but no optimizer step or clipping uses the gradients"))
+            new = [node.visit(GradOf(self.refs, pairs, expr))]  # type: ignore[list-item]
         elif h is None:
             return
         elif event.kind == "zero":
@@ -218,14 +225,23 @@ class GeneralWriter:
         return ([] if h.key in self.unscaled else [unscale]) + step
 
     def _read_loop(self, node: Statement, h: Holder) -> Statement:
-        """``for p in model.parameters(): ... p.grad`` → ``for p, p_grad in zip(<the weights>, grads)``."""
-        assert isinstance(node, cst.For) and isinstance(node.target, cst.Name)
-        name = node.target.value
+        """``for p in model.parameters(): ... p.grad`` → ``for p, p_grad in zip(<the weights>, grads)``;
+        ``for name, p in model.named_parameters()`` → ``for (name, p), p_grad in zip(<names, weights>, grads)``."""
+        assert isinstance(node, cst.For)
+        template, target = READ_LOOP, node.target
+        if isinstance(target, cst.Tuple):  # named_parameters()
+            template = NAMED_READ_LOOP
+            target = target.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+            inner = target.elements[1].value
+        else:
+            inner = target
+        assert isinstance(inner, cst.Name)
+        name = inner.value
         grad = self.fresh(f"{name}_grad")
-        it = gen.expression(READ_LOOP, self.refs, weights=expr(h.weights), grads=cst.Name(h.grads))
+        it = gen.expression(template, self.refs, weights=expr(h.weights), grads=cst.Name(h.grads))
         body = node.body.visit(_GradToName(name, grad))
-        target = gen.names_tuple([name, grad])
-        return node.with_changes(target=target, iter=it, body=body)
+        pair = cst.Tuple([cst.Element(target), cst.Element(cst.Name(grad))], lpar=[], rpar=[])
+        return node.with_changes(target=pair, iter=it, body=body)
 
 
 class _GradToName(cst.CSTTransformer):
