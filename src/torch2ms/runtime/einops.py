@@ -182,7 +182,9 @@ def _reduce(x: Any, axis: tuple[int, ...], reduction: str) -> Any:
         return x.max(axis=axis)
     if reduction == "min":
         return x.min(axis=axis)
-    return x.prod(axis=axis)
+    for a in sorted(axis, reverse=True):  # Tensor.prod takes one dim at a time
+        x = x.prod(a)
+    return x
 
 
 def _apply(x: Any, recipe: tuple, reduction: str) -> Any:
