@@ -150,6 +150,55 @@ def _marked(ctx: RewriteContext, updated: Any, note: str, reason: str) -> Any:
     return updated.with_changes(leading_lines=[*updated.leading_lines, line])
 
 
+_COMPAT_NOTE = N_(
+    "GRAPH_MODE — torch2ms.runtime.TorchCompat applies torch's argument rules at run time and does not compile "
+    "inside construct: there, call the MindSpore function with the arguments written out"
+)
+
+
+def _compat_functions(ctx: RewriteContext, node: cst.CSTNode) -> list[tuple[str, bool]]:
+    """(torch name, called at once) of each ``TorchCompat("torch...")`` of a KB *function* in ``node``."""
+    found: list[tuple[str, bool]] = []
+    callees: set[int] = set()  # TorchCompat(...) nodes already seen as called at once
+
+    class _Find(cst.CSTVisitor):
+        def visit_Call(self, n: cst.Call) -> None:
+            func = n.func
+            called = isinstance(func, cst.Call)
+            if called:
+                callees.add(id(func))
+            elif id(n) in callees:
+                return
+            call = func if isinstance(func, cst.Call) else n
+            head = call.func
+            name = head.attr.value if isinstance(head, cst.Attribute) else getattr(head, "value", "")
+            if name != "TorchCompat" or not call.args or not isinstance(call.args[0].value, cst.SimpleString):
+                return
+            torch_name = call.args[0].value.evaluated_value
+            entry = ctx.kb.get(torch_name) if isinstance(torch_name, str) else None
+            if entry is not None and entry.kind == "function":
+                found.append((entry.torch, called))
+
+    node.visit(_Find())
+    return found
+
+
+@leave(cst.SimpleStatementLine)
+def mark_compat_function(ctx: RewriteContext, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
+    """A torch function run through TorchCompat where construct calls it (in a compiled method), or kept as a
+    value (``self.act = F.gelu``: construct will call it): GRAPH_MODE cannot compile TorchCompat's call."""
+    if updated is original or not ctx.in_module_class or not ctx.func_stack:
+        return updated  # nothing converted in the statement: no TorchCompat written
+    compiled = _in_forward(ctx)
+    found = [torch for torch, called in _compat_functions(ctx, updated) if compiled or not called]
+    if not found:
+        return updated
+    reason = _("{api} runs through TorchCompat, which GRAPH_MODE does not compile inside construct").format(
+        api=", ".join(dict.fromkeys(found))
+    )
+    return _marked(ctx, updated, _COMPAT_NOTE, reason)
+
+
 @leave(cst.Try)
 def mark_try(ctx: RewriteContext, original: cst.Try, updated: cst.Try):
     if not _in_forward(ctx):
