@@ -79,6 +79,8 @@ MARKED = {
     "nonlocal": (["acc = x", "def bump():", "    nonlocal acc", "    acc = acc + 1", "bump()", "x = acc"], 2, 2),
     "yield": (["def twice():", "    yield x * 2", "x = list(twice())[0]"], 1, 0),
     "del-item": (["parts = [x, x * 2]", "del parts[0]", "x = parts[0]"], 1, 1),
+    # GRAPH_MODE compiles it but reads the global's compile-time value and drops the assignment, silently
+    "global-write": (["global SCALE", "SCALE = SCALE * 1.0", "x = x * SCALE"], 0, 0),
 }
 PLACES = ("forward", "nested-if", "nested-for", "helper")
 
@@ -184,7 +186,16 @@ def test_r27_marked_statement_still_equal_to_torch_in_pynative(kind, place, tmp_
 def test_r3_every_kind_and_place_is_in_the_matrix():
     """The matrix covers each kind the issue names, in every place."""
     kinds = set(REWRITTEN) | set(MARKED)
-    for named in ("del-local", "try-except", "assert-tensor", "raise-formatted", "global-read", "nonlocal", "yield"):
+    for named in (
+        "del-local",
+        "try-except",
+        "assert-tensor",
+        "raise-formatted",
+        "global-read",
+        "global-write",
+        "nonlocal",
+        "yield",
+    ):
         assert named in kinds
     assert {"comprehensions", "map-lambda"} <= kinds
     for kind in kinds:

@@ -14,8 +14,9 @@ numbers, reported with the line and the reason where it cannot be.
 - ``map(lambda t: f(t, self.heads), xs)`` in a compiled method: GRAPH_MODE's Map cannot take a
   lambda with free variables ("The Map operator don't support Closure with free variable yet"); the
   list comprehension ``[f(t, self.heads) for t in xs]`` gives the same values and compiles.
-- ``nonlocal`` and ``yield`` in a compiled method, ``del`` of anything but a local: no equivalent
-  statement; a comment above it says so, and the report names the line.
+- ``nonlocal`` and ``yield`` in a compiled method, ``del`` of anything but a local, a ``global`` the
+  method assigns (GRAPH_MODE reads its compile-time value and drops the assignment, silently): no
+  equivalent statement; a comment above it says so, and the report names the line.
 
 The compiled methods are forward and every method it reaches through ``self.name(...)``
 (analysis/forward_state.graph_methods); ``del`` of a local is dropped in any method of a Cell.
@@ -41,7 +42,7 @@ from ..plan import Stmt, header_nodes
 
 def _graph_statement(node: ast.AST) -> bool:
     """A statement (or an expression in its header) that a hook of this construct rewrites or marks."""
-    if isinstance(node, (ast.Delete, ast.Nonlocal, ast.Try)):
+    if isinstance(node, (ast.Delete, ast.Nonlocal, ast.Global, ast.Try)):
         return True
     return isinstance(node, (ast.Yield, ast.YieldFrom)) or (_is_map_lambda(node))
 
@@ -57,9 +58,9 @@ def _is_map_lambda(node: ast.AST) -> bool:
 
 
 def _sees_graph_statements(source: str, tree: ast.Module, plan: list[Stmt]) -> None:
-    """Statements with ``del``, ``nonlocal``, ``try``, ``yield`` or ``map(lambda ...)`` inside a
+    """Statements with ``del``, ``nonlocal``, ``global``, ``try``, ``yield`` or ``map(lambda ...)`` inside a
     function are visited (and the statements around them)."""
-    if not any(word in source for word in ("del ", "nonlocal", "try:", "yield", "map(")):
+    if not any(word in source for word in ("del ", "nonlocal", "global", "try:", "yield", "map(")):
         return
     ends: list[tuple[int, int, bool]] = []  # open compound statements: (index, last nested index, is a def)
     for i, info in enumerate(plan):
@@ -114,6 +115,8 @@ def drop_local_del(ctx: RewriteContext, original: cst.SimpleStatementLine, updat
     stmt = updated.body[0]
     if isinstance(stmt, cst.Nonlocal) and _in_forward(ctx):
         return _marked(ctx, updated, _NONLOCAL_NOTE, _("nonlocal in construct: GRAPH_MODE does not compile it"))
+    if isinstance(stmt, cst.Global) and _in_forward(ctx) and _assigns(ctx, {n.name.value for n in stmt.names}):
+        return _marked(ctx, updated, _GLOBAL_NOTE, _("assignment to a global in construct: GRAPH_MODE loses it"))
     if not isinstance(stmt, cst.Del):
         return updated
     if not _local_names(stmt.target):
@@ -134,6 +137,37 @@ _DEL_NOTE = N_(
     "GRAPH_MODE — del of an attribute or item in construct is not compiled (\"Unsupported statement 'Delete'\"): "
     "build a new value instead"
 )
+_GLOBAL_NOTE = N_(
+    "GRAPH_MODE — a global assigned in construct: the graph reads the value it had at compile time and the "
+    "assignment is lost (no error): keep the state in a Parameter or outside construct"
+)
+
+
+def _assigns(ctx: RewriteContext, names: set[str]) -> bool:
+    """Does the function being converted (the innermost def of the class's method) assign one of ``names``?"""
+    cls = class_node(ctx)
+    scope: ast.AST | None = cls
+    for fn in ctx.func_stack:
+        scope = (
+            next((n for n in ast.walk(scope) if isinstance(n, ast.FunctionDef) and n.name == fn), None)
+            if scope is not None
+            else None
+        )
+    if scope is None:
+        return True  # not found: say so rather than stay silent
+    for n in ast.walk(scope):
+        targets = (
+            n.targets
+            if isinstance(n, ast.Assign)
+            else [n.target]
+            if isinstance(n, (ast.AugAssign, ast.AnnAssign))
+            else []
+        )
+        if any(isinstance(t, ast.Name) and t.id in names for t in targets):
+            return True
+    return False
+
+
 _YIELD_NOTE = N_(
     "GRAPH_MODE — a generator (yield) in construct is not compiled (\"Unsupported expression 'Yield'\"): "
     "return a list or tuple instead"
