@@ -25,6 +25,7 @@ The compiled methods are forward and every method it reaches through ``self.name
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,11 +58,15 @@ def _is_map_lambda(node: ast.AST) -> bool:
     )
 
 
+_GRAPH_WORDS = re.compile(r"\b(?:del|nonlocal|global|try|yield|map)\b")
+
+
 def _sees_graph_statements(source: str, tree: ast.Module, plan: list[Stmt]) -> None:
     """Statements with ``del``, ``nonlocal``, ``global``, ``try``, ``yield`` or ``map(lambda ...)`` inside a
     function are visited (and the statements around them)."""
-    if not any(word in source for word in ("del ", "nonlocal", "global", "try:", "yield", "map(")):
+    if not _GRAPH_WORDS.search(source):
         return
+    expressions = "map(" in source or "yield" in source  # else only statement kinds count: no walk inside
     ends: list[tuple[int, int, bool]] = []  # open compound statements: (index, last nested index, is a def)
     for i, info in enumerate(plan):
         while ends and ends[-1][1] < i:
@@ -70,7 +75,10 @@ def _sees_graph_statements(source: str, tree: ast.Module, plan: list[Stmt]) -> N
         node = info.node
         if in_function and (
             _graph_statement(node)
-            or any(_graph_statement(n) for root in header_nodes(node) for n in ast.walk(root) if n is not node)
+            or (
+                expressions
+                and any(_graph_statement(n) for root in header_nodes(node) for n in ast.walk(root) if n is not node)
+            )
         ):
             info.interesting = info.header = True
             for j, _, _ in ends:
@@ -221,8 +229,11 @@ def _compat_functions(ctx: RewriteContext, node: cst.CSTNode) -> list[tuple[str,
 def mark_compat_function(ctx: RewriteContext, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
     """A torch function run through TorchCompat where construct calls it (in a compiled method), or kept as a
     value (``self.act = F.gelu``: construct will call it): GRAPH_MODE cannot compile TorchCompat's call."""
-    if updated is original or not ctx.in_module_class or not ctx.func_stack:
-        return updated  # nothing converted in the statement: no TorchCompat written
+    memo = _MEMO.of(ctx)
+    new = ctx.changes[memo.changes_seen :]
+    memo.changes_seen = len(ctx.changes)
+    if not any("TorchCompat" in c.note for c in new) or not ctx.in_module_class or not ctx.func_stack:
+        return updated  # the statement wrote no TorchCompat (its rewrite says so in the report)
     compiled = _in_forward(ctx)
     found = [torch for torch, called in _compat_functions(ctx, updated) if compiled or not called]
     if not found:
@@ -230,7 +241,9 @@ def mark_compat_function(ctx: RewriteContext, original: cst.SimpleStatementLine,
     reason = _("{api} runs through TorchCompat, which GRAPH_MODE does not compile inside construct").format(
         api=", ".join(dict.fromkeys(found))
     )
-    return _marked(ctx, updated, _COMPAT_NOTE, reason)
+    updated = _marked(ctx, updated, _COMPAT_NOTE, reason)
+    memo.changes_seen = len(ctx.changes)  # this mark's own line names TorchCompat too
+    return updated
 
 
 @leave(cst.Try)
@@ -290,6 +303,7 @@ class _Memo:
     recasts_anywhere: bool | None = None  # does any class of the file re-cast an attribute in place
     recasts: dict[int, dict[str, list[str]]] = field(default_factory=dict)  # id(class) → recast_attributes
     graph_methods: dict[int, frozenset[str]] = field(default_factory=dict)  # id(class) → methods GRAPH_MODE compiles
+    changes_seen: int = 0  # the report's changes already looked at for a TorchCompat
 
 
 _MEMO = Cache(_Memo)
@@ -363,6 +377,8 @@ def _record_locals(ctx: RewriteContext, cached: list[str], recast: list[str]) ->
 @leave(cst.FunctionDef)
 def mark_generator(ctx: RewriteContext, original: cst.FunctionDef, updated: cst.FunctionDef):
     """A compiled method (or a function in one) that yields."""
+    if "yield" not in (ctx.facts.source or "yield"):
+        return updated
     ctx.func_stack.append(original.name.value)  # the def itself: is it compiled
     try:
         compiled = _in_forward(ctx)
