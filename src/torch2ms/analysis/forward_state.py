@@ -109,3 +109,27 @@ def recast_attributes(cls: ast.ClassDef) -> dict[str, list[str]]:
         if len(owners) == 1 and all(v is not None and _recast(v, attr) for _, v in where):
             out.setdefault(owners.pop(), []).append(attr)
     return out
+
+
+def graph_methods(cls: ast.ClassDef) -> frozenset[str]:
+    """The methods of a Module class that GRAPH_MODE compiles: ``forward`` and every method it
+    reaches through ``self.name(...)`` calls, transitively (a helper called from forward is
+    compiled with it)."""
+    methods = {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef)}
+    reached: set[str] = set()
+    todo = ["forward"] if "forward" in methods else []
+    while todo:
+        name = todo.pop()
+        if name in reached:
+            continue
+        reached.add(name)
+        for n in nodes(methods[name]):
+            if (
+                isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Attribute)
+                and isinstance(n.func.value, ast.Name)
+                and n.func.value.id == "self"
+                and n.func.attr in methods
+            ):
+                todo.append(n.func.attr)
+    return frozenset(reached)

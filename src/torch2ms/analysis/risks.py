@@ -53,6 +53,14 @@ RISKS: dict[str, tuple[str, str]] = {
         N_("syntax GRAPH_MODE does not compile"),
         N_("rewrite without it, or run this Cell in PyNative mode"),
     ),
+    "del-local": (
+        N_("del of a local in forward: GRAPH_MODE fails with \"Unsupported statement 'Delete'\""),
+        N_("a graph needs no del: drop it (torch2ms convert does this)"),
+    ),
+    "map-lambda": (
+        N_("map(lambda ...) in forward: GRAPH_MODE's Map cannot compile a lambda with free variables"),
+        N_("use a list comprehension (torch2ms convert does this)"),
+    ),
     "return-dict": (
         N_("forward returns a dict: GRAPH_MODE strict turns it into a tuple (keys lost)"),
         N_("return a tuple, or keep jit_syntax_level LAX"),
@@ -67,6 +75,13 @@ def _risk(code: str, node: ast.AST, function: str, detail: str = "") -> Risk:
     return Risk(code, getattr(node, "lineno", 0), getattr(node, "col_offset", 0), msg, fix, function)
 
 
+def _local_names(target: ast.expr) -> bool:
+    """``x`` or ``x, y``: a ``del`` of locals only (torch2ms convert drops it)."""
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return all(_local_names(e) for e in target.elts)
+    return isinstance(target, ast.Name)
+
+
 def forward_risks(fn: ast.FunctionDef, imap: ImportMap, scope: Scope, self_attrs: dict[str, str], kb) -> list[Risk]:
     """Risks in one forward method of an nn.Module subclass."""
     out: list[Risk] = []
@@ -79,7 +94,8 @@ def forward_risks(fn: ast.FunctionDef, imap: ImportMap, scope: Scope, self_attrs
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
             out.append(_risk("unsupported-syntax", node, name, type(node).__name__.lower()))
         elif isinstance(node, ast.Delete):
-            out.append(_risk("unsupported-syntax", node, name, "del"))
+            local = all(_local_names(t) for t in node.targets)
+            out.append(_risk("del-local", node, name) if local else _risk("unsupported-syntax", node, name, "del"))
         elif isinstance(node, (ast.AsyncFunctionDef, ast.Await, ast.AsyncWith, ast.AsyncFor)):
             out.append(_risk("unsupported-syntax", node, name, "async"))
         elif isinstance(node, ast.Return) and isinstance(node.value, (ast.Dict, ast.DictComp)):
@@ -89,6 +105,9 @@ def forward_risks(fn: ast.FunctionDef, imap: ImportMap, scope: Scope, self_attrs
             for t in targets:
                 if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
                     out.append(_risk("self-mutation", node, name, f"self.{t.attr}"))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "map":
+            if len(node.args) >= 2 and isinstance(node.args[0], ast.Lambda):
+                out.append(_risk("map-lambda", node, name))
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             attr = node.func.attr
             recv_type = expr_type(node.func.value, imap, scope, self_attrs, kb)

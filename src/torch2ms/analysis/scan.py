@@ -15,6 +15,7 @@ from pathlib import Path
 from ..i18n import _
 from ..kb import KB, load_kb
 from .astwalk import depth
+from .forward_state import graph_methods
 from .headroom import MAX_NESTING, run_with_headroom
 from .imports import ImportMap
 from .infer import (
@@ -179,6 +180,7 @@ class _Collector(ast.NodeVisitor):
         self.local_modules: set[str] = set()
         self.module_classes: dict[str, str] = {}
         self.in_module_class = False
+        self.compiled: frozenset[str] = frozenset()  # the class's methods GRAPH_MODE compiles
 
     def _add(self, api: str, node: ast.AST, confidence: str = "certain") -> None:
         entry = self.kb.get(api)
@@ -196,14 +198,16 @@ class _Collector(ast.NodeVisitor):
             self.visit(d)
         for b in node.bases:
             self.visit(b)
-        outer = (self.self_attrs, self.in_module_class)
+        outer = (self.self_attrs, self.in_module_class, self.compiled)
         self.in_module_class = is_module_class(node, self.imap, self.local_modules)
+        self.compiled = frozenset()
         if self.in_module_class:
             self.local_modules.add(node.name)
+            self.compiled = graph_methods(node)  # forward and the methods it calls: GRAPH_MODE compiles them
         self.self_attrs = self_attribute_types(node, self.imap, self.kb, self.module_classes)
         for stmt in node.body:
             self.visit(stmt)
-        self.self_attrs, self.in_module_class = outer
+        self.self_attrs, self.in_module_class, self.compiled = outer
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         is_forward = self.in_module_class and node.name == "forward"
@@ -211,7 +215,7 @@ class _Collector(ast.NodeVisitor):
         self.scope = infer_function(
             node, self.imap, self.self_attrs, self.kb, is_forward, self.module_classes, self.in_module_class
         )
-        if is_forward:
+        if self.in_module_class and node.name in self.compiled:
             self.risks.extend(forward_risks(node, self.imap, self.scope, self.self_attrs, self.kb))
         self.generic_visit(node)
         self.scope = outer

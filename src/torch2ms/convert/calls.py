@@ -52,14 +52,19 @@ def apply_entry(
             res = rewrite_call(entry, [], [], receiver)
             ctx.record(api)
             return updated.with_changes(func=ctx.parse_ms(res.func or ""))
-        if receiver is None and entry.kind in ("class", "function"):
+        starred = _star_into_varargs(ctx, entry, updated) if receiver is None else None
+        if starred is not None:
+            split = starred  # meshgrid(*axis_pos, indexing='ij'): the rule places the starred names as written
+        elif receiver is None and entry.kind in ("class", "function"):
             # *args/**kwargs: the arguments are only known at run time.
             ctx.record(
                 api, "review", _("*args/**kwargs: torch2ms.runtime.TorchCompat applies the argument rules at run time")
             )
             return updated.with_changes(func=ctx.parse_ms(f'torch2ms.runtime.TorchCompat("{entry.torch}")'))
-        ctx.mark(api, _("*args/**kwargs in the call: convert by hand"), None)
-        return updated
+        else:
+            ctx.mark(api, _("*args/**kwargs in the call: convert by hand"), None)
+            return updated
+    assert split is not None
     try:
         with known_ints(ctx.int_names):  # rules may write the simple form for ints (LayerNorm((n,), ...))
             res = rewrite_call(entry, *split, receiver=receiver)
@@ -528,3 +533,31 @@ def _fix_commas(args: list[cst.Arg], originals: list[cst.Arg]) -> list[cst.Arg]:
         else:
             out.append(a)
     return out
+
+
+def _star_into_varargs(
+    ctx: RewriteContext, entry: Entry, call: cst.Call
+) -> tuple[list[str], list[tuple[str, str]]] | None:
+    """Argument sources of ``f(a, *rest, k=v)`` when every positional argument goes to the entry's leading
+    ``*name`` parameter and the entry's rule is ``star_call`` (it passes them on as written): a starred
+    one keeps its ``*``. None otherwise (``**kwargs``, or a rule that must see each argument)."""
+    if not entry.sig or not entry.sig[0].startswith("*") or entry.sig[0].startswith("**"):
+        return None
+    if entry.template not in _STAR_TEMPLATES:
+        return None
+    args: list[str] = []
+    kwargs: list[tuple[str, str]] = []
+    for a in call.args:
+        if a.star == "**":
+            return None
+        if a.keyword is not None:
+            kwargs.append((a.keyword.value, ctx.source_of(a.value)))
+        elif kwargs:
+            return None
+        else:
+            args.append(("*" if a.star else "") + ctx.source_of(a.value))
+    return args, kwargs
+
+
+# Rules that pass a ``*name`` parameter's arguments on as written (kb/handlers/torch_ops_shape.star_call).
+_STAR_TEMPLATES = frozenset({"@torch_ops_shape.meshgrid", "@torch_ops_shape.star_call"})

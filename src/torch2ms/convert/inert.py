@@ -9,7 +9,7 @@ hold, anywhere inside, a name the rewrite acts on; the rewrite stage does not en
 What counts is the plan's own test, taken more widely: a torch name (or a name a construct stage
 wrote), any attribute named like a KB method, layer parameter or Tensor attribute (also after
 ``self.``), and the few names construct hooks act on (``"{:.2f}".format``, ``F.apply``,
-``get_parameters``). Files with a data pipeline are visited whole: its hooks act on the project's own
+``get_parameters``, ``map``). Files with a data pipeline are visited whole: its hooks act on the project's own
 names (loaders, dataset classes).
 """
 
@@ -63,7 +63,8 @@ class InertExpressions:
 
     def __init__(self, imap: ImportMap, kb: KB, generated: dict[int, str] | None) -> None:
         self.names = frozenset(
-            {local for local, full in imap.names.items() if imap.is_framework(full)} | {"mindspore", "torch2ms"}
+            {local for local, full in imap.names.items() if imap.is_framework(full)}
+            | {"mindspore", "torch2ms", "map"}  # map(lambda ...): constructs/graph_mode.py
         )
         self.attributes = attribute_names(kb) | _HOOK_ATTRIBUTES
         self.generated = generated or {}

@@ -182,7 +182,9 @@ def _reduce(x: Any, axis: tuple[int, ...], reduction: str) -> Any:
         return x.max(axis=axis)
     if reduction == "min":
         return x.min(axis=axis)
-    return x.prod(axis=axis)
+    for a in sorted(axis, reverse=True):  # Tensor.prod takes one dim at a time
+        x = x.prod(a)
+    return x
 
 
 def _apply(x: Any, recipe: tuple, reduction: str) -> Any:
@@ -225,12 +227,20 @@ def repeat(tensor: Any, pattern: str, **axes_lengths: int) -> Any:
     return _apply(x, _recipe("repeat", pattern, x.shape, tuple(axes_lengths.items())), "")
 
 
+def shape_names(pattern: str, shape: tuple[int, ...]) -> dict[str, int]:
+    """The named dims of ``shape`` by ``pattern`` (``_`` skips one)."""
+    groups = _sides(f"{pattern} -> ", len(shape))[0]
+    if len(groups) != len(shape):
+        raise EinopsError(f"pattern has {len(groups)} dims, input has {len(shape)}")
+    return {g[0]: d for g, d in zip(groups, shape) if g and g[0] != "_" and not g[0].startswith(_ELLIPSIS)}
+
+
+_shape_names = constexpr(shape_names)  # GRAPH_MODE: at compile time (it cannot raise EinopsError in a graph)
+
+
 def parse_shape(tensor: Any, pattern: str) -> dict[str, int]:
     """``einops.parse_shape``: named dims of a tensor (``_`` skips one)."""
-    groups = _sides(f"{pattern} -> ", len(tensor.shape))[0]
-    if len(groups) != len(tensor.shape):
-        raise EinopsError(f"pattern has {len(groups)} dims, input has {len(tensor.shape)}")
-    return {g[0]: d for g, d in zip(groups, tensor.shape) if g and g[0] != "_" and not g[0].startswith(_ELLIPSIS)}
+    return _shape_names(pattern, tensor.shape)
 
 
 class Rearrange(nn.Cell):

@@ -29,7 +29,7 @@ def star_call(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     if star in bound:
         src = bound[star]
         items = _split_args(src)
-        if len(items) == 1 and entry.ms_sig and entry.ms_sig[0].startswith("*"):
+        if len(items) == 1 and entry.ms_sig and entry.ms_sig[0].startswith("*") and not items[0].startswith("*"):
             node = ast.parse(items[0], mode="eval").body
             if isinstance(node, (ast.List, ast.Tuple)):
                 src = ", ".join(ast.unparse(e) for e in node.elts)
