@@ -19,7 +19,8 @@ from ...i18n import _
 from ..construct import Construct
 from ..context import RewriteContext
 from ..hooks import leave
-from ..plan import Stmt, header_nodes
+from ..plan import Stmt
+from .map_lambda import mark_with_parents
 
 _AUG_OPS: dict[type, str] = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div"}
 _CST_OPS: dict[type, str] = {
@@ -64,11 +65,8 @@ def masked_store(stmt: ast.AST) -> bool:
 
 def _sees(source: str, tree: ast.Module, plan: list[Stmt]) -> None:
     """Such statements are visited whether or not they name torch (``y[labels == -1] = 0.0``)."""
-    if not _SUBSCRIPT_STORE.search(source):
-        return
-    for info in plan:
-        if any(masked_store(root) for root in header_nodes(info.node)) or masked_store(info.node):
-            info.interesting = info.header = True
+    if _SUBSCRIPT_STORE.search(source):
+        mark_with_parents(plan, masked_store)
 
 
 CONSTRUCT = Construct("masked assignment", order=55, sees=_sees)
