@@ -45,6 +45,10 @@ class Net(nn.Module):
         {prep}
         self.layers = {container}
 
+    def rebinds(self, items=None):
+        items = [items]  # the same local name bound in another method: each method has its own
+        return items
+
     def forward(self, x):
         return {reads}
 """

@@ -214,20 +214,24 @@ def _self_layers(cls: ast.ClassDef, imap: ImportMap, kb: KB) -> dict[str, str]:
     ModuleDict too: ``self.transformer = nn.ModuleDict(dict(wte=nn.Embedding(...)))`` →
     {"transformer.wte": "torch.nn.Embedding"}."""
     out: dict[str, str] = {}
-    lists = _local_lists(cls)
+    lists: dict[int, dict[str, ast.expr]] = {}  # per method: its local lists
+    for fn in ast.walk(cls):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            local = _local_lists(fn)
+            lists.update({id(n): local for n in ast.walk(fn) if isinstance(n, ast.Assign)})
     for node in ast.walk(cls):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
             for t in node.targets:
                 if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
-                    out.update(_named_layers(t.attr, node.value, imap, kb, lists))
+                    out.update(_named_layers(t.attr, node.value, imap, kb, lists.get(id(node), {})))
     return out
 
 
-def _local_lists(cls: ast.ClassDef) -> dict[str, ast.expr]:
-    """Names bound once in the class's methods to a list/tuple display or comprehension
+def _local_lists(fn: ast.AST) -> dict[str, ast.expr]:
+    """Names bound once in a method to a list/tuple display or comprehension
     (``embs = [nn.Embedding(1, d) for _ in range(4)]`` before ``self.embs = nn.ModuleList(embs)``)."""
     seen: dict[str, list[ast.expr]] = {}
-    for node in ast.walk(cls):
+    for node in ast.walk(fn):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             seen.setdefault(node.targets[0].id, []).append(node.value)
     kinds = (ast.List, ast.Tuple, ast.ListComp, ast.GeneratorExp)
