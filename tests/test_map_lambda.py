@@ -65,7 +65,10 @@ def test_map_and_filter_of_lambdas_match_torch_in_both_modes(tmp_path, form):
     import torch
 
     tmod, mmod, code = convert_pair(SOURCE.format(expr=EXPRESSIONS[form]), tmp_path)
-    assert "lambda" not in code.split("def construct")[1] and "lambda" not in code.split("def _unpacked")[1].split("def _lazy")[0], code
+    assert (
+        "lambda" not in code.split("def construct")[1]
+        and "lambda" not in code.split("def _unpacked")[1].split("def _lazy")[0]
+    ), code
     assert "map(lambda fn: ops.tanh(fn(out))" in code  # the loop body rebinds what the lambda reads: kept lazy
     modes = ("PYNATIVE_MODE",) if form == "for_loop_lazy" else ("PYNATIVE_MODE", "GRAPH_MODE")
     torch.manual_seed(0)

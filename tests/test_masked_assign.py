@@ -63,7 +63,11 @@ def test_boolean_mask_updates_match_torch_in_both_modes(tmp_path, mask):
     import torch
 
     lines = [f"        y[{MASKS[mask]}] {st} {value}" for st in STATEMENTS for value in VALUES]
-    lines += ["        y[labels == 1] = rows", "        y[labels[:, 0] == 1] += rows[0]", "        y[labels == 0] -= rows"]
+    lines += [
+        "        y[labels == 1] = rows",
+        "        y[labels[:, 0] == 1] += rows[0]",
+        "        y[labels == 0] -= rows",
+    ]
     tmod, mmod, code = convert_pair(SOURCE.format(body="\n".join(lines)), tmp_path)
     assert "masked_assign(" in code and "y[0] = y[0] * 1.5" in code, code
     torch.manual_seed(0)

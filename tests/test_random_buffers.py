@@ -58,7 +58,7 @@ class Net(nn.Module):
 @pytest.mark.parametrize("draw", DRAWS)
 def test_random_persistent_buffer_is_loaded_from_the_checkpoint(tmp_path, draw):
     tmod, mmod, code = convert_pair(SOURCE.format(draw=DRAWS[draw]), tmp_path)
-    assert "insert_param_to_cell(\"gauss\"" in code and 'register_buffer("mask"' in code, code
+    assert 'insert_param_to_cell("gauss"' in code and 'register_buffer("mask"' in code, code
     import torch
 
     torch.manual_seed(0)

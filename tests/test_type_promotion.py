@@ -87,4 +87,6 @@ def test_mixed_dtypes_promote_as_torch_in_both_modes(tmp_path, pair):
             e_np = e.numpy()
             g_np = g.asnumpy()
             assert str(g_np.dtype) == str(e_np.dtype), (mode, op, g_np.dtype, e_np.dtype, code)
-            np.testing.assert_allclose(g_np.astype(np.float64), e_np.astype(np.float64), rtol=1e-3, err_msg=f"{mode} {op}")
+            np.testing.assert_allclose(
+                g_np.astype(np.float64), e_np.astype(np.float64), rtol=1e-3, err_msg=f"{mode} {op}"
+            )

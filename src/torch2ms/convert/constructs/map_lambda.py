@@ -107,9 +107,17 @@ class _ToComprehension(cst.CSTTransformer):
 def _reads_rebound(loop: ast.For) -> bool:
     """Whether a lambda of the loop's iterable reads a name the loop body assigns (``for y in map(lambda
     fn: fn(out), fns): out = out + y``): map calls it lazily, after each assignment."""
-    stored = {n.id for stmt in loop.body for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    stored = {
+        n.id for stmt in loop.body for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
     stored |= {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
-    read = {n.id for lam in ast.walk(loop.iter) if isinstance(lam, ast.Lambda) for n in ast.walk(lam.body) if isinstance(n, ast.Name)}
+    read = {
+        n.id
+        for lam in ast.walk(loop.iter)
+        if isinstance(lam, ast.Lambda)
+        for n in ast.walk(lam.body)
+        if isinstance(n, ast.Name)
+    }
     return bool(stored & read)
 
 
@@ -125,7 +133,9 @@ def map_lambda_loop(ctx: RewriteContext, original: cst.For, updated: cst.For):
     loop_iter = updated.iter.visit(rewrite)
     if not rewrite.count or not isinstance(loop_iter, cst.BaseExpression):
         return updated
-    ctx.record("map", "converted", _("map/filter of a lambda becomes a list comprehension: GRAPH_MODE compiles no closure"))
+    ctx.record(
+        "map", "converted", _("map/filter of a lambda becomes a list comprehension: GRAPH_MODE compiles no closure")
+    )
     return updated.with_changes(iter=loop_iter)
 
 

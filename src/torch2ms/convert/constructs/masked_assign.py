@@ -107,5 +107,7 @@ def masked_assignment(ctx: RewriteContext, original: cst.SimpleStatementLine, up
         "converted",
         _("x[mask] = v by a boolean mask: torch2ms.runtime.masked_assign (GRAPH_MODE's bool setitem fails)"),
     )
-    assign = cst.Assign(targets=[cst.AssignTarget(target=target.value)], value=call)
+    name = target.value
+    assert isinstance(name, cst.Name)  # _parts keeps Name targets only
+    assign = cst.Assign(targets=[cst.AssignTarget(target=name)], value=call)
     return updated.with_changes(body=[assign])

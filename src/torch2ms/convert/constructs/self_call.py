@@ -23,9 +23,7 @@ _TEXT = re.compile(r"\bself\s*\(")
 
 
 def _calls_self(node: ast.AST) -> bool:
-    return any(
-        isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "self" for n in ast.walk(node)
-    )
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "self" for n in ast.walk(node))
 
 
 def _sees(source: str, tree: ast.Module, plan: list[Stmt]) -> None:

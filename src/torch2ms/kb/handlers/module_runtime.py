@@ -113,8 +113,6 @@ def register_buffer(bound: dict[str, str], receiver: str | None, entry: Entry) -
     self, name, tensor = receiver or "self", bound["name"], bound["tensor"]
     persistent = bound.get("persistent")
     if literal(persistent if persistent is not None else "True") is not False and draws_random(tensor):
-        return (
-            f"{self}.insert_param_to_cell({name}, mindspore.Parameter({tensor}, name={name}, requires_grad=False))"
-        )
+        return f"{self}.insert_param_to_cell({name}, mindspore.Parameter({tensor}, name={name}, requires_grad=False))"
     extra = "" if persistent is None else f", persistent={persistent}"
     return f"{self}.register_buffer({name}, {tensor}{extra})"
