@@ -111,7 +111,7 @@ ATTENTION = textwrap.dedent("""
 UNET_SPEC = "UNet(n_channels=3, n_classes=2)"
 UNET_BUGS = {
     # a swapped concatenation inside Up.construct: the container is at fault, not its first child
-    "cat_order": ("ops.cat([x2, x1], axis=1)", "ops.cat([x1, x2], axis=1)"),
+    "cat_order": ("cat([x2, x1], axis=1)", "cat([x1, x2], axis=1)"),
     "align_corners": ("align_corners=True)", "align_corners=False)"),
     "layer_type": ("nn.MaxPool2d(2, stride=2, pad_mode='pad', padding=0)", "nn.AvgPool2d(2, stride=2)"),
 }

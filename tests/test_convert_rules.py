@@ -133,7 +133,7 @@ def test_r7_multiline_call_keeps_comments_and_trailing_comma():
 @pytest.mark.parametrize(
     "torch_src, ms_src",
     [
-        ("torch.cat([a, b], dim=1)", "ops.cat([a, b], axis=1)"),
+        ("torch.cat([a, b], dim=1)", "cat([a, b], axis=1)"),
         ("F.relu(a)", "ops.relu(a)"),
         ("torch.flatten(a, 1)", "ops.flatten(a, start_dim=1)"),
         ("torch.zeros(2, 3, dtype=torch.float32)", "ops.zeros((2, 3), dtype=ms.float32)"),

@@ -219,7 +219,7 @@ class RewriteContext(Traversal, ChangeRecorder):
         if isinstance(receiver, cst.Name) and receiver.value == "self" and self.class_stack:
             # self inside `class LayerNorm2d(nn.LayerNorm)`: the torch base's names apply.
             return self.facts.torch_bases.get(self.class_stack[-1], [])
-        path = dotted(receiver) if isinstance(receiver, cst.Attribute) else None
+        path = dotted(receiver) if isinstance(receiver, cst.Attribute) else _element_path(receiver)
         if path and path.startswith("self.") and self.class_stack:
             # self.bn, self.transformer.wte inside a ModuleDict, self.visual.attnpool.c_proj
             return self._chain_layers(self.class_stack[-1], path[len("self.") :].split("."), 0)
@@ -228,7 +228,10 @@ class RewriteContext(Traversal, ChangeRecorder):
     def _chain_layers(self, cls: str, parts: list[str], depth: int) -> list[str]:
         """The torch layer classes ``self.<parts>`` names inside ``cls``, through the file's Module
         classes its attributes hold (every candidate when an attribute may hold several)."""
-        layer = self.facts.layer_attrs.get(cls, {}).get(".".join(parts))
+        layers = self.facts.layer_attrs.get(cls, {})
+        layer = layers.get(".".join(parts))
+        if not layer and parts[-1].lstrip("-").isdigit():  # an element of a list built by a comprehension
+            layer = layers.get(".".join([*parts[:-1], "*"]))
         if layer:
             return [layer]
         out: list[str] = []
@@ -245,6 +248,21 @@ class RewriteContext(Traversal, ChangeRecorder):
         cls = self.class_stack[-1] if self.class_stack else ""
         key = (cls,) if text.startswith("self.") else (cls, self.func_stack[-1] if self.func_stack else "")
         return text in self.facts.module_receivers().get(key, ())
+
+
+def _element_path(receiver: cst.BaseExpression) -> str | None:
+    """``self.embs[0]`` → ``self.embs.0``: an element of a ModuleList/Sequential by a constant index."""
+    if not (isinstance(receiver, cst.Subscript) and isinstance(receiver.value, cst.Attribute)):
+        return None
+    if len(receiver.slice) != 1 or not isinstance(receiver.slice[0].slice, cst.Index):
+        return None
+    index = receiver.slice[0].slice.value
+    negative = isinstance(index, cst.UnaryOperation) and isinstance(index.operator, cst.Minus)
+    number = index.expression if negative and isinstance(index, cst.UnaryOperation) else index
+    if not isinstance(number, cst.Integer):
+        return None
+    path = dotted(receiver.value)
+    return f"{path}.{'-' if negative else ''}{number.value}" if path else None
 
 
 def _to_ast(node: cst.BaseExpression) -> ast.expr | None:

@@ -214,12 +214,47 @@ def _self_layers(cls: ast.ClassDef, imap: ImportMap, kb: KB) -> dict[str, str]:
     ModuleDict too: ``self.transformer = nn.ModuleDict(dict(wte=nn.Embedding(...)))`` →
     {"transformer.wte": "torch.nn.Embedding"}."""
     out: dict[str, str] = {}
+    lists: dict[int, dict[str, ast.expr]] = {}  # per method: its local lists
+    for fn in ast.walk(cls):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            local = _local_lists(fn)
+            lists.update({id(n): local for n in ast.walk(fn) if isinstance(n, ast.Assign)})
     for node in ast.walk(cls):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
             for t in node.targets:
                 if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
-                    out.update(_named_layers(t.attr, node.value, imap, kb))
+                    out.update(_named_layers(t.attr, node.value, imap, kb, lists.get(id(node), {})))
     return out
+
+
+def _local_lists(fn: ast.AST) -> dict[str, ast.expr]:
+    """Names bound once in a method to a list/tuple display or comprehension
+    (``embs = [nn.Embedding(1, d) for _ in range(4)]`` before ``self.embs = nn.ModuleList(embs)``)."""
+    seen: dict[str, list[ast.expr]] = {}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            seen.setdefault(node.targets[0].id, []).append(node.value)
+    kinds = (ast.List, ast.Tuple, ast.ListComp, ast.GeneratorExp)
+    return {name: values[0] for name, values in seen.items() if len(values) == 1 and isinstance(values[0], kinds)}
+
+
+def _elements(node: ast.expr, lists: Mapping[str, ast.expr]) -> tuple[list[ast.expr], ast.expr | None]:
+    """A ModuleList/Sequential argument's elements by position, or the one element of a comprehension:
+    through ``list(...)`` / ``tuple(...)`` and a local name bound to a list."""
+    for _ in range(4):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("list", "tuple"):
+            if len(node.args) != 1:
+                return [], None
+            node = node.args[0]
+        elif isinstance(node, ast.Name) and node.id in lists:
+            node = lists[node.id]
+        else:
+            break
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return list(node.elts), None
+    if isinstance(node, (ast.ListComp, ast.GeneratorExp)):
+        return [], node.elt
+    return [], None
 
 
 def _self_submodules(cls: ast.ClassDef, module_classes: Mapping[str, str]) -> dict[str, list[str]]:
@@ -240,8 +275,13 @@ def _self_submodules(cls: ast.ClassDef, module_classes: Mapping[str, str]) -> di
     return out
 
 
-def _named_layers(path: str, call: ast.Call, imap: ImportMap, kb: KB) -> dict[str, str]:
-    """The torch layer class a call builds, under ``path``, and those of a ModuleDict's named values."""
+def _named_layers(
+    path: str, call: ast.Call, imap: ImportMap, kb: KB, lists: Mapping[str, ast.expr] | None = None
+) -> dict[str, str]:
+    """The torch layer class a call builds, under ``path``, and those of a ModuleDict's named values
+    and of a ModuleList's / Sequential's elements (``path.0``; ``path.*`` for every element of a
+    comprehension): ``self.point_embeddings[0].weight`` then reads an Embedding's table."""
+    lists = lists or {}
     entry = kb.get(imap.resolve(call.func) or "")
     if entry is None or entry.kind != "class":
         return {}
@@ -249,7 +289,21 @@ def _named_layers(path: str, call: ast.Call, imap: ImportMap, kb: KB) -> dict[st
     if entry.torch == "torch.nn.ModuleDict" and call.args:
         for key, value in _dict_items(call.args[0]):
             if isinstance(value, ast.Call):
-                out.update(_named_layers(f"{path}.{key}", value, imap, kb))
+                out.update(_named_layers(f"{path}.{key}", value, imap, kb, lists))
+    elif entry.torch in ("torch.nn.ModuleList", "torch.nn.Sequential") and call.args:
+        args = call.args
+        if entry.torch == "torch.nn.ModuleList" or (len(args) == 1 and not isinstance(args[0], ast.Call)):
+            elements, each = _elements(args[0], lists)
+        else:
+            elements, each = list(args), None
+        for i, value in enumerate(elements):
+            if isinstance(value, ast.Call):
+                out.update(_named_layers(f"{path}.{i}", value, imap, kb, lists))
+        kinds = {out.get(f"{path}.{i}") for i in range(len(elements))}
+        if len(kinds) == 1 and None not in kinds:  # every element alike: a negative index reads one of them too
+            out[f"{path}.*"] = kinds.pop()  # type: ignore[assignment]
+        if isinstance(each, ast.Call):
+            out.update(_named_layers(f"{path}.*", each, imap, kb, lists))
     return out
 
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis.imports import ImportMap
+from ..kb.source import draws_random
 
 LAYER_MAP_FILE = "torch2ms_layers.json"  # weights/project_map.py reads it under the same name
 _LISTS = ("torch.nn.ModuleList", "torch.nn.Sequential", "torch.nn.ParameterList")
@@ -217,9 +218,21 @@ def _call_attr(node: ast.Call, me: str, rec: _Recorder, attrs: dict[str, Spec | 
         and isinstance(node.args[0].value, str)
     ):
         kinds = {"register_parameter": {"param": True}, "register_buffer": {"buffer": True}}
+        if func.attr == "register_buffer" and _random_persistent(node):
+            kinds["register_buffer"] = {"param": True}  # converted to a Parameter that is not trained
         spec = kinds[func.attr] if func.attr in kinds else rec.spec(node.args[1])
         name = node.args[0].value
         attrs[name] = _merge(attrs[name], spec) if name in attrs else spec
+
+
+def _random_persistent(node: ast.Call) -> bool:
+    """``self.register_buffer(name, scale * torch.randn(...))``, persistent: converted to a Parameter
+    (kb/handlers/module_runtime.py: register_buffer), so the checkpoint's value is loaded into it."""
+    persistent = node.args[2] if len(node.args) > 2 else None
+    persistent = next((k.value for k in node.keywords if k.arg == "persistent"), persistent)
+    if isinstance(persistent, ast.Constant) and persistent.value is False:
+        return False
+    return draws_random(ast.unparse(node.args[1]))
 
 
 def record(tree: ast.Module, module: str, roots: frozenset[str], into: dict[str, Any]) -> None:

@@ -8,12 +8,13 @@ sits at the bottom of torch2ms and imports nothing above it.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-__all__ = ["NOT_LITERAL", "dotted", "is_int", "known_ints", "literal", "normalise", "paren"]
+__all__ = ["NOT_LITERAL", "dotted", "draws_random", "is_int", "known_ints", "literal", "normalise", "paren"]
 
 # Fragments that never need parentheses around them before ``.attr``, ``[i]`` or an operator.
 _ATOMIC = (ast.Name, ast.Constant, ast.Attribute, ast.Call, ast.Subscript, ast.Tuple, ast.List, ast.Dict)
@@ -99,3 +100,17 @@ def normalise(src: str) -> str:
         return ast.unparse(ast.parse(src.strip(), mode="eval"))
     except SyntaxError:
         return src.strip()
+
+
+# Calls whose tensor is drawn at random (or left uninitialised): a buffer registered with one holds values
+# the checkpoint has and a rebuilt network has not.
+_RANDOM_CALL = re.compile(
+    r"\b(randn|rand|randint|randperm|randn_like|rand_like|randint_like|normal|standard_normal|uniform|"
+    r"bernoulli|multinomial|empty|empty_like|normal_|uniform_)\s*\("
+)
+
+
+def draws_random(src: str) -> bool:
+    """Whether an expression's source draws its tensor at random (``scale * torch.randn((2, n))``,
+    ``ops.randn``, ``torch.empty(...).normal_()``), torch or converted spelling alike."""
+    return bool(_RANDOM_CALL.search(src))

@@ -187,11 +187,23 @@ def _module_dict_cell():
             for name, cell in (dict(modules) if modules is not None else {}).items():
                 self.insert_child_to_cell(name, cell)
 
+        def update_parameters_name(self, prefix: str = "", recurse: bool = True) -> None:
+            object.__setattr__(self, "_torch2ms_prefix", prefix)
+            super().update_parameters_name(prefix, recurse)
+
+        def _add(self, key: str, cell: Any) -> None:
+            """A child added after the parent named this dict: its parameters are named under the
+            dict's own name (``blocks.b0.weight``), as the ones it was built with."""
+            self.insert_child_to_cell(key, cell)
+            prefix = self.__dict__.get("_torch2ms_prefix")
+            if prefix is not None and self._auto_prefix and isinstance(cell, mindspore.nn.Cell):
+                cell.update_parameters_name(f"{prefix}{key}.")
+
         def __getitem__(self, key: str) -> Any:
             return self._cells[key]
 
         def __setitem__(self, key: str, cell: Any) -> None:
-            self.insert_child_to_cell(key, cell)
+            self._add(key, cell)
 
         def __len__(self) -> int:
             return len(self._cells)
@@ -213,7 +225,7 @@ def _module_dict_cell():
 
         def update(self, modules: Any) -> None:
             for name, cell in dict(modules).items():
-                self.insert_child_to_cell(name, cell)
+                self._add(name, cell)
 
         def pop(self, key: str) -> Any:
             cell = self._cells[key]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...i18n import _
 from ..schema import Entry
-from ..source import NOT_LITERAL, literal
+from ..source import NOT_LITERAL, draws_random, literal
 from ..transforms import Unsupported, handler
 
 _MS_DTYPE_PREFIXES = ("mindspore.", "ms.")
@@ -106,3 +106,17 @@ def jit(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     if fullgraph is not None:
         extra = f", fullgraph={fullgraph}"
     return f"mindspore.jit({fn}{extra})"
+
+
+@handler
+def register_buffer(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """``self.register_buffer(name, tensor)``: a persistent buffer drawn at random (``torch.randn``)
+    holds values only the checkpoint knows, and MindSpore loads Parameters only (a Cell's buffers are
+    not in a .ckpt): such a buffer becomes a Parameter that is not trained, under the same name, so
+    ``load_param_into_net`` gives it torch's values. Any other buffer stays a buffer."""
+    self, name, tensor = receiver or "self", bound["name"], bound["tensor"]
+    persistent = bound.get("persistent")
+    if literal(persistent if persistent is not None else "True") is not False and draws_random(tensor):
+        return f"{self}.insert_param_to_cell({name}, mindspore.Parameter({tensor}, name={name}, requires_grad=False))"
+    extra = "" if persistent is None else f", persistent={persistent}"
+    return f"{self}.register_buffer({name}, {tensor}{extra})"

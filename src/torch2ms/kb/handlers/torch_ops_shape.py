@@ -111,6 +111,13 @@ def scatter(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 
 
 @handler
+def tensor_scatter(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """x.scatter(dim, index, src|value) / x.scatter_(...) → as torch.scatter: Tensor.scatter with a scalar
+    (ScatterValue) has no CPU kernel in MindSpore 2.10, so the scalar is filled and tensor_scatter_elements runs."""
+    return scatter({**bound, "input": receiver or bound.get("input", "")}, None, entry)
+
+
+@handler
 def scatter_reduce(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """torch.scatter_reduce → ops.tensor_scatter_elements(..., 'add'): only reduce='sum' with include_self=True."""
     x, d, idx, src = bound["input"], bound["dim"], bound["index"], bound["src"]
