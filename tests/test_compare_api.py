@@ -312,3 +312,63 @@ def test_cli_names_the_line_in_text_and_json(tmp_path, lang):
     assert ("第一个出现差异的调用" if lang == "zh" else "first divergent call") in text.stdout, text.stdout
     js = subprocess.run([*argv, "--json"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert json.loads(js.stdout)["api"]["first"]["original"]["line"] == line
+
+
+# ------------------------------------------------ statements over several lines, helpers called again and again
+
+SPREAD = {
+    # a chained call over several lines in parentheses (llama2.c's repeat_kv)
+    "paren_chain": "    return (\n        x[:, :, None, :]\n        .expand(b, t, 2, c)\n        .reshape(b, t * 2, c)\n    )\n",
+    # a backslash continuation
+    "backslash": "    return x[:, :, None, :] \\\n        .expand(b, t, 2, c) \\\n        .reshape(b, t * 2, c)\n",
+    # the arguments of one call over several lines
+    "split_args": "    y = x[:, :, None, :].expand(\n        b, t, 2, c\n    )\n    return y.reshape(\n        b, t * 2, c)\n",
+    # on one line
+    "one_line": "    return x[:, :, None, :].expand(b, t, 2, c).reshape(b, t * 2, c)\n",
+}
+CALLERS = {
+    "two_lines": "        a = twice(h)\n        v = twice(g)\n",
+    "one_line": "        a, v = twice(h), twice(g)\n",
+}
+SPREAD_NET = """import torch
+import torch.nn as nn
+
+
+def twice(x):
+    b, t, c = x.shape
+{body}
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+        self.fc2 = nn.Linear(8, 8)
+
+    def forward(self, x):
+        h, g = self.fc(x), self.fc2(x)
+{caller}        return torch.softmax(a * v, dim=-1)
+"""
+
+
+@pytest.mark.parametrize("caller", sorted(CALLERS))
+@pytest.mark.parametrize("spread", sorted(SPREAD))
+def test_statements_over_lines_and_repeated_helpers_pair(tmp_path, monkeypatch, spread, caller):
+    """A statement over several lines is one place on both sides (the converter may join it into one
+    line), and each call of a helper is its own group even when two calls follow each other from one
+    line: unmodified, everything pairs and agrees; a wrong axis after them is still named."""
+    text = SPREAD_NET.format(body=SPREAD[spread], caller=CALLERS[caller])
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "model.py").write_text(text, encoding="utf-8")
+    convert_tree(src, tmp_path / "out")
+    rep = _compare(tmp_path, monkeypatch)
+    assert rep.api["status"] == "match" and rep.api["paired"] == rep.api["torch_groups"] == rep.api["ms_groups"], (
+        rep.api
+    )
+    assert rep.api["paired"] == (6 if spread == "split_args" else 4), rep.api  # one group per statement and call
+    converted = (tmp_path / "out" / "model.py").read_text(encoding="utf-8")
+    assert converted.count("axis=-1") == 1, converted
+    (tmp_path / "out" / "model.py").write_text(converted.replace("axis=-1", "axis=1"), encoding="utf-8")
+    first = _compare(tmp_path, monkeypatch).api["first"]
+    assert first["original"]["line"] == _line_of(text, "torch.softmax(a * v"), first
+    assert first["inputs_agree"] is True

@@ -20,7 +20,7 @@ from rich.markup import escape
 
 from ..convert.linemap import LINEMAP_JSON
 from ..i18n import _
-from .api_record import Group, Recorder, stats
+from .api_record import Group, Recorder, statement_line, statement_text, stats
 
 REL_TOL = 1e-4
 
@@ -78,7 +78,10 @@ class LineMap:
             same = [k for k in self.files if k.rpartition("/")[2] == rel.rpartition("/")[2]]
             rel = same[0] if len(same) == 1 else rel
         entry = self.files.get(rel, {})
-        return rel, int(entry.get("lines", {}).get(str(line), line if not entry else -line))
+        orig = int(entry.get("lines", {}).get(str(line), line if not entry else -line))
+        if orig > 0 and self.source:
+            orig = statement_line(os.path.join(self.source, rel), orig)
+        return rel, orig
 
     def torch_key(self, file: str, line: int) -> tuple[str, int]:
         return (_relative(file, Path(self.source)) if self.source else os.path.basename(file)), line
@@ -105,10 +108,7 @@ def _keyed(groups: list[Group], key: Any) -> dict[tuple[str, int, int], Group]:
 
 
 def _text(file: str, line: int) -> str:
-    try:
-        return Path(file).read_text(encoding="utf-8", errors="replace").splitlines()[line - 1].strip()
-    except (OSError, IndexError):
-        return ""
+    return statement_text(file, line)
 
 
 def _finding(lmap: LineMap, t: Group | None, m: Group | None, where: tuple[str, int] | None) -> dict[str, Any]:

@@ -11,6 +11,8 @@ are kept, within a byte budget; beyond it a group keeps summary statistics only.
 
 from __future__ import annotations
 
+import ast
+import functools
 import os
 import sys
 from collections.abc import Callable
@@ -35,6 +37,40 @@ class Group:
     seen: set[int] = field(default_factory=set)  # ids of tensors produced or taken already in this group
 
 
+@functools.lru_cache(maxsize=256)
+def _statement_starts(file: str) -> dict[int, int]:
+    """Each line of a file → the first line of the innermost statement holding it (a statement that
+    spans lines — a chained call over several lines — is one place to both sides)."""
+    try:
+        tree = ast.parse(Path(file).read_text(encoding="utf-8", errors="replace"))
+    except (OSError, SyntaxError, ValueError):
+        return {}
+    starts: dict[int, int] = {}
+    for node in sorted((n for n in ast.walk(tree) if isinstance(n, ast.stmt)), key=lambda n: n.lineno):
+        body = getattr(node, "body", None)
+        end = body[0].lineno - 1 if isinstance(body, list) and body else (node.end_lineno or node.lineno)
+        for line in range(node.lineno, end + 1):
+            starts[line] = node.lineno
+    return starts
+
+
+def statement_text(file: str, line: int, limit: int = 300) -> str:
+    """The text of the statement starting at ``line`` of ``file``, its lines joined (one line if unknown)."""
+    try:
+        lines = Path(file).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return ""
+    starts = _statement_starts(file)
+    span = [n for n, start in starts.items() if start == line] or [line]
+    text = " ".join(lines[n - 1].strip() for n in sorted(span) if 0 < n <= len(lines))
+    return text[:limit]
+
+
+def statement_line(file: str, line: int) -> int:
+    """The first line of the statement that holds ``line`` of ``file`` (``line`` itself if unknown)."""
+    return _statement_starts(file).get(line, line)
+
+
 def stats(a: np.ndarray) -> Summary:
     f = a.astype(np.float64) if a.size else np.zeros(1)
     return {"shape": list(a.shape), "dtype": str(a.dtype), "mean": float(f.mean()), "absmax": float(np.abs(f).max())}
@@ -47,6 +83,7 @@ class Recorder:
         self.to_numpy, self.budget = to_numpy, max_bytes
         self.groups: list[Group] = []
         self.kept = 0
+        self._frame: Any = None
 
     def _keep(self, value: Any) -> np.ndarray | Summary | None:
         arr = self.to_numpy(value)
@@ -74,14 +111,19 @@ class Recorder:
             return [self._describe(v) for v in value]
         return type(value).__name__
 
-    def add(self, file: str, line: int, api: str, args: list[Any], out: Any) -> None:
+    def add(self, file: str, line: int, api: str, args: list[Any], out: Any, frame: Any = None) -> None:
+        """One call made by ``line`` of ``file`` in the running ``frame`` of the user's function: it
+        joins the group of the statement's previous call unless the statement or the frame changed
+        (the same line run again by a new call of its function is a new group)."""
         outs = self._tensors(out)
         if not outs or api.endswith(("__getattr__", "__getattribute__")):
             return
+        line = statement_line(file, line)
         last = self.groups[-1] if self.groups else None
-        if last is None or (last.file, last.line) != (file, line):
+        if last is None or (last.file, last.line) != (file, line) or (frame is not None and frame is not self._frame):
             last = Group(file, line, args=[self._describe(a) for a in args])
             self.groups.append(last)
+            self._frame = frame  # held until the next group: a frame id alone could be reused
         elif isinstance(last.output, np.ndarray):
             self.kept -= last.output.nbytes
         for t in self._tensors(args):
@@ -134,11 +176,11 @@ def raised_at(exc: BaseException, files: set[str]) -> tuple[str, int] | None:
     return where
 
 
-def _user_frame(files: set[str]) -> tuple[str, int] | None:
+def _user_frame(files: set[str]) -> tuple[str, int, Any] | None:
     frame = sys._getframe(2)
     while frame is not None:
         if frame.f_code.co_filename in files:
-            return os.path.realpath(frame.f_code.co_filename), frame.f_lineno
+            return os.path.realpath(frame.f_code.co_filename), frame.f_lineno, frame
         frame = frame.f_back  # type: ignore[assignment]
     return None
 
@@ -161,7 +203,7 @@ def record_torch(model: Any, inputs: list[np.ndarray], max_bytes: int) -> tuple[
             where = _user_frame(files)
             if where is not None:
                 api = resolve_name(func) or getattr(func, "__name__", str(func))
-                rec.add(where[0], where[1], api, [*args, *(kwargs or {}).values()], out)
+                rec.add(where[0], where[1], api, [*args, *(kwargs or {}).values()], out, where[2])
             return out
 
     error = None
@@ -210,7 +252,7 @@ def record_ms(net: Any, inputs: list[np.ndarray], max_bytes: int) -> tuple[Recor
         return v.asnumpy().copy() if isinstance(v, ms.Tensor) else None
 
     rec = Recorder(to_numpy, max_bytes)
-    open_calls: dict[int, tuple[str, int, str, list[Any]]] = {}
+    open_calls: dict[int, tuple[str, int, str, list[Any], Any]] = {}
     wrapper_code = _wrap("x", None).__code__
 
     def profile(frame: Any, event: str, arg: Any) -> None:
@@ -226,10 +268,10 @@ def record_ms(net: Any, inputs: list[np.ndarray], max_bytes: int) -> tuple[Recor
             else:
                 api = f"{frame.f_globals.get('__name__', '')}.{code.co_qualname}"
                 args = list(frame.f_locals.values())
-            open_calls[id(frame)] = (back.f_code.co_filename, back.f_lineno, api, args)
+            open_calls[id(frame)] = (back.f_code.co_filename, back.f_lineno, api, args, back)
         elif event == "return" and id(frame) in open_calls:
-            file, line, api, args = open_calls.pop(id(frame))
-            rec.add(os.path.realpath(file), line, api, args, arg)
+            file, line, api, args, caller = open_calls.pop(id(frame))
+            rec.add(os.path.realpath(file), line, api, args, arg, caller)
 
     added = _wrap_tensor_methods(ms.Tensor)
     net.set_train(False)
