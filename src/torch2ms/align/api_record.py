@@ -253,14 +253,16 @@ def record_ms(net: Any, inputs: list[np.ndarray], max_bytes: int) -> tuple[Recor
 
     rec = Recorder(to_numpy, max_bytes)
     open_calls: dict[int, tuple[str, int, str, list[Any], Any]] = {}
+    through = _Containers(files, ms.nn.Cell)
     wrapper_code = _wrap("x", None).__code__
 
     def profile(frame: Any, event: str, arg: Any) -> None:
         if event == "call":
             back = frame.f_back
-            if back is None or frame.f_code.co_filename in files or back.f_code.co_filename not in files:
+            if back is None or frame.f_code.co_filename in files:
                 return
-            if _user_cell_call(frame, files):
+            site = back if back.f_code.co_filename in files else through.user_frame(back)
+            if site is None or _user_cell_call(frame, files) or through.enter(frame, back):
                 return
             code = frame.f_code
             if code is wrapper_code:
@@ -268,10 +270,12 @@ def record_ms(net: Any, inputs: list[np.ndarray], max_bytes: int) -> tuple[Recor
             else:
                 api = f"{frame.f_globals.get('__name__', '')}.{code.co_qualname}"
                 args = list(frame.f_locals.values())
-            open_calls[id(frame)] = (back.f_code.co_filename, back.f_lineno, api, args, back)
-        elif event == "return" and id(frame) in open_calls:
-            file, line, api, args, caller = open_calls.pop(id(frame))
-            rec.add(os.path.realpath(file), line, api, args, arg, caller)
+            open_calls[id(frame)] = (site.f_code.co_filename, site.f_lineno, api, args, site)
+        elif event == "return":
+            through.leave(frame)
+            if id(frame) in open_calls:
+                file, line, api, args, caller = open_calls.pop(id(frame))
+                rec.add(os.path.realpath(file), line, api, args, arg, caller)
 
     added = _wrap_tensor_methods(ms.Tensor)
     net.set_train(False)
@@ -286,6 +290,45 @@ def record_ms(net: Any, inputs: list[np.ndarray], max_bytes: int) -> tuple[Recor
         for name in added:
             delattr(ms.Tensor, name)
     return rec, error, switched
+
+
+class _Containers:
+    """Library cells that hold the user's cells (a SequentialCell of the user's Linear and a GELU):
+    seen through like torch's nn.Sequential, which no TorchFunctionMode sees. Their own frames are
+    not calls; the calls they make are attributed to the user's line that called the container."""
+
+    def __init__(self, files: set[str], cell_cls: type) -> None:
+        self.files, self.cell_cls = files, cell_cls
+        self.open: set[int] = set()  # ids of the running frames of such containers
+        self.holds: dict[int, bool] = {}
+
+    def _holds_user_cells(self, cell: Any) -> bool:
+        if id(cell) not in self.holds:
+            codes = (getattr(getattr(type(c), "construct", None), "__code__", None) for _n, c in cell.cells_and_names())
+            self.holds[id(cell)] = any(getattr(code, "co_filename", None) in self.files for code in codes)
+        return self.holds[id(cell)]
+
+    def user_frame(self, frame: Any) -> Any:
+        """The nearest user frame above a running container frame (None when ``frame`` is no container's)."""
+        if id(frame) not in self.open:
+            return None
+        while frame is not None and frame.f_code.co_filename not in self.files:
+            frame = frame.f_back
+        return frame
+
+    def enter(self, frame: Any, back: Any) -> bool:
+        """Whether ``frame`` is a container's own frame (then it is seen through, not recorded)."""
+        obj = frame.f_locals.get("self")
+        if id(back) in self.open and obj is not None and obj is back.f_locals.get("self"):
+            self.open.add(id(frame))
+            return True
+        if frame.f_code.co_name == "__call__" and isinstance(obj, self.cell_cls) and self._holds_user_cells(obj):
+            self.open.add(id(frame))
+            return True
+        return False
+
+    def leave(self, frame: Any) -> None:
+        self.open.discard(id(frame))
 
 
 def _ms_dir(ms: Any) -> str:
