@@ -372,3 +372,56 @@ def test_statements_over_lines_and_repeated_helpers_pair(tmp_path, monkeypatch, 
     first = _compare(tmp_path, monkeypatch).api["first"]
     assert first["original"]["line"] == _line_of(text, "torch.softmax(a * v"), first
     assert first["inputs_agree"] is True
+
+
+# ------------------------------------------------ library containers that hold the user's own layers
+
+CONTAINERS = {
+    "user_first": "nn.Sequential(Lin(8), nn.GELU(), nn.Linear(8, 8))",
+    "user_last": "nn.Sequential(nn.Linear(8, 8), nn.Tanh(), Lin(8))",
+    "nested": "nn.Sequential(nn.Sequential(Lin(8), nn.ReLU()), nn.Linear(8, 8))",
+    "library_only": "nn.Sequential(nn.Linear(8, 8), nn.GELU())",
+    "named": "nn.Sequential(OrderedDict(a=Lin(8), g=nn.GELU(), b=Lin(8)))",
+}
+CONTAINER_NET = """from collections import OrderedDict
+
+import torch
+import torch.nn as nn
+
+
+class Lin(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.w = nn.Parameter(torch.rand(n, n) - 0.5)
+
+    def forward(self, x):
+        return x @ self.w
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.seq = {container}
+
+    def forward(self, x):
+        y = self.seq(x) * 3
+        return torch.softmax(y, dim=-1)
+"""
+
+
+@pytest.mark.parametrize("container", sorted(CONTAINERS))
+def test_library_containers_of_user_layers_are_seen_through(tmp_path, monkeypatch, container):
+    """torch's nn.Sequential is no call to a TorchFunctionMode: the calls inside it are the user's
+    layers' lines and, for the library layers in it, the line that called the container. The
+    MindSpore side must see its SequentialCell the same way, or the groups do not pair."""
+    text = CONTAINER_NET.format(container=CONTAINERS[container])
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "model.py").write_text(text, encoding="utf-8")
+    convert_tree(src, tmp_path / "out")
+    rep = _compare(tmp_path, monkeypatch)
+    assert rep.api["status"] == "match" and rep.api["paired"] == rep.api["torch_groups"] == rep.api["ms_groups"]
+    converted = (tmp_path / "out" / "model.py").read_text(encoding="utf-8")
+    (tmp_path / "out" / "model.py").write_text(converted.replace("axis=-1", "axis=0"), encoding="utf-8")
+    first = _compare(tmp_path, monkeypatch).api["first"]
+    assert first["original"]["line"] == _line_of(text, "torch.softmax(y"), first
