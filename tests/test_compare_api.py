@@ -117,7 +117,7 @@ def test_injected_api_bug_names_the_original_line(tmp_path, monkeypatch, bug, lo
     assert first["original"]["line"] == _line_of(LOCATIONS[location], torch_line), first
     assert torch_line in first["original"]["text"]
     assert first["converted"]["line"] == _line_of(converted, old) and new in first["converted"]["text"]
-    assert first["inputs_agree"] is True
+    assert first["inputs_agree"] is True and first["cause"] == "this_call"
     if kb_api is not None:
         assert any(kb_api in e["api"] for e in first["kb"]), first["kb"]
     json.dumps(rep.to_dict(), default=str)  # the JSON report holds it
@@ -156,7 +156,7 @@ def test_inputs_that_already_differ_point_upstream(tmp_path):
     files = sorted(user_files([c for _n, c in net.cells_and_names()], "\0"))
     first = align(t_rec, m_rec, None, files)["first"]
     assert first["original"]["line"] == _line_of(LOCATIONS["forward"], "F.layer_norm")
-    assert first["inputs_agree"] is False
+    assert first["inputs_agree"] is False and first["cause"] == "upstream"
 
 
 def test_graph_mode_is_switched_to_pynative_for_the_recording(tmp_path):
@@ -425,3 +425,112 @@ def test_library_containers_of_user_layers_are_seen_through(tmp_path, monkeypatc
     (tmp_path / "out" / "model.py").write_text(converted.replace("axis=-1", "axis=0"), encoding="utf-8")
     first = _compare(tmp_path, monkeypatch).api["first"]
     assert first["original"]["line"] == _line_of(text, "torch.softmax(y"), first
+
+
+# ------------------------------------------------ the verdicts: float noise growing through many calls
+
+NOISE_NET = """import torch
+import torch.nn as nn
+
+
+def spin(h, w):
+    for _ in range({steps}):
+        h = torch.{op}(h @ w * 3.0)
+    return h
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(8, 8) / 3)
+
+    def forward(self, x):
+{forward}
+"""
+NOISE_FORWARD = {
+    "forward": "        h = x\n        for _ in range({steps}):\n            h = torch.{op}(h @ self.w * 3.0)\n"
+    "        return h.softmax(dim=-1)",
+    "helper": "        return spin(x, self.w).softmax(dim=-1)",
+}
+
+
+def _noise_net(tmp_path: Path, location: str, op: str, steps: int) -> str:
+    text = NOISE_NET.format(steps=steps, op=op, forward=NOISE_FORWARD[location].format(steps=steps, op=op))
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "model.py").write_text(text, encoding="utf-8")
+    convert_tree(src, tmp_path / "out")
+    return text
+
+
+@pytest.mark.parametrize("op", ["sin", "cos"])
+@pytest.mark.parametrize("location", sorted(NOISE_FORWARD))
+def test_float_noise_growing_through_a_loop_is_said_so(tmp_path, monkeypatch, location, op):
+    """A chaotic loop of correct calls: the rounding differences of the two frameworks' matmuls grow
+    call by call until one passes the tolerance. No line is wrong; the report says it is float noise
+    (each run of the loop's line is its own group, so the growth is seen call by call)."""
+    text = _noise_net(tmp_path, location, op, 60)
+    rep = _compare(tmp_path, monkeypatch)
+    first = rep.api["first"]
+    assert first is not None and first["cause"] == "float_noise", first
+    needle = "(h @ self.w" if location == "forward" else "(h @ w"
+    assert first["original"]["line"] == _line_of(text, f"torch.{op}{needle}"), first
+    assert len(first["trend"]) >= 3 and first["trend"][-1] > 0, first
+    assert rep.api["paired"] >= 10  # one group per run of the loop's line
+
+
+@pytest.mark.parametrize("location", sorted(NOISE_FORWARD))
+def test_a_wrong_call_after_a_short_loop_is_this_call(tmp_path, monkeypatch, location):
+    """The same model with few runs of the loop (no noise beyond tolerance) and a wrong softmax axis:
+    the cause is that call, not noise."""
+    text = _noise_net(tmp_path, location, "sin", 3)
+    converted = (tmp_path / "out" / "model.py").read_text(encoding="utf-8")
+    assert converted.count("axis=-1") == 1, converted
+    (tmp_path / "out" / "model.py").write_text(converted.replace("axis=-1", "axis=0"), encoding="utf-8")
+    first = _compare(tmp_path, monkeypatch).api["first"]
+    assert first["cause"] == "this_call" and first["original"]["line"] == _line_of(text, ".softmax(dim=-1)"), first
+
+
+# ------------------------------------------------ the reproducer of the first divergent call
+
+
+@pytest.mark.parametrize("location", sorted(LOCATIONS))
+@pytest.mark.parametrize("bug", sorted(BUGS))
+def test_the_reproducer_shows_the_difference_alone(tmp_path, monkeypatch, bug, location):
+    """With --out, the report writes repro.py + inputs.npz; run alone (torch and MindSpore, no
+    torch2ms, no model), it shows the same difference of that one statement and exits 1."""
+    import re
+    import subprocess
+    import sys
+
+    from torch2ms.align.api import CompareOptions, compare_models
+
+    old, new, torch_line, _kb = BUGS[bug]
+    out = _convert(tmp_path, location)
+    converted = (out / "model.py").read_text(encoding="utf-8")
+    (out / "model.py").write_text(converted.replace(old, new), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    opts = CompareOptions(input_shapes=[(2, 8, 8)], graph=False, api=True, out_dir=tmp_path / "report")
+    first = compare_models("src/model.py:Net", "out/model.py:Net", opts).api["first"]
+    script = Path(first["reproducer"])
+    assert script.parent == tmp_path / "report" / "api-repro" and (script.parent / "inputs.npz").is_file()
+    moved = tmp_path / "elsewhere"  # a user attaches the two files to a bug report
+    shutil.copytree(script.parent, moved)
+    run = subprocess.run(
+        [sys.executable, str(moved / "repro.py")], cwd=moved, capture_output=True, text=True, timeout=300
+    )
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert re.search(r"^\s*(from|import) torch2ms\b(?!_runtime)", script.read_text(encoding="utf-8"), re.M) is None
+    assert torch_line.split("(")[0] in run.stdout, run.stdout
+    diff = float(re.search(r"max abs difference: (\S+)", run.stdout).group(1))
+    assert diff == pytest.approx(first["max_abs"], rel=1e-3, abs=1e-6), (run.stdout, first["max_abs"])
+
+
+def test_no_reproducer_when_nothing_differs(tmp_path, monkeypatch):
+    from torch2ms.align.api import CompareOptions, compare_models
+
+    _convert(tmp_path, "forward")
+    monkeypatch.chdir(tmp_path)
+    opts = CompareOptions(input_shapes=[(2, 8, 8)], graph=False, api=True, out_dir=tmp_path / "report")
+    assert compare_models("src/model.py:Net", "out/model.py:Net", opts).api["first"] is None
+    assert not (tmp_path / "report" / "api-repro").exists()

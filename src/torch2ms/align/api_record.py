@@ -35,6 +35,50 @@ class Group:
     output: np.ndarray | Summary | None = None
     out_summary: Summary | None = None
     seen: set[int] = field(default_factory=set)  # ids of tensors produced or taken already in this group
+    names: dict[str, int] = field(default_factory=dict)  # the user's name of an input ("att", "self.bias") → index
+    scalars: dict[str, Any] = field(default_factory=dict)  # plain values in scope when the group began
+
+
+_PLAIN = (int, float, bool, str, type(None))
+
+
+def _plain(value: Any) -> bool:
+    if isinstance(value, (tuple, list)):
+        return len(value) <= 16 and all(isinstance(v, _PLAIN) for v in value)
+    return isinstance(value, _PLAIN)
+
+
+def _scope(frame: Any) -> list[tuple[str, dict[str, Any]]]:
+    """The places a statement's names come from: its locals, and the attributes of its ``self``."""
+    if frame is None:
+        return []
+    local = frame.f_locals
+    places = [("", local)]
+    obj = local.get("self")
+    if obj is not None:
+        for attr in ("__dict__", "_parameters", "_buffers", "_params"):
+            found = getattr(obj, attr, None)
+            if isinstance(found, dict):
+                places.append(("self.", found))
+    return places
+
+
+def scope_scalars(frame: Any) -> dict[str, Any]:
+    """The plain values (numbers, strings, tuples of them) a statement of ``frame`` can read."""
+    return {
+        prefix + k: (list(v) if isinstance(v, tuple) else v)
+        for prefix, place in _scope(frame)
+        for k, v in place.items()
+        if not k.startswith("__") and _plain(v)
+    }
+
+
+def _name_in_scope(value: Any, frame: Any) -> str | None:
+    for prefix, place in _scope(frame):
+        for k, v in place.items():
+            if v is value:
+                return prefix + k
+    return None
 
 
 @functools.lru_cache(maxsize=256)
@@ -84,6 +128,7 @@ class Recorder:
         self.groups: list[Group] = []
         self.kept = 0
         self._frame: Any = None
+        self._lasti: int | None = None
 
     def _keep(self, value: Any) -> np.ndarray | Summary | None:
         arr = self.to_numpy(value)
@@ -114,21 +159,33 @@ class Recorder:
     def add(self, file: str, line: int, api: str, args: list[Any], out: Any, frame: Any = None) -> None:
         """One call made by ``line`` of ``file`` in the running ``frame`` of the user's function: it
         joins the group of the statement's previous call unless the statement or the frame changed
-        (the same line run again by a new call of its function is a new group)."""
+        (the same line run again by a new call of its function is a new group) or the frame's
+        instruction went back (a loop ran the statement again; the calls of one library layer are
+        made from one instruction and stay one group, and so does a loop body of a single call)."""
         outs = self._tensors(out)
         if not outs or api.endswith(("__getattr__", "__getattribute__")):
             return
         line = statement_line(file, line)
+        lasti = getattr(frame, "f_lasti", None)
         last = self.groups[-1] if self.groups else None
-        if last is None or (last.file, last.line) != (file, line) or (frame is not None and frame is not self._frame):
+        if (
+            last is None
+            or (last.file, last.line) != (file, line)
+            or (frame is not None and frame is not self._frame)
+            or (lasti is not None and self._lasti is not None and lasti < self._lasti)  # a loop ran it again
+        ):
             last = Group(file, line, args=[self._describe(a) for a in args])
             self.groups.append(last)
             self._frame = frame  # held until the next group: a frame id alone could be reused
+            last.scalars = scope_scalars(frame)
         elif isinstance(last.output, np.ndarray):
             self.kept -= last.output.nbytes
+        self._lasti = lasti
         for t in self._tensors(args):
             if id(t) not in last.seen and (kept := self._keep(t)) is not None:
                 last.inputs.append(kept)
+                if (name := _name_in_scope(t, frame)) is not None:
+                    last.names.setdefault(name, len(last.inputs) - 1)
             last.seen.add(id(t))
         last.seen |= {id(t) for t in outs}
         last.calls.append(api)
