@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import ast
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -220,7 +222,7 @@ def _compare(base: Path, tmp_path: Path, monkeypatch, model: str, edit: tuple[st
         assert text.count(edit[0]) == 1, edit
         text = text.replace(*edit)
     target.write_text(text, encoding="utf-8")
-    opts = CompareOptions(input_shapes=shapes, input_dtypes=dtypes, graph=False, api=True)
+    opts = CompareOptions(input_shapes=shapes, input_dtypes=dtypes, graph=False, api=True, out_dir=tmp_path / "rep")
     return compare_models(f"{base / 'src' / file}:{factory}", f"{target}:{factory}", opts), text
 
 
@@ -249,3 +251,9 @@ def test_kit_injected_bug_names_the_original_line(converted, tmp_path, monkeypat
     assert first["original"]["line"] == _statement_of(original, needle), first
     assert first["converted"]["line"] == _statement_of(text, new.splitlines()[0]), first
     assert first["cause"] in ("this_call", "error") and first["inputs_agree"] is True, first
+    if first["cause"] == "this_call" and first["reproducer"] is None:  # it calls one of the model's layers
+        assert first["reproducer_lacks"] and all(n.startswith("self.") for n in first["reproducer_lacks"]), first
+    elif first["cause"] == "this_call":  # the reproducer, run alone, shows the difference of that statement
+        run = subprocess.run([sys.executable, first["reproducer"]], capture_output=True, text=True, timeout=300)
+        assert run.returncode == 1, run.stdout + run.stderr
+        assert "max abs difference" in run.stdout or "MindSpore raised" in run.stdout, run.stdout

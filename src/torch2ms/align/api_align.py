@@ -208,8 +208,9 @@ def align(
             }
             if repro_dir is not None and cause != "upstream":
                 root = str(lmap.root) if lmap.root is not None else None
-                script = write_reproducer(repro_dir, result["first"], t, m, root)
+                script, lacking = write_reproducer(repro_dir, result["first"], t, m, root)
                 result["first"]["reproducer"] = str(script) if script is not None else None
+                result["first"]["reproducer_lacks"] = lacking
             break
         history.append(out_rel or 0.0)
     if result["first"] is None and ms_error is not None:
@@ -258,6 +259,13 @@ def print_api(api: dict[str, Any], console: Any) -> None:
             console.print("  " + _("max abs difference: {diff:.3g}").format(diff=first["max_abs"]))
     if first.get("error"):
         console.print("  " + _("error:") + f" {escape(first['error'])}")
+    if first.get("reproducer_lacks"):
+        console.print(
+            "  "
+            + _("no reproducer: the statement also needs {names}, which a run of it alone would not have").format(
+                names=", ".join(first["reproducer_lacks"])
+            )
+        )
     if first.get("reproducer"):
         console.print(
             "  " + _("reproducer (this call alone, torch and MindSpore): {path}").format(path=first["reproducer"])

@@ -12,6 +12,7 @@ floats, tuples) as they were when the statement began.
 from __future__ import annotations
 
 import ast
+import builtins
 import json
 import textwrap
 from pathlib import Path
@@ -59,21 +60,49 @@ def _imports(file: str) -> str:
     return "\n".join(f"try:\n    {ast.unparse(n)}\nexcept Exception:\n    pass" for n in kept)
 
 
+def _missing(code: str, imports: str, known: set[str]) -> list[str]:
+    """Names the statement reads that the reproducer would not have (a layer of the model it calls,
+    a tensor the recording did not keep): with any, the statement cannot run alone."""
+    tree = ast.parse(code)
+    imported = {
+        (a.asname or a.name).split(".")[0]
+        for n in ast.walk(ast.parse(imports))
+        if isinstance(n, (ast.Import, ast.ImportFrom))
+        for a in n.names
+    }
+    stored = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    read |= {
+        f"self.{n.attr}"
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self"
+    }
+    free = read - stored - imported - known - {"self", "__out__"} - set(dir(builtins))
+    return sorted(free)
+
+
 def _side(group: Group, file: str) -> dict[str, Any] | None:
     code = _with_result(statement_source(file, group.line))
     if code is None:
         return None
     arrays = {name: group.inputs[i] for name, i in group.names.items() if isinstance(group.inputs[i], np.ndarray)}
-    return {"code": code, "imports": _imports(file), "arrays": arrays, "scalars": group.scalars}
+    imports = _imports(file)
+    missing = _missing(code, imports, set(arrays) | set(group.scalars))
+    return {"code": code, "imports": imports, "arrays": arrays, "scalars": group.scalars, "missing": missing}
 
 
-def write_reproducer(folder: Path, first: dict[str, Any], t: Group, m: Group, runtime_root: str | None) -> Path | None:
-    """Write ``repro.py`` and ``inputs.npz`` into ``folder`` for the first divergent pair; the script's
-    path, or None when a side's statement or inputs cannot stand alone."""
+def write_reproducer(
+    folder: Path, first: dict[str, Any], t: Group, m: Group, runtime_root: str | None
+) -> tuple[Path | None, list[str]]:
+    """Write ``repro.py`` and ``inputs.npz`` into ``folder`` for the first divergent pair: (the script,
+    []) or, when a side's statement cannot stand alone, (None, the names it would lack)."""
     found = {"torch": _side(t, t.file), "ms": _side(m, m.file)}
     sides = {side: s for side, s in found.items() if s is not None}
     if len(sides) != len(found):
-        return None
+        return None, ["<statement>"]
+    missing = sorted({name for s in sides.values() for name in s["missing"]})
+    if missing:
+        return None, missing
     folder.mkdir(parents=True, exist_ok=True)
     arrays = {f"{side}:{name}": a for side, s in sides.items() for name, a in s["arrays"].items()}
     np.savez(folder / REPRO_INPUTS, **arrays)
@@ -88,7 +117,7 @@ def write_reproducer(folder: Path, first: dict[str, Any], t: Group, m: Group, ru
         runtime=json.dumps(runtime_root),
     )
     (folder / REPRO_SCRIPT).write_text(text, encoding="utf-8")
-    return folder / REPRO_SCRIPT
+    return folder / REPRO_SCRIPT, []
 
 
 _SCRIPT = '''"""Reproducer written by torch2ms compare --api: the first call whose output differs.
@@ -131,20 +160,29 @@ def main():
         sys.path.insert(0, RUNTIME)
     import torch
 
+    print("torch     {torch_where}:", SETTINGS["torch"]["code"].splitlines()[0])
+    print("MindSpore {ms_where}:", SETTINGS["ms"]["code"].splitlines()[0])
     t = run("torch", lambda a: torch.from_numpy(a.copy())).detach().cpu().numpy()
     import mindspore as ms
 
     ms.set_context(mode=ms.PYNATIVE_MODE)
-    m = run("ms", ms.Tensor).asnumpy()
-    print("torch     {torch_where}:", SETTINGS["torch"]["code"].splitlines()[0])
-    print("MindSpore {ms_where}:", SETTINGS["ms"]["code"].splitlines()[0])
+    try:
+        m = run("ms", ms.Tensor).asnumpy()
+    except Exception as exc:  # the converted statement raises where the original does not
+        print("MindSpore raised:", type(exc).__name__, str(exc).strip().splitlines()[0])
+        return 1
     if t.shape != m.shape:
         print("shapes differ:", t.shape, m.shape)
         return 1
-    diff = float(np.abs(t.astype(np.float64) - m.astype(np.float64)).max()) if t.size else 0.0
-    scale = max(float(np.abs(t.astype(np.float64)).max()) if t.size else 0.0, 1e-3)
+    ft, fm = t.astype(np.float64), m.astype(np.float64)
+    finite = np.isfinite(ft) & np.isfinite(fm)
+    odd = not np.array_equal(np.where(finite, 0, ft), np.where(finite, 0, fm), equal_nan=True)
+    diff = float(np.abs(ft - fm)[finite].max()) if finite.any() else 0.0
+    scale = max(float(np.abs(ft[finite]).max()) if finite.any() else 0.0, 1e-3)
     print(f"max abs difference: {{diff:.6g}} (relative {{diff / scale:.3g}})")
-    return 1 if diff > 1e-4 * scale else 0
+    if odd:
+        print("inf/nan differ: torch", int((~np.isfinite(ft)).sum()), "MindSpore", int((~np.isfinite(fm)).sum()))
+    return 1 if odd or diff > 1e-4 * scale else 0
 
 
 if __name__ == "__main__":
