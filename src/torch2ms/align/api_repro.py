@@ -51,12 +51,13 @@ def _with_result(source: str) -> str | None:
 
 
 def _imports(file: str) -> str:
-    """The file's top-level absolute imports, each on its own and allowed to fail."""
+    """The file's top-level absolute imports (also those in a top-level try/if), each allowed to fail."""
     try:
         tree = ast.parse(Path(file).read_text(encoding="utf-8", errors="replace"))
     except (OSError, SyntaxError):
         return ""
-    kept = [n for n in tree.body if isinstance(n, ast.Import) or (isinstance(n, ast.ImportFrom) and not n.level)]
+    top = [n for node in tree.body for n in (ast.walk(node) if isinstance(node, (ast.Try, ast.If)) else [node])]
+    kept = [n for n in top if isinstance(n, ast.Import) or (isinstance(n, ast.ImportFrom) and not n.level)]
     return "\n".join(f"try:\n    {ast.unparse(n)}\nexcept Exception:\n    pass" for n in kept)
 
 
