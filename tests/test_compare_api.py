@@ -117,7 +117,7 @@ def test_injected_api_bug_names_the_original_line(tmp_path, monkeypatch, bug, lo
     assert first["original"]["line"] == _line_of(LOCATIONS[location], torch_line), first
     assert torch_line in first["original"]["text"]
     assert first["converted"]["line"] == _line_of(converted, old) and new in first["converted"]["text"]
-    assert first["inputs_agree"] is True
+    assert first["inputs_agree"] is True and first["cause"] == "this_call"
     if kb_api is not None:
         assert any(kb_api in e["api"] for e in first["kb"]), first["kb"]
     json.dumps(rep.to_dict(), default=str)  # the JSON report holds it
@@ -156,7 +156,7 @@ def test_inputs_that_already_differ_point_upstream(tmp_path):
     files = sorted(user_files([c for _n, c in net.cells_and_names()], "\0"))
     first = align(t_rec, m_rec, None, files)["first"]
     assert first["original"]["line"] == _line_of(LOCATIONS["forward"], "F.layer_norm")
-    assert first["inputs_agree"] is False
+    assert first["inputs_agree"] is False and first["cause"] == "upstream"
 
 
 def test_graph_mode_is_switched_to_pynative_for_the_recording(tmp_path):
@@ -312,3 +312,225 @@ def test_cli_names_the_line_in_text_and_json(tmp_path, lang):
     assert ("第一个出现差异的调用" if lang == "zh" else "first divergent call") in text.stdout, text.stdout
     js = subprocess.run([*argv, "--json"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert json.loads(js.stdout)["api"]["first"]["original"]["line"] == line
+
+
+# ------------------------------------------------ statements over several lines, helpers called again and again
+
+SPREAD = {
+    # a chained call over several lines in parentheses (llama2.c's repeat_kv)
+    "paren_chain": "    return (\n        x[:, :, None, :]\n        .expand(b, t, 2, c)\n        .reshape(b, t * 2, c)\n    )\n",
+    # a backslash continuation
+    "backslash": "    return x[:, :, None, :] \\\n        .expand(b, t, 2, c) \\\n        .reshape(b, t * 2, c)\n",
+    # the arguments of one call over several lines
+    "split_args": "    y = x[:, :, None, :].expand(\n        b, t, 2, c\n    )\n    return y.reshape(\n        b, t * 2, c)\n",
+    # on one line
+    "one_line": "    return x[:, :, None, :].expand(b, t, 2, c).reshape(b, t * 2, c)\n",
+}
+CALLERS = {
+    "two_lines": "        a = twice(h)\n        v = twice(g)\n",
+    "one_line": "        a, v = twice(h), twice(g)\n",
+}
+SPREAD_NET = """import torch
+import torch.nn as nn
+
+
+def twice(x):
+    b, t, c = x.shape
+{body}
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+        self.fc2 = nn.Linear(8, 8)
+
+    def forward(self, x):
+        h, g = self.fc(x), self.fc2(x)
+{caller}        return torch.softmax(a * v, dim=-1)
+"""
+
+
+@pytest.mark.parametrize("caller", sorted(CALLERS))
+@pytest.mark.parametrize("spread", sorted(SPREAD))
+def test_statements_over_lines_and_repeated_helpers_pair(tmp_path, monkeypatch, spread, caller):
+    """A statement over several lines is one place on both sides (the converter may join it into one
+    line), and each call of a helper is its own group even when two calls follow each other from one
+    line: unmodified, everything pairs and agrees; a wrong axis after them is still named."""
+    text = SPREAD_NET.format(body=SPREAD[spread], caller=CALLERS[caller])
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "model.py").write_text(text, encoding="utf-8")
+    convert_tree(src, tmp_path / "out")
+    rep = _compare(tmp_path, monkeypatch)
+    assert rep.api["status"] == "match" and rep.api["paired"] == rep.api["torch_groups"] == rep.api["ms_groups"], (
+        rep.api
+    )
+    assert rep.api["paired"] == (6 if spread == "split_args" else 4), rep.api  # one group per statement and call
+    converted = (tmp_path / "out" / "model.py").read_text(encoding="utf-8")
+    assert converted.count("axis=-1") == 1, converted
+    (tmp_path / "out" / "model.py").write_text(converted.replace("axis=-1", "axis=1"), encoding="utf-8")
+    first = _compare(tmp_path, monkeypatch).api["first"]
+    assert first["original"]["line"] == _line_of(text, "torch.softmax(a * v"), first
+    assert first["inputs_agree"] is True
+
+
+# ------------------------------------------------ library containers that hold the user's own layers
+
+CONTAINERS = {
+    "user_first": "nn.Sequential(Lin(8), nn.GELU(), nn.Linear(8, 8))",
+    "user_last": "nn.Sequential(nn.Linear(8, 8), nn.Tanh(), Lin(8))",
+    "nested": "nn.Sequential(nn.Sequential(Lin(8), nn.ReLU()), nn.Linear(8, 8))",
+    "library_only": "nn.Sequential(nn.Linear(8, 8), nn.GELU())",
+    "named": "nn.Sequential(OrderedDict(a=Lin(8), g=nn.GELU(), b=Lin(8)))",
+}
+CONTAINER_NET = """from collections import OrderedDict
+
+import torch
+import torch.nn as nn
+
+
+class Lin(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.w = nn.Parameter(torch.rand(n, n) - 0.5)
+
+    def forward(self, x):
+        return x @ self.w
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.seq = {container}
+
+    def forward(self, x):
+        y = self.seq(x) * 3
+        return torch.softmax(y, dim=-1)
+"""
+
+
+@pytest.mark.parametrize("container", sorted(CONTAINERS))
+def test_library_containers_of_user_layers_are_seen_through(tmp_path, monkeypatch, container):
+    """torch's nn.Sequential is no call to a TorchFunctionMode: the calls inside it are the user's
+    layers' lines and, for the library layers in it, the line that called the container. The
+    MindSpore side must see its SequentialCell the same way, or the groups do not pair."""
+    text = CONTAINER_NET.format(container=CONTAINERS[container])
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "model.py").write_text(text, encoding="utf-8")
+    convert_tree(src, tmp_path / "out")
+    rep = _compare(tmp_path, monkeypatch)
+    assert rep.api["status"] == "match" and rep.api["paired"] == rep.api["torch_groups"] == rep.api["ms_groups"]
+    converted = (tmp_path / "out" / "model.py").read_text(encoding="utf-8")
+    (tmp_path / "out" / "model.py").write_text(converted.replace("axis=-1", "axis=0"), encoding="utf-8")
+    first = _compare(tmp_path, monkeypatch).api["first"]
+    assert first["original"]["line"] == _line_of(text, "torch.softmax(y"), first
+
+
+# ------------------------------------------------ the verdicts: float noise growing through many calls
+
+NOISE_NET = """import torch
+import torch.nn as nn
+
+
+def spin(h, w):
+    for _ in range({steps}):
+        h = torch.{op}(h @ w * 3.0)
+    return h
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(8, 8) / 3)
+
+    def forward(self, x):
+{forward}
+"""
+NOISE_FORWARD = {
+    "forward": "        h = x\n        for _ in range({steps}):\n            h = torch.{op}(h @ self.w * 3.0)\n"
+    "        return h.softmax(dim=-1)",
+    "helper": "        return spin(x, self.w).softmax(dim=-1)",
+}
+
+
+def _noise_net(tmp_path: Path, location: str, op: str, steps: int) -> str:
+    text = NOISE_NET.format(steps=steps, op=op, forward=NOISE_FORWARD[location].format(steps=steps, op=op))
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "model.py").write_text(text, encoding="utf-8")
+    convert_tree(src, tmp_path / "out")
+    return text
+
+
+@pytest.mark.parametrize("op", ["sin", "cos"])
+@pytest.mark.parametrize("location", sorted(NOISE_FORWARD))
+def test_float_noise_growing_through_a_loop_is_said_so(tmp_path, monkeypatch, location, op):
+    """A chaotic loop of correct calls: the rounding differences of the two frameworks' matmuls grow
+    call by call until one passes the tolerance. No line is wrong; the report says it is float noise
+    (each run of the loop's line is its own group, so the growth is seen call by call)."""
+    text = _noise_net(tmp_path, location, op, 60)
+    rep = _compare(tmp_path, monkeypatch)
+    first = rep.api["first"]
+    assert first is not None and first["cause"] == "float_noise", first
+    needle = "(h @ self.w" if location == "forward" else "(h @ w"
+    assert first["original"]["line"] == _line_of(text, f"torch.{op}{needle}"), first
+    assert len(first["trend"]) >= 3 and first["trend"][-1] > 0, first
+    assert rep.api["paired"] >= 10  # one group per run of the loop's line
+
+
+@pytest.mark.parametrize("location", sorted(NOISE_FORWARD))
+def test_a_wrong_call_after_a_short_loop_is_this_call(tmp_path, monkeypatch, location):
+    """The same model with few runs of the loop (no noise beyond tolerance) and a wrong softmax axis:
+    the cause is that call, not noise."""
+    text = _noise_net(tmp_path, location, "sin", 3)
+    converted = (tmp_path / "out" / "model.py").read_text(encoding="utf-8")
+    assert converted.count("axis=-1") == 1, converted
+    (tmp_path / "out" / "model.py").write_text(converted.replace("axis=-1", "axis=0"), encoding="utf-8")
+    first = _compare(tmp_path, monkeypatch).api["first"]
+    assert first["cause"] == "this_call" and first["original"]["line"] == _line_of(text, ".softmax(dim=-1)"), first
+
+
+# ------------------------------------------------ the reproducer of the first divergent call
+
+
+@pytest.mark.parametrize("location", sorted(LOCATIONS))
+@pytest.mark.parametrize("bug", sorted(BUGS))
+def test_the_reproducer_shows_the_difference_alone(tmp_path, monkeypatch, bug, location):
+    """With --out, the report writes repro.py + inputs.npz; run alone (torch and MindSpore, no
+    torch2ms, no model), it shows the same difference of that one statement and exits 1."""
+    import re
+    import subprocess
+    import sys
+
+    from torch2ms.align.api import CompareOptions, compare_models
+
+    old, new, torch_line, _kb = BUGS[bug]
+    out = _convert(tmp_path, location)
+    converted = (out / "model.py").read_text(encoding="utf-8")
+    (out / "model.py").write_text(converted.replace(old, new), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    opts = CompareOptions(input_shapes=[(2, 8, 8)], graph=False, api=True, out_dir=tmp_path / "report")
+    first = compare_models("src/model.py:Net", "out/model.py:Net", opts).api["first"]
+    script = Path(first["reproducer"])
+    assert script.parent == tmp_path / "report" / "api-repro" and (script.parent / "inputs.npz").is_file()
+    moved = tmp_path / "elsewhere"  # a user attaches the two files to a bug report
+    shutil.copytree(script.parent, moved)
+    run = subprocess.run(
+        [sys.executable, str(moved / "repro.py")], cwd=moved, capture_output=True, text=True, timeout=300
+    )
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert re.search(r"^\s*(from|import) torch2ms\b(?!_runtime)", script.read_text(encoding="utf-8"), re.M) is None
+    assert torch_line.split("(")[0] in run.stdout, run.stdout
+    diff = float(re.search(r"max abs difference: (\S+)", run.stdout).group(1))
+    assert diff == pytest.approx(first["max_abs"], rel=1e-3, abs=1e-6), (run.stdout, first["max_abs"])
+
+
+def test_no_reproducer_when_nothing_differs(tmp_path, monkeypatch):
+    from torch2ms.align.api import CompareOptions, compare_models
+
+    _convert(tmp_path, "forward")
+    monkeypatch.chdir(tmp_path)
+    opts = CompareOptions(input_shapes=[(2, 8, 8)], graph=False, api=True, out_dir=tmp_path / "report")
+    assert compare_models("src/model.py:Net", "out/model.py:Net", opts).api["first"] is None
+    assert not (tmp_path / "report" / "api-repro").exists()

@@ -299,7 +299,8 @@ def _api_compare(torch_spec: str, opts: CompareOptions, tarr: dict[str, np.ndarr
     torch_rec, torch_error = record_torch(model, xs, budget)
     ms_rec, ms_error, switched = record_ms(net, xs, budget)
     ms_files = sorted(user_files([c for _n, c in net.cells_and_names()], "\0"))
-    result = align(torch_rec, ms_rec, ms_error, ms_files)
+    repro = Path(opts.out_dir) / "api-repro" if opts.out_dir is not None else None
+    result = align(torch_rec, ms_rec, ms_error, ms_files, repro)
     result["switched_to_pynative"] = switched
     result["torch_error"] = torch_error["error"] if torch_error else None
     return result

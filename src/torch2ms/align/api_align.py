@@ -20,7 +20,8 @@ from rich.markup import escape
 
 from ..convert.linemap import LINEMAP_JSON
 from ..i18n import _
-from .api_record import Group, Recorder, stats
+from .api_record import Group, Recorder, statement_line, statement_text, stats
+from .api_repro import write_reproducer
 
 REL_TOL = 1e-4
 
@@ -55,6 +56,47 @@ def _close(a: Any, b: Any) -> tuple[bool, float]:
     return diff <= 1e-3 * max(sa["absmax"], 1e-3), diff
 
 
+def _rel_error(a: Any, b: Any) -> float | None:
+    """max |a - b| / max |a| of two kept float tensors of one shape (None for anything else)."""
+    if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)) or a.shape != b.shape or a.dtype.kind != "f":
+        return None
+    fa, fb = a.astype(np.float64), b.astype(np.float64)
+    if not a.size or not np.isfinite(fa).all() or not np.isfinite(fb).all():
+        return None
+    return float(np.abs(fa - fb).max()) / max(float(np.abs(fa).max()), 1e-3)
+
+
+def _input_error(t: Group, m: Group) -> float:
+    """The largest relative difference between a torch input and its closest same-shape MindSpore input."""
+    worst = 0.0
+    for a in t.inputs:
+        errors = [e for b in m.inputs if (e := _rel_error(a, b)) is not None]
+        worst = max(worst, min(errors, default=0.0))
+    return worst
+
+
+# "Float noise growing through many calls": the first call beyond tolerance takes inputs that already
+# differ by at least NOISE_FLOOR x the tolerance, and amplifies that difference at most NOISE_GAIN
+# times, after at least NOISE_CALLS earlier calls whose outputs already differed: no one call is wrong.
+NOISE_FLOOR, NOISE_GAIN, NOISE_CALLS = 0.01, 20.0, 3
+
+
+def _cause(t: Group, m: Group, out_rel: float | None, history: list[float]) -> tuple[str, float]:
+    """Why the first divergent call diverges: ``upstream``, ``float_noise`` or ``this_call``."""
+    in_rel = _input_error(t, m)
+    if not _inputs_agree(t, m):
+        return "upstream", in_rel
+    noisy = sum(1 for e in history if e >= NOISE_FLOOR * REL_TOL)
+    if (
+        out_rel is not None
+        and in_rel >= NOISE_FLOOR * REL_TOL
+        and out_rel <= NOISE_GAIN * in_rel
+        and noisy >= NOISE_CALLS
+    ):
+        return "float_noise", in_rel
+    return "this_call", in_rel
+
+
 def _inputs_agree(t: Group, m: Group) -> bool:
     """Every torch input that has a same-shape counterpart on the MindSpore side matches one of them."""
     for a in t.inputs:
@@ -78,7 +120,10 @@ class LineMap:
             same = [k for k in self.files if k.rpartition("/")[2] == rel.rpartition("/")[2]]
             rel = same[0] if len(same) == 1 else rel
         entry = self.files.get(rel, {})
-        return rel, int(entry.get("lines", {}).get(str(line), line if not entry else -line))
+        orig = int(entry.get("lines", {}).get(str(line), line if not entry else -line))
+        if orig > 0 and self.source:
+            orig = statement_line(os.path.join(self.source, rel), orig)
+        return rel, orig
 
     def torch_key(self, file: str, line: int) -> tuple[str, int]:
         return (_relative(file, Path(self.source)) if self.source else os.path.basename(file)), line
@@ -105,10 +150,7 @@ def _keyed(groups: list[Group], key: Any) -> dict[tuple[str, int, int], Group]:
 
 
 def _text(file: str, line: int) -> str:
-    try:
-        return Path(file).read_text(encoding="utf-8", errors="replace").splitlines()[line - 1].strip()
-    except (OSError, IndexError):
-        return ""
+    return statement_text(file, line)
 
 
 def _finding(lmap: LineMap, t: Group | None, m: Group | None, where: tuple[str, int] | None) -> dict[str, Any]:
@@ -129,9 +171,13 @@ def _finding(lmap: LineMap, t: Group | None, m: Group | None, where: tuple[str, 
 
 
 def align(
-    torch_rec: Recorder, ms_rec: Recorder, ms_error: dict[str, Any] | None, ms_files: list[str]
+    torch_rec: Recorder,
+    ms_rec: Recorder,
+    ms_error: dict[str, Any] | None,
+    ms_files: list[str],
+    repro_dir: Path | None = None,
 ) -> dict[str, Any]:
-    """The verdict of ``compare --api`` as JSON-able data."""
+    """The verdict of ``compare --api`` as JSON-able data (and the reproducer in ``repro_dir``)."""
     lmap = LineMap(find_line_map(ms_files))
     tk = _keyed(torch_rec.groups, lmap.torch_key)
     mk = _keyed(ms_rec.groups, lmap.ms_key)
@@ -143,18 +189,34 @@ def align(
         "kept_bytes": torch_rec.kept + ms_rec.kept,
         "first": None,
     }
+    history: list[float] = []  # relative output differences of the agreeing pairs so far, in order
     for key, t in tk.items():
         m = mk.get(key)
         if m is None or t.output is None or m.output is None:
             continue
         agree, diff = _close(t.output, m.output)
+        out_rel = _rel_error(t.output, m.output)
         if not agree:
-            result["first"] = _finding(lmap, t, m, None) | {"inputs_agree": _inputs_agree(t, m), "max_abs": diff}
+            cause, in_rel = _cause(t, m, out_rel, history)
+            result["first"] = _finding(lmap, t, m, None) | {
+                "inputs_agree": cause != "upstream",
+                "cause": cause,
+                "max_abs": diff,
+                "rel_error": out_rel,
+                "input_rel_error": in_rel,
+                "trend": [round(e, 9) for e in history[-8:]],
+            }
+            if repro_dir is not None and cause != "upstream":
+                root = str(lmap.root) if lmap.root is not None else None
+                script, lacking = write_reproducer(repro_dir, result["first"], t, m, root)
+                result["first"]["reproducer"] = str(script) if script is not None else None
+                result["first"]["reproducer_lacks"] = lacking
             break
+        history.append(out_rel or 0.0)
     if result["first"] is None and ms_error is not None:
         at = ms_error.get("at")
         found: dict[str, Any] = _finding(lmap, None, None, (at[0], at[1])) if at else {}
-        result["first"] = found | {"error": ms_error["error"], "inputs_agree": True}
+        result["first"] = found | {"error": ms_error["error"], "inputs_agree": True, "cause": "error"}
     result["status"] = "divergence" if result["first"] is not None else "match"
     return result
 
@@ -197,7 +259,28 @@ def print_api(api: dict[str, Any], console: Any) -> None:
             console.print("  " + _("max abs difference: {diff:.3g}").format(diff=first["max_abs"]))
     if first.get("error"):
         console.print("  " + _("error:") + f" {escape(first['error'])}")
+    if first.get("reproducer_lacks"):
+        console.print(
+            "  "
+            + _("no reproducer: the statement also needs {names}, which a run of it alone would not have").format(
+                names=", ".join(first["reproducer_lacks"])
+            )
+        )
+    if first.get("reproducer"):
+        console.print(
+            "  " + _("reproducer (this call alone, torch and MindSpore): {path}").format(path=first["reproducer"])
+        )
     if not first.get("inputs_agree", True):
         console.print(
             "  [yellow]" + _("its inputs already differ: the cause is upstream (state, weights or data)") + "[/]"
+        )
+    elif first.get("cause") == "float_noise":
+        trend = ", ".join(f"{e:.1e}" for e in first.get("trend", []))
+        console.print(
+            "  [yellow]"
+            + _(
+                "float noise growing through many calls, not one wrong call: its inputs already differ by "
+                "{inputs:.1e} (relative), its output by {output:.1e}; the last calls before it: {trend}"
+            ).format(inputs=first["input_rel_error"], output=first["rel_error"], trend=trend)
+            + "[/]"
         )

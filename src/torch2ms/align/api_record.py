@@ -11,6 +11,8 @@ are kept, within a byte budget; beyond it a group keeps summary statistics only.
 
 from __future__ import annotations
 
+import ast
+import functools
 import os
 import sys
 from collections.abc import Callable
@@ -33,6 +35,84 @@ class Group:
     output: np.ndarray | Summary | None = None
     out_summary: Summary | None = None
     seen: set[int] = field(default_factory=set)  # ids of tensors produced or taken already in this group
+    names: dict[str, int] = field(default_factory=dict)  # the user's name of an input ("att", "self.bias") → index
+    scalars: dict[str, Any] = field(default_factory=dict)  # plain values in scope when the group began
+
+
+_PLAIN = (int, float, bool, str, type(None))
+
+
+def _plain(value: Any) -> bool:
+    if isinstance(value, (tuple, list)):
+        return len(value) <= 16 and all(isinstance(v, _PLAIN) for v in value)
+    return isinstance(value, _PLAIN)
+
+
+def _scope(frame: Any) -> list[tuple[str, dict[str, Any]]]:
+    """The places a statement's names come from: its locals, and the attributes of its ``self``."""
+    if frame is None:
+        return []
+    local = frame.f_locals
+    places = [("", local)]
+    obj = local.get("self")
+    if obj is not None:
+        for attr in ("__dict__", "_parameters", "_buffers", "_params"):
+            found = getattr(obj, attr, None)
+            if isinstance(found, dict):
+                places.append(("self.", found))
+    return places
+
+
+def scope_scalars(frame: Any) -> dict[str, Any]:
+    """The plain values (numbers, strings, tuples of them) a statement of ``frame`` can read."""
+    return {
+        prefix + k: (list(v) if isinstance(v, tuple) else v)
+        for prefix, place in _scope(frame)
+        for k, v in place.items()
+        if not k.startswith("__") and _plain(v)
+    }
+
+
+def _name_in_scope(value: Any, frame: Any) -> str | None:
+    for prefix, place in _scope(frame):
+        for k, v in place.items():
+            if v is value:
+                return prefix + k
+    return None
+
+
+@functools.lru_cache(maxsize=256)
+def _statement_starts(file: str) -> dict[int, int]:
+    """Each line of a file → the first line of the innermost statement holding it (a statement that
+    spans lines — a chained call over several lines — is one place to both sides)."""
+    try:
+        tree = ast.parse(Path(file).read_text(encoding="utf-8", errors="replace"))
+    except (OSError, SyntaxError, ValueError):
+        return {}
+    starts: dict[int, int] = {}
+    for node in sorted((n for n in ast.walk(tree) if isinstance(n, ast.stmt)), key=lambda n: n.lineno):
+        body = getattr(node, "body", None)
+        end = body[0].lineno - 1 if isinstance(body, list) and body else (node.end_lineno or node.lineno)
+        for line in range(node.lineno, end + 1):
+            starts[line] = node.lineno
+    return starts
+
+
+def statement_text(file: str, line: int, limit: int = 300) -> str:
+    """The text of the statement starting at ``line`` of ``file``, its lines joined (one line if unknown)."""
+    try:
+        lines = Path(file).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return ""
+    starts = _statement_starts(file)
+    span = [n for n, start in starts.items() if start == line] or [line]
+    text = " ".join(lines[n - 1].strip() for n in sorted(span) if 0 < n <= len(lines))
+    return text[:limit]
+
+
+def statement_line(file: str, line: int) -> int:
+    """The first line of the statement that holds ``line`` of ``file`` (``line`` itself if unknown)."""
+    return _statement_starts(file).get(line, line)
 
 
 def stats(a: np.ndarray) -> Summary:
@@ -47,6 +127,8 @@ class Recorder:
         self.to_numpy, self.budget = to_numpy, max_bytes
         self.groups: list[Group] = []
         self.kept = 0
+        self._frame: Any = None
+        self._lasti: int | None = None
 
     def _keep(self, value: Any) -> np.ndarray | Summary | None:
         arr = self.to_numpy(value)
@@ -74,19 +156,36 @@ class Recorder:
             return [self._describe(v) for v in value]
         return type(value).__name__
 
-    def add(self, file: str, line: int, api: str, args: list[Any], out: Any) -> None:
+    def add(self, file: str, line: int, api: str, args: list[Any], out: Any, frame: Any = None) -> None:
+        """One call made by ``line`` of ``file`` in the running ``frame`` of the user's function: it
+        joins the group of the statement's previous call unless the statement or the frame changed
+        (the same line run again by a new call of its function is a new group) or the frame's
+        instruction went back (a loop ran the statement again; the calls of one library layer are
+        made from one instruction and stay one group, and so does a loop body of a single call)."""
         outs = self._tensors(out)
         if not outs or api.endswith(("__getattr__", "__getattribute__")):
             return
+        line = statement_line(file, line)
+        lasti = getattr(frame, "f_lasti", None)
         last = self.groups[-1] if self.groups else None
-        if last is None or (last.file, last.line) != (file, line):
+        if (
+            last is None
+            or (last.file, last.line) != (file, line)
+            or (frame is not None and frame is not self._frame)
+            or (lasti is not None and self._lasti is not None and lasti < self._lasti)  # a loop ran it again
+        ):
             last = Group(file, line, args=[self._describe(a) for a in args])
             self.groups.append(last)
+            self._frame = frame  # held until the next group: a frame id alone could be reused
+            last.scalars = scope_scalars(frame)
         elif isinstance(last.output, np.ndarray):
             self.kept -= last.output.nbytes
+        self._lasti = lasti
         for t in self._tensors(args):
             if id(t) not in last.seen and (kept := self._keep(t)) is not None:
                 last.inputs.append(kept)
+                if (name := _name_in_scope(t, frame)) is not None:
+                    last.names.setdefault(name, len(last.inputs) - 1)
             last.seen.add(id(t))
         last.seen |= {id(t) for t in outs}
         last.calls.append(api)
@@ -134,11 +233,11 @@ def raised_at(exc: BaseException, files: set[str]) -> tuple[str, int] | None:
     return where
 
 
-def _user_frame(files: set[str]) -> tuple[str, int] | None:
+def _user_frame(files: set[str]) -> tuple[str, int, Any] | None:
     frame = sys._getframe(2)
     while frame is not None:
         if frame.f_code.co_filename in files:
-            return os.path.realpath(frame.f_code.co_filename), frame.f_lineno
+            return os.path.realpath(frame.f_code.co_filename), frame.f_lineno, frame
         frame = frame.f_back  # type: ignore[assignment]
     return None
 
@@ -161,7 +260,7 @@ def record_torch(model: Any, inputs: list[np.ndarray], max_bytes: int) -> tuple[
             where = _user_frame(files)
             if where is not None:
                 api = resolve_name(func) or getattr(func, "__name__", str(func))
-                rec.add(where[0], where[1], api, [*args, *(kwargs or {}).values()], out)
+                rec.add(where[0], where[1], api, [*args, *(kwargs or {}).values()], out, where[2])
             return out
 
     error = None
@@ -210,15 +309,17 @@ def record_ms(net: Any, inputs: list[np.ndarray], max_bytes: int) -> tuple[Recor
         return v.asnumpy().copy() if isinstance(v, ms.Tensor) else None
 
     rec = Recorder(to_numpy, max_bytes)
-    open_calls: dict[int, tuple[str, int, str, list[Any]]] = {}
+    open_calls: dict[int, tuple[str, int, str, list[Any], Any]] = {}
+    through = _Containers(files, ms.nn.Cell)
     wrapper_code = _wrap("x", None).__code__
 
     def profile(frame: Any, event: str, arg: Any) -> None:
         if event == "call":
             back = frame.f_back
-            if back is None or frame.f_code.co_filename in files or back.f_code.co_filename not in files:
+            if back is None or frame.f_code.co_filename in files:
                 return
-            if _user_cell_call(frame, files):
+            site = back if back.f_code.co_filename in files else through.user_frame(back)
+            if site is None or _user_cell_call(frame, files) or through.enter(frame, back):
                 return
             code = frame.f_code
             if code is wrapper_code:
@@ -226,10 +327,12 @@ def record_ms(net: Any, inputs: list[np.ndarray], max_bytes: int) -> tuple[Recor
             else:
                 api = f"{frame.f_globals.get('__name__', '')}.{code.co_qualname}"
                 args = list(frame.f_locals.values())
-            open_calls[id(frame)] = (back.f_code.co_filename, back.f_lineno, api, args)
-        elif event == "return" and id(frame) in open_calls:
-            file, line, api, args = open_calls.pop(id(frame))
-            rec.add(os.path.realpath(file), line, api, args, arg)
+            open_calls[id(frame)] = (site.f_code.co_filename, site.f_lineno, api, args, site)
+        elif event == "return":
+            through.leave(frame)
+            if id(frame) in open_calls:
+                file, line, api, args, caller = open_calls.pop(id(frame))
+                rec.add(os.path.realpath(file), line, api, args, arg, caller)
 
     added = _wrap_tensor_methods(ms.Tensor)
     net.set_train(False)
@@ -244,6 +347,45 @@ def record_ms(net: Any, inputs: list[np.ndarray], max_bytes: int) -> tuple[Recor
         for name in added:
             delattr(ms.Tensor, name)
     return rec, error, switched
+
+
+class _Containers:
+    """Library cells that hold the user's cells (a SequentialCell of the user's Linear and a GELU):
+    seen through like torch's nn.Sequential, which no TorchFunctionMode sees. Their own frames are
+    not calls; the calls they make are attributed to the user's line that called the container."""
+
+    def __init__(self, files: set[str], cell_cls: type) -> None:
+        self.files, self.cell_cls = files, cell_cls
+        self.open: set[int] = set()  # ids of the running frames of such containers
+        self.holds: dict[int, bool] = {}
+
+    def _holds_user_cells(self, cell: Any) -> bool:
+        if id(cell) not in self.holds:
+            codes = (getattr(getattr(type(c), "construct", None), "__code__", None) for _n, c in cell.cells_and_names())
+            self.holds[id(cell)] = any(getattr(code, "co_filename", None) in self.files for code in codes)
+        return self.holds[id(cell)]
+
+    def user_frame(self, frame: Any) -> Any:
+        """The nearest user frame above a running container frame (None when ``frame`` is no container's)."""
+        if id(frame) not in self.open:
+            return None
+        while frame is not None and frame.f_code.co_filename not in self.files:
+            frame = frame.f_back
+        return frame
+
+    def enter(self, frame: Any, back: Any) -> bool:
+        """Whether ``frame`` is a container's own frame (then it is seen through, not recorded)."""
+        obj = frame.f_locals.get("self")
+        if id(back) in self.open and obj is not None and obj is back.f_locals.get("self"):
+            self.open.add(id(frame))
+            return True
+        if frame.f_code.co_name == "__call__" and isinstance(obj, self.cell_cls) and self._holds_user_cells(obj):
+            self.open.add(id(frame))
+            return True
+        return False
+
+    def leave(self, frame: Any) -> None:
+        self.open.discard(id(frame))
 
 
 def _ms_dir(ms: Any) -> str:
