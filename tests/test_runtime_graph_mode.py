@@ -82,6 +82,11 @@ CASES: dict[str, tuple[tuple[str, str], tuple[str, str], dict[str, tuple[int, ..
         ("None", "interpolate(x, scale_factor=2, mode='bilinear', align_corners=False)"),
         {"x": (1, 2, 3, 4)},
     ),
+    "masked_assign": (
+        ("None", "torch.where(x > 0, x + 1.5, x)"),
+        ("None", "masked_assign(x, x > 0, 1.5, 'add')"),
+        {"x": (3, 4)},
+    ),
     "Softmax": (("nn.Softmax(dim=1)", "self.m(x)"), ("Softmax(dim=1)", "self.m(x)"), {"x": (2, 3, 4)}),
     "LogSoftmax": (("nn.LogSoftmax(dim=-1)", "self.m(x)"), ("LogSoftmax(dim=-1)", "self.m(x)"), {"x": (2, 5)}),
     "Softmin": (("nn.Softmin(dim=0)", "self.m(x)"), ("Softmin(dim=0)", "self.m(x)"), {"x": (3, 4)}),
@@ -234,7 +239,7 @@ for _names, _why in (
         "adjust_gamma adjust_hue adjust_saturation adjust_sharpness autocontrast center_crop crop equalize erase "
         "five_crop get_dimensions get_image_size hflip invert normalize pad pil_to_tensor posterize resize "
         "resized_crop rgb_to_grayscale rotate solarize ten_crop to_grayscale to_pil_image to_tensor vflip "
-        "masks_to_boxes",
+        "masks_to_boxes Subset random_split",
         _DATA,
     ),
     (
@@ -245,7 +250,8 @@ for _names, _why in (
     (
         "add_module as_parameters ckpt_path load_helpers load_param_into_net_strict load_state_dict_from_url "
         "log_api_usage_once tv_models tv_ops compat_base plain_attribute conv_pad_mode conv_padding weight_norm "
-        "remove_weight_norm parametrized_weight_norm fuse_conv_bn_weights fuse_linear_bn_weights",
+        "remove_weight_norm parametrized_weight_norm fuse_conv_bn_weights fuse_linear_bn_weights "
+        "save_checkpoint load_checkpoint EXTRA_KEY",
         _BUILD,
     ),
     (
@@ -256,7 +262,7 @@ for _names, _why in (
     ),
     (
         "Generator CoupledAdam accumulate_grads SummaryWriter assert_allclose assert_close make_tensor onnx_export "
-        "onnx_export_outputs numpy_defers_to_tensors",
+        "onnx_export_outputs numpy_defers_to_tensors grad_of",
         _TRAIN,
     ),
 ):
