@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from train_idioms import AXES, TrainCase, idioms, make_cases
+from train_idioms import AXES, TrainCase, idioms, known_class, make_cases
 
 # As tests/conftest.py: quiet frameworks, one thread each, oneDNN's JIT kernels, blocking launches.
 for _k, _v in {
@@ -176,7 +176,10 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     if a.summarize:
         lines = Path(a.summarize).read_text(encoding="utf-8").splitlines()
-        print(summary([Result(**json.loads(line)) for line in lines if line.strip()]))
+        results = [Result(**json.loads(line)) for line in lines if line.strip()]
+        for r in results:  # the KNOWN table as it is now
+            r.known = known_class(r.idiom, r.model)
+        print(summary(results))
         return 0
     cases = make_cases(a.seed, a.cases, a.graph_share)
     if a.only:

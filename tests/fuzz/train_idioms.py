@@ -54,7 +54,33 @@ ONLY_MODEL = {"hidden": "rnn"}
 
 # Idioms (``axis=value``, or ``axis=value@model`` for one base only) whose failure class is not fixed
 # yet, with the class name. The fixed-seed slice asserts that each still fails.
-KNOWN: dict[str, str] = {}
+KNOWN: dict[str, str] = {
+    # issue 22 class 1 (a mode switch the conversion misses): a model held by a Trainer whose class never
+    # calls self.model.parameters() — self.model.train() is left as torch's (AttributeError).
+    "loop=trainer": "mode-switch-on-attribute-model",
+    # issue 22 class 10 (host code pulled into the compiled step): `x, y = next(it)` inside the loop goes
+    # into forward_fn with the iterator as the step's argument (TypeError: ReplayIterator not subscriptable).
+    "loop=iter_next": "next-batch-inside-step",
+    # issue 22 class 3: recurrent state carried as a list reaches MindSpore's LSTM as a list.
+    "hidden=list": "rnn-state-as-list",
+    # issue 22 class 5: `x.type(Tensor)` with Tensor = torch.cuda.FloatTensor or torch.FloatTensor.
+    "legacy=tensor_type": "legacy-tensor-type",
+    # issue 22 class 6 (developer "scripts"): the generator's forward runs twice per GAN step.
+    "gan=detach": "gan-generator-forward-twice",
+    "gan=retain": "gan-generator-forward-twice",
+    # issue 22 class 7 (developer "scripts"): no optimizer, so compare-train has nothing to compare.
+    "manual=data_add": "manual-update-no-optimizer",
+    "manual=no_grad_sub": "manual-update-no-optimizer",
+    "manual=data_sub": "manual-update-no-optimizer",
+    # torch's CUDA autocast and GradScaler switch themselves off on a CPU torch (float32) while the
+    # conversion runs MindSpore's float16 O1: the losses part beyond 1e-4 (tests/test_compare_train_shapes.py
+    # compares it at 2e-3).
+    "amp=scaler": "amp-float16-against-cpu-float32",
+    "amp=unscale_clip": "amp-float16-against-cpu-float32",
+    # `torch.amp.GradScaler('cuda', enabled=flag)` is left unconverted (no DynamicLossScaler form for
+    # `enabled=`) while the step calls MindSpore's scaler methods on it (AttributeError: no `unscale`).
+    "amp=amp_scaler": "gradscaler-enabled-flag",
+}
 
 
 @dataclass
@@ -74,8 +100,12 @@ class TrainCase:
         return f"{self.axis}={self.value}"
 
     def known(self) -> str | None:
-        """The class name when this case's idiom is in KNOWN."""
-        return KNOWN.get(f"{self.idiom}@{self.model}") or KNOWN.get(self.idiom)
+        return known_class(self.idiom, self.model)
+
+
+def known_class(idiom: str, model: str) -> str | None:
+    """The class name when this idiom (on this base) is in KNOWN."""
+    return KNOWN.get(f"{idiom}@{model}") or KNOWN.get(idiom)
 
 
 # ---- the pieces of a classifier script --------------------------------------------------------------------
@@ -602,8 +632,10 @@ def gan_script(c: TrainCase) -> str:
 
 
 def idioms() -> list[tuple[str, str]]:
-    """Every (axis, non-base value): the idioms a campaign varies, one at a time."""
-    return [(axis, v) for axis, values in AXES.items() for v in values[1:]]
+    """Every (axis, non-base value): the idioms a campaign varies, one at a time; the axes interleaved
+    (each axis's first idiom, then each one's second, ...), so that a campaign cut short covers every axis."""
+    longest = max(len(values) for values in AXES.values())
+    return [(axis, values[k]) for k in range(1, longest) for axis, values in AXES.items() if k < len(values)]
 
 
 def make_case(axis: str, value: str, model: str, seed: int, batch: int = 8, lr: float = 0.1) -> TrainCase:
