@@ -91,6 +91,10 @@ KNOWN: dict[str, str] = {
     # `.data` in updates: `p.data.clamp_(...)` after optimizer.step() (WGAN-style weight clipping) is not
     # applied on MindSpore: the losses agree, the trained parameters differ.
     "legacy=data_clamp": "data-inplace-update-after-step",
+    "gan=clip_weights": "data-inplace-update-after-step",  # a WGAN's p.data.clamp_ on D after opt_D.step()
+    # `for p in model.parameters(): p.grad = None` instead of zero_grad(): TypeError 'NoneType' not iterable.
+    "zero_grad=grad_none": "grad-set-to-none-loop",
+    "gan=legacy_fill": "legacy-tensor-type",  # Variable(Tensor(n, 1).fill_(1.0)): FloatTensor(n, 1) refused
     # issue 22 class 10: `sum(p.pow(2).sum() for p in model.parameters())` in the loss is pulled into the
     # compiled step, which GRAPH_MODE cannot compile.
     "loss=two_losses": "parameters-generator-in-compiled-step",
