@@ -11,7 +11,7 @@ BENCH_STAMP := $(VENV)/.bench-stamp
 # The real-code kit (../shared/realcode): public PyTorch code, converted and compared model by model.
 REALCODE ?= ../shared/realcode
 
-.PHONY: venv demo test test-fast lint mypy-baseline bench fuzz realcode i18n clean
+.PHONY: venv demo test test-fast lint mypy-baseline bench fuzz fuzz-train realcode i18n clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -54,6 +54,16 @@ FUZZ_CASES ?= 3000
 FUZZ_SEED ?= 1
 fuzz: $(STAMP)
 	$(PY) tests/fuzz/fuzz_convert.py --cases $(FUZZ_CASES) --seed $(FUZZ_SEED) -j $(WORKERS) --keep build/fuzz
+
+# The training-idiom campaign (issue 22; make test runs a fixed-seed slice): FUZZ_TRAIN_CASES generated
+# training scripts, one idiom varied at a time, each converted and compared with compare-train (SAME);
+# failures grouped by idiom and cause (known classes by name), failing cases kept in build/fuzz-train/.
+FUZZ_TRAIN_CASES ?= 500
+FUZZ_TRAIN_SEED ?= 1
+FUZZ_TRAIN_JOBS ?= $(WORKERS)
+fuzz-train: $(STAMP)
+	nice $(PY) tests/fuzz/fuzz_train.py --cases $(FUZZ_TRAIN_CASES) --seed $(FUZZ_TRAIN_SEED) -j $(FUZZ_TRAIN_JOBS) \
+		--keep build/fuzz-train --json build/fuzz-train/results.json
 
 # Messages: extract every _()/ngettext()/N_() of src/ with Babel, merge them into the Chinese catalog
 # (new ones come in untranslated: tests/test_i18n.py fails until they are translated), compile the .mo.
