@@ -225,7 +225,13 @@ def method_call(ctx: RewriteContext, original: cst.Call, updated: cst.Call) -> c
     # ever longer receiver text at every link.
     call = updated.with_changes(func=func_of(updated).with_changes(value=cst.Name(_RECEIVER)))
     result = _method_rule(ctx, entry, original, call, _RECEIVER, owner, confidence)
-    return updated if result is call else _put_back(result, receiver)
+    if result is call:
+        return updated
+    if ctx.breaks_line(receiver):
+        # Over several lines, its text was written in parentheses (it does not parse alone): so is its node,
+        # which the rule's result may carry out of the statement's brackets.
+        receiver = receiver.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return _put_back(result, receiver)
 
 
 def _method_rule(

@@ -91,6 +91,7 @@ class RewriteContext(Traversal, ChangeRecorder):
         self._asts: dict[int, tuple[cst.CSTNode, ast.expr | None]] = {}
         self._type_memos: dict[tuple[str, str], dict[int, str | None]] = {}
         self._roots: dict[int, tuple[cst.CSTNode, cst.BaseExpression]] = {}
+        self._breaks: dict[int, tuple[cst.CSTNode, bool]] = {}
         self._text: tuple[list[str], set[int]] | None = None  # the facts' source lines, ids of its statements
 
     # ---- the statement being rewritten ---------------------------------------------------------
@@ -213,6 +214,26 @@ class RewriteContext(Traversal, ChangeRecorder):
         for n in walked:
             self._roots[id(n)] = (n, root)  # the node kept: its id stays its own
         return root
+
+    def breaks_line(self, node: cst.BaseExpression) -> bool:
+        """Does ``a\n.b()\n[0]`` break a line outside any bracket of its own (its text would not parse
+        alone)? Kept by node, like chain_root: each link of a chain in turn looks at its own link only."""
+        hit = self._breaks.get(id(node))
+        if hit is not None:
+            return hit[1]
+        if getattr(node, "lpar", None):
+            found = False
+        elif isinstance(node, cst.Attribute):
+            ws = (node.dot.whitespace_before, node.dot.whitespace_after) if isinstance(node.dot, cst.Dot) else ()
+            found = any(isinstance(w, cst.ParenthesizedWhitespace) for w in ws) or self.breaks_line(node.value)
+        elif isinstance(node, cst.Call):
+            found = isinstance(node.whitespace_after_func, cst.ParenthesizedWhitespace) or self.breaks_line(node.func)
+        elif isinstance(node, cst.Subscript):
+            found = isinstance(node.whitespace_after_value, cst.ParenthesizedWhitespace) or self.breaks_line(node.value)
+        else:
+            found = False
+        self._breaks[id(node)] = (node, found)  # the node kept: its id stays its own
+        return found
 
     def isinstance_classes(self, test: cst.BaseExpression) -> dict[str, list[str]]:
         """``isinstance(m, (nn.BatchNorm2d, nn.BatchNorm1d))`` → {"m": [the torch layer classes]}."""
