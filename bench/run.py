@@ -14,6 +14,7 @@ BENCHES = [
     "kb_bench.py",
     "scan_bench.py",
     "convert_bench.py",
+    "chain_bench.py",
     "tree_bench.py",
     "weights_bench.py",
     "compare_bench.py",

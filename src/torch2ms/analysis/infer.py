@@ -90,7 +90,9 @@ class Scope:
         return self.types.get(name)
 
 
-def _call_result_type(call: ast.Call, imap: ImportMap, scope: Scope, self_attrs: dict[str, str], kb) -> str | None:
+def _call_result_type(
+    call: ast.Call, imap: ImportMap, scope: Scope, self_attrs: dict[str, str], kb, memo: dict | None = None
+) -> str | None:
     func = call.func
     if isinstance(func, ast.Attribute) and func.attr in ("numpy", "asnumpy"):
         return NDARRAY
@@ -124,7 +126,7 @@ def _call_result_type(call: ast.Call, imap: ImportMap, scope: Scope, self_attrs:
         return MODULE  # an instance of the project's own nn.Module subclass
     # Methods on a tensor mostly return tensors.
     if isinstance(func, ast.Attribute):
-        recv = expr_type(func.value, imap, scope, self_attrs, kb)
+        recv = expr_type(func.value, imap, scope, self_attrs, kb, memo)
         if recv == MODULE and func.attr in MODULE_RETURNS_SELF:
             return MODULE
         if recv == TENSOR and func.attr not in NOT_TENSOR_METHODS:
@@ -132,19 +134,35 @@ def _call_result_type(call: ast.Call, imap: ImportMap, scope: Scope, self_attrs:
     return None
 
 
-def expr_type(node: ast.AST, imap: ImportMap, scope: Scope, self_attrs: dict[str, str], kb) -> str | None:
+def expr_type(
+    node: ast.AST, imap: ImportMap, scope: Scope, self_attrs: dict[str, str], kb, memo: dict | None = None
+) -> str | None:
+    """The type of an expression. ``memo``: the types found before, by ``id`` of the node (the caller
+    keeps the nodes alive and the scope fixed), so that typing each link of a method chain
+    ``x.a().b()...`` in turn stays linear in the chain's length."""
+    if memo is None:
+        return _expr_type(node, imap, scope, self_attrs, kb, None)
+    key = id(node)
+    if key not in memo:
+        memo[key] = _expr_type(node, imap, scope, self_attrs, kb, memo)
+    return memo[key]
+
+
+def _expr_type(
+    node: ast.AST, imap: ImportMap, scope: Scope, self_attrs: dict[str, str], kb, memo: dict | None
+) -> str | None:
     if isinstance(node, ast.Name):
         return scope.get(node.id)
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
         return self_attrs.get(node.attr)
     if isinstance(node, ast.Call):
-        return _call_result_type(node, imap, scope, self_attrs, kb)
+        return _call_result_type(node, imap, scope, self_attrs, kb, memo)
     if isinstance(node, ast.BinOp):
-        left = expr_type(node.left, imap, scope, self_attrs, kb)
-        right = expr_type(node.right, imap, scope, self_attrs, kb)
+        left = expr_type(node.left, imap, scope, self_attrs, kb, memo)
+        right = expr_type(node.right, imap, scope, self_attrs, kb, memo)
         return TENSOR if TENSOR in (left, right) else None
     if isinstance(node, ast.Subscript):
-        return TENSOR if expr_type(node.value, imap, scope, self_attrs, kb) == TENSOR else None
+        return TENSOR if expr_type(node.value, imap, scope, self_attrs, kb, memo) == TENSOR else None
     return None
 
 

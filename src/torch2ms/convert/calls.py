@@ -174,9 +174,7 @@ def method_owner(ctx: RewriteContext, receiver: cst.BaseExpression, attr: str) -
             return MODULE, "certain"
         # A class whose base comes from elsewhere in the project is most likely a Module too.
         return (MODULE, "likely") if ctx.class_has_bases and ctx.class_has_bases[-1] else (None, "")
-    root = receiver
-    while isinstance(root, (cst.Attribute, cst.Call, cst.Subscript)):
-        root = root.func if isinstance(root, cst.Call) else root.value
+    root = ctx.chain_root(receiver)
     if (
         isinstance(root, cst.Name)
         and root.value in ctx.imap.names
@@ -224,8 +222,32 @@ def method_call(ctx: RewriteContext, original: cst.Call, updated: cst.Call) -> c
         if ctx.marked_before(entry.torch):
             ctx.keep_marked(entry.torch, None)
         return updated
-    ctx.converted_receivers[id(func.value)] = func_of(updated).value
-    receiver = ctx.source_of(func_of(updated).value)
+    receiver = ctx.converted_receivers[id(func.value)] = func_of(updated).value
+    if not _stands_alone(receiver):
+        return _method_rule(ctx, entry, original, updated, ctx.source_of(receiver), owner, confidence)
+    # The receiver goes into the rule's text as a name and its node is put back in the result: a chain
+    # of n methods (x.float().view(-1).relu()...) costs O(n), not the O(n²) of writing and parsing the
+    # ever longer receiver text at every link.
+    call = updated.with_changes(func=func_of(updated).with_changes(value=cst.Name(_RECEIVER)))
+    result = _method_rule(ctx, entry, original, call, _RECEIVER, owner, confidence)
+    if result is call:
+        return updated
+    if ctx.breaks_line(receiver):
+        # Over several lines, its text was written in parentheses (it does not parse alone): so is its node,
+        # which the rule's result may carry out of the statement's brackets.
+        receiver = receiver.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return _put_back(result, receiver)
+
+
+def _method_rule(
+    ctx: RewriteContext,
+    entry: Entry,
+    original: cst.Call,
+    updated: cst.Call,
+    receiver: str,
+    owner: str,
+    confidence: str,
+) -> cst.BaseExpression:
     split = ctx.split_args(updated)
     if split is not None and _already_mindspore(entry, split[1]):
         return updated  # ``x.argmax(axis=1)``: converted before; converting again changes nothing
@@ -240,6 +262,37 @@ def method_call(ctx: RewriteContext, original: cst.Call, updated: cst.Call) -> c
             "receiver assumed to be a {kind}"
         ).format(kind="Tensor" if owner == TENSOR else "Module")
     return result
+
+
+# The name a method call's receiver stands as in its rule's text (put back as the node after).
+_RECEIVER = "__torch2ms_receiver__"
+
+
+def _stands_alone(receiver: cst.BaseExpression) -> bool:
+    """Can the receiver's node replace a name in any rule's output? Atomic (a call, attribute or
+    subscript) or parenthesised, not a bare token (its text costs nothing), and not ``x.flatten()``,
+    whose text Tensor.norm's rule reads (converting again changes nothing)."""
+    if not isinstance(receiver, (cst.Call, cst.Attribute, cst.Subscript)) and not getattr(receiver, "lpar", None):
+        return False
+    if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute) and not receiver.args:
+        return receiver.func.attr.value != "flatten"
+    return True
+
+
+class _PutBack(cst.CSTTransformer):
+    def __init__(self, node: cst.BaseExpression) -> None:
+        super().__init__()
+        self.node = node
+
+    def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
+        return self.node if original_node.value == _RECEIVER else updated_node
+
+
+def _put_back(result: cst.BaseExpression, receiver: cst.BaseExpression) -> cst.BaseExpression:
+    """The rule's result with the receiver's node where its name stands."""
+    out = result.visit(_PutBack(receiver))
+    assert isinstance(out, cst.BaseExpression)
+    return out
 
 
 def _layer_renames(ctx: RewriteContext, classes: list[str], attr: str) -> dict[str, str | None]:

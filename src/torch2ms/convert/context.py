@@ -87,6 +87,11 @@ class RewriteContext(Traversal, ChangeRecorder):
         self.caches: dict[object, object] = {}  # the constructs' per-file caches (construct.Cache)
         self._int_names_at: dict[tuple[str, str], frozenset[str]] = {}
         self._sources: dict[int, tuple[cst.CSTNode, str]] = {}
+        # _to_ast's shapes by id of the node (the node kept: its id stays its own), and the types found.
+        self._asts: dict[int, tuple[cst.CSTNode, ast.expr | None]] = {}
+        self._type_memos: dict[tuple[str, str], dict[int, str | None]] = {}
+        self._roots: dict[int, tuple[cst.CSTNode, cst.BaseExpression]] = {}
+        self._breaks: dict[int, tuple[cst.CSTNode, bool]] = {}
         self._text: tuple[list[str], set[int]] | None = None  # the facts' source lines, ids of its statements
 
     # ---- the statement being rewritten ---------------------------------------------------------
@@ -186,10 +191,49 @@ class RewriteContext(Traversal, ChangeRecorder):
     def receiver_type(self, node: cst.BaseExpression) -> str | None:
         if isinstance(node, cst.Name):
             return self.scope().get(node.value)
-        tree = _to_ast(node)
+        tree = _to_ast(node, self._asts)
         if tree is None:
             return None
-        return expr_type(tree, self.imap, self.scope(), self.self_attrs(), self.kb)
+        # The scope is fixed per (class, function): the types of a chain's inner links are kept there.
+        at = (self.class_stack[-1] if self.class_stack else "", self.func_stack[-1] if self.func_stack else "")
+        memo = self._type_memos.setdefault(at, {})
+        return expr_type(tree, self.imap, self.scope(), self.self_attrs(), self.kb, memo)
+
+    def chain_root(self, node: cst.BaseExpression) -> cst.BaseExpression:
+        """What ``a.b(c)[0].d`` is rooted at (``a``): the roots found are kept by node, so that each
+        link of a method chain in turn is not a walk down the whole chain."""
+        walked: list[cst.BaseExpression] = []
+        root = node
+        while isinstance(root, (cst.Attribute, cst.Call, cst.Subscript)):
+            hit = self._roots.get(id(root))
+            if hit is not None:
+                root = hit[1]
+                break
+            walked.append(root)
+            root = root.func if isinstance(root, cst.Call) else root.value
+        for n in walked:
+            self._roots[id(n)] = (n, root)  # the node kept: its id stays its own
+        return root
+
+    def breaks_line(self, node: cst.BaseExpression) -> bool:
+        """Does ``a\n.b()\n[0]`` break a line outside any bracket of its own (its text would not parse
+        alone)? Kept by node, like chain_root: each link of a chain in turn looks at its own link only."""
+        hit = self._breaks.get(id(node))
+        if hit is not None:
+            return hit[1]
+        if getattr(node, "lpar", None):
+            found = False
+        elif isinstance(node, cst.Attribute):
+            ws = (node.dot.whitespace_before, node.dot.whitespace_after) if isinstance(node.dot, cst.Dot) else ()
+            found = any(isinstance(w, cst.ParenthesizedWhitespace) for w in ws) or self.breaks_line(node.value)
+        elif isinstance(node, cst.Call):
+            found = isinstance(node.whitespace_after_func, cst.ParenthesizedWhitespace) or self.breaks_line(node.func)
+        elif isinstance(node, cst.Subscript):
+            found = isinstance(node.whitespace_after_value, cst.ParenthesizedWhitespace) or self.breaks_line(node.value)
+        else:
+            found = False
+        self._breaks[id(node)] = (node, found)  # the node kept: its id stays its own
+        return found
 
     def isinstance_classes(self, test: cst.BaseExpression) -> dict[str, list[str]]:
         """``isinstance(m, (nn.BatchNorm2d, nn.BatchNorm1d))`` → {"m": [the torch layer classes]}."""
@@ -265,25 +309,33 @@ def _element_path(receiver: cst.BaseExpression) -> str | None:
     return f"{path}.{'-' if negative else ''}{number.value}" if path else None
 
 
-def _to_ast(node: cst.BaseExpression) -> ast.expr | None:
+def _to_ast(node: cst.BaseExpression, cache: dict[int, tuple[cst.CSTNode, ast.expr | None]]) -> ast.expr | None:
     """The shape of an expression as ``ast``, as far as type inference looks at it (no re-parsing).
 
     Names, attribute chains, calls (callee only), subscripts and binary operations; anything else
-    has no inferable type and gives None.
+    has no inferable type and gives None. ``cache``: the shapes made before, by id of the node (a
+    chain's inner links are shared, not made again for each link).
     """
+    hit = cache.get(id(node))
+    if hit is None:
+        hit = cache[id(node)] = (node, _shape(node, cache))
+    return hit[1]
+
+
+def _shape(node: cst.BaseExpression, cache: dict[int, tuple[cst.CSTNode, ast.expr | None]]) -> ast.expr | None:
     if isinstance(node, cst.Name):
         return ast.Name(node.value, ast.Load())
     if isinstance(node, cst.Attribute):
-        value = _to_ast(node.value)
+        value = _to_ast(node.value, cache)
         return None if value is None else ast.Attribute(value, node.attr.value, ast.Load())
     if isinstance(node, cst.Call):
-        func = _to_ast(node.func)
+        func = _to_ast(node.func, cache)
         return None if func is None else ast.Call(func, [], [])
     if isinstance(node, cst.Subscript):
-        value = _to_ast(node.value)
+        value = _to_ast(node.value, cache)
         return None if value is None else ast.Subscript(value, ast.Constant(0), ast.Load())
     if isinstance(node, cst.BinaryOperation):
-        left, right = _to_ast(node.left), _to_ast(node.right)
+        left, right = _to_ast(node.left, cache), _to_ast(node.right, cache)
         if left is None and right is None:
             return None
         return ast.BinOp(left or ast.Constant(0), ast.Add(), right or ast.Constant(0))
