@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from requires_support import require_module
+
 from torch2ms.convert import convert_tree
 
 IMPORTS = {
