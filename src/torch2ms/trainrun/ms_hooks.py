@@ -313,7 +313,8 @@ class MsSide:
             self.rec.optimizers[j] = self.describe_optimizer(j)
         gnorm, self.manual_gnorm = self.manual_gnorm, None
         modes = {m.key: _modes(m.mode_cells) for m in self.models if j in m.opts}
-        self.rec.step(j, [None], gnorm, {"modes": modes, "clip": None})
+        no_lr: list[Any] = [None]  # no learning rate: the script scales the gradient itself
+        self.rec.step(j, no_lr, gnorm, {"modes": modes, "clip": None})
 
     def step(self, j: int) -> None:
         opt = self.optimizers[j]

@@ -267,7 +267,8 @@ class TorchSide:
             self.rec.optimizers[j] = self.describe_optimizer(j)
         gnorm, self.manual_gnorm = self.manual_gnorm, None
         modes = {m.key: _modes(m.mode_modules) for m in self.models if j in m.opts}
-        self.rec.step(j, [None], gnorm, {"modes": modes, "clip": None})
+        no_lr: list[Any] = [None]  # no learning rate: the script scales the gradient itself
+        self.rec.step(j, no_lr, gnorm, {"modes": modes, "clip": None})
 
     def perturb_grads(self, opt: torch.optim.Optimizer, eps: float) -> None:
         """The noise run: each gradient about to be applied times (1 ± eps), as another kernel's rounding."""

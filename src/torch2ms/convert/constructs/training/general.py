@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import builtins
 from collections.abc import Callable
+from typing import Any
 
 import libcst as cst
 
@@ -237,7 +238,8 @@ class GeneralWriter:
         grad = self.fresh(f"{name}_grad")
         it = gen.expression(READ_LOOP, self.refs, weights=expr(h.weights), grads=cst.Name(h.grads))
         clears = _GradClears(name)
-        body = node.body.visit(clears).visit(_GradToName(name, grad)).visit(_ParamUpdates(name))
+        body: Any = node.body.visit(clears)
+        body = body.visit(_GradToName(name, grad)).visit(_ParamUpdates(name))
         target = gen.names_tuple([name, grad])
         loop = node.with_changes(target=target, iter=it, body=body)
         if not clears.found:
@@ -262,7 +264,8 @@ class _GradClears(cst.CSTTransformer):
 
     def __init__(self, param: str) -> None:
         super().__init__()
-        self.param, self.found = param, []  # type: list[str]
+        self.param = param
+        self.found: list[str] = []
 
     def _is_grad(self, node: cst.BaseExpression) -> bool:
         while isinstance(node, cst.Attribute) and node.attr.value == "data":
@@ -320,9 +323,7 @@ class _ParamUpdates(cst.CSTTransformer):
         op = _BINARY.get(type(updated.operator))
         if op is None:
             return updated
-        value = cst.BinaryOperation(
-            cst.Name(self.param), op(), cst.ensure_type(_parens(updated.value), cst.BaseExpression)
-        )
+        value = cst.BinaryOperation(cst.Name(self.param), op(), _parens(updated.value))
         return self._set(value)
 
     def leave_Expr(self, original: cst.Expr, updated: cst.Expr) -> cst.BaseSmallStatement:
@@ -381,7 +382,7 @@ def _rerun_cells(asts: list[ast.stmt], roles: Roles) -> list[str]:
         for n in ast.walk(a):
             if isinstance(n, ast.Call) and isinstance(n.func, ast.Name | ast.Attribute) and not roles.resolve(n.func):
                 text = ast.unparse(n.func)
-                root = n.func
+                root: ast.expr = n.func
                 while isinstance(root, ast.Attribute):
                     root = root.value
                 if isinstance(root, ast.Name) and root.id not in stored and root.id not in vars(builtins):
