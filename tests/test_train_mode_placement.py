@@ -16,8 +16,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from requires_support import require_module
+
 from torch2ms.convert import convert_tree
 
 HEADER = """
