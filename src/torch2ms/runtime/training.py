@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["accumulate_grads", "grad_of"]
+__all__ = ["accumulate_grads", "grad_of", "statistics_kept"]
 
 
 def accumulate_grads(total: Any, grads: Any) -> tuple:
@@ -24,3 +26,25 @@ def grad_of(param: Any, *pairs: Any) -> Any:
             if w is param:
                 return None if grads is None else grads[k]
     return None
+
+
+@contextmanager
+def statistics_kept(cells: Any) -> Iterator[None]:
+    """A forward torch ran once and the converted step runs twice (a GAN's generator: its output fed the
+    discriminator's step, detached, and then the generator's own step): the second run leaves the cells'
+    non-trained state (BatchNorm's moving mean and variance) as the first run left it, so the statistics
+    move once per step, as in torch. What is no Cell is skipped."""
+    import mindspore as ms
+
+    saved = [
+        (p, p.value().copy())
+        for c in cells
+        if isinstance(c, ms.nn.Cell)
+        for p in c.get_parameters()
+        if not p.requires_grad
+    ]
+    try:
+        yield
+    finally:
+        for p, value in saved:
+            p.set_data(value)

@@ -11,7 +11,7 @@ import functools
 import importlib
 import itertools
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 __all__ = [
@@ -36,17 +36,19 @@ class ConvertedTorchvision:
         self._module_name = module
         self._classes: dict[str, type] = {}
 
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
-            raise AttributeError(name)
+    def _module(self) -> Any:
         try:
-            module = importlib.import_module(f"{GENERATED_PACKAGE}.{self._module_name}")
+            return importlib.import_module(f"{GENERATED_PACKAGE}.{self._module_name}")
         except ImportError as exc:
             raise ImportError(
                 f"{GENERATED_PACKAGE} is not importable ({exc}): torch2ms convert writes it at the root of the "
                 "converted project; run from there or put that folder on PYTHONPATH"
             ) from exc
-        value = getattr(module, name)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        value = getattr(self._module(), name)
         if isinstance(value, type):
             if name not in self._classes:
                 self._classes[name] = _sized_subclass(value)
@@ -57,6 +59,37 @@ class ConvertedTorchvision:
 
     def __repr__(self) -> str:
         return f"<converted torchvision.{self._module_name} ({GENERATED_PACKAGE}.{self._module_name})>"
+
+    # ``torchvision.models.__dict__`` converts to this object: a read-only mapping of the converted module's
+    # public names, each as attribute access gives it (``models.__dict__[name]()`` builds the converted model)
+    def keys(self) -> list[str]:
+        return [n for n in vars(self._module()) if not n.startswith("_")]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.keys())
+
+    def __len__(self) -> int:
+        return len(self.keys())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.keys()
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self.keys():
+            raise KeyError(name)
+        return getattr(self, name)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self[name] if name in self.keys() else default
+
+    def items(self) -> list[tuple[str, Any]]:
+        return [(n, getattr(self, n)) for n in self.keys()]
+
+    def values(self) -> list[Any]:
+        return [getattr(self, n) for n in self.keys()]
+
+    def __dir__(self) -> list[str]:
+        return self.keys()
 
 
 def _add_torch_sizes(model: Any) -> Any:

@@ -97,7 +97,9 @@ def patch_cells(side: ms_hooks.MsSide) -> None:
     value_and_grad = ms.value_and_grad
 
     def probed(*args: Any, **kwargs: Any) -> Any:
-        return ms_hooks.GradProbe(value_and_grad(*args, **kwargs))
+        probe = ms_hooks.GradProbe(value_and_grad(*args, **kwargs))
+        side.probe_weights[id(probe)] = args[2] if len(args) > 2 else kwargs.get("weights")
+        return probe
 
     ms.value_and_grad = probed
     ops.value_and_grad = probed

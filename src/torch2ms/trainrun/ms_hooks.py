@@ -19,7 +19,7 @@ import numpy as np
 from mindspore import nn
 from mindspore.experimental.optim import Optimizer as ExperimentalOptimizer
 
-from .common import HYPER_KEYS, Recorder, array_stats, live_instances
+from .common import HYPER_KEYS, Recorder, StopTraining, array_stats, live_instances
 
 OPTIMIZER_TYPES = (ExperimentalOptimizer, nn.Optimizer)
 
@@ -123,6 +123,15 @@ def _modes(cells: list[nn.Cell]) -> dict[str, int]:
     }
 
 
+class ManualUpdates:
+    """The torch script updates its parameters itself (no optimizer; torch_hooks.ManualUpdates): the
+    weights the first value_and_grad call differentiates; a step is one such call."""
+
+    def __init__(self, weights: list[Any]) -> None:
+        self.parameters = list(weights)
+        self.param_groups = [{"params": self.parameters}]
+
+
 class MsModel:
     def __init__(self, key: str, cell: nn.Cell) -> None:
         self.key, self.cell = key, cell
@@ -194,6 +203,11 @@ class MsSide:
         self.loads: dict[str, Any] = {}
         self.model_ids: set[int] = set()  # the trained Cells, looked up on every inner call
         self.probing = False  # inside a Python-level call of the value_and_grad function
+        self.probe_weights: dict[int, Any] = {}  # each probe's value_and_grad weights
+        torch_opts = torch_record.get("optimizers") or [{}]
+        self.manual_wanted = len(torch_opts) == 1 and torch_opts[0].get("type") == "ManualUpdates"
+        self.manual: ManualUpdates | None = None
+        self.manual_gnorm: float | None = None
 
     def register_optimizer(self, opt: Any) -> None:
         self.optimizers.append(opt)
@@ -252,6 +266,8 @@ class MsSide:
         if self.unassigned:
             self.discover_models()
         is_opt, is_probe = is_optimizer(cell), isinstance(cell, GradProbe)
+        if is_probe and self.manual_wanted:
+            self.manual_before(cell)
         watch = not (is_opt or is_probe) and self.optimizers and all(m.cell is not cell for m in self.models)
         before = self.counters() if watch else None
         self.depth += 1
@@ -264,6 +280,8 @@ class MsSide:
         if is_opt:
             self.step(next(j for j, o in enumerate(self.optimizers) if o is cell))
             return out
+        if is_probe and self.manual is not None:
+            self.manual_after(out)
         stepped = [j for j, (a, b) in enumerate(zip(before, self.counters())) if b > a] if before else []
         if is_probe or stepped:  # a loss was differentiated: the step's loss and (no loader) its input
             self._note_args(args)
@@ -291,7 +309,40 @@ class MsSide:
             self.rec.note_inputs(array_stats(first.asnumpy()) if first is not None else None)
 
     def counters(self) -> list[int]:
-        return [int(o.t2ms_steps.asnumpy()) for o in self.optimizers]
+        return [int(o.t2ms_steps.asnumpy()) if o is not self.manual else 0 for o in self.optimizers]
+
+    # -- manual updates (the torch script has no optimizer): one value_and_grad call is one step ---------
+    def manual_before(self, probe: GradProbe) -> None:
+        """Before the first call: the differentiated weights stand for the optimizer, and their Cells get
+        torch's initial state before any forward; before each later call: the previous step is recorded
+        (the script applied its gradients in between)."""
+        if self.manual is None:
+            weights = self.probe_weights.get(id(probe))
+            if self.optimizers or not weights:
+                return
+            self.manual = ManualUpdates(list(weights))
+            self.optimizers.append(self.manual)
+            self.unassigned.append(len(self.optimizers) - 1)
+            self.discover_models()
+        elif self.manual_gnorm is not None:
+            self.manual_step()
+
+    def manual_after(self, out: Any) -> None:
+        self.training = True  # as the torch side after its first backward(): later draws are pseudo-noise
+        grads = out[1] if isinstance(out, tuple) and len(out) == 2 else ()
+        squares = [float(np.sum(np.square(g.asnumpy().astype(np.float64)))) for g in _tensor_leaves(grads)]
+        self.manual_gnorm = float(np.sqrt(sum(squares)))
+
+    def manual_step(self) -> None:
+        j = next(i for i, o in enumerate(self.optimizers) if o is self.manual)
+        if len(self.rec.optimizers) <= j:
+            self.rec.optimizers.extend({} for _ in range(j + 1 - len(self.rec.optimizers)))
+        if not self.rec.optimizers[j]:
+            self.rec.optimizers[j] = self.describe_optimizer(j)
+        gnorm, self.manual_gnorm = self.manual_gnorm, None
+        modes = {m.key: _modes(m.mode_cells) for m in self.models if j in m.opts}
+        no_lr: list[Any] = [None]  # no learning rate: the script scales the gradient itself
+        self.rec.step(j, no_lr, gnorm, {"modes": modes, "clip": None})
 
     def step(self, j: int) -> None:
         opt = self.optimizers[j]
@@ -305,6 +356,11 @@ class MsSide:
         self.rec.step(j, lrs, float(opt.t2ms_gnorm.asnumpy()), {"modes": modes, "clip": None})
 
     def finish(self, status: str) -> None:
+        if self.manual is not None and self.manual_gnorm is not None and status == "finished":
+            try:  # the last call of a script that ended by itself: its update ran
+                self.manual_step()
+            except StopTraining:
+                pass
         for m in self.models:
             m.save(self.rec.out / m.describe()["final"])
         self.rec.models = [m.describe() | {"load": self.loads.get(m.key)} for m in self.models]

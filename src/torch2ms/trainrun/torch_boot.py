@@ -61,20 +61,30 @@ def patch_backward(side: Any) -> None:
                     side.on_backward(t)
 
     def backward(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if not side.in_backward:
+            side.before_backward()
         record(self)
         side.in_backward, was = True, side.in_backward
         try:
-            return tensor_backward(self, *args, **kwargs)
+            out = tensor_backward(self, *args, **kwargs)
         finally:
             side.in_backward = was
+        if not was:
+            side.after_backward()
+        return out
 
     def autograd(tensors: Any, *args: Any, **kwargs: Any) -> Any:
+        if not side.in_backward:
+            side.before_backward()
         record(tensors)
         side.in_backward, was = True, side.in_backward
         try:
-            return autograd_backward(tensors, *args, **kwargs)
+            out = autograd_backward(tensors, *args, **kwargs)
         finally:
             side.in_backward = was
+        if not was:
+            side.after_backward()
+        return out
 
     torch.Tensor.backward = backward  # type: ignore[method-assign]
     torch.autograd.backward = autograd  # type: ignore[assignment]

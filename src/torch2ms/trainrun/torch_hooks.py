@@ -20,6 +20,7 @@ from _torch2ms_trainrun_common import (  # type: ignore
     NOISE_B,
     NOISE_SCALE,
     Recorder,
+    StopTraining,
     array_stats,
     live_instances,
     stream_state,
@@ -116,6 +117,14 @@ class Model:
         np.savez(path, **{k: _to_numpy(v) for k, v in self.module.state_dict().items()})
 
 
+class ManualUpdates:
+    """Stands for the optimizer a script without one does not have (``p.data.add_(-lr * p.grad)``): the
+    parameters that got a gradient at the first backward(); a step is one backward()."""
+
+    def __init__(self, params: list[torch.nn.Parameter]) -> None:
+        self.param_groups = [{"params": params}]
+
+
 class TorchSide:
     def __init__(self, rec: Recorder, config: dict[str, Any]) -> None:
         self.rec, self.cfg = rec, config
@@ -133,6 +142,10 @@ class TorchSide:
         self.replay_note: str | None = None
         self.streams: dict[int, list[np.ndarray]] = {}
         self.stats_later: list[tuple[dict[str, Any], list[np.ndarray]]] = []
+        self.manual: ManualUpdates | None = None  # no optimizer: the script updates p.data itself
+        self.manual_gnorm: float | None = None  # the last backward's gradient norm, not yet recorded
+        self.early: dict[int, dict[str, np.ndarray]] = {}  # before any optimizer: state at a module's first call
+        self.early_inputs: dict[int, dict[str, Any] | None] = {}  # ... and its input then
 
     # -- optimizers and models -------------------------------------------------------------------
     def register_optimizer(self, opt: torch.optim.Optimizer) -> None:
@@ -165,7 +178,10 @@ class TorchSide:
         model = next((m for m in self.models if m.module is module), None)
         if model is None:
             model = Model(f"model{len(self.models)}", module)
-            model.save(self.rec.out / f"init_{model.key}.npz")
+            if self.manual is not None and id(module) in self.early:  # found after its first forward
+                np.savez(self.rec.out / f"init_{model.key}.npz", **self.early[id(module)])
+            else:
+                model.save(self.rec.out / f"init_{model.key}.npz")
             if self.cfg.get("perturb"):  # the noise run (noise.py): torch against itself
                 perturb(module, float(self.cfg["perturb"]))
             if self.cfg.get("float64"):  # the float64 reference run (noise.py): the same training, exactly
@@ -188,6 +204,11 @@ class TorchSide:
     def on_outer_call(self, module: torch.nn.Module, args: tuple, kwargs: dict) -> None:
         if self.unassigned:
             self.discover_models()
+        if not self.optimizers and torch.is_grad_enabled() and id(module) not in self.early:
+            # a script may update its parameters by hand (no optimizer): its model's state before training
+            self.early[id(module)] = {k: _to_numpy(v) for k, v in module.state_dict().items()}
+            t = _first_tensor(args, kwargs)
+            self.early_inputs[id(module)] = array_stats(_to_numpy(t)) if t is not None else None
         if self.rec.batch_stats is not None or self.rec.pending_inputs is not None:
             return  # the step's batch is known (a loader's) or noted already
         if self.models and torch.is_grad_enabled() and any(m.module is module for m in self.models):
@@ -222,6 +243,41 @@ class TorchSide:
         modes = {m.key: _modes(m.mode_modules) for m in self.models if j in m.opts}
         clip, self.clip = self.clip, None
         self.rec.step(j, lrs, gnorm, {"modes": modes, "clip": clip})
+
+    # -- manual updates: no optimizer, the script changes the parameters itself --------------------------
+    def before_backward(self) -> None:
+        """One backward() is one step; it is recorded when the next one starts (the script updated the
+        parameters in between) or at the end."""
+        if self.manual is not None and self.manual_gnorm is not None:
+            self.manual_step()
+
+    def after_backward(self) -> None:
+        if any(o is not self.manual for o in self.optimizers):
+            return
+        if self.manual is None:
+            modules = [m for m in live_instances(torch.nn.Module) if not isinstance(m, torch.jit.ScriptModule)]
+            params = {id(p): p for m in modules for p in m.parameters() if p.grad is not None}
+            if not params:
+                return
+            self.manual = ManualUpdates(list(params.values()))
+            self.register_optimizer(self.manual)  # type: ignore[arg-type]
+            self.discover_models()
+            if self.rec.batch_stats is None and self.models:  # the first step's input, as later steps note it
+                self.rec.note_inputs(self.early_inputs.get(id(self.models[0].module)))
+        grads = [p.grad.detach() for p in self.manual.param_groups[0]["params"] if p.grad is not None]
+        norms = torch._foreach_norm(grads) if grads else []
+        self.manual_gnorm = float(torch.linalg.vector_norm(torch.stack([x.float() for x in norms]))) if norms else 0.0
+
+    def manual_step(self) -> None:
+        j = next(i for i, o in enumerate(self.optimizers) if o is self.manual)
+        if len(self.rec.optimizers) <= j:
+            self.rec.optimizers.extend({} for _ in range(j + 1 - len(self.rec.optimizers)))
+        if not self.rec.optimizers[j]:
+            self.rec.optimizers[j] = self.describe_optimizer(j)
+        gnorm, self.manual_gnorm = self.manual_gnorm, None
+        modes = {m.key: _modes(m.mode_modules) for m in self.models if j in m.opts}
+        no_lr: list[Any] = [None]  # no learning rate: the script scales the gradient itself
+        self.rec.step(j, no_lr, gnorm, {"modes": modes, "clip": None})
 
     def perturb_grads(self, opt: torch.optim.Optimizer, eps: float) -> None:
         """The noise run: each gradient about to be applied times (1 ± eps), as another kernel's rounding."""
@@ -268,6 +324,11 @@ class TorchSide:
 
     # -- the end -----------------------------------------------------------------------------------
     def finish(self, status: str) -> None:
+        if self.manual is not None and self.manual_gnorm is not None and status == "finished":
+            try:  # the last backward of a script that ended by itself: its update ran
+                self.manual_step()
+            except StopTraining:
+                pass
         self.fill_batch_stats()  # first: the record is written after finish, even if saving fails
         for m in self.models:
             m.save(self.rec.out / m.describe()["final"])

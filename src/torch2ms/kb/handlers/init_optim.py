@@ -44,8 +44,13 @@ def _parameter(src: str) -> str:
     so the initializer is applied to the Parameter itself.
     """
     s = src.strip()
-    if s.endswith(".data") and s[:-5].replace(".", "").replace("_", "").isalnum():
-        s = s[:-5]
+    if s.endswith(".data"):  # any receiver: a name chain, or the BatchNorm guard (m.gamma if ... else m.weight)
+        try:
+            node = ast.parse(s, mode="eval").body
+        except SyntaxError:
+            node = None
+        if isinstance(node, ast.Attribute) and node.attr == "data":
+            s = s[:-5]
     return paren(s)
 
 

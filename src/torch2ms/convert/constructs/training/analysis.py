@@ -469,17 +469,35 @@ def _aux(scope: ast.AST, fwd: list[ast.stmt], fwd_writes: set[str]) -> list[str]
     return [n for n in order if n in fwd_writes]
 
 
-def sets_mode(scope: ast.AST | None) -> bool:
-    """Does the function call ``x.train()`` / ``x.eval()`` itself?"""
+def sets_mode(scope: ast.AST | None, before: int | None = None) -> bool:
+    """Does the function call ``x.train()`` / ``x.eval()`` itself? With ``before`` (the first line of
+    the training step): on a line above it and outside nested functions and classes, so that the call
+    decides the mode the first step runs in (``model.eval()`` only after training, or ``model.train()``
+    at the end of each epoch, leaves the first epoch in torch's default training mode)."""
     if scope is None:
         return True
+    nodes = ast.walk(scope) if before is None else _own_nodes(scope)
     return any(
         isinstance(n, ast.Call)
         and isinstance(n.func, ast.Attribute)
         and n.func.attr in ("train", "eval")
         and not n.args[1:]
-        for n in ast.walk(scope)
+        and (before is None or n.lineno < before)
+        for n in nodes
     )
+
+
+def _own_nodes(scope: ast.AST) -> list[ast.AST]:
+    """The nodes of a scope, not those of the functions, lambdas and classes defined in it."""
+    out: list[ast.AST] = []
+    todo = list(ast.iter_child_nodes(scope))
+    while todo:
+        n = todo.pop()
+        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+            continue
+        out.append(n)
+        todo.extend(ast.iter_child_nodes(n))
+    return out
 
 
 def trained_module(roles: Roles, opt: str, scope: ast.AST, fwd: list[ast.stmt]) -> str | None:

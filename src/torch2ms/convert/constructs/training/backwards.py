@@ -341,7 +341,7 @@ def _modules_to_train(
 ) -> list[str]:
     """The modules the optimizers train, when the code never sets their mode (torch modules start in
     training mode, MindSpore cells do not)."""
-    if sets_mode(scope):
+    if sets_mode(scope, min(asts[i].lineno for b in backwards for i in b.forward)):
         return []
     modules = [h.module for h in holders.by_key.values() if h.module]
     if modules:
@@ -349,7 +349,12 @@ def _modules_to_train(
     for back in backwards:
         for i in back.forward:
             for n in ast.walk(asts[i]):
-                if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and not roles.resolve(n.func):
+                if (
+                    isinstance(n, ast.Call)
+                    and isinstance(n.func, ast.Name)
+                    and not roles.resolve(n.func)
+                    and n.func.id not in vars(builtins)  # range(...) in the forward is no model
+                ):
                     return [n.func.id]
     return []
 

@@ -128,7 +128,7 @@ class StepWriter:
             )
         if amp_model is not None and amp is not None:
             setup = [self._amp_setup(amp, amp_model), gen.blank_lines(setup[0], self.gap), *setup[1:]]
-        if not sets_mode(plan.scope_ast):
+        if not sets_mode(plan.scope_ast, min(plan.asts[i].lineno for i in plan.forward)):
             model = trained_module(self.roles, plan.opt, plan.scope_ast, [plan.asts[i] for i in plan.forward])
             if model:
                 mode = gen.statement(comment_template(TRAIN_MODE, TRAIN_MODE_NOTE), self.refs, model=expr(model))

@@ -12,7 +12,9 @@ PyNative runs it as written; the single fused step (emit.py) stays the form for 
 from __future__ import annotations
 
 import ast
+import builtins
 from collections.abc import Callable
+from typing import Any
 
 import libcst as cst
 
@@ -37,7 +39,7 @@ from .emit import (
     unbound_guards,
 )
 from .errors import NotConvertible
-from .flow import Backward, Event, Flow, Holder
+from .flow import Backward, Event, Flow, Holder, writes
 from .grad_reads import NAMED_READ_LOOP, GradOf
 
 GRAD_FN = "{grad_fn} = mindspore.value_and_grad({forward_fn}, None, {weights})\n"
@@ -55,6 +57,11 @@ ADJUST = "{scaler}.adjust({finite})\n"
 RECOMPUTED = N_(
     "runs its forward again: torch reused the first forward's graph "
     "(layers with BatchNorm statistics or dropout see one more forward)"
+)
+KEEP_STATISTICS = "with torch2ms.runtime.statistics_kept({cells}):\n    {call}\n"
+KEPT_NOTE = N_(
+    "the forward of {cells} runs again here (torch reused the first forward's graph): "
+    "BatchNorm statistics are kept as the first forward left them, so they move once per step as in torch"
 )
 
 
@@ -133,7 +140,7 @@ class GeneralWriter:
         )
         for i in back.forward:
             self.out.replace[id(flow.body[i])] = []
-        self._call(back, grad_fn)
+        self._call(back, grad_fn, _rerun_cells([flow.asts[i] for i in back.forward if i in seen], self.roles))
         self.out.modules += [("", forward_fn, n) for n in _callees(self.roles, [flow.asts[i] for i in back.forward])]
         return [gen.blank_lines(fn, self.gap), gen.blank_lines(grad, self.gap)]
 
@@ -151,7 +158,7 @@ class GeneralWriter:
         scaled = [expr(f"{back.scaler}.scale({ast.unparse(back.loss)})")] if back.scaler else []
         return [*scaled, loss, *map(cst.Name, back.aux)]
 
-    def _call(self, back: Backward, grad_fn: str) -> None:
+    def _call(self, back: Backward, grad_fn: str, rerun: list[str]) -> None:
         flow = self.flow
         loss = ast.unparse(back.loss)
         names = [expr(self.fresh("scaled_loss"))] if back.scaler else []
@@ -163,6 +170,9 @@ class GeneralWriter:
             grad_call=gen.arguments(cst.Name(grad_fn), [cst.Name(p) for p in back.params]),
         )
         call = _comment(call, f"{MARK} " + _("forward + {loss}.backward()").format(loss=loss))
+        if rerun:  # a forward torch ran once: the cells it calls keep the first run's BatchNorm statistics
+            call = gen.statement(KEEP_STATISTICS, self.refs, cells=expr(f"[{', '.join(rerun)}]"), call=[call])
+            call = _comment(call, f"{MARK} " + _(KEPT_NOTE).format(cells=", ".join(rerun)))
         stmts: list[Statement] = [call]
         offset = "0"
         for h in back.holders:
@@ -199,7 +209,8 @@ class GeneralWriter:
             assert a is not None
             new = clip_code(self.roles, self.refs, a, h.grads, node)[0]
         else:
-            new = [self._read_loop(node, h).with_changes(leading_lines=[])]
+            new = self._read_loop(node, h)
+            new[0] = new[0].with_changes(leading_lines=[])
         new[0] = new[0].with_changes(leading_lines=[*node.leading_lines, *new[0].leading_lines])
         self.out.replace[id(node)] = new
 
@@ -224,9 +235,12 @@ class GeneralWriter:
         step[-1] = _comment(step[-1], f"{MARK} " + _("{step}: skipped when a gradient is inf/nan").format(step=text))
         return ([] if h.key in self.unscaled else [unscale]) + step
 
-    def _read_loop(self, node: Statement, h: Holder) -> Statement:
+    def _read_loop(self, node: Statement, h: Holder) -> list[Statement]:
         """``for p in model.parameters(): ... p.grad`` → ``for p, p_grad in zip(<the weights>, grads)``;
-        ``for name, p in model.named_parameters()`` → ``for (name, p), p_grad in zip(<names, weights>, grads)``."""
+        ``for name, p in model.named_parameters()`` → ``for (name, p), p_grad in zip(<names, weights>, grads)``.
+        A manual update of the parameter itself (``p -= lr * p.grad``, ``p.add_(...)``) sets its data (a
+        rebound name would update nothing); ``p.grad = None`` / ``p.grad.zero_()`` in the loop clear the
+        gradient tuple after it."""
         assert isinstance(node, cst.For)
         template, target = READ_LOOP, node.target
         if isinstance(target, cst.Tuple):  # named_parameters()
@@ -239,9 +253,14 @@ class GeneralWriter:
         name = inner.value
         grad = self.fresh(f"{name}_grad")
         it = gen.expression(template, self.refs, weights=expr(h.weights), grads=cst.Name(h.grads))
-        body = node.body.visit(_GradToName(name, grad))
+        clears = _GradClears(name)
+        body: Any = node.body.visit(clears)
+        body = body.visit(_GradToName(name, grad)).visit(_ParamUpdates(name))
         pair = cst.Tuple([cst.Element(target), cst.Element(cst.Name(grad))], lpar=[], rpar=[])
-        return node.with_changes(target=pair, iter=it, body=body)
+        loop = node.with_changes(target=pair, iter=it, body=body)
+        if not clears.found:
+            return [loop]
+        return [loop, _comment(_assign(h.grads, cst.Name("None")), f"{MARK} {clears.found[0]}")]
 
 
 class _GradToName(cst.CSTTransformer):
@@ -253,6 +272,102 @@ class _GradToName(cst.CSTTransformer):
         if updated.attr.value == "grad" and isinstance(updated.value, cst.Name) and updated.value.value == self.param:
             return cst.Name(self.grad)
         return updated
+
+
+class _GradClears(cst.CSTTransformer):
+    """Drops ``p.grad = None``, ``p.grad.zero_()``, ``p.grad.data.zero_()`` from a read loop's body (the
+    writer clears the whole gradient tuple after the loop); ``found`` keeps their text."""
+
+    def __init__(self, param: str) -> None:
+        super().__init__()
+        self.param = param
+        self.found: list[str] = []
+
+    def _is_grad(self, node: cst.BaseExpression) -> bool:
+        while isinstance(node, cst.Attribute) and node.attr.value == "data":
+            node = node.value
+        return (
+            isinstance(node, cst.Attribute)
+            and node.attr.value == "grad"
+            and isinstance(node.value, cst.Name)
+            and node.value.value == self.param
+        )
+
+    def _clears(self, stmt: cst.BaseSmallStatement) -> bool:
+        if isinstance(stmt, cst.Assign):
+            return (
+                len(stmt.targets) == 1 and self._is_grad(stmt.targets[0].target) and isinstance(stmt.value, cst.Name)
+            ) and stmt.value.value == "None"
+        if isinstance(stmt, cst.Expr) and isinstance(stmt.value, cst.Call) and not stmt.value.args:
+            func = stmt.value.func
+            return isinstance(func, cst.Attribute) and func.attr.value == "zero_" and self._is_grad(func.value)
+        return False
+
+    def leave_SimpleStatementLine(
+        self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine
+    ) -> cst.SimpleStatementLine | cst.RemovalSentinel:
+        kept = [b for b in updated.body if not self._clears(b)]
+        if len(kept) == len(updated.body):
+            return updated
+        self.found.append(code(cst.SimpleStatementLine(body=[b for b in updated.body if self._clears(b)])).strip())
+        return updated.with_changes(body=kept) if kept else cst.RemoveFromParent()
+
+    def leave_IndentedBlock(self, original: cst.IndentedBlock, updated: cst.IndentedBlock) -> cst.IndentedBlock:
+        if updated.body:
+            return updated
+        return updated.with_changes(body=[cst.SimpleStatementLine([cst.Pass()])])
+
+
+INPLACE_UPDATES = {"add_": "add", "sub_": "sub", "mul_": "mul", "div_": "div"}
+
+
+class _ParamUpdates(cst.CSTTransformer):
+    """``p -= v`` / ``p.add_(v)`` on the loop's parameter → ``p.set_data(p - v)`` / ``p.set_data(p.add(v))``:
+    in MindSpore ``p -= v`` makes a new tensor named p and the in-place rewrite (``p = p.add(v)``) does too."""
+
+    def __init__(self, param: str) -> None:
+        super().__init__()
+        self.param = param
+
+    def _set(self, value: cst.BaseExpression) -> cst.Expr:
+        func = cst.Attribute(cst.Name(self.param), cst.Name("set_data"))
+        return cst.Expr(cst.Call(func, [cst.Arg(value)]))
+
+    def leave_AugAssign(self, original: cst.AugAssign, updated: cst.AugAssign) -> cst.BaseSmallStatement:
+        if not (isinstance(updated.target, cst.Name) and updated.target.value == self.param):
+            return updated
+        op = _BINARY.get(type(updated.operator))
+        if op is None:
+            return updated
+        value = cst.BinaryOperation(cst.Name(self.param), op(), _parens(updated.value))
+        return self._set(value)
+
+    def leave_Expr(self, original: cst.Expr, updated: cst.Expr) -> cst.BaseSmallStatement:
+        call = updated.value
+        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)):
+            return updated
+        func = call.func
+        if not (isinstance(func.value, cst.Name) and func.value.value == self.param):
+            return updated
+        method = INPLACE_UPDATES.get(func.attr.value)
+        if method is None:
+            return updated
+        return self._set(call.with_changes(func=func.with_changes(attr=cst.Name(method))))
+
+
+_BINARY: dict[type, type] = {
+    cst.SubtractAssign: cst.Subtract,
+    cst.AddAssign: cst.Add,
+    cst.MultiplyAssign: cst.Multiply,
+    cst.DivideAssign: cst.Divide,
+}
+
+
+def _parens(value: cst.BaseExpression) -> cst.BaseExpression:
+    """A value that binds weaker than the operator it lands beside keeps its meaning in parentheses."""
+    if isinstance(value, cst.BinaryOperation | cst.BooleanOperation | cst.IfExp | cst.UnaryOperation):
+        return value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return value
 
 
 def _weights(back: Backward) -> str:
@@ -271,6 +386,24 @@ def _callees(roles: Roles, asts: list[ast.stmt]) -> list[str]:
             if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and not roles.resolve(n.func)
         )
     )
+
+
+def _rerun_cells(asts: list[ast.stmt], roles: Roles) -> list[str]:
+    """What the statements a forward_fn runs again call by name (``netG``, ``self.G``): the cells among
+    them keep their BatchNorm statistics across that second run (the runtime skips what is no Cell).
+    Names the statements themselves assign are left out: outside the forward_fn they are not its values."""
+    stored = {n.split(".")[0] for a in asts for n in writes(a)}
+    found: dict[str, None] = {}
+    for a in asts:
+        for n in ast.walk(a):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name | ast.Attribute) and not roles.resolve(n.func):
+                text = ast.unparse(n.func)
+                root: ast.expr = n.func
+                while isinstance(root, ast.Attribute):
+                    root = root.value
+                if isinstance(root, ast.Name) and root.id not in stored and root.id not in vars(builtins):
+                    found.setdefault(text, None)
+    return list(found)
 
 
 def _without_blank_lines(stmt: Statement) -> Statement:
