@@ -139,8 +139,8 @@ BUGS: dict[str, dict[str, tuple[str, str, str]]] = {
     },
     "cat_stack_dim": {
         "llama2c": (
-            "xq_out = ops.stack([xq_out_r, xq_out_i], axis=-1)",
-            "xq_out = ops.stack([xq_out_r, xq_out_i], axis=-2)",
+            "xq_out = stack([xq_out_r, xq_out_i], axis=-1)",
+            "xq_out = stack([xq_out_r, xq_out_i], axis=-2)",
             "xq_out = torch.stack([xq_out_r, xq_out_i], dim=-1)",
         ),
         "ex_llama2": (
@@ -148,7 +148,7 @@ BUGS: dict[str, dict[str, tuple[str, str, str]]] = {
             "ops.imag((xq_ * freqs_cis))), -2)",
             "xq_out = torch.view_as_real(xq_ * freqs_cis)",
         ),
-        "dino": ("ops.cat((cls_tokens, x), axis=1)", "ops.cat((cls_tokens, x), axis=2)", "torch.cat((cls_tokens, x)"),
+        "dino": ("cat((cls_tokens, x), axis=1)", "cat((cls_tokens, x), axis=2)", "torch.cat((cls_tokens, x)"),
     },
     "wrong_activation": {
         "mingpt": (_NEW_GELU, "ops.relu(x)", "0.044715 * torch.pow(x, 3.0)"),

@@ -13,6 +13,12 @@ from torch2ms.cli import main
 SMALL = Path(__file__).resolve().parent / "trainrun" / "train_small.py"
 
 
+@pytest.fixture(autouse=True)
+def _wide_terminal(monkeypatch):
+    """The messages hold long paths: a narrow COLUMNS (an xdist worker's) would fold them mid-word."""
+    monkeypatch.setenv("COLUMNS", "1000")
+
+
 def cli(capsys, tmp_path: Path, *args: str) -> tuple[int, str]:
     rc = main(["compare-train", *args, "--out", str(tmp_path / "out")])
     out = capsys.readouterr()

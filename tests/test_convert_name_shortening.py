@@ -79,7 +79,7 @@ def test_issue_examples():
     got = convert_source(
         'import torch\nw = torch.load("mindspore.nn.weights.pt")\nz = torch.zeros(len("mindspore.ops.foo"))\n'
     ).code
-    assert 'ckpt_path("mindspore.nn.weights.pt")' in got
+    assert 'load_checkpoint("mindspore.nn.weights.pt")' in got
     assert 'ops.zeros(len("mindspore.ops.foo"))' in got
     assert "from mindspore import ops\n" in got and "from mindspore import nn" not in got
 

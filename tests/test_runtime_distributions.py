@@ -131,8 +131,20 @@ def test_distribution_classes_used_as_values_convert_to_the_runtime_classes():
     assert "TorchCompat" not in code and "not converted" not in code
 
 
+@pytest.fixture
+def kl_registry_restored():
+    """The test registers a KL for its own class in the runtime's global table: later tests of the same
+    worker (kl_divergence compiled in GRAPH_MODE) must not meet a function of a module they cannot import."""
+    from torch2ms.runtime.distributions import kl
+
+    saved = dict(kl._KL)
+    yield
+    kl._KL.clear()
+    kl._KL.update(saved)
+
+
 @pytest.mark.differential
-def test_converted_user_distribution_and_registered_kl_match_torch(tmp_path):
+def test_converted_user_distribution_and_registered_kl_match_torch(tmp_path, kl_registry_restored):
     torch = require_module("torch")
     ms = require_module("mindspore")
     import importlib.util

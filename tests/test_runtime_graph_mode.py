@@ -262,7 +262,7 @@ for _names, _why in (
     ),
     (
         "Generator CoupledAdam accumulate_grads SummaryWriter assert_allclose assert_close make_tensor onnx_export "
-        "onnx_export_outputs numpy_defers_to_tensors grad_of",
+        "onnx_export_outputs numpy_defers_to_tensors grad_of statistics_kept",
         _TRAIN,
     ),
 ):

@@ -78,7 +78,6 @@ KNOWN: dict[str, str] = {
     "gan=gp": "gradient-penalty-autograd-grad",
     # issue 22 class 6 (developer "scripts"): the generator's forward runs twice per GAN step.
     "gan=detach": "gan-generator-forward-twice",
-    "gan=retain": "gan-generator-forward-twice",
     # issue 22 class 7 (developer "scripts"): no optimizer, so compare-train has nothing to compare.
     "manual=data_add": "manual-update-no-optimizer",
     "manual=no_grad_sub": "manual-update-no-optimizer",

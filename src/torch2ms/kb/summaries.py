@@ -274,4 +274,6 @@ SUMMARIES = (
     ),
     N_("CocoDetection(root, annFile, target_transform) → GeneratorDataset over torch2ms.runtime.CocoDetection."),
     N_("CocoCaptions(root, annFile) → GeneratorDataset over torch2ms.runtime.CocoCaptions (a list of captions)."),
+    N_("self.register_buffer(name, tensor): a persistent buffer drawn at random (torch.randn)"),
+    N_("x.scatter(dim, index, src|value) / x.scatter_(...) → as torch.scatter: Tensor.scatter with a scalar"),
 )

@@ -37,7 +37,7 @@ from ...i18n import N_, _, every_language
 from ..changes import MARK
 from ..construct import Cache, Construct
 from ..context import RewriteContext
-from ..hooks import call, leave
+from ..hooks import leave
 from ..plan import Stmt, header_nodes
 
 
@@ -251,35 +251,6 @@ def mark_try(ctx: RewriteContext, original: cst.Try, updated: cst.Try):
     if not _in_forward(ctx):
         return updated
     return _marked(ctx, updated, _TRY_NOTE, _("try/except in construct: GRAPH_MODE does not compile it"))
-
-
-@call()
-def map_lambda(ctx: RewriteContext, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
-    """``map(lambda t: body, xs)`` → ``[body for t in xs]`` (several iterables: ``zip``) in a compiled method."""
-    func = updated.func
-    if not (isinstance(func, cst.Name) and func.value == "map" and len(updated.args) >= 2):
-        return None
-    fn = updated.args[0].value
-    if not isinstance(fn, cst.Lambda) or any(a.keyword or a.star for a in updated.args):
-        return None
-    params = fn.params
-    if params.star_arg is not cst.MaybeSentinel.DEFAULT or params.kwonly_params or params.star_kwarg:
-        return None
-    names = [p.name for p in [*params.posonly_params, *params.params]]
-    iterables = [a.value for a in updated.args[1:]]
-    if len(names) != len(iterables) or any(p.default is not None for p in params.params) or not _in_forward(ctx):
-        return None
-    target: cst.BaseAssignTargetExpression = names[0]
-    source = iterables[0]
-    if len(names) > 1:
-        target = cst.Tuple([cst.Element(n) for n in names], lpar=[], rpar=[])
-        source = cst.Call(cst.Name("zip"), [cst.Arg(i) for i in iterables])
-    ctx.record(
-        "torch.nn.Module.forward",
-        "converted",
-        _("map(lambda ...) → a list comprehension: GRAPH_MODE's Map does not take a lambda with free variables"),
-    )
-    return cst.ListComp(fn.body, cst.CompFor(target=target, iter=source))
 
 
 def class_node(ctx: RewriteContext) -> ast.ClassDef | None:

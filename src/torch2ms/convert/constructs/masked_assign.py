@@ -65,8 +65,16 @@ def masked_store(stmt: ast.AST) -> bool:
 
 def _sees(source: str, tree: ast.Module, plan: list[Stmt]) -> None:
     """Such statements are visited whether or not they name torch (``y[labels == -1] = 0.0``)."""
-    if _SUBSCRIPT_STORE.search(source):
-        mark_with_parents(plan, masked_store)
+    if not _SUBSCRIPT_STORE.search(source):
+        return
+    # mark_with_parents hands over a statement's own expressions (an Assign's targets), not the statement
+    targets = {
+        id(n.targets[0] if isinstance(n, ast.Assign) else n.target)  # type: ignore[attr-defined]
+        for n in ast.walk(tree)
+        if masked_store(n)
+    }
+    if targets:
+        mark_with_parents(plan, lambda root: id(root) in targets)
 
 
 CONSTRUCT = Construct("masked assignment", order=55, sees=_sees)

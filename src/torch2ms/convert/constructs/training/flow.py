@@ -260,7 +260,8 @@ def _read_loop(a: ast.stmt, holders: Holders) -> Holder | None:
     the loop reads the model's gradients."""
     named = named_loop_parameter(a)
     if (named is not None or isinstance(a, ast.For)) and "grad" in ast.dump(a):
-        grad_attributes(a)  # a write to a gradient: refused with its reason
+        param = named[1] if named is not None else a.target.id if isinstance(a.target, ast.Name) else None  # type: ignore[attr-defined]
+        grad_attributes(a, param)  # a write to a gradient: refused with its reason (a clear of p.grad is not)
     if named is not None:
         module, name = named
     elif isinstance(a, ast.For) and isinstance(a.target, ast.Name) and parameters_of(a.iter) is not None:

@@ -47,17 +47,41 @@ def named_loop_parameter(a: ast.stmt) -> tuple[str, str] | None:
     return ast.unparse(call.func.value), param.id
 
 
-def grad_attributes(a: ast.AST) -> list[ast.Attribute]:
-    """The ``x.grad`` nodes of a statement; a write to a gradient raises NotConvertible."""
-    found = []
+def _clears(a: ast.AST, param: str | None) -> set[int]:
+    """ids of the ``<param>.grad`` nodes that a clear of the loop parameter's gradient writes
+    (``p.grad = None``, ``p.grad.zero_()``, ``p.grad.data.zero_()``): the writer turns those into a clear
+    of the gradient tuple after the loop (general.py)."""
+    out: set[int] = set()
+    if param is None:
+        return out
     for n in ast.walk(a):
-        if not (isinstance(n, ast.Attribute) and n.attr == "grad"):
+        target = None
+        if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.value, ast.Constant):
+            target = n.targets[0] if n.value.value is None else None
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "zero_" and not n.args:
+            target = n.func.value
+            while isinstance(target, ast.Attribute) and target.attr == "data":
+                target = target.value
+        if isinstance(target, ast.Attribute) and target.attr == "grad" and ast.unparse(target.value) == param:
+            out.add(id(target))
+    return out
+
+
+def grad_attributes(a: ast.AST, param: str | None = None) -> list[ast.Attribute]:
+    """The ``x.grad`` nodes of a statement; a write to a gradient raises NotConvertible, except a clear
+    of ``param``'s gradient (the loop variable of a parameter loop)."""
+    found = []
+    cleared = _clears(a, param)
+    for n in ast.walk(a):
+        if not (isinstance(n, ast.Attribute) and n.attr == "grad") or id(n) in cleared:
             continue
         if not isinstance(n.ctx, ast.Load):
             raise NotConvertible(_("the loop assigns to .grad: edit the gradient tuple by hand"))
         found.append(n)
     for n in ast.walk(a):
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr.endswith("_"):
+            if id(n.func.value) in cleared or _is_cleared_data(n.func.value, cleared):
+                continue
             inner = n.func.value
             while isinstance(inner, ast.Attribute) and inner.attr in ("data", "grad"):
                 if inner.attr == "grad":
@@ -68,6 +92,12 @@ def grad_attributes(a: ast.AST) -> list[ast.Attribute]:
                     )
                 inner = inner.value
     return found
+
+
+def _is_cleared_data(node: ast.expr, cleared: set[int]) -> bool:
+    while isinstance(node, ast.Attribute) and node.attr == "data":
+        node = node.value
+    return id(node) in cleared
 
 
 def is_direct_read(stmt: Statement, a: ast.stmt | None) -> bool:
