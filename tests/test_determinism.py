@@ -5,7 +5,8 @@ Each property runs on a generated multi-file project (packages, relative and abs
 files, models, a training script, a script in a sub-folder, code left marked, text that is not Python,
 non-ASCII) and on a few repositories of the real-code kit, read from ../shared/realcode at test time.
 What may differ between runs is only what names the run itself: the report and line map name their
-OUT folder, and a second pass's records (report, line map, layer map) describe the code it was given.
+OUT folder, and a second pass's report describes the code it was given. The second pass keeps the first
+pass's layer map and line map (they describe the torch source, which the second pass no longer sees).
 """
 
 from __future__ import annotations
@@ -154,3 +155,35 @@ def test_converting_the_output_again_changes_no_file(source: Path, tmp_path: Pat
     assert sorted(set(first) ^ set(second)) == []
     assert [k for k in first if first[k] != second[k]] == []
     assert any("mindspore" in v.decode("utf-8", "replace") for k, v in first.items() if k.endswith(".py"))
+    # the first pass's records survive: the layer map still names torch layers, the line map still
+    # points at the original source (a second pass reads MindSpore code and converts nothing)
+    for name in ("torch2ms_layers.json", "torch2ms-linemap.json"):
+        assert (once / name).is_file() == (twice / name).is_file(), name
+        if (once / name).is_file():
+            assert json.loads((twice / name).read_text("utf-8")) == json.loads((once / name).read_text("utf-8")), name
+
+
+def test_an_edited_output_converted_again_gets_a_fresh_line_map(tmp_path: Path):
+    """A converted file the user edits back to torch (a statement added) and converts again: the first
+    pass's map no longer describes that text (its digest differs), so the map is made afresh against
+    the tree given; an untouched output keeps the first map (test above)."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "m.py").write_text(
+        "import torch\n\n\ndef f(x):\n    y = torch.relu(x)\n    return torch.tanh(y)\n", encoding="utf-8"
+    )
+    once, twice = tmp_path / "once", tmp_path / "twice"
+    _convert(src, once, 1)
+    first = json.loads((once / "torch2ms-linemap.json").read_text("utf-8"))
+    assert first["source"] == str(src.resolve()) and set(first["files"]) == {"m.py"}
+    edited = (
+        (once / "m.py").read_text("utf-8").replace("def f(x):", "import torch\n\n\ndef f(x):\n    x = torch.abs(x)")
+    )
+    (once / "m.py").write_text(edited, encoding="utf-8")
+    convert_tree(once, twice, jobs=1)
+    second = json.loads((twice / "torch2ms-linemap.json").read_text("utf-8"))
+    assert second["source"] == str(once.resolve())
+    given, out = edited.splitlines(), (twice / "m.py").read_text("utf-8").splitlines()
+    lines = second["files"]["m.py"]["lines"]
+    for word in ("abs", "tanh"):
+        assert word in given[lines[str(next(i for i, t in enumerate(out, 1) if word in t))] - 1]

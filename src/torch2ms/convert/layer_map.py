@@ -256,8 +256,24 @@ def record(tree: ast.Module, module: str, roots: frozenset[str], into: dict[str,
         into[f"{module}.{node.name}" if module else node.name] = entry
 
 
-def write(classes: dict[str, Any], out_dir: Path) -> str | None:
-    """Write the map into the converted tree when it holds any module class; its file name, or None."""
+def prior_classes(src_dir: Path) -> dict[str, Any]:
+    """The classes an earlier conversion recorded when SRC_DIR is itself a torch2ms output, else ``{}``:
+    they describe the torch layers, which a second pass (reading MindSpore code) can no longer see."""
+    try:
+        data = json.loads((src_dir / LAYER_MAP_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    ok = isinstance(data, dict) and data.get("version") == 1 and isinstance(data.get("classes"), dict)
+    return data["classes"] if ok else {}
+
+
+def write(classes: dict[str, Any], out_dir: Path, prior: dict[str, Any] | None = None) -> str | None:
+    """Write the map into the converted tree when it holds any module class; its file name, or None.
+    ``prior``: an earlier pass's classes, which win over this pass's record of the same class; with a
+    prior, this pass adds only classes that still name torch (the MindSpore classes the first pass wrote,
+    such as a training step's Cell, are not torch layouts)."""
+    if prior:
+        classes = {**{k: v for k, v in classes.items() if '"torch.' in json.dumps(v)}, **prior}
     if not any(c["attrs"] or c["bases"] for c in classes.values()):
         return None
     data = {"version": 1, "classes": dict(sorted(classes.items()))}

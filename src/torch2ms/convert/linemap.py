@@ -5,7 +5,8 @@ Format (``torch2ms-linemap.json``)::
 
     {"version": 1, "source": "/abs/path/of/SRC",
      "files": {"pkg/model.py": {"lines": {"12": 13, ...},            # converted line -> original line
-                                "kb": {"13": [{"api": "torch.nn.functional.gelu", "note": "..."}]}}}}
+                                "kb": {"13": [{"api": "torch.nn.functional.gelu", "note": "..."}]},
+                                "sha256": "..."}}}                   # the converted text's, 16 hex digits
 
 The converter's output itself is untouched; the map is computed from the two texts (matching lines
 first, then the changed runs between them line by line) and from the changes the converter recorded.
@@ -14,6 +15,7 @@ first, then the changed runs between them line by line) and from the changes the
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
 from collections.abc import Iterable
 from pathlib import Path
@@ -88,11 +90,38 @@ def _kb_by_line(changes: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, s
     return kb
 
 
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def prior_line_map(base: Path) -> dict[str, Any]:
+    """The line map of an earlier conversion when BASE is that conversion's output, untouched (every file
+    it maps still holds the text it was written with), else ``{}``: converting an output again keeps
+    pointing at the first pass's originals. An edited output gets a fresh map of the text it holds."""
+    try:
+        data = json.loads((base / LINEMAP_JSON).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("version") != 1 or not isinstance(data.get("files"), dict):
+        return {}
+    for rel, entry in data["files"].items():
+        try:
+            text = (base / rel).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return {}
+        if not isinstance(entry, dict) or entry.get("sha256") != _digest(text):
+            return {}
+    return data
+
+
 def write_line_map(tmp: Path, base: Path, files: Iterable[Any]) -> None:
     """Write LINEMAP_JSON into TMP (the OUT being built) for every converted file of ``files``."""
-    entries: dict[str, Any] = {}
+    # An untouched output given again: its map stands (its files convert to themselves), and a file the
+    # first pass left as it was (so BASE holds the first source's text) adds its own entry beside them.
+    prior = prior_line_map(base)
+    entries: dict[str, Any] = dict(prior.get("files", {}))
     for result in files:
-        if not result.changed or result.error:
+        if not result.changed or result.error or result.path in entries:
             continue
         try:
             original = (base / result.path).read_text(encoding="utf-8", errors="replace")
@@ -100,6 +129,10 @@ def write_line_map(tmp: Path, base: Path, files: Iterable[Any]) -> None:
         except OSError:
             continue
         lines = line_map(original, converted)
-        entries[result.path] = {"lines": {str(k): v for k, v in lines.items()}, "kb": _kb_by_line(result.changes)}
-    data = {"version": 1, "source": str(base.resolve()), "files": entries}
+        entries[result.path] = {
+            "lines": {str(k): v for k, v in lines.items()},
+            "kb": _kb_by_line(result.changes),
+            "sha256": _digest(converted),
+        }
+    data = {"version": 1, "source": prior.get("source") or str(base.resolve()), "files": entries}
     (tmp / LINEMAP_JSON).write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")

@@ -361,7 +361,8 @@ def _convert_tree(
             report.generated += _vendor_runtime(vendor, tmp)
         for p in listing.other:
             _copy_other(p, base, tmp, report)
-        layer_map.write(layers, tmp)  # for `torch2ms weights --project OUT`: each class's layers
+        # for `torch2ms weights --project OUT`: each class's layers (a torch2ms output given again keeps its own)
+        layer_map.write(layers, tmp, layer_map.prior_classes(src_p) if src_p.is_dir() else None)
         report.files.sort(key=lambda f: f.path)
         write_line_map(tmp, base, report.files)
         with open(tmp / REPORT_JSON, "w", encoding="utf-8") as fh:
