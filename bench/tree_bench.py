@@ -8,6 +8,7 @@ files and at N (10,000 by default) and prints both.
 
     python bench/tree_bench.py [--files 10000] [--small 1000] [-j 2]
     python bench/tree_bench.py --big    # one generated file of 1, 2 and 5 MB: convert's peak RSS and time
+    python bench/tree_bench.py --only scan --files 100000 --small 10000   # scan alone at 100k files
 """
 
 from __future__ import annotations
@@ -111,22 +112,30 @@ def _run(script: str, *args: str) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def measure(n: int, jobs: int, work: Path) -> dict:
+def measure(n: int, jobs: int, work: Path, only: str | None = None) -> dict:
     tree = work / f"tree{n}"
     size = build_tree(tree, n)
-    conv = _run(CONVERT, str(tree), str(work / f"out{n}"), str(jobs))
-    scan = _run(SCAN, str(tree), str(jobs))
-    parse = _run(PARSE, str(tree), str(jobs))
-    print(f"{n} files, {size / 1e6:.1f} MB of source, {scan['lines']} lines, {jobs} workers:")
-    for name, r in (("torch2ms convert", conv), ("torch2ms scan", scan), ("libcst parse only", parse)):
+    runs = {}
+    if only in (None, "convert"):
+        runs["convert"] = _run(CONVERT, str(tree), str(work / f"out{n}"), str(jobs))
+    if only in (None, "scan"):
+        runs["scan"] = _run(SCAN, str(tree), str(jobs))
+    if only is None:
+        runs["parse"] = _run(PARSE, str(tree), str(jobs))
+    lines = runs["scan"]["lines"] if "scan" in runs else "?"
+    print(f"{n} files, {size / 1e6:.1f} MB of source, {lines} lines, {jobs} workers:")
+    labels = {"convert": "torch2ms convert", "scan": "torch2ms scan", "parse": "libcst parse only"}
+    for key, r in runs.items():
         print(
-            f"  {name:18s} {r['seconds']:7.1f} s  {r['files'] / r['seconds']:6.1f} files/s  "
+            f"  {labels[key]:18s} {r['seconds']:7.1f} s  {r['files'] / r['seconds']:6.1f} files/s  "
             f"peak RSS main {r['main_rss_mb']:6.0f} MB, largest worker {r['worker_rss_mb']:6.0f} MB"
         )
-    print(f"  convert / parse-only: {conv['seconds'] / parse['seconds']:.1f}x; {conv['failed']} files failed")
+    if "parse" in runs:
+        conv, parse = runs["convert"], runs["parse"]
+        print(f"  convert / parse-only: {conv['seconds'] / parse['seconds']:.1f}x; {conv['failed']} files failed")
     shutil.rmtree(tree)
     shutil.rmtree(work / f"out{n}", ignore_errors=True)
-    return {"files": n, "convert": conv, "scan": scan}
+    return {"files": n, **runs}
 
 
 def ratios(small: dict, large: dict) -> None:
@@ -134,6 +143,8 @@ def ratios(small: dict, large: dict) -> None:
     k = large["files"] / small["files"]
     print(f"{large['files']} files against {small['files']} ({k:.0f}x the files):")
     for name in ("convert", "scan"):
+        if name not in small or name not in large:
+            continue
         a, b = small[name], large[name]
         worker = f", worker {b['worker_rss_mb'] / a['worker_rss_mb']:4.2f}x" if a["worker_rss_mb"] else ""
         print(
@@ -174,6 +185,7 @@ def main() -> int:
     ap.add_argument("--small", type=int, default=1_000)
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--big", action="store_true", help="one big generated file instead of a big tree")
+    ap.add_argument("--only", choices=("convert", "scan"), help="measure one command (e.g. scan at 100,000 files)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         if args.big:
@@ -182,7 +194,7 @@ def main() -> int:
         runs = []
         for n in sorted({args.small, args.files}):
             start = time.perf_counter()
-            runs.append(measure(n, args.jobs, Path(tmp)))
+            runs.append(measure(n, args.jobs, Path(tmp), args.only))
             print(f"  (bench wall time {time.perf_counter() - start:.0f} s)", flush=True)
         if len(runs) == 2:
             ratios(*runs)
