@@ -240,7 +240,7 @@ def _check_every_format(scan, report: dict) -> None:
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("piece", sorted(PIECES))
 def test_scan_effort_equals_the_conversion_report(tmp_path, piece, layout, monkeypatch):
-    monkeypatch.setenv("LANGUAGE", "en")
+    monkeypatch.setenv("TORCH2MS_LANG", "en")  # --lang sets it: restored after the test
     src = _project(tmp_path / "src", piece, layout)
     report = _report(src, tmp_path / "out")
     _check_every_format(scan_with_estimate(src, jobs=1), report)
@@ -256,7 +256,7 @@ def test_the_matrix_covers_every_category(tmp_path):
 @pytest.mark.parametrize("fmt", ["json", "table"])
 def test_cli_scan_prints_the_conversion_counts(tmp_path, fmt, monkeypatch):
     """The command itself (not only the function): scan -j 2 of the whole matrix in one tree, JSON and table."""
-    monkeypatch.setenv("LANGUAGE", "en")
+    monkeypatch.setenv("TORCH2MS_LANG", "en")  # --lang sets it: restored after the test
     monkeypatch.setenv("COLUMNS", "400")
     src = _all_together(tmp_path / "src")
     report = _report(src, tmp_path / "out")
@@ -275,7 +275,8 @@ def test_cli_scan_prints_the_conversion_counts(tmp_path, fmt, monkeypatch):
         ]
 
 
-def test_scan_says_it_in_chinese(tmp_path):
+def test_scan_says_it_in_chinese(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCH2MS_LANG", "en")  # --lang zh below sets it for the process: restored after the test
     src = _all_together(tmp_path / "src")
     r = _report(src, tmp_path / "out")["summary"]
     out = tmp_path / "scan.txt"
