@@ -39,9 +39,9 @@ print(json.dumps({"seconds": s, "files": len(r.files), "failed": len(r.failed),
 
 SCAN = """
 import json, resource, sys, time
-from torch2ms.analysis.scan import scan_path
+from torch2ms.convert.estimate import scan_with_estimate  # what `torch2ms scan` runs (the effort: a conversion)
 t = time.perf_counter()
-r = scan_path(sys.argv[1], jobs=int(sys.argv[2]))
+r = scan_with_estimate(sys.argv[1], jobs=int(sys.argv[2]))
 s = time.perf_counter() - t
 print(json.dumps({"seconds": s, "files": len(r.files), "lines": sum(f.lines for f in r.files),
     "main_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,

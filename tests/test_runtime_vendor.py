@@ -159,7 +159,8 @@ def test_r6_vendored_runtime_holds_only_the_helpers_used(tmp_path):
                 assert not any(m.split(".")[0] in ("torch", "torch2ms") for m in mods), (path, ast.unparse(node))
         defined |= {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
     init = (runtime / "__init__.py").read_text(encoding="utf-8")
-    assert "def ckpt_path" in init
+    assert "from .checkpoints import ckpt_path" in init  # defined once, in checkpoints.py, re-exported
+    assert "def ckpt_path" in (runtime / "checkpoints.py").read_text(encoding="utf-8")
     assert "def as_parameters" not in init and "TorchCompat" not in init  # helpers not used are absent
     assert {"rearrange", "torch_device", "cuda_available", "Normal"} <= defined
     assert not {"repeat", "reduce", "Rearrange", "current_accelerator", "add_module"} & defined

@@ -59,11 +59,11 @@ def cmd_lookup(args: argparse.Namespace) -> int:
 
 
 def cmd_scan(args: argparse.Namespace) -> int:
-    from .analysis.scan import scan_path
+    from .convert.estimate import scan_with_estimate
     from .report import scan_report
 
-    try:
-        report = scan_path(args.path, jobs=max(1, args.jobs or os.cpu_count() or 1))
+    try:  # the effort estimate is the conversion's own count of what it leaves (nothing written)
+        report = scan_with_estimate(args.path, jobs=max(1, args.jobs or os.cpu_count() or 1))
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from exc
     if args.format == "table":

@@ -38,8 +38,10 @@ from .sourcefiles import MAX_FILE_BYTES, SKIP_DIRS, BadInput, Problem, TreeListi
 
 __all__ = ["MAX_FILE_BYTES", "SKIP_DIRS", "BadInput", "read_source", "iter_python_files", "scan_path", "scan_source"]
 
-# Effort classes (R1): what converting a use takes.
+# Effort classes (R1): what converting leaves, in the conversion report's own counts (convert/estimate.py
+# runs the converter on each file without writing): converted / review / not converted.
 AUTO, REVIEW, MANUAL = "automatic", "review", "manual"
+EFFORT_OF_ACTION = {"converted": AUTO, "review": REVIEW, "not-converted": MANUAL}
 
 
 @dataclass(frozen=True)
@@ -50,14 +52,6 @@ class ApiUse:
     status: str  # KB status, or "unknown"
     confidence: str = "certain"  # certain | likely | guess (tensor-method receivers)
 
-    @property
-    def effort(self) -> str:
-        if self.status in ("no-equivalent", "unknown"):
-            return MANUAL
-        if self.confidence != "certain":
-            return REVIEW  # the receiver's type was guessed: a person should look
-        return AUTO  # direct, args-differ and composite entries are all rewritten by convert
-
 
 @dataclass
 class FileReport:
@@ -66,10 +60,16 @@ class FileReport:
     uses: list[ApiUse] = field(default_factory=list)
     risks: list[Risk] = field(default_factory=list)
     error: str | None = None
+    # What converting the file gives, as the conversion report counts it (convert/estimate.py fills it:
+    # None when no conversion was run), and the items it leaves for a person ({line, api, action, note}).
+    conversion: dict[str, int] | None = None
+    left: list[dict] = field(default_factory=list)
 
     def effort(self) -> Counter:
-        c = Counter(u.effort for u in self.uses)
-        c[REVIEW] += len(self.risks)
+        """The converter's counts under scan's names; a KB status alone does not say what is left."""
+        c: Counter = Counter({effort: 0 for effort in (AUTO, REVIEW, MANUAL)})
+        for action, n in (self.conversion or {}).items():
+            c[EFFORT_OF_ACTION.get(action, action)] += n
         return c
 
 
@@ -107,10 +107,15 @@ class ScanReport:
         return Counter(u.status for _path, u in self.uses)
 
     def effort(self) -> Counter:
-        total: Counter = Counter()
+        total: Counter = Counter({effort: 0 for effort in (AUTO, REVIEW, MANUAL)})
         for f in self.files:
             total.update(f.effort())
         return total
+
+    @property
+    def left(self) -> list[tuple[str, dict]]:
+        """What converting leaves for a person, file by file: the conversion report's "needs a person" list."""
+        return [(f.path, item) for f in self.files for item in f.left]
 
     def to_dict(self) -> dict:
         inv = self.inventory()
@@ -126,11 +131,13 @@ class ScanReport:
                 "distinct_apis": len(inv),
                 "by_status": dict(self.by_status()),
                 "effort": dict(self.effort()),
+                "left_for_user": self.effort()[REVIEW] + self.effort()[MANUAL],
                 "risks": len(self.risks),
             },
             "skipped_folders": [{"path": p, "why": why} for p, why in self.skipped],
             "inventory": list(inv.values()),
             "risks": [{"path": p, **asdict(r)} for p, r in self.risks],
+            "left": [{"path": p, **item} for p, item in self.left],
             "files": [
                 {
                     "path": f.path,

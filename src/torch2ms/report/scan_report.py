@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..analysis.scan import AUTO, MANUAL, REVIEW, ScanReport
+from ..analysis.scan import AUTO, EFFORT_OF_ACTION, MANUAL, REVIEW, ScanReport
 from ..i18n import N_, _
 
 STATUS_ORDER = ("direct", "args-differ", "composite", "no-equivalent", "unknown")
@@ -92,12 +92,13 @@ def render_terminal(report: ScanReport, console: Console | None = None) -> None:
         for r in data["risks"]:
             t.add_row(escape(f"{r['path']}:{r['line']}"), escape(r["message"]), escape(r["fix"]))
         console.print(t)
+    _render_left(data["left"], console)
     eff = Table(title=_("effort estimate"), title_justify="left")
     eff.add_column(_("file"), overflow="fold")
     for col in (AUTO, REVIEW, MANUAL):
         eff.add_column(label(col), justify="right")
     for f in data["files"]:
-        if f["error"] or not f["uses"] and not f["risks"]:
+        if f["error"] or not any(f["effort"].values()):
             continue
         eff.add_row(escape(f["path"]), *(str(f["effort"].get(c, 0)) for c in (AUTO, REVIEW, MANUAL)))
     total = s["effort"]
@@ -111,10 +112,44 @@ def render_terminal(report: ScanReport, console: Console | None = None) -> None:
             manual=f"{100 * total.get(MANUAL, 0) / n:.0f}%",
         )
     )
+    console.print(_left_line(s))
     for f in report.errors:
         console.print("[red]" + _("not scanned") + f"[/] {escape(f.path)}: {escape(f.error or '')}")
     for path, why in report.skipped:
         console.print("[dim]" + _("skipped folder") + f"[/] {escape(path)}: {escape(why)}")
+
+
+# The converter's actions, as the conversion report shows them (same words, same catalog entries).
+_ACTION_WORDS = {"review": N_("review"), "not-converted": N_("not-converted")}
+
+
+def _action(action: str) -> str:
+    return _(_ACTION_WORDS[action]) if action in _ACTION_WORDS else action
+
+
+def _left_line(s: dict) -> str:
+    return _(
+        "left for the user: {left} ({review} to review, {manual} not converted), as `torch2ms convert` reports them"
+    ).format(left=s["left_for_user"], review=s["effort"].get(REVIEW, 0), manual=s["effort"].get(MANUAL, 0))
+
+
+def _render_left(left: list[dict], console: Console) -> None:
+    """The conversion's "needs a person" list: each item torch2ms convert leaves or marks."""
+    if not left:
+        return
+    t = Table(title=_("left for the user ({n})").format(n=len(left)), title_justify="left", title_style="yellow")
+    t.add_column(_("where"), overflow="fold")
+    t.add_column("API", overflow="fold")
+    t.add_column(_("action"))
+    t.add_column(_("why"), overflow="fold")
+    for item in left:
+        t.add_row(
+            escape(f"{item['path']}:{item['line']}"),
+            escape(_(item["api"])),
+            _action(item["action"]),
+            escape(item["note"] or ""),
+        )
+    console.print(t)
 
 
 def _summary_line(s: dict) -> str:
@@ -132,9 +167,12 @@ def to_csv(report: ScanReport) -> str:
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["kind", "path", "line", "api_or_risk", "status", "confidence", "effort", "message"])
     for path, u in report.uses:
-        w.writerow(["api", path, u.line, u.api, u.status, u.confidence, u.effort, ""])
+        w.writerow(["api", path, u.line, u.api, u.status, u.confidence, "", ""])
     for path, r in report.risks:
-        w.writerow(["risk", path, r.line, r.code, "", "", REVIEW, r.message])
+        w.writerow(["risk", path, r.line, r.code, "", "", "", r.message])
+    for path, item in report.left:  # what the conversion leaves: the only rows with an effort
+        effort = EFFORT_OF_ACTION.get(item["action"], item["action"])
+        w.writerow(["left", path, item["line"], item["api"], "", "", effort, item["note"]])
     for f in report.errors:
         w.writerow(["error", f.path, "", "", "", "", "", f.error])
     return buf.getvalue()
@@ -174,6 +212,17 @@ def to_markdown(report: ScanReport) -> str:
         out.append("|---|---|---|")
         for r in data["risks"]:
             out.append(f"| {r['path']}:{r['line']} | {r['message']} | {r['fix']} |")
+    if data["left"]:
+        out += [
+            "",
+            "## " + _("Needs a person"),
+            "",
+            "| " + _("where") + " | API | " + _("action") + " | " + _("why") + " |",
+            "|---|---|---|---|",
+        ]
+        for r in data["left"]:
+            api = _(r["api"])  # a torch name stays as is; a construct ("training loop") is translated
+            out.append(f"| {r['path']}:{r['line']} | `{api}` | {_action(r['action'])} | {r['note']} |")
     out += [
         "",
         "## " + _("Effort"),
@@ -182,12 +231,13 @@ def to_markdown(report: ScanReport) -> str:
     ]
     out.append("|---|---:|---:|---:|")
     for f in data["files"]:
-        if not f["error"] and (f["uses"] or f["risks"]):
+        if not f["error"] and any(f["effort"].values()):
             out.append(
                 f"| {f['path']} | " + " | ".join(str(f["effort"].get(c, 0)) for c in (AUTO, REVIEW, MANUAL)) + " |"
             )
     t = s["effort"]
     out.append("| **" + _("total") + "** | " + " | ".join(f"**{t.get(c, 0)}**" for c in (AUTO, REVIEW, MANUAL)) + " |")
+    out += ["", _left_line(s)]
     if report.errors:
         out += ["", "## " + _("Not scanned"), ""]
         out += [f"- `{f.path}`: {f.error}" for f in report.errors]

@@ -22,22 +22,6 @@ from .vision import (  # noqa: F401 - re-exported: converted torchvision code im
 )
 
 
-def ckpt_path(path: Any) -> Any:
-    """The file name MindSpore really uses: save_checkpoint appends ``.ckpt`` to any other name and
-    load_checkpoint refuses a name without it, so ``torch.save(sd, "m.pth")`` then
-    ``torch.load("m.pth")`` must both go through here to meet at ``m.pth.ckpt``. An open file
-    (``with open(p, "wb") as f: torch.save(model, f)``) stands for its name: MindSpore writes and
-    reads checkpoints by name only."""
-    import os
-
-    if hasattr(path, "name") and hasattr(path, "fileno"):
-        path = path.name
-    name = os.fspath(path)
-    if isinstance(name, str) and not name.endswith((".ckpt", ".safetensors")):
-        return name + ".ckpt"
-    return path
-
-
 def as_parameters(state: Any) -> dict[str, Any]:
     """A state dict for ``mindspore.load_param_into_net``, which takes Parameters only: torch's
     ``load_state_dict`` takes plain tensors too (``{k: torch.tensor(v)}``)."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["EXTRA_KEY", "load_checkpoint", "save_checkpoint"]
+__all__ = ["EXTRA_KEY", "ckpt_path", "load_checkpoint", "save_checkpoint"]
 
 EXTRA_KEY = "__torch2ms_extra__"
 _TENSOR, _TUPLE = "__torch2ms_tensor__", "__torch2ms_tuple__"
@@ -31,28 +31,32 @@ def save_checkpoint(obj: Any, path: Any) -> None:
     import mindspore as ms
 
     if isinstance(obj, ms.nn.Cell) or not isinstance(obj, dict):
-        ms.save_checkpoint(obj, _ckpt_path(path))
+        ms.save_checkpoint(obj, ckpt_path(path))
         return
     params: list[dict[str, Any]] = []
     tree = _encode(obj, "", params)
     extra = {EXTRA_KEY: json.dumps(tree)} if any(not _is_tensor(v) for v in obj.values()) else None
-    ms.save_checkpoint(params, _ckpt_path(path), append_dict=extra)
+    ms.save_checkpoint(params, ckpt_path(path), append_dict=extra)
 
 
 def load_checkpoint(path: Any) -> Any:
     """``torch.load(path)``: the dict of Parameters MindSpore reads, or the object saved, rebuilt."""
     import mindspore as ms
 
-    loaded = ms.load_checkpoint(_ckpt_path(path))
+    loaded = ms.load_checkpoint(ckpt_path(path))
     extra = loaded.pop(EXTRA_KEY, None)
     if extra is None:
         return loaded
     return _decode(json.loads(str(extra)), loaded)
 
 
-def _ckpt_path(path: Any) -> Any:
-    """The name MindSpore really uses (runtime/__init__.py's ckpt_path, which torch.save/load of a plain
-    state dict go through: the same rule, so they meet): ``.ckpt`` appended to any other name."""
+def ckpt_path(path: Any) -> Any:
+    """The file name MindSpore really uses: save_checkpoint appends ``.ckpt`` to any other name and
+    load_checkpoint refuses a name without it, so ``torch.save(sd, "m.pth")`` then
+    ``torch.load("m.pth")`` must both go through here to meet at ``m.pth.ckpt``. An open file
+    (``with open(p, "wb") as f: torch.save(model, f)``) stands for its name: MindSpore writes and
+    reads checkpoints by name only. The one definition: ``torch2ms.runtime.ckpt_path`` is this function
+    (re-exported through the package's ``__all__`` index, and so in the vendored ``__init__``)."""
     import os
 
     if hasattr(path, "name") and hasattr(path, "fileno"):

@@ -246,6 +246,22 @@ class Recorder:
         }
 
 
+def manual_step(side: Any, modes: Any) -> None:
+    """Record one manual update (no optimizer: the script changed the parameters itself between two
+    backward passes) as a step of its ``ManualUpdates`` slot, the same on both sides. ``side`` is the
+    torch or MindSpore tracer (its optimizers, models, recorder, ``manual`` and ``manual_gnorm``);
+    ``modes(model)``: that model's train/eval and dropout modes, read the framework's way."""
+    j = next(i for i, o in enumerate(side.optimizers) if o is side.manual)
+    if len(side.rec.optimizers) <= j:
+        side.rec.optimizers.extend({} for _ in range(j + 1 - len(side.rec.optimizers)))
+    if not side.rec.optimizers[j]:
+        side.rec.optimizers[j] = side.describe_optimizer(j)
+    gnorm, side.manual_gnorm = side.manual_gnorm, None
+    by_model = {m.key: modes(m) for m in side.models if j in m.opts}
+    no_lr: list[Any] = [None]  # no learning rate: the script scales the gradient itself
+    side.rec.step(j, no_lr, gnorm, {"modes": by_model, "clip": None})
+
+
 def error_info(exc: BaseException, script: str) -> dict[str, Any]:
     """Type, message and the innermost frame of the user's code (their script or its folder) as file:line."""
     frames = traceback.extract_tb(exc.__traceback__)

@@ -19,7 +19,7 @@ import numpy as np
 from mindspore import nn
 from mindspore.experimental.optim import Optimizer as ExperimentalOptimizer
 
-from .common import HYPER_KEYS, Recorder, StopTraining, array_stats, live_instances
+from .common import HYPER_KEYS, Recorder, StopTraining, array_stats, live_instances, manual_step
 
 OPTIMIZER_TYPES = (ExperimentalOptimizer, nn.Optimizer)
 
@@ -334,15 +334,7 @@ class MsSide:
         self.manual_gnorm = float(np.sqrt(sum(squares)))
 
     def manual_step(self) -> None:
-        j = next(i for i, o in enumerate(self.optimizers) if o is self.manual)
-        if len(self.rec.optimizers) <= j:
-            self.rec.optimizers.extend({} for _ in range(j + 1 - len(self.rec.optimizers)))
-        if not self.rec.optimizers[j]:
-            self.rec.optimizers[j] = self.describe_optimizer(j)
-        gnorm, self.manual_gnorm = self.manual_gnorm, None
-        modes = {m.key: _modes(m.mode_cells) for m in self.models if j in m.opts}
-        no_lr: list[Any] = [None]  # no learning rate: the script scales the gradient itself
-        self.rec.step(j, no_lr, gnorm, {"modes": modes, "clip": None})
+        manual_step(self, lambda m: _modes(m.mode_cells))  # common.py: the same record as the torch side's
 
     def step(self, j: int) -> None:
         opt = self.optimizers[j]

@@ -23,6 +23,7 @@ from _torch2ms_trainrun_common import (  # type: ignore
     StopTraining,
     array_stats,
     live_instances,
+    manual_step,
     stream_state,
 )
 
@@ -269,15 +270,7 @@ class TorchSide:
         self.manual_gnorm = float(torch.linalg.vector_norm(torch.stack([x.float() for x in norms]))) if norms else 0.0
 
     def manual_step(self) -> None:
-        j = next(i for i, o in enumerate(self.optimizers) if o is self.manual)
-        if len(self.rec.optimizers) <= j:
-            self.rec.optimizers.extend({} for _ in range(j + 1 - len(self.rec.optimizers)))
-        if not self.rec.optimizers[j]:
-            self.rec.optimizers[j] = self.describe_optimizer(j)
-        gnorm, self.manual_gnorm = self.manual_gnorm, None
-        modes = {m.key: _modes(m.mode_modules) for m in self.models if j in m.opts}
-        no_lr: list[Any] = [None]  # no learning rate: the script scales the gradient itself
-        self.rec.step(j, no_lr, gnorm, {"modes": modes, "clip": None})
+        manual_step(self, lambda m: _modes(m.mode_modules))  # common.py: the same record as the MindSpore side's
 
     def perturb_grads(self, opt: torch.optim.Optimizer, eps: float) -> None:
         """The noise run: each gradient about to be applied times (1 ± eps), as another kernel's rounding."""
