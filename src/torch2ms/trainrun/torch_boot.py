@@ -304,6 +304,8 @@ def main(config_path: str) -> None:
     np.random.seed(cfg["seed"])
     torch.manual_seed(cfg["seed"])
     side = hooks.TorchSide(rec, cfg)
+    if cfg.get("api_step") is not None:  # compare-train --api: one step's calls recorded
+        side.api = _load("torch_api").TorchApiWindow(side, cfg)
     patch_optimizers(side)
     patch_backward(side)
     patch_modules(side)

@@ -146,6 +146,7 @@ class TorchSide:
         self.manual_gnorm: float | None = None  # the last backward's gradient norm, not yet recorded
         self.early: dict[int, dict[str, np.ndarray]] = {}  # before any optimizer: state at a module's first call
         self.early_inputs: dict[int, dict[str, Any] | None] = {}  # ... and its input then
+        self.api: Any = None  # compare-train --api: the recording window of one step (torch_api.py)
 
     # -- optimizers and models -------------------------------------------------------------------
     def register_optimizer(self, opt: torch.optim.Optimizer) -> None:
@@ -204,6 +205,8 @@ class TorchSide:
     def on_outer_call(self, module: torch.nn.Module, args: tuple, kwargs: dict) -> None:
         if self.unassigned:
             self.discover_models()
+        if self.api is not None:
+            self.api.maybe_start(module)
         if not self.optimizers and torch.is_grad_enabled() and id(module) not in self.early:
             # a script may update its parameters by hand (no optimizer): its model's state before training
             self.early[id(module)] = {k: _to_numpy(v) for k, v in module.state_dict().items()}
@@ -324,6 +327,8 @@ class TorchSide:
 
     # -- the end -----------------------------------------------------------------------------------
     def finish(self, status: str) -> None:
+        if self.api is not None:  # the script ended (or crashed) inside the recorded step
+            self.api.stop()
         if self.manual is not None and self.manual_gnorm is not None and status == "finished":
             try:  # the last backward of a script that ended by itself: its update ran
                 self.manual_step()
