@@ -110,6 +110,8 @@ def patch_modules(side: Any) -> None:
         if side.depth == 0 and not side.in_loader:  # a loader's transforms (Modules too) are no model call
             side.on_outer_call(self, args, kwargs)
             args, kwargs = side.widen(self, args, kwargs)
+            if side.api is not None:  # compare-train --api: the recorded step's forward starts here
+                side.api.maybe_start(self)
         side.depth += 1
         try:
             return call(self, *args, **kwargs)

@@ -205,8 +205,6 @@ class TorchSide:
     def on_outer_call(self, module: torch.nn.Module, args: tuple, kwargs: dict) -> None:
         if self.unassigned:
             self.discover_models()
-        if self.api is not None:
-            self.api.maybe_start(module)
         if not self.optimizers and torch.is_grad_enabled() and id(module) not in self.early:
             # a script may update its parameters by hand (no optimizer): its model's state before training
             self.early[id(module)] = {k: _to_numpy(v) for k, v in module.state_dict().items()}
@@ -251,6 +249,8 @@ class TorchSide:
     def before_backward(self) -> None:
         """One backward() is one step; it is recorded when the next one starts (the script updated the
         parameters in between) or at the end."""
+        if self.api is not None:  # compare-train --api: the recorded step's forward and loss end here
+            self.api.stop()
         if self.manual is not None and self.manual_gnorm is not None:
             self.manual_step()
 
