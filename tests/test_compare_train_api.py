@@ -12,6 +12,7 @@ divergence, and a recording forced at a step finds every paired call in agreemen
 
 from __future__ import annotations
 
+import html
 import json
 import shutil
 import textwrap
@@ -29,7 +30,7 @@ h = fc(x)
 h = F.gelu(h)
 t = h.transpose(1, 2)
 a = torch.matmul(h, t)
-a = a.masked_fill(a > 1.0, -100.0)
+a = a.masked_fill(a > 1.0, 0.0)
 a = F.softmax(a, dim=-1)
 h = torch.matmul(a, h)
 h = F.layer_norm(h, (8,), eps=1e-5)
@@ -53,7 +54,7 @@ LOOP = """
 def main():
     torch.manual_seed(0)
     rng = np.random.default_rng(1)
-    xs = torch.from_numpy(rng.standard_normal((6, 4, 5, 8)).astype(np.float32))
+    xs = torch.from_numpy(rng.standard_normal((6, 4, 8, 8)).astype(np.float32))
     ys = torch.from_numpy(rng.integers(0, 3, (6, 4)))
     model = Net()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -80,18 +81,21 @@ LOCATIONS = {
 
 # bug kind → (converted text, broken text, the torch line's text it must name, where the code lives)
 BUGS = {
-    "gelu_approximate": ("ops.gelu(h)", 'ops.gelu(h, approximate="tanh")', "h = F.gelu(h)", "forward"),
     "softmax_axis": ("ops.softmax(a, axis=-1)", "ops.softmax(a, axis=-2)", "a = F.softmax(a, dim=-1)", "helper"),
-    "transpose_swapped": ("h.swapaxes(1, 2)", "h.swapaxes(2, 2)", "t = h.transpose(1, 2)", "helper"),
+    "transpose_not_swapped": ("h.swapaxes(1, 2)", "h.swapaxes(2, 2)", "t = h.transpose(1, 2)", "forward"),
     "layer_norm_eps": ("epsilon=1e-5", "epsilon=1e-1", "h = F.layer_norm(h,", "forward"),
     "mask_added": (
-        "a = a.masked_fill(a > 1.0, -100.0)",
-        "a = a + (a > 1.0).astype(a.dtype) * -100.0",
-        "a = a.masked_fill(a > 1.0, -100.0)",
+        "a = a.masked_fill(a > 1.0, 0.0)",
+        "a = a + (a > 1.0).astype(a.dtype) * 0.0",
+        "a = a.masked_fill(a > 1.0, 0.0)",
         "helper",
     ),
+    "mean_axis": ("h.mean(dim=1)", "h.mean(dim=2)", "return head(h.mean(dim=1))", "helper"),
     "loss_smoothing": ("label_smoothing=0.1", "label_smoothing=0.3", "loss = F.cross_entropy(out,", "forward"),
 }
+# A GELU's approximation (tanh for erf, ~1e-4) stays inside compare-train's loss tolerance in this script:
+# tests/test_compare_api.py names it in one forward. A line that raises is named here too:
+RAISES = {"permute_out_of_range": ("h.swapaxes(1, 2)", "h.swapaxes(1, 5)", "t = h.transpose(1, 2)")}
 
 
 def _convert(tmp_path: Path, location: str) -> Path:
@@ -160,4 +164,21 @@ def test_injected_api_bug_in_a_training_step_names_the_original_line(tmp_path, b
     assert first["converted"]["line"] == _line_of(converted, old) and new in first["converted"]["text"]
     assert first["inputs_agree"] is True and first["cause"] == "this_call", first
     assert json.loads((tmp_path / "work" / "report.json").read_text())["api"]["first"]["original"] == first["original"]
+    page = (tmp_path / "work" / "report.html").read_text(encoding="utf-8")
+    row = next(r for r in page.split("<tr>") if "<th class=k>line</th>" in r)  # the two lines, side by side
+    assert html.escape(first["original"]["text"]) in row and html.escape(first["converted"]["text"]) in row
     shutil.rmtree(tmp_path / "work", ignore_errors=True)
+
+
+@pytest.mark.parametrize("location", sorted(LOCATIONS))
+@pytest.mark.parametrize("bug", sorted(RAISES))
+def test_a_line_that_raises_in_a_training_step_is_named(tmp_path, bug, location):
+    old, new, torch_line = RAISES[bug]
+    out = _convert(tmp_path, location)
+    converted = (out / "train.py").read_text(encoding="utf-8")
+    (out / "train.py").write_text(converted.replace(old, new), encoding="utf-8")
+    rep = _run(tmp_path)
+    assert rep.status == "error" and rep.api is not None, (rep.error, rep.api)
+    first = rep.api["first"]
+    assert first["error"] and first["cause"] == "error", first
+    assert first["original"]["line"] == _line_of(LOCATIONS[location], torch_line), first
