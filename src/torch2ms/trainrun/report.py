@@ -141,4 +141,3 @@ def _print_api(api: dict[str, Any], console: Any) -> None:
         console.print("  " + text.format(sides=", ".join(api.get("missing", []))), highlight=False)
         return
     print_api(api, console)
-
