@@ -127,7 +127,7 @@ def replay_config(config: CallConfig, kb: KB, regenerate: bool = False, tol: flo
     import mindspore as ms
     import torch
 
-    import torch2ms
+    import torch2ms.runtime  # binds torch2ms: rewritten calls may name torch2ms.runtime helpers
 
     if any(word in config.api.rsplit(".", 1)[-1] for word in _RANDOM):
         return ConfigResult(config, "random")
