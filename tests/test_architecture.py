@@ -26,7 +26,8 @@ LAYERS = [
     {"torch2ms.proof", "torch2ms.align", "torch2ms.data", "torch2ms.export", "torch2ms.doctor"},
     # compare-train --api records and aligns a training step's calls as compare --api does (align's
     # recorder, line map and report); replay runs a recording's calls through the proof harness
-    {"torch2ms.trainrun", "torch2ms.replay"},
+    {"torch2ms.trainrun"},
+    {"torch2ms.replay"},  # replay --train records N steps through compare-train's torch side
     {"torch2ms.cli", "torch2ms"},
     {"torch2ms.__main__"},
 ]

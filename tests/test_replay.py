@@ -163,3 +163,60 @@ def test_cli_replay_prints_the_table_and_exports(tmp_path, monkeypatch, capsys):
     assert rc == 0, out
     assert "torch.nn.functional.relu" in out and "every configuration within tolerance" in out
     assert not Path("cases").exists()  # nothing failed: nothing exported
+
+
+TRAIN = """\
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+        self.head = nn.Linear(8, 3)
+
+    def forward(self, x):
+        h = F.gelu(self.fc(x))
+        a = F.softmax(torch.matmul(h, h.transpose(1, 2)), dim=-1)
+        return self.head(torch.matmul(a, h).mean(dim=1))
+
+
+def main():
+    torch.manual_seed(0)
+    rng = np.random.default_rng(1)
+    xs = torch.from_numpy(rng.standard_normal((6, 4, 5, 8)).astype(np.float32))
+    ys = torch.from_numpy(rng.integers(0, 3, (6, 4)))
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for i in range(6):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(xs[i]), ys[i], label_smoothing=0.1)
+        loss.backward()
+        opt.step()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_replay_of_training_steps_through_compare_trains_instrumentation(tmp_path):
+    """N steps of an unmodified training script (its own process, instrumented as compare-train's torch
+    side): the forward's and the loss's configurations, once per shape, with their call counts; none beyond
+    tolerance on the real KB, and the broken softmax rule caught."""
+    from torch2ms.replay.run import replay
+    from torch2ms.replay.train import record_training
+
+    (tmp_path / "train.py").write_text(TRAIN, encoding="utf-8")
+    log = record_training(str(tmp_path / "train.py"), 3, cwd=str(tmp_path))
+    apis = {c.api: c for c in log.configs.values()}
+    for api in ("torch.nn.functional.gelu", "torch.nn.functional.softmax", "torch.nn.functional.cross_entropy"):
+        assert api in apis and apis[api].count == 3 and apis[api].inputs, sorted(apis)
+    assert all(c.where.endswith("train.py:" + c.where.rsplit(":", 1)[1]) for c in log.configs.values())
+    rep = replay(list(log.configs.values()))
+    assert rep.failing() == [] and len([r for r in rep.results if r.status == "ok"]) >= 6, rep.to_dict()
+    broken = replay(list(log.configs.values()), kb=_broken_kb(*BROKEN["softmax_to_log_softmax"][:2]))
+    assert {r.config.api for r in broken.failing()} == {"torch.nn.functional.softmax"}

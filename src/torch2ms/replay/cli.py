@@ -24,10 +24,13 @@ def add_replay_parser(sub) -> None:
             "on the recorded inputs: a table of the APIs with their worst error in this model's regime."
         ),
     )
-    c.add_argument("--torch", required=True, metavar="FILE.py:FACTORY", help=_("the torch model (as compare takes it)"))
-    c.add_argument(
-        "--input-shape", action="append", required=True, metavar="N,C,...", help=_("an input's shape (repeatable)")
+    what = c.add_mutually_exclusive_group(required=True)
+    what.add_argument("--torch", metavar="FILE.py:FACTORY", help=_("the torch model (as compare takes it)"))
+    what.add_argument(
+        "--train", metavar="TRAIN.py", help=_("a torch training script: the calls of its first --steps training steps")
     )
+    c.add_argument("--steps", type=int, default=2, help=_("training steps to record with --train (default 2)"))
+    c.add_argument("--input-shape", action="append", metavar="N,C,...", help=_("an input's shape (repeatable)"))
     c.add_argument("--input-dtype", action="append", metavar="DTYPE", help=_("an input's dtype (default float32)"))
     c.add_argument("--seed", type=int, default=0)
     c.add_argument(
@@ -36,6 +39,7 @@ def add_replay_parser(sub) -> None:
     c.add_argument("--tol", type=float, default=1e-4, help=_("relative tolerance per configuration (default 1e-4)"))
     c.add_argument("--export-cases", metavar="DIR", help=_("write the failing configurations as KB differential cases"))
     c.add_argument("--json", action="store_true", help=_("print the report as JSON"))
+    c.add_argument("script_args", nargs=argparse.REMAINDER, help=_("-- then the arguments the training script gets"))
     c.set_defaults(func=cmd_replay)
 
 
@@ -63,8 +67,20 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from .report import print_replay
     from .run import replay
 
-    model = build_model({"torch": args.torch, "seed": args.seed}).eval()
-    log = record_calls(model, _inputs(args))
+    if args.train:
+        from .train import ReplayError, record_training
+
+        try:
+            log = record_training(args.train, args.steps, [a for a in args.script_args if a != "--"], seed=args.seed)
+        except ReplayError as exc:
+            Console(stderr=True).print("[red]" + _("error:") + f"[/] {exc}", highlight=False)
+            return 2
+    elif not args.input_shape:
+        Console(stderr=True).print("[red]" + _("error:") + "[/] " + _("--torch needs --input-shape"), highlight=False)
+        return 2
+    else:
+        model = build_model({"torch": args.torch, "seed": args.seed}).eval()
+        log = record_calls(model, _inputs(args))
     rep = replay(list(log.configs.values()), regenerate=args.regenerate, tol=args.tol)
     rep.skipped = log.skipped
     exported = export_cases(rep, Path(args.export_cases)) if args.export_cases else None

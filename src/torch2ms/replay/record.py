@@ -10,15 +10,15 @@ for replay in the user's regime; beyond the budget, inputs are regenerated from 
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from ..align.api_record import user_files
 
 
 class Unreplayable(Exception):
@@ -142,16 +142,17 @@ def _caller(frame: Any, wrappers: set[str]) -> Any:
     return frame
 
 
-def record_calls(model: Any, inputs: list[np.ndarray], max_bytes: int = 1 << 28) -> CallLog:
-    """One torch forward of ``model`` on ``inputs`` (no gradients): the configurations of its calls."""
+def call_mode(log: CallLog, files: set[str]) -> Any:
+    """A TorchFunctionMode adding to ``log`` each call whose caller is a line of ``files``."""
     import torch
     from torch.overrides import TorchFunctionMode, resolve_name
 
     root = os.path.dirname(os.path.realpath(torch.__file__))
-    files = user_files(list(model.modules()), root)
-    wrappers = {os.path.join(root, *name.split("/")) for name in _DISPATCHERS}
-    wrappers |= {os.path.join(os.path.dirname(torch.__file__), *name.split("/")) for name in _DISPATCHERS}
-    log = CallLog(max_bytes)
+    wrappers = {
+        os.path.join(base, *name.split("/"))
+        for name in _DISPATCHERS
+        for base in (root, os.path.dirname(torch.__file__))
+    }
 
     class Mode(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -161,6 +162,48 @@ def record_calls(model: Any, inputs: list[np.ndarray], max_bytes: int = 1 << 28)
                 log.add(api, tuple(args), dict(kwargs or {}), f"{caller.f_code.co_filename}:{caller.f_lineno}", torch)
             return func(*args, **(kwargs or {}))
 
-    with torch.no_grad(), Mode():
+    return Mode()
+
+
+def record_calls(model: Any, inputs: list[np.ndarray], max_bytes: int = 1 << 28) -> CallLog:
+    """One torch forward of ``model`` on ``inputs`` (no gradients): the configurations of its calls."""
+    import torch
+
+    from ..align.api_record import user_files
+
+    files = user_files(list(model.modules()), os.path.dirname(os.path.realpath(torch.__file__)))
+    log = CallLog(max_bytes)
+    with torch.no_grad(), call_mode(log, files):
         model(*[torch.from_numpy(np.array(x)) for x in inputs])
+    return log
+
+
+# -- a log kept on disk: compare-train's torch side records N training steps for the parent ---------------
+LOG_JSON, LOG_NPZ = "replay_calls.json", "replay_inputs.npz"
+
+
+def save_log(log: CallLog, folder: Path) -> None:
+    arrays = {f"c{i}:{k}": a for i, c in enumerate(log.configs.values()) for k, a in c.inputs.items()}
+    np.savez(folder / LOG_NPZ, **arrays)
+    configs = [
+        {"api": c.api, "call": c.call, "signature": c.signature, "where": c.where, "count": c.count, "specs": c.specs}
+        for c in log.configs.values()
+    ]
+    data = {"configs": configs, "skipped": log.skipped, "kept": log.kept}
+    (folder / LOG_JSON).write_text(json.dumps(data), encoding="utf-8")
+
+
+def load_log(folder: Path) -> CallLog | None:
+    if not (folder / LOG_JSON).is_file():
+        return None
+    data = json.loads((folder / LOG_JSON).read_text(encoding="utf-8"))
+    with np.load(folder / LOG_NPZ) as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    log = CallLog(0)
+    log.skipped, log.kept = data["skipped"], data["kept"]
+    for i, c in enumerate(data["configs"]):
+        inputs = {k.split(":", 1)[1]: a for k, a in arrays.items() if k.split(":", 1)[0] == f"c{i}"}
+        log.configs[c["signature"]] = CallConfig(
+            c["api"], c["call"], c["signature"], c["where"], c["count"], inputs=inputs, specs=c["specs"]
+        )
     return log

@@ -53,6 +53,9 @@ class TorchApiWindow:
         self.mode = api.torch_mode(self.rec, files)
         self.mode.__enter__()
 
+    def at_backward(self) -> None:
+        self.stop()
+
     def stop(self, error: dict[str, Any] | None = None) -> None:
         """The step's backward() starts (or the script ends): leave the mode and write the recording."""
         if self.mode is None:

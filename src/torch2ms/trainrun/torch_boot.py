@@ -308,6 +308,8 @@ def main(config_path: str) -> None:
     side = hooks.TorchSide(rec, cfg)
     if cfg.get("api_step") is not None:  # compare-train --api: one step's calls recorded
         side.api = _load("torch_api").TorchApiWindow(side, cfg)
+    elif cfg.get("replay_calls"):  # torch2ms replay --train: every call configuration of N steps recorded
+        side.api = _load("torch_replay").ReplayWindow(side, cfg)
     patch_optimizers(side)
     patch_backward(side)
     patch_modules(side)

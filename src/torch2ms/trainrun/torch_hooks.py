@@ -146,7 +146,7 @@ class TorchSide:
         self.manual_gnorm: float | None = None  # the last backward's gradient norm, not yet recorded
         self.early: dict[int, dict[str, np.ndarray]] = {}  # before any optimizer: state at a module's first call
         self.early_inputs: dict[int, dict[str, Any] | None] = {}  # ... and its input then
-        self.api: Any = None  # compare-train --api: the recording window of one step (torch_api.py)
+        self.api: Any = None  # a recording window: one step's calls (torch_api.py) or N steps' (torch_replay.py)
 
     # -- optimizers and models -------------------------------------------------------------------
     def register_optimizer(self, opt: torch.optim.Optimizer) -> None:
@@ -250,7 +250,7 @@ class TorchSide:
         """One backward() is one step; it is recorded when the next one starts (the script updated the
         parameters in between) or at the end."""
         if self.api is not None:  # compare-train --api: the recorded step's forward and loss end here
-            self.api.stop()
+            self.api.at_backward()
         if self.manual is not None and self.manual_gnorm is not None:
             self.manual_step()
 
