@@ -182,3 +182,22 @@ def test_a_line_that_raises_in_a_training_step_is_named(tmp_path, bug, location)
     first = rep.api["first"]
     assert first["error"] and first["cause"] == "error", first
     assert first["original"]["line"] == _line_of(LOCATIONS[location], torch_line), first
+
+
+def test_cli_passes_api_and_its_byte_limit(monkeypatch):
+    """The command is a thin shell: --api and --api-max-mb reach compare_train."""
+    import torch2ms.trainrun.api as api_module
+    from torch2ms.cli import main
+
+    seen = {}
+
+    def fake(torch_script, ms_script, **kw):
+        seen.update(kw)
+        raise api_module.TrainUsageError("stop here")
+
+    monkeypatch.setattr(api_module, "compare_train", fake)
+    argv = ["compare-train", "--torch", "a.py", "--ms", "b.py", "--api", "--api-max-mb", "2"]
+    assert main(argv) == 2
+    assert seen["api"] is True and seen["api_bytes"] == 2 << 20
+    main(["compare-train", "--torch", "a.py", "--ms", "b.py"])
+    assert seen["api"] is False
