@@ -23,7 +23,11 @@ LAYERS = [
     {"torch2ms.analysis", "torch2ms.runtime", "torch2ms.import_probe", "torch2ms.plots", "torch2ms.progress"},
     {"torch2ms.factory", "torch2ms.cli_support"},
     {"torch2ms.weights", "torch2ms.convert", "torch2ms.report"},
-    {"torch2ms.proof", "torch2ms.align", "torch2ms.data", "torch2ms.export", "torch2ms.doctor", "torch2ms.trainrun"},
+    {"torch2ms.proof", "torch2ms.align", "torch2ms.data", "torch2ms.export", "torch2ms.doctor"},
+    # compare-train --api records and aligns a training step's calls as compare --api does (align's
+    # recorder, line map and report); replay runs a recording's calls through the proof harness
+    {"torch2ms.trainrun"},
+    {"torch2ms.replay"},  # replay --train records N steps through compare-train's torch side
     {"torch2ms.cli", "torch2ms"},
     {"torch2ms.__main__"},
 ]

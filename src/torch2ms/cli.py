@@ -356,6 +356,10 @@ def _add_framework_commands(sub: argparse._SubParsersAction) -> None:
 
     add_compare_train_parser(sub)
 
+    from .replay.cli import add_replay_parser  # torch2ms replay --torch F.py:Factory --input-shape .. (issue 25)
+
+    add_replay_parser(sub)
+
     from .export import add_export_parser  # torch2ms export --net .. --ckpt .. --input-shape .. -o OUT.mindir (R29)
 
     add_export_parser(sub)

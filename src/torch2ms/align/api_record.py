@@ -242,17 +242,10 @@ def _user_frame(files: set[str]) -> tuple[str, int, Any] | None:
     return None
 
 
-def record_torch(model: Any, inputs: list[np.ndarray], max_bytes: int) -> tuple[Recorder, dict[str, Any] | None]:
-    """One torch forward under a TorchFunctionMode: (the recorder, the error if it raised)."""
-    import torch
+def torch_mode(rec: Recorder, files: set[str]) -> Any:
+    """A TorchFunctionMode that adds to ``rec`` each outermost torch call made from a line of ``files``
+    (entered and left by the caller: one forward, or a training step's forward and loss)."""
     from torch.overrides import TorchFunctionMode, resolve_name
-
-    files = user_files(list(model.modules()), os.path.dirname(os.path.realpath(torch.__file__)))
-
-    def to_numpy(v: Any) -> np.ndarray | None:
-        return v.detach().cpu().numpy().copy() if isinstance(v, torch.Tensor) else None
-
-    rec = Recorder(to_numpy, max_bytes)
 
     class Mode(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -263,8 +256,23 @@ def record_torch(model: Any, inputs: list[np.ndarray], max_bytes: int) -> tuple[
                 rec.add(where[0], where[1], api, [*args, *(kwargs or {}).values()], out, where[2])
             return out
 
+    return Mode()
+
+
+def torch_numpy(v: Any) -> np.ndarray | None:
+    import torch
+
+    return v.detach().cpu().numpy().copy() if isinstance(v, torch.Tensor) else None
+
+
+def record_torch(model: Any, inputs: list[np.ndarray], max_bytes: int) -> tuple[Recorder, dict[str, Any] | None]:
+    """One torch forward under a TorchFunctionMode: (the recorder, the error if it raised)."""
+    import torch
+
+    files = user_files(list(model.modules()), os.path.dirname(os.path.realpath(torch.__file__)))
+    rec = Recorder(torch_numpy, max_bytes)
     error = None
-    with torch.no_grad(), Mode():
+    with torch.no_grad(), torch_mode(rec, files):
         try:
             model(*[torch.from_numpy(np.array(x)) for x in inputs])
         except Exception as exc:  # noqa: BLE001 - reported next to the calls that ran
@@ -297,23 +305,21 @@ def _wrap_tensor_methods(tensor_cls: type) -> list[str]:
     return added
 
 
-def record_ms(net: Any, inputs: list[np.ndarray], max_bytes: int) -> tuple[Recorder, dict[str, Any] | None, bool]:
-    """One PyNative MindSpore forward under a profiler: (recorder, error, switched from GRAPH_MODE)."""
-    import mindspore as ms
+class MsProfile:
+    """Records into ``rec`` the MindSpore calls made from lines of ``files`` between ``start()`` and
+    ``stop()`` (PyNative only: a profiler on Python frames, the C-level Tensor methods wrapped)."""
 
-    switched = ms.get_context("mode") != ms.PYNATIVE_MODE
-    ms.set_context(mode=ms.PYNATIVE_MODE)
-    files = user_files([c for _n, c in net.cells_and_names()], _ms_dir(ms))
+    def __init__(self, rec: Recorder, files: set[str]) -> None:
+        import mindspore as ms
 
-    def to_numpy(v: Any) -> np.ndarray | None:
-        return v.asnumpy().copy() if isinstance(v, ms.Tensor) else None
+        self.rec, self.files, self.ms = rec, files, ms
+        self.open_calls: dict[int, tuple[str, int, str, list[Any], Any]] = {}
+        self.through = _Containers(files, ms.nn.Cell)
+        self.wrapper_code = _wrap("x", None).__code__
+        self.added: list[str] = []
 
-    rec = Recorder(to_numpy, max_bytes)
-    open_calls: dict[int, tuple[str, int, str, list[Any], Any]] = {}
-    through = _Containers(files, ms.nn.Cell)
-    wrapper_code = _wrap("x", None).__code__
-
-    def profile(frame: Any, event: str, arg: Any) -> None:
+    def profile(self, frame: Any, event: str, arg: Any) -> None:
+        files, through = self.files, self.through
         if event == "call":
             back = frame.f_back
             if back is None or frame.f_code.co_filename in files:
@@ -322,30 +328,53 @@ def record_ms(net: Any, inputs: list[np.ndarray], max_bytes: int) -> tuple[Recor
             if site is None or _user_cell_call(frame, files) or through.enter(frame, back):
                 return
             code = frame.f_code
-            if code is wrapper_code:
+            if code is self.wrapper_code:
                 api, args = "Tensor." + frame.f_locals["_t2m_api"], list(frame.f_locals["args"])
             else:
                 api = f"{frame.f_globals.get('__name__', '')}.{code.co_qualname}"
                 args = list(frame.f_locals.values())
-            open_calls[id(frame)] = (site.f_code.co_filename, site.f_lineno, api, args, site)
+            self.open_calls[id(frame)] = (site.f_code.co_filename, site.f_lineno, api, args, site)
         elif event == "return":
             through.leave(frame)
-            if id(frame) in open_calls:
-                file, line, api, args, caller = open_calls.pop(id(frame))
-                rec.add(os.path.realpath(file), line, api, args, arg, caller)
+            if id(frame) in self.open_calls:
+                file, line, api, args, caller = self.open_calls.pop(id(frame))
+                self.rec.add(os.path.realpath(file), line, api, args, arg, caller)
 
-    added = _wrap_tensor_methods(ms.Tensor)
+    def start(self) -> None:
+        self.added = _wrap_tensor_methods(self.ms.Tensor)
+        sys.setprofile(self.profile)
+
+    def stop(self) -> None:
+        sys.setprofile(None)
+        for name in self.added:
+            delattr(self.ms.Tensor, name)
+        self.added = []
+
+
+def ms_numpy(v: Any) -> np.ndarray | None:
+    import mindspore as ms
+
+    return v.asnumpy().copy() if isinstance(v, ms.Tensor) else None
+
+
+def record_ms(net: Any, inputs: list[np.ndarray], max_bytes: int) -> tuple[Recorder, dict[str, Any] | None, bool]:
+    """One PyNative MindSpore forward under a profiler: (recorder, error, switched from GRAPH_MODE)."""
+    import mindspore as ms
+
+    switched = ms.get_context("mode") != ms.PYNATIVE_MODE
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    files = user_files([c for _n, c in net.cells_and_names()], ms_dir())
+    rec = Recorder(ms_numpy, max_bytes)
+    prof = MsProfile(rec, files)
     net.set_train(False)
     error = None
-    sys.setprofile(profile)
+    prof.start()
     try:
         net(*[ms.Tensor(np.array(x)) for x in inputs])
     except Exception as exc:  # noqa: BLE001 - reported with the line that raised
         error = {"error": f"{type(exc).__name__}: {exc}", "at": raised_at(exc, files)}
     finally:
-        sys.setprofile(None)
-        for name in added:
-            delattr(ms.Tensor, name)
+        prof.stop()
     return rec, error, switched
 
 
@@ -388,5 +417,67 @@ class _Containers:
         self.open.discard(id(frame))
 
 
-def _ms_dir(ms: Any) -> str:
+def ms_dir() -> str:
+    import mindspore as ms
+
     return os.path.dirname(os.path.realpath(ms.__file__))
+
+
+# -- a recording kept on disk: compare-train's two processes hand their groups to the parent ----------
+GROUPS_JSON, GROUPS_NPZ = "api_groups.json", "api_tensors.npz"
+
+
+def _stored(value: Any, key: str, arrays: dict[str, np.ndarray]) -> Any:
+    if isinstance(value, np.ndarray):
+        arrays[key] = value
+        return {"array": key}
+    return value
+
+
+def save_groups(rec: Recorder, folder: Path, error: dict[str, Any] | None = None) -> None:
+    """Write the recorder's groups (``api_groups.json``) and kept tensors (``api_tensors.npz``) into ``folder``."""
+    import json
+
+    folder.mkdir(parents=True, exist_ok=True)
+    arrays: dict[str, np.ndarray] = {}
+    groups = []
+    for i, g in enumerate(rec.groups):
+        groups.append(
+            {
+                "file": g.file,
+                "line": g.line,
+                "calls": g.calls,
+                "args": g.args,
+                "inputs": [_stored(x, f"g{i}_in{j}", arrays) for j, x in enumerate(g.inputs)],
+                "output": _stored(g.output, f"g{i}_out", arrays),
+                "out_summary": g.out_summary,
+                "names": g.names,
+                "scalars": g.scalars,
+            }
+        )
+    np.savez(folder / GROUPS_NPZ, **arrays)
+    data = {"kept": rec.kept, "groups": groups, "error": error}
+    (folder / GROUPS_JSON).write_text(json.dumps(data, default=str), encoding="utf-8")
+
+
+def load_groups(folder: Path) -> tuple[Recorder, dict[str, Any] | None] | None:
+    """The recording ``save_groups`` left in ``folder`` (None when there is none): (recorder, error)."""
+    import json
+
+    if not (folder / GROUPS_JSON).is_file():
+        return None
+    data = json.loads((folder / GROUPS_JSON).read_text(encoding="utf-8"))
+    with np.load(folder / GROUPS_NPZ) as npz:
+        arrays = {k: npz[k] for k in npz.files}
+
+    def back(value: Any) -> Any:
+        return arrays[value["array"]] if isinstance(value, dict) and set(value) == {"array"} else value
+
+    rec = Recorder(lambda v: v if isinstance(v, np.ndarray) else None, 0)
+    rec.kept = int(data["kept"])
+    for g in data["groups"]:
+        group = Group(g["file"], g["line"], calls=g["calls"], args=g["args"], out_summary=g["out_summary"])
+        group.inputs, group.output = [back(x) for x in g["inputs"]], back(g["output"])
+        group.names, group.scalars = g["names"], g["scalars"]
+        rec.groups.append(group)
+    return rec, data.get("error")

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..i18n import _, html_lang
 from ..plots import figure, png_bytes, svg_markup
+from .api_html import API_CSS, api_html
 from .metrics import OUTPUT_TOL
 from .report import CompareReport
 from .report_format import fmt, kind_word, phase_word, sorted_rows, status_word, timing_word, training_lines
@@ -212,10 +213,11 @@ def render_html(rep: CompareReport) -> str:
     )
     parts = [
         f"<!doctype html><html lang='{html_lang()}'><head><meta charset='utf-8'><title>{e(title)}</title>"
-        f"<style>{_CSS}</style></head><body>",
+        f"<style>{_CSS}\n{API_CSS}</style></head><body>",
         f"<h1>torch2ms compare: <span class='{'ok' if rep.ok else 'bad'}'>{e(status_word(rep.status))}</span></h1>",
         f"<p>{intro}</p>",
         _divergence_html(rep),
+        api_html(rep.api),
         _outputs_html(rep),
         "<h2>" + e(_("Per-layer error")) + "</h2>" + _figure_html(_layer_figure(rep), _("per-layer error")),
         _training_html(rep),

@@ -35,7 +35,30 @@ def line_map(original: str, converted: str) -> dict[int, int]:
             out.update({j1 + k + 1: i1 + k + 1 for k in range(j2 - j1)})
         elif tag == "replace":
             out.update({j + 1: i + 1 for j, i in _similar_lines(a, b, i1, i2, j1, j2).items()})
+    _moved_lines(a, b, out)
     return out
+
+
+_MOVED_MIN = 0.75  # similarity a moved statement keeps with its original (ops.x for F.x, a renamed method)
+
+
+def _moved_lines(a: list[str], b: list[str], out: dict[int, int]) -> None:
+    """Statements the converter moved out of order (a training loop's forward and loss into the
+    ``forward_fn`` it writes before the loop) that no monotone pairing can reach: a converted line
+    unlike the original it was paired with takes the most similar original line that no converted line
+    maps to, when that one is similar enough."""
+    orphans = sorted(set(range(1, len(a) + 1)) - set(out.values()))
+    orphans = [i for i in orphans if a[i - 1] and not a[i - 1].startswith("#")]
+    for j in sorted(out):
+        text = b[j - 1]
+        if not orphans or not text or text.startswith("#"):
+            continue
+        if difflib.SequenceMatcher(None, a[out[j] - 1], text).ratio() >= _MOVED_MIN:
+            continue
+        ratio, best = max((difflib.SequenceMatcher(None, a[i - 1], text).ratio(), i) for i in orphans)
+        if ratio >= _MOVED_MIN:
+            out[j] = best
+            orphans.remove(best)
 
 
 _MAX_CELLS = 40_000  # a changed run larger than this is mapped proportionally

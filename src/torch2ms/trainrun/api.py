@@ -10,6 +10,7 @@ from typing import Any
 from ..i18n import _
 from ..progress import Progress
 from . import causes, diagnose, noise
+from .api_step import DEFAULT_BYTES, api_divergence
 from .report import TrainReport
 from .report_files import write_report
 from .runner import SideRun, TrainUsageError, check_inputs, ms_command, run_side, torch_command, write_config
@@ -33,9 +34,13 @@ def compare_train(
     cwd: str | None = None,
     timeout: float = 900.0,
     progress: Progress | None = None,
+    api: bool = False,
+    api_bytes: int = DEFAULT_BYTES,
 ) -> TrainReport:
     """Raises TrainUsageError for bad arguments; a script that fails gives a report with status "error".
-    ``progress`` is told each side's training steps as they run."""
+    ``progress`` is told each side's training steps as they run. ``api``: at the first divergent step,
+    record both sides' API calls and name the first one whose output differs (api_step.py), keeping at
+    most ``api_bytes`` of tensors per side."""
     check_inputs(torch_script, ms_script, torch_python, steps, tol)
     work = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="torch2ms-compare-train-"))
     config = write_config(
@@ -69,6 +74,9 @@ def compare_train(
                 reference = (work, run_dir, timeout, progress, steps, seed, torch_python, config)
                 if (band := _noise_band(t.record, *reference)) is not None:
                     judge(rep, t.record, m.record, work, band)
+            if api and rep.first_divergence is not None:
+                run = (run_dir, timeout, progress, seed, torch_python)
+                rep.api = api_divergence(rep.first_divergence, config, work, run, mode, api_bytes)
     write_report(rep, work)
     return rep
 

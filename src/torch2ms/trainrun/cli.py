@@ -52,6 +52,21 @@ def add_compare_train_parser(sub) -> None:
     c.add_argument("--mode", choices=["pynative", "graph"], default="pynative", help=_("MindSpore execution mode"))
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--timeout", type=float, default=900.0, help=_("seconds allowed to each script (default 900)"))
+    c.add_argument(
+        "--api",
+        action="store_true",
+        help=_(
+            "at the first divergent step, record both sides' op calls in the forward and the loss and name the "
+            "first original line whose output differs (through the line map convert wrote)"
+        ),
+    )
+    c.add_argument(
+        "--api-max-mb",
+        type=float,
+        default=64.0,
+        metavar="MB",
+        help=_("--api keeps at most this many MB of tensors per side; beyond it, summaries only (default 64)"),
+    )
     c.add_argument("--json", action="store_true", help=_("print report.json to stdout instead of the table"))
     c.add_argument("script_args", nargs=argparse.REMAINDER, help=_("-- then the arguments both scripts get"))
     c.set_defaults(func=cmd_compare_train, data="replay")
@@ -85,6 +100,8 @@ def cmd_compare_train(args: argparse.Namespace) -> int:
                 seed=args.seed,
                 timeout=args.timeout,
                 progress=progress,
+                api=args.api,
+                api_bytes=int(args.api_max_mb * (1 << 20)),
             )
     except TrainUsageError as exc:
         Console(stderr=True).print("[red]" + _("error:") + f"[/] {escape(str(exc))}", highlight=False, soft_wrap=True)

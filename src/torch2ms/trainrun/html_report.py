@@ -9,6 +9,7 @@ import io
 import warnings
 from typing import Any
 
+from ..align.api_html import API_CSS, api_html
 from ..i18n import N_, _, html_lang
 from .report import TrainReport
 from .words import STATUS_WORDS, severity_word
@@ -121,6 +122,9 @@ def render_html(rep: TrainReport) -> str:
         lines.append(_tr([html.escape(_(c)) for c in (N_("parameter"), N_("max abs diff"), N_("relative"))], "th"))
         lines += [_tr([p["name"], p["max_abs"], p["rel"]]) for p in rep.parameters[:20]]
         lines.append("</table>")
+    if rep.api is not None:
+        heading = _("API calls of step {step} (forward and loss):").format(step=rep.api["step"]).rstrip(":：")
+        lines.append(api_html(rep.api, heading))
     lines.append("<h2>" + html.escape(_("steps")) + "</h2>" + _table(rep))
-    head = f"<meta charset='utf-8'><title>torch2ms compare-train</title><style>{STYLE}</style>"
+    head = f"<meta charset='utf-8'><title>torch2ms compare-train</title><style>{STYLE}\n{API_CSS}</style>"
     return f"<!doctype html><html lang='{html_lang()}'><head>{head}</head><body>{''.join(lines)}</body></html>\n"

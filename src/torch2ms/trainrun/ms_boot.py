@@ -14,6 +14,7 @@ import functools
 import importlib.abc
 import importlib.machinery
 import json
+import os
 import random
 import sys
 from pathlib import Path
@@ -87,11 +88,18 @@ def patch_cells(side: ms_hooks.MsSide) -> None:
     call = nn.Cell.__call__
 
     def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if side.depth:
-            if side.probing and id(self) in side.model_ids:
-                side.note_model_inputs(args)
-            return call(self, *args, **kwargs)
-        return side.outer_call(self, call, args, kwargs)
+        window = side.api if isinstance(self, ms_hooks.GradProbe) else None
+        if window is not None:  # compare-train --api: the differentiated forward and loss, maybe recorded
+            window.start()
+        try:
+            if side.depth:
+                if side.probing and id(self) in side.model_ids:
+                    side.note_model_inputs(args)
+                return call(self, *args, **kwargs)
+            return side.outer_call(self, call, args, kwargs)
+        finally:
+            if window is not None:
+                window.stop()
 
     nn.Cell.__call__ = __call__  # type: ignore[method-assign]
     value_and_grad = ms.value_and_grad
@@ -202,13 +210,18 @@ def _no_fetching(module_name: str) -> None:
 
 def main(config_path: str) -> None:
     cfg = read_config(config_path)
-    rec = Recorder("ms", cfg)
+    rec = Recorder(cfg.get("side", "ms"), cfg)
     torch_record = json.loads((Path(cfg["work"]) / "torch" / "record.json").read_text(encoding="utf-8"))
     random.seed(cfg["seed"])
     np.random.seed(cfg["seed"])
     ms.set_seed(cfg["seed"])
     ms.set_context(mode=ms.GRAPH_MODE if cfg["mode"] == "graph" else ms.PYNATIVE_MODE)
     side = ms_hooks.MsSide(rec, cfg, torch_record)
+    if cfg.get("api_step") is not None:  # compare-train --api: one step's calls recorded (PyNative)
+        from .ms_api import MsApiWindow
+
+        side.api = MsApiWindow(side, cfg)
+        os.environ["MS_JIT"] = "0"  # the converted step's @ms.jit runs op by op, its calls visible
     keep_init_off_numpy(cfg["seed"])
     patch_optimizers(side)
     patch_cells(side)

@@ -208,6 +208,7 @@ class MsSide:
         self.manual_wanted = len(torch_opts) == 1 and torch_opts[0].get("type") == "ManualUpdates"
         self.manual: ManualUpdates | None = None
         self.manual_gnorm: float | None = None
+        self.api: Any = None  # compare-train --api: the recording window of one step (ms_api.py)
 
     def register_optimizer(self, opt: Any) -> None:
         self.optimizers.append(opt)
@@ -348,6 +349,8 @@ class MsSide:
         self.rec.step(j, lrs, float(opt.t2ms_gnorm.asnumpy()), {"modes": modes, "clip": None})
 
     def finish(self, status: str) -> None:
+        if self.api is not None:  # the script ended (or crashed) inside the recorded step
+            self.api.stop()
         if self.manual is not None and self.manual_gnorm is not None and status == "finished":
             try:  # the last call of a script that ended by itself: its update ran
                 self.manual_step()

@@ -32,6 +32,7 @@ class TrainReport:
     error: str | None = None
     work_dir: str = ""
     noise: dict[str, Any] | None = None  # torch against itself (noise.py): the band and what it absorbed
+    api: dict[str, Any] | None = None  # --api: the first divergent call of the first divergent step (api_step.py)
 
     @property
     def exit_code(self) -> int:
@@ -123,6 +124,20 @@ def _print_verdict(rep: TrainReport, console: Any) -> None:
         console.print(_("likeliest cause:") + f" [bold]{d['cause']}[/]", highlight=False)
         for fact in d["facts"]:
             console.print(f"  {fact}", highlight=False)
+        if rep.api is not None:
+            _print_api(rep.api, console)
     elif rep.status == "different":
         text = _("the losses agree to {worst}, but the runs differ (above)").format(worst=f"{worst:.1e}")
         console.print("[red]" + _("DIFFERENT") + f"[/]: {text}", highlight=False)
+
+
+def _print_api(api: dict[str, Any], console: Any) -> None:
+    """--api: the calls of the first divergent step, as compare --api reports one forward."""
+    from ..align.api_align import print_api
+
+    console.print(_("API calls of step {step} (forward and loss):").format(step=api["step"]), highlight=False)
+    if api.get("status") == "not_recorded":
+        text = _("api: no recording from {sides} (the step's forward was not found)")
+        console.print("  " + text.format(sides=", ".join(api.get("missing", []))), highlight=False)
+        return
+    print_api(api, console)

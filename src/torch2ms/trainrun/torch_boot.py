@@ -110,6 +110,8 @@ def patch_modules(side: Any) -> None:
         if side.depth == 0 and not side.in_loader:  # a loader's transforms (Modules too) are no model call
             side.on_outer_call(self, args, kwargs)
             args, kwargs = side.widen(self, args, kwargs)
+            if side.api is not None:  # compare-train --api: the recorded step's forward starts here
+                side.api.maybe_start(self)
         side.depth += 1
         try:
             return call(self, *args, **kwargs)
@@ -304,6 +306,10 @@ def main(config_path: str) -> None:
     np.random.seed(cfg["seed"])
     torch.manual_seed(cfg["seed"])
     side = hooks.TorchSide(rec, cfg)
+    if cfg.get("api_step") is not None:  # compare-train --api: one step's calls recorded
+        side.api = _load("torch_api").TorchApiWindow(side, cfg)
+    elif cfg.get("replay_calls"):  # torch2ms replay --train: every call configuration of N steps recorded
+        side.api = _load("torch_replay").ReplayWindow(side, cfg)
     patch_optimizers(side)
     patch_backward(side)
     patch_modules(side)

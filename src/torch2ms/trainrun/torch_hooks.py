@@ -147,6 +147,7 @@ class TorchSide:
         self.manual_gnorm: float | None = None  # the last backward's gradient norm, not yet recorded
         self.early: dict[int, dict[str, np.ndarray]] = {}  # before any optimizer: state at a module's first call
         self.early_inputs: dict[int, dict[str, Any] | None] = {}  # ... and its input then
+        self.api: Any = None  # a recording window: one step's calls (torch_api.py) or N steps' (torch_replay.py)
 
     # -- optimizers and models -------------------------------------------------------------------
     def register_optimizer(self, opt: torch.optim.Optimizer) -> None:
@@ -249,6 +250,8 @@ class TorchSide:
     def before_backward(self) -> None:
         """One backward() is one step; it is recorded when the next one starts (the script updated the
         parameters in between) or at the end."""
+        if self.api is not None:  # compare-train --api: the recorded step's forward and loss end here
+            self.api.at_backward()
         if self.manual is not None and self.manual_gnorm is not None:
             self.manual_step()
 
@@ -317,6 +320,8 @@ class TorchSide:
 
     # -- the end -----------------------------------------------------------------------------------
     def finish(self, status: str) -> None:
+        if self.api is not None:  # the script ended (or crashed) inside the recorded step
+            self.api.stop()
         if self.manual is not None and self.manual_gnorm is not None and status == "finished":
             try:  # the last backward of a script that ended by itself: its update ran
                 self.manual_step()
