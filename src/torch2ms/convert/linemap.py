@@ -49,12 +49,19 @@ def _moved_lines(a: list[str], b: list[str], out: dict[int, int]) -> None:
     maps to, when that one is similar enough."""
     orphans = sorted(set(range(1, len(a) + 1)) - set(out.values()))
     orphans = [i for i in orphans if a[i - 1] and not a[i - 1].startswith("#")]
-    for j in sorted(out):
+    unlike = [
+        j
+        for j in sorted(out)
+        if b[j - 1]
+        and not b[j - 1].startswith("#")
+        and difflib.SequenceMatcher(None, a[out[j] - 1], b[j - 1]).ratio() < _MOVED_MIN
+    ]
+    if len(unlike) * len(orphans) > _MAX_CELLS:  # a big rewrite: the monotone pairing stands (bounded work)
+        return
+    for j in unlike:
         text = b[j - 1]
-        if not orphans or not text or text.startswith("#"):
-            continue
-        if difflib.SequenceMatcher(None, a[out[j] - 1], text).ratio() >= _MOVED_MIN:
-            continue
+        if not orphans:
+            break
         ratio, best = max((difflib.SequenceMatcher(None, a[i - 1], text).ratio(), i) for i in orphans)
         if ratio >= _MOVED_MIN:
             out[j] = best
