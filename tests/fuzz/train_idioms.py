@@ -65,12 +65,6 @@ KNOWN: dict[str, str] = {
     # issue 22 class 10 (host code pulled into the compiled step): `x, y = next(it)` inside the loop goes
     # into forward_fn with the iterator as the step's argument (TypeError: ReplayIterator not subscriptable).
     "loop=iter_next": "next-batch-inside-step",
-    # issue 22 class 3: recurrent state carried as a list reaches MindSpore's LSTM as a list.
-    "hidden=list": "rnn-state-as-list",
-    # issue 22 class 5: `x.type(Tensor)` with Tensor = torch.cuda.FloatTensor or torch.FloatTensor.
-    "legacy=tensor_type": "legacy-tensor-type",
-    "legacy=type_float": "legacy-tensor-type",  # x.type(torch.FloatTensor)
-    "legacy=tensor_fill": "legacy-tensor-type",  # Tensor(1).fill_(1.0) in the step: "Unsupported statement 'Try'"
     "hidden=module": "rnn-state-on-module",  # self.hidden = (h, c) on the module: LSTM's hx not a tuple
     # two optimizers over one loss (optimizer.step(); optimizer2.step()): AttributeError 'SGD' ... 'step'.
     "zero_grad=several": "two-optimizers-one-loss",
@@ -93,7 +87,6 @@ KNOWN: dict[str, str] = {
     "gan=clip_weights": "data-inplace-update-after-step",  # a WGAN's p.data.clamp_ on D after opt_D.step()
     # `for p in model.parameters(): p.grad = None` instead of zero_grad(): TypeError 'NoneType' not iterable.
     "zero_grad=grad_none": "grad-set-to-none-loop",
-    "gan=legacy_fill": "legacy-tensor-type",  # Variable(Tensor(n, 1).fill_(1.0)): FloatTensor(n, 1) refused
     # issue 22 class 10: `sum(p.pow(2).sum() for p in model.parameters())` in the loss is pulled into the
     # compiled step, which GRAPH_MODE cannot compile.
     "loss=two_losses": "parameters-generator-in-compiled-step",
