@@ -2,12 +2,13 @@
 
 Class 5, legacy tensor types: ``Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor`` then
 ``x.type(Tensor)`` / ``Tensor(n, d).fill_(1.0)`` / ``Variable(Tensor(np.random.normal(...)))``, and
-``x.type(torch.FloatTensor)`` / ``.type(torch.LongTensor)``, became ``x.type(TorchCompat(...))`` (Tensor.astype
-TypeError) and a ``TorchCompat`` call MindSpore cannot compile in a step. Every legacy type × every spelling
-of the type (``torch.X``, an alias bound by ``torch.cuda.X if cuda else torch.X`` or the other way round at
-module level, a plain alias bound in the function, the conditional written inline) × every use
-(``.type(T)``, ``.type(dtype=T)``, the size form filled, numpy data, ``Variable`` of numpy data) × where the use lives (a function, a method, a Module's forward in PyNative and
-compiled) runs in real torch and, converted, in real MindSpore: the same values and dtype.
+``x.type(torch.FloatTensor)`` / ``.type(torch.LongTensor)``, became ``x.type(TorchCompat(...))``
+(Tensor.astype TypeError) and a ``TorchCompat`` call MindSpore cannot compile in a step. Every legacy
+type × every spelling of the type (``torch.X``, an alias bound by ``torch.cuda.X if cuda else torch.X``
+or the other way round at module level, a plain alias bound in the function, the conditional written
+inline) × every use (``.type(T)``, ``.type(dtype=T)``, the size form filled, numpy data, ``Variable`` of
+numpy data) × where the use lives (a function, a method, a Module's forward in PyNative and compiled)
+runs in real torch and, converted, in real MindSpore: the same values and dtype.
 
 Class 3, recurrent state: the state carried as a list (``states = [s.detach() for s in states]``,
 ``list(init_hidden())``) reached MindSpore's LSTM as a list (TypeError: 'hx' must be a Tuple). Every
