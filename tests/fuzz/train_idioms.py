@@ -37,9 +37,22 @@ AXES: dict[str, list[str]] = {
         "format_spec",
         "label_smoothing",
         "bce",
+        "np_scalar_right",
+        "np_array0d",
     ],
     "optim": ["sgd_momentum", "sgd", "adam", "adamw", "rmsprop", "param_groups", "weight_decay", "nesterov"],
-    "sched": ["none", "step_epoch", "step_batch", "lambda", "warmup", "exponential", "multistep", "cosine"],
+    "sched": [
+        "none",
+        "step_epoch",
+        "step_batch",
+        "lambda",
+        "warmup",
+        "exponential",
+        "multistep",
+        "cosine",
+        "lambda_np",
+        "groups_np",
+    ],
     "legacy": ["none", "variable", "tensor_type", "type_float", "tensor_fill", "data_clamp", "device"],
     "gan": ["none", "detach", "twice", "retain", "gp", "clip_weights", "legacy_fill"],
     "manual": ["none", "data_add", "no_grad_sub", "data_sub"],
@@ -252,6 +265,9 @@ SCHEDULERS = {  # value -> (constructor, per "batch" or "epoch")
     "exponential": ("torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=0.9)", "epoch"),
     "multistep": ("torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones=[2, 4], gamma=0.5)", "batch"),
     "cosine": (f"torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max={EPOCHS * BATCHES})", "batch"),
+    # issue 22 class 4: numpy float64 factors (np.float64 ** e, np.cos) reaching the learning rate
+    "lambda_np": ("torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda=lambda e: np.float64(0.8) ** e)", "epoch"),
+    "groups_np": ("", "batch"),  # param_groups' 'lr' set by hand from np.cos each batch (_step)
 }
 
 
@@ -268,7 +284,9 @@ def _setup(c: TrainCase, s: dict[str, str]) -> list[str]:
         lines.append(f"optimizer = {_optimizer(s['optim'], c.lr)}")
     else:
         lines.append(f"lr = {c.lr}")
-    if s["sched"] != "none":
+    if s["sched"] == "groups_np":
+        lines.append(f"base_lr = {c.lr}")
+    elif s["sched"] != "none":
         lines.append(f"scheduler = {SCHEDULERS[s['sched']][0]}")
     if s["amp"] == "scaler" or s["amp"] == "unscale_clip":
         lines.append("scaler = torch.cuda.amp.GradScaler()")
@@ -344,6 +362,8 @@ def _loss(s: dict[str, str]) -> list[str]:
         "data": ["loss = criterion(out, y)", "running += loss.data"],
         "format_spec": ["loss = criterion(out, y)", 'print(f"loss {loss:.4f}")'],
         "bce": ["loss = criterion(out, F.one_hot(y, 3).float())"],
+        "np_scalar_right": ["loss = criterion(out, y) * np.float64(0.5) + np.mean([0.25, 0.75])"],
+        "np_array0d": ["loss = criterion(out, y) * np.array(0.5)"],
     }.get(s["loss"], ["loss = criterion(out, y)"])
 
 
@@ -390,7 +410,12 @@ def _step(s: dict[str, str]) -> list[str]:
         steps.append("optimizer.zero_grad()")
     if s["legacy"] == "data_clamp":
         steps += ["for p in model.parameters():", "    p.data.clamp_(-1.0, 1.0)"]
-    if s["sched"] != "none" and SCHEDULERS[s["sched"]][1] == "batch":
+    if s["sched"] == "groups_np":
+        steps += [
+            "for g in optimizer.param_groups:",
+            f"    g['lr'] = base_lr * 0.5 * (1 + np.cos(np.pi * (epoch * {BATCHES} + i) / {EPOCHS * BATCHES}))",
+        ]
+    elif s["sched"] != "none" and SCHEDULERS[s["sched"]][1] == "batch":
         steps.append("scheduler.step()")
     if s["ckpt"] == "every_steps":
         steps += ["if i % 2 == 0:", "    torch.save(model.state_dict(), 'checkpoint.pt')"]
