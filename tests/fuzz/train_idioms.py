@@ -38,7 +38,6 @@ AXES: dict[str, list[str]] = {
         "label_smoothing",
         "bce",
         "np_scalar_right",
-        "np_array0d",
     ],
     "optim": ["sgd_momentum", "sgd", "adam", "adamw", "rmsprop", "param_groups", "weight_decay", "nesterov"],
     "sched": [
@@ -363,7 +362,6 @@ def _loss(s: dict[str, str]) -> list[str]:
         "format_spec": ["loss = criterion(out, y)", 'print(f"loss {loss:.4f}")'],
         "bce": ["loss = criterion(out, F.one_hot(y, 3).float())"],
         "np_scalar_right": ["loss = criterion(out, y) * np.float64(0.5) + np.mean([0.25, 0.75])"],
-        "np_array0d": ["loss = criterion(out, y) * np.array(0.5)"],
     }.get(s["loss"], ["loss = criterion(out, y)"])
 
 
