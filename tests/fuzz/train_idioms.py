@@ -23,7 +23,7 @@ AXES: dict[str, list[str]] = {
     "loop": ["module", "function", "main", "trainer", "while", "enumerate1", "iter_next", "batch"],
     "mode": ["before", "never", "epoch", "eval_after", "train_eval_after", "in_body"],
     "zero_grad": ["optimizer", "model", "set_to_none", "helper", "after_step", "several", "grad_none"],
-    "hidden": ["none", "tuple", "list", "helper", "reinit", "module", "gru"],
+    "hidden": ["none", "tuple", "list", "helper", "reinit", "module", "gru", "list_reinit"],
     "loss": [
         "module",
         "functional",
@@ -52,7 +52,17 @@ AXES: dict[str, list[str]] = {
         "lambda_np",
         "groups_np",
     ],
-    "legacy": ["none", "variable", "tensor_type", "type_float", "tensor_fill", "data_clamp", "device"],
+    "legacy": [
+        "none",
+        "variable",
+        "tensor_type",
+        "type_float",
+        "tensor_fill",
+        "data_clamp",
+        "device",
+        "long_type",
+        "alias_long",
+    ],
     "gan": ["none", "detach", "twice", "retain", "gp", "clip_weights", "legacy_fill"],
     "manual": ["none", "data_add", "no_grad_sub", "data_sub"],
     "clip": ["none", "norm", "value", "accum", "accum_clip"],
@@ -77,7 +87,10 @@ KNOWN: dict[str, str] = {
     # issue 22 class 10 (host code pulled into the compiled step): `x, y = next(it)` inside the loop goes
     # into forward_fn with the iterator as the step's argument (TypeError: ReplayIterator not subscriptable).
     "loop=iter_next": "next-batch-inside-step",
-    "hidden=module": "rnn-state-on-module",  # self.hidden = (h, c) on the module: LSTM's hx not a tuple
+    # self.hidden = (h, c) on the module, read and assigned in forward: MindSpore's graph (the compiled step)
+    # reads a Cell attribute that the same graph assigns as Tensor[Float64] ("'hx' must be a Tuple"; the
+    # same with an index per element or a copy first, measured on 2.10): only an uncompiled step runs it.
+    "hidden=module": "rnn-state-on-module",
     # two optimizers over one loss (optimizer.step(); optimizer2.step()): AttributeError 'SGD' ... 'step'.
     "zero_grad=several": "two-optimizers-one-loss",
     # a WGAN-GP's torch.autograd.grad(..., create_graph=True): the converted step fails before its first step.
@@ -298,6 +311,11 @@ def _prelude(s: dict[str, str]) -> list[str]:
     lines = []
     if s["legacy"] == "tensor_type" or s["legacy"] == "tensor_fill":
         lines += ["cuda = torch.cuda.is_available()", "Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor"]
+    if s["legacy"] == "alias_long":
+        lines += [
+            "cuda = torch.cuda.is_available()",
+            "LongTensor = torch.cuda.LongTensor if cuda else torch.LongTensor",
+        ]
     if s["legacy"] == "device":
         lines.append("device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')")
     return lines
@@ -329,6 +347,8 @@ def _inputs(s: dict[str, str]) -> list[str]:
         "tensor_type": ["x = x.type(Tensor)"],
         "type_float": ["x = x.type(torch.FloatTensor)"],
         "tensor_fill": ["x = x * Tensor(1).fill_(1.0)"],
+        "long_type": ["y = y.type(torch.LongTensor)"],
+        "alias_long": ["y = y.type(LongTensor)"],
         "device": ["x, y = x.to(device), y.to(device)"],
     }.get(s["legacy"], [])
 
@@ -346,6 +366,9 @@ def _forward(s: dict[str, str]) -> list[str]:
         return ["hidden = repackage_hidden(hidden)", "out, hidden = model(x, hidden)"]
     if h == "reinit":
         return ["hidden = model.init_hidden(x.size(0))", "out, hidden = model(x, hidden)"]
+    if h == "list_reinit":  # a fresh state per batch, written as a list
+        zeros = "torch.zeros(1, x.size(0), model.width)"
+        return [f"states = [{zeros}, {zeros}]", "out, states = model(x, states)"]
     return ["hidden = hidden.detach()", "out, hidden = model(x, hidden)"]  # gru
 
 
