@@ -23,7 +23,7 @@ AXES: dict[str, list[str]] = {
     "loop": ["module", "function", "main", "trainer", "while", "enumerate1", "iter_next", "batch"],
     "mode": ["before", "never", "epoch", "eval_after", "train_eval_after", "in_body"],
     "zero_grad": ["optimizer", "model", "set_to_none", "helper", "after_step", "several", "grad_none"],
-    "hidden": ["none", "tuple", "list", "helper", "reinit", "module", "gru"],
+    "hidden": ["none", "tuple", "list", "helper", "reinit", "module", "gru", "list_reinit"],
     "loss": [
         "module",
         "functional",
@@ -37,10 +37,32 @@ AXES: dict[str, list[str]] = {
         "format_spec",
         "label_smoothing",
         "bce",
+        "np_scalar_right",
     ],
     "optim": ["sgd_momentum", "sgd", "adam", "adamw", "rmsprop", "param_groups", "weight_decay", "nesterov"],
-    "sched": ["none", "step_epoch", "step_batch", "lambda", "warmup", "exponential", "multistep", "cosine"],
-    "legacy": ["none", "variable", "tensor_type", "type_float", "tensor_fill", "data_clamp", "device"],
+    "sched": [
+        "none",
+        "step_epoch",
+        "step_batch",
+        "lambda",
+        "warmup",
+        "exponential",
+        "multistep",
+        "cosine",
+        "lambda_np",
+        "groups_np",
+    ],
+    "legacy": [
+        "none",
+        "variable",
+        "tensor_type",
+        "type_float",
+        "tensor_fill",
+        "data_clamp",
+        "device",
+        "long_type",
+        "alias_long",
+    ],
     "gan": ["none", "detach", "twice", "retain", "gp", "clip_weights", "legacy_fill"],
     "manual": ["none", "data_add", "no_grad_sub", "data_sub"],
     "clip": ["none", "norm", "value", "accum", "accum_clip"],
@@ -65,13 +87,10 @@ KNOWN: dict[str, str] = {
     # issue 22 class 10 (host code pulled into the compiled step): `x, y = next(it)` inside the loop goes
     # into forward_fn with the iterator as the step's argument (TypeError: ReplayIterator not subscriptable).
     "loop=iter_next": "next-batch-inside-step",
-    # issue 22 class 3: recurrent state carried as a list reaches MindSpore's LSTM as a list.
-    "hidden=list": "rnn-state-as-list",
-    # issue 22 class 5: `x.type(Tensor)` with Tensor = torch.cuda.FloatTensor or torch.FloatTensor.
-    "legacy=tensor_type": "legacy-tensor-type",
-    "legacy=type_float": "legacy-tensor-type",  # x.type(torch.FloatTensor)
-    "legacy=tensor_fill": "legacy-tensor-type",  # Tensor(1).fill_(1.0) in the step: "Unsupported statement 'Try'"
-    "hidden=module": "rnn-state-on-module",  # self.hidden = (h, c) on the module: LSTM's hx not a tuple
+    # self.hidden = (h, c) on the module, read and assigned in forward: MindSpore's graph (the compiled step)
+    # reads a Cell attribute that the same graph assigns as Tensor[Float64] ("'hx' must be a Tuple"; the
+    # same with an index per element or a copy first, measured on 2.10): only an uncompiled step runs it.
+    "hidden=module": "rnn-state-on-module",
     # two optimizers over one loss (optimizer.step(); optimizer2.step()): AttributeError 'SGD' ... 'step'.
     "zero_grad=several": "two-optimizers-one-loss",
     # a WGAN-GP's torch.autograd.grad(..., create_graph=True): the converted step fails before its first step.
@@ -93,7 +112,6 @@ KNOWN: dict[str, str] = {
     "gan=clip_weights": "data-inplace-update-after-step",  # a WGAN's p.data.clamp_ on D after opt_D.step()
     # `for p in model.parameters(): p.grad = None` instead of zero_grad(): TypeError 'NoneType' not iterable.
     "zero_grad=grad_none": "grad-set-to-none-loop",
-    "gan=legacy_fill": "legacy-tensor-type",  # Variable(Tensor(n, 1).fill_(1.0)): FloatTensor(n, 1) refused
     # issue 22 class 10: `sum(p.pow(2).sum() for p in model.parameters())` in the loss is pulled into the
     # compiled step, which GRAPH_MODE cannot compile.
     "loss=two_losses": "parameters-generator-in-compiled-step",
@@ -259,6 +277,9 @@ SCHEDULERS = {  # value -> (constructor, per "batch" or "epoch")
     "exponential": ("torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=0.9)", "epoch"),
     "multistep": ("torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones=[2, 4], gamma=0.5)", "batch"),
     "cosine": (f"torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max={EPOCHS * BATCHES})", "batch"),
+    # issue 22 class 4: numpy float64 factors (np.float64 ** e, np.cos) reaching the learning rate
+    "lambda_np": ("torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda=lambda e: np.float64(0.8) ** e)", "epoch"),
+    "groups_np": ("", "batch"),  # param_groups' 'lr' set by hand from np.cos each batch (_step)
 }
 
 
@@ -275,7 +296,9 @@ def _setup(c: TrainCase, s: dict[str, str]) -> list[str]:
         lines.append(f"optimizer = {_optimizer(s['optim'], c.lr)}")
     else:
         lines.append(f"lr = {c.lr}")
-    if s["sched"] != "none":
+    if s["sched"] == "groups_np":
+        lines.append(f"base_lr = {c.lr}")
+    elif s["sched"] != "none":
         lines.append(f"scheduler = {SCHEDULERS[s['sched']][0]}")
     if s["amp"] == "scaler" or s["amp"] == "unscale_clip":
         lines.append("scaler = torch.cuda.amp.GradScaler()")
@@ -288,6 +311,11 @@ def _prelude(s: dict[str, str]) -> list[str]:
     lines = []
     if s["legacy"] == "tensor_type" or s["legacy"] == "tensor_fill":
         lines += ["cuda = torch.cuda.is_available()", "Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor"]
+    if s["legacy"] == "alias_long":
+        lines += [
+            "cuda = torch.cuda.is_available()",
+            "LongTensor = torch.cuda.LongTensor if cuda else torch.LongTensor",
+        ]
     if s["legacy"] == "device":
         lines.append("device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')")
     return lines
@@ -319,6 +347,8 @@ def _inputs(s: dict[str, str]) -> list[str]:
         "tensor_type": ["x = x.type(Tensor)"],
         "type_float": ["x = x.type(torch.FloatTensor)"],
         "tensor_fill": ["x = x * Tensor(1).fill_(1.0)"],
+        "long_type": ["y = y.type(torch.LongTensor)"],
+        "alias_long": ["y = y.type(LongTensor)"],
         "device": ["x, y = x.to(device), y.to(device)"],
     }.get(s["legacy"], [])
 
@@ -336,6 +366,9 @@ def _forward(s: dict[str, str]) -> list[str]:
         return ["hidden = repackage_hidden(hidden)", "out, hidden = model(x, hidden)"]
     if h == "reinit":
         return ["hidden = model.init_hidden(x.size(0))", "out, hidden = model(x, hidden)"]
+    if h == "list_reinit":  # a fresh state per batch, written as a list
+        zeros = "torch.zeros(1, x.size(0), model.width)"
+        return [f"states = [{zeros}, {zeros}]", "out, states = model(x, states)"]
     return ["hidden = hidden.detach()", "out, hidden = model(x, hidden)"]  # gru
 
 
@@ -351,6 +384,7 @@ def _loss(s: dict[str, str]) -> list[str]:
         "data": ["loss = criterion(out, y)", "running += loss.data"],
         "format_spec": ["loss = criterion(out, y)", 'print(f"loss {loss:.4f}")'],
         "bce": ["loss = criterion(out, F.one_hot(y, 3).float())"],
+        "np_scalar_right": ["loss = criterion(out, y) * np.float64(0.5) + np.mean([0.25, 0.75])"],
     }.get(s["loss"], ["loss = criterion(out, y)"])
 
 
@@ -397,7 +431,12 @@ def _step(s: dict[str, str]) -> list[str]:
         steps.append("optimizer.zero_grad()")
     if s["legacy"] == "data_clamp":
         steps += ["for p in model.parameters():", "    p.data.clamp_(-1.0, 1.0)"]
-    if s["sched"] != "none" and SCHEDULERS[s["sched"]][1] == "batch":
+    if s["sched"] == "groups_np":
+        steps += [
+            "for g in optimizer.param_groups:",
+            f"    g['lr'] = base_lr * 0.5 * (1 + np.cos(np.pi * (epoch * {BATCHES} + i) / {EPOCHS * BATCHES}))",
+        ]
+    elif s["sched"] != "none" and SCHEDULERS[s["sched"]][1] == "batch":
         steps.append("scheduler.step()")
     if s["ckpt"] == "every_steps":
         steps += ["if i % 2 == 0:", "    torch.save(model.state_dict(), 'checkpoint.pt')"]

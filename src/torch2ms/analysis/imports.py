@@ -8,6 +8,7 @@ how a user spelled the import.
 from __future__ import annotations
 
 import ast
+import re
 
 from .astwalk import nodes
 
@@ -16,6 +17,16 @@ TORCH_ROOTS = ("torch", "torchvision", "torchaudio", "torchtext")
 # Converted with the torch code of a file; a file that imports only these is not torch code.
 COMPANION_ROOTS = ("einops",)
 FRAMEWORK_ROOTS = TORCH_ROOTS + COMPANION_ROOTS
+# torch's legacy tensor types (torch.FloatTensor, torch.cuda.LongTensor...): a constructor and a dtype.
+LEGACY_TENSOR_TYPES = frozenset(
+    {"FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ByteTensor", "BoolTensor"}
+)
+
+
+def legacy_type_name(full: str | None) -> str | None:
+    """``torch.cuda.FloatTensor`` / ``torch.FloatTensor`` → ``torch.FloatTensor``; None for any other name."""
+    m = re.fullmatch(r"torch(?:\.cuda)?\.(\w+)", full or "")
+    return f"torch.{m.group(1)}" if m and m.group(1) in LEGACY_TENSOR_TYPES else None
 
 
 class ImportMap:
@@ -29,6 +40,8 @@ class ImportMap:
         self.local_roots = local_roots
         # Modules star-imported (``from torch.nn import *``): their names are unknown until looked up.
         self.stars: list[str] = []
+        # Names bound by an assignment to a legacy tensor type (``Tensor = torch.FloatTensor``).
+        self.legacy_aliases: set[str] = set()
 
     @classmethod
     def from_tree(cls, tree: ast.AST, local_roots: frozenset[str] = frozenset()) -> ImportMap:
@@ -51,7 +64,41 @@ class ImportMap:
                         continue
                     full = f"{module}.{alias.name}" if node.module else f"{module}{alias.name}"
                     imap._bind(alias.asname or alias.name, full, node.lineno)
+        imap._bind_legacy_aliases(tree)
         return imap
+
+    def _legacy_type(self, node: ast.expr) -> str | None:
+        """The legacy tensor type an expression names: ``torch.FloatTensor``, or both branches of
+        ``torch.cuda.FloatTensor if cuda else torch.FloatTensor`` naming the same one."""
+        if isinstance(node, ast.IfExp):
+            body, orelse = self._legacy_type(node.body), self._legacy_type(node.orelse)
+            return body if body == orelse else None
+        return legacy_type_name(self.resolve(node))
+
+    def _bind_legacy_aliases(self, tree: ast.AST) -> None:
+        """``Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor`` (the old GAN scripts' idiom):
+        ``Tensor`` names torch.FloatTensor wherever it is used (``Tensor(n, 1)``, ``x.type(Tensor)``), when
+        every assignment of that name in the file binds the same legacy type and no import binds it."""
+        found: dict[str, set[str | None]] = {}
+        lines: dict[str, int] = {}
+        assigned: set[int] = set()  # the Name targets of those assignments
+        walk = nodes(tree)
+        for node in walk:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                name = node.targets[0].id
+                found.setdefault(name, set()).add(self._legacy_type(node.value))
+                lines.setdefault(name, node.lineno)
+                assigned.add(id(node.targets[0]))
+        for node in walk:
+            if isinstance(node, ast.arg):
+                found.setdefault(node.arg, set()).add(None)  # a parameter of that name: any value
+            elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and id(node) not in assigned:
+                found.setdefault(node.id, set()).add(None)  # bound by a loop, `with`, a tuple target...
+        for name, kinds in found.items():
+            (kind,) = kinds if len(kinds) == 1 else (None,)
+            if kind is not None and name not in self.names:
+                self._bind(name, kind, lines[name])
+                self.legacy_aliases.add(name)
 
     def _bind(self, local: str, full: str, line: int) -> None:
         self.names[local] = full

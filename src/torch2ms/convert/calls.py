@@ -12,6 +12,7 @@ from collections import Counter
 
 import libcst as cst
 
+from ..analysis.imports import legacy_type_name
 from ..analysis.infer import MODULE, MODULE_ONLY_METHODS, OPTIMIZER, SCHEDULER, TENSOR, TENSOR_ONLY_METHODS
 from ..i18n import _
 from ..kb import Entry
@@ -190,6 +191,11 @@ def method_owner(ctx: RewriteContext, receiver: cst.BaseExpression, attr: str) -
     return None, ""
 
 
+def _legacy_type_arg(ctx: RewriteContext, call: cst.Call) -> bool:
+    """One argument that names a torch legacy tensor type (``torch.cuda.LongTensor``, an alias of one)."""
+    return len(call.args) == 1 and legacy_type_name(ctx.resolve(call.args[0].value)) is not None
+
+
 def _is_super(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "super"
 
@@ -201,6 +207,8 @@ def method_call(ctx: RewriteContext, original: cst.Call, updated: cst.Call) -> c
     owner, confidence = method_owner(ctx, func.value, attr)
     if owner is None and attr == "to" and _device_args(original):
         owner, confidence = TENSOR, "likely"  # .to("cuda") / .to(device): only torch objects move
+    if owner is None and attr == "type" and _legacy_type_arg(ctx, original):
+        owner, confidence = TENSOR, "likely"  # x.type(torch.FloatTensor) / x.type(Tensor): a torch tensor's cast
     if owner is None and attr == "size" and len(original.args) <= 1:
         # numpy's, PIL's and pandas' ``size`` are attributes, never called: x.size(-1) is torch's.
         owner, confidence = TENSOR, "likely"

@@ -371,6 +371,9 @@ class Rewriter(FastDispatch, cst.CSTTransformer):
             self.ctx.type_nodes.add(cls)
             if isinstance(cls, (cst.Tuple, cst.List)):
                 self.ctx.type_nodes.update(e.value for e in cls.elements)
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "type" and len(node.args) == 1:
+            arg = node.args[0].value  # x.type(torch.FloatTensor) / x.type(dtype=Tensor)
+            self.ctx.dtype_nodes.update((arg.body, arg.orelse) if isinstance(arg, cst.IfExp) else (arg,))
         return True
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:

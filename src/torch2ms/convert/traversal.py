@@ -19,6 +19,7 @@ class Traversal:
         self.scope_starts: list[int] = []  # len(changes) when each open class/def was entered
         self.call_funcs: set[cst.CSTNode] = set()  # callees of the calls being visited
         self.type_nodes: set[cst.CSTNode] = set()  # isinstance/issubclass class arguments
+        self.dtype_nodes: set[cst.CSTNode] = set()  # the argument of x.type(...): a legacy type there is a dtype
         self.type_depth = 0  # > 0 inside base classes and annotations: names there are the classes themselves
         self.in_bases = False
         self.in_target = 0  # > 0 inside an assignment target: a torch name there is being rebound

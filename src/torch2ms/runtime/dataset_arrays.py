@@ -1,4 +1,5 @@
-"""torchvision datasets' whole-set attributes (``.data``, ``.targets``) on the converted MindSpore pipeline.
+"""torchvision datasets' whole-set attributes (``.data``, ``.targets``; the MNIST family's old ``.train_data``,
+``.test_data``, ``.train_labels``, ``.test_labels``) on the converted MindSpore pipeline.
 
 torchvision's MNIST family and CIFAR keep every image and label in memory, and scripts read them
 (``mnist.data.unsqueeze(1)``, ``np.array(mnist.targets)``); a MindSpore reader only streams samples.
@@ -35,6 +36,9 @@ def with_torchvision_arrays(pipeline: Any) -> Any:
     cls = type(pipeline)
     if cls not in _SUBCLASSES:
         members = {"data": property(_data), "targets": property(_targets), "__module__": cls.__module__}
+        # torchvision's MNIST family still answers its old names (the tutorials of its first years read them)
+        members.update({name: property(_data) for name in ("train_data", "test_data")})
+        members.update({name: property(_targets) for name in ("train_labels", "test_labels")})
         _SUBCLASSES[cls] = type(cls.__name__, (cls,), members)
     pipeline.__class__ = _SUBCLASSES[cls]
     return pipeline
@@ -51,7 +55,9 @@ def _targets(pipeline: Any) -> Any:
 def _arrays(pipeline: Any) -> tuple[Any, Any]:
     cached = pipeline.__dict__.get("_torch2ms_arrays")
     if cached is None:
-        cached = _read_source(_source_reader(pipeline))
+        reader = _source_reader(pipeline)
+        # a reader that holds its arrays itself (a generated stand-in) keeps them under the same name
+        cached = reader.__dict__.get("_torch2ms_arrays") or _read_source(reader)
         pipeline.__dict__["_torch2ms_arrays"] = cached
     return cached
 

@@ -15,7 +15,7 @@ from mindspore import Tensor, ops
 from mindspore.common import dtype as mstype
 from mindspore.experimental.optim import AdamW
 
-__all__ = ["CoupledAdam"]
+__all__ = ["CoupledAdam", "set_group_lr"]
 
 
 class CoupledAdam(AdamW):  # type: ignore[misc]
@@ -53,3 +53,16 @@ class CoupledAdam(AdamW):  # type: ignore[misc]
 def _coupled(g: Tensor, p: Any, wd: float, maximize: bool) -> Tensor:
     g = ops.neg(g) if maximize else g
     return g + wd * p if wd else g
+
+
+def set_group_lr(group: Any, value: Any) -> None:
+    """``group['lr'] = value`` for a param group of a MindSpore experimental optimizer: the group's lr is a
+    Parameter the compiled step reads, so its value is assigned as the schedulers do (a float put in its
+    place, or ``set_data``, is not seen by the step compiled before: it trains on at the old lr)."""
+    from mindspore import Parameter
+
+    lr = group.get("lr")
+    if isinstance(lr, Parameter):
+        ops.assign(lr, Tensor(float(value), lr.dtype))
+    else:
+        group["lr"] = value

@@ -169,6 +169,8 @@ class LSTM(nn.LSTM):
     """mindspore.nn.LSTM that also takes (and then returns) a packed sequence."""
 
     def construct(self, x, hx=None, seq_length=None):
+        if isinstance(hx, list):  # states = [s.detach() for s in states]: torch takes a list as the (h, c) pair
+            hx = tuple(hx)
         if isinstance(x, tuple) and len(x) == 3:  # the padded form (GRAPH_MODE, run-time lengths)
             data = x[0] if x[2] == self.batch_first else x[0].swapaxes(0, 1)
             out, state = super().construct(data, hx, x[1])
@@ -184,6 +186,8 @@ class GRU(nn.GRU):
     """mindspore.nn.GRU that also takes (and then returns) a packed sequence."""
 
     def construct(self, x, hx=None, seq_length=None):
+        if isinstance(hx, list):  # states = [s.detach() for s in states]: torch takes a list as the (h, c) pair
+            hx = tuple(hx)
         if isinstance(x, tuple) and len(x) == 3:  # the padded form (GRAPH_MODE, run-time lengths)
             data = x[0] if x[2] == self.batch_first else x[0].swapaxes(0, 1)
             out, state = super().construct(data, hx, x[1])
@@ -199,6 +203,8 @@ class RNN(nn.RNN):
     """mindspore.nn.RNN that also takes (and then returns) a packed sequence."""
 
     def construct(self, x, hx=None, seq_length=None):
+        if isinstance(hx, list):  # states = [s.detach() for s in states]: torch takes a list as the (h, c) pair
+            hx = tuple(hx)
         if isinstance(x, tuple) and len(x) == 3:  # the padded form (GRAPH_MODE, run-time lengths)
             data = x[0] if x[2] == self.batch_first else x[0].swapaxes(0, 1)
             out, state = super().construct(data, hx, x[1])

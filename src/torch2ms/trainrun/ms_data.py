@@ -187,6 +187,13 @@ class FakeSource:
     def __len__(self) -> int:
         return len(self.labels)
 
+    def arrays(self) -> tuple[Any, Any]:
+        """The whole set as torchvision holds it: MNIST family (N, H, W) uint8 and int64 Tensors, CIFAR an
+        (N, H, W, C) uint8 array and a list of ints."""
+        if self.images.shape[-1] == 1:
+            return ms.Tensor(self.images[..., 0]), ms.Tensor(self.labels.astype(np.int64))
+        return self.images, [int(v) for v in self.labels]
+
     def __getitem__(self, i: int) -> tuple[np.ndarray, ...]:
         image, label = self.images[i], self.labels[i]
         if self.name == "ImageFolder":  # ImageFolderDataset yields the encoded file; Decode comes after
@@ -219,6 +226,8 @@ def _fake_factory(ds: Any, real: Any, name: str, used: list[str], seed: int) -> 
         columns = ["image", "coarse_label", "fine_label"] if name == "CIFAR100" else ["image", "label"]
         used.append(f"{name}({usage}, {len(source)} images)")
         shuffle = kwargs.get("shuffle")
-        return ds.GeneratorDataset(source, column_names=columns, shuffle=True if shuffle is None else shuffle)
+        gen = ds.GeneratorDataset(source, column_names=columns, shuffle=True if shuffle is None else shuffle)
+        gen.__dict__["_torch2ms_arrays"] = source.arrays()  # what with_torchvision_arrays serves as .data/.targets
+        return gen
 
     return build

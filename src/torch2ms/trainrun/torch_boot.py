@@ -265,21 +265,29 @@ def patch_fake_data(side: Any, fake: Any, seed: int) -> None:
             train = kwargs.get("train", kwargs.get("split", "train") in ("train", "balanced", "digits"))
             n = int(kwargs.get("size") or (fake.TRAIN_SIZE if train else fake.TEST_SIZE))
             self.images, labels = fake.fake_arrays(spec, n, fake.split_seed(name, bool(train), seed))
-            self.targets = [int(x) for x in labels]
+            self.labels = [int(x) for x in labels]
             self.classes = [str(i) for i in range(spec.classes)]
-            self.data = torch.from_numpy(self.images[..., 0] if spec.channels == 1 else self.images)
+            self.data: Any = torch.from_numpy(self.images[..., 0] if spec.channels == 1 else self.images)
+            # torchvision: the MNIST family holds tensors (int64 targets), CIFAR a numpy array and a list
+            self.targets: Any = torch.from_numpy(labels.astype("int64")) if spec.channels == 1 else self.labels
+            if spec.channels != 1:
+                self.data = self.images
             self.transform, self.target_transform = kwargs.get("transform"), kwargs.get("target_transform")
             used.append(
                 f"{name}({'train' if train else 'test'}, {n} images {spec.height}x{spec.width}x{spec.channels})"
             )
 
+        # the MNIST family's old names (torchvision keeps them as properties)
+        train_data = test_data = property(lambda self: self.data)
+        train_labels = test_labels = property(lambda self: self.targets)
+
         def __len__(self) -> int:
-            return len(self.targets)
+            return len(self.labels)
 
         def __getitem__(self, i: int) -> Any:
             a = self.images[i]
             img: Any = Image.fromarray(a[..., 0] if a.shape[-1] == 1 else a, mode="L" if a.shape[-1] == 1 else "RGB")
-            target: Any = self.targets[i]
+            target: Any = self.labels[i]
             if self.transform is not None:
                 img = self.transform(img)
             if self.target_transform is not None:

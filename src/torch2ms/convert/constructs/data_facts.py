@@ -43,6 +43,8 @@ TV_DATASETS = {
 ARRAY_DATASETS = frozenset(
     "torchvision.datasets." + n for n in ("MNIST", "FashionMNIST", "KMNIST", "CIFAR10", "CIFAR100")
 )
+# their whole-set attributes: torchvision's names and the MNIST family's old ones (kept by its datasets)
+ARRAY_ATTRS = ("data", "targets", "train_data", "test_data", "train_labels", "test_labels")
 # download=True converts for these: torch2ms.runtime.fetch_dataset fetches the files first (runtime/dataset_files.py)
 FETCHED_DATASETS = frozenset(
     f"torchvision.datasets.{n}"
@@ -212,7 +214,7 @@ def scan_data(source: str, tree: ast.Module, imap, kb, plan=None) -> DataFacts |
             if _source_class(facts, data) in facts.dict_classes:
                 facts.dict_loaders.add(name)
     _loader_parameters(facts, calls, funcs)
-    if ".data" in source or ".targets" in source:
+    if any(f".{attr}" in source for attr in ARRAY_ATTRS):
         facts.arrays = array_reads(tree, imap, kb)
     if plan is not None and (facts.loaders or facts.folders):
         mark_plan(plan, facts.loaders | facts.folders)
@@ -232,7 +234,7 @@ def array_reads(tree: ast.Module, imap, kb) -> set[str]:
     for node in nodes(tree):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and is_array_dataset(node.value):
             holders.add(ast.unparse(node.targets[0]))
-        elif isinstance(node, ast.Attribute) and node.attr in ("data", "targets"):
+        elif isinstance(node, ast.Attribute) and node.attr in ARRAY_ATTRS:
             (inline if is_array_dataset(node.value) else reads).add(ast.unparse(node.value))
     return (holders & reads) | inline
 

@@ -12,15 +12,19 @@ a parameter of ``__init__``) is sized or data by its value at run time:
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
+from ...analysis.imports import legacy_type_name
 from ...i18n import _
 from ...kb.rewrite import rewrite_call
+from ...kb.schema import Entry
 from ...kb.source import literal
 from ..construct import Construct
 from ..context import RewriteContext
 from ..cstutil import code
-from ..hooks import torch_call
+from ..hooks import reference, torch_call
 
 CONSTRUCT = Construct("legacy tensor", order=60)
 
@@ -104,3 +108,34 @@ def legacy_sizes(ctx: RewriteContext, full: str, original: cst.Call, updated: cs
     sizes = sizes or [code(updated.args[0].value).strip()]
     ctx.record(full, "converted", _("size form (uninitialised memory in torch): zeros of that shape"))
     return ctx.parse_ms(f"mindspore.ops.zeros(({', '.join(sizes)},), {dtype})")
+
+
+def _alias_statement(ctx: RewriteContext) -> bool:
+    """Is the statement being rewritten ``Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor``
+    (a name the file's import map binds to that legacy type)?"""
+    info = ctx.statement
+    node = info.node if info is not None else None
+    return (
+        isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and node.targets[0].id in ctx.imap.legacy_aliases
+    )
+
+
+@reference()
+def legacy_type_as_dtype(
+    ctx: RewriteContext, entry: Entry, original: cst.BaseExpression, updated: cst.BaseExpression
+) -> cst.BaseExpression | None:
+    """A legacy tensor type where it stands for its dtype: ``x.type(torch.FloatTensor)`` →
+    ``x.astype(mindspore.float32)``, ``Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor`` →
+    ``mindspore.float32`` (its calls, ``Tensor(n, 1)``, are converted where they are, through the alias)."""
+    if legacy_type_name(entry.torch) is None or ctx.in_type_position(original):
+        return None
+    if original not in ctx.dtype_nodes and not _alias_statement(ctx):
+        return None  # map(torch.LongTensor, rows): a constructor passed as a value (TorchCompat)
+    dtype = _legacy_dtype(ctx, entry.torch)
+    if dtype is None:
+        return None
+    ctx.record(entry.torch, "converted", _("a legacy tensor type standing for its dtype: {dtype}").format(dtype=dtype))
+    return ctx.parse_ms(dtype)
