@@ -16,13 +16,23 @@ from __future__ import annotations
 
 import random
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # ---- the axes: name -> values, the first value being the base ------------------------------------------
 AXES: dict[str, list[str]] = {
     "loop": ["module", "function", "main", "trainer", "while", "enumerate1", "iter_next", "batch"],
     "mode": ["before", "never", "epoch", "eval_after", "train_eval_after", "in_body"],
-    "zero_grad": ["optimizer", "model", "set_to_none", "helper", "after_step", "several", "grad_none"],
+    "zero_grad": [
+        "optimizer",
+        "model",
+        "set_to_none",
+        "helper",
+        "after_step",
+        "several",
+        "grad_none",
+        "helper_after_step",
+        "before_loop",
+    ],
     "hidden": ["none", "tuple", "list", "helper", "reinit", "module", "gru"],
     "loss": [
         "module",
@@ -41,7 +51,7 @@ AXES: dict[str, list[str]] = {
     "optim": ["sgd_momentum", "sgd", "adam", "adamw", "rmsprop", "param_groups", "weight_decay", "nesterov"],
     "sched": ["none", "step_epoch", "step_batch", "lambda", "warmup", "exponential", "multistep", "cosine"],
     "legacy": ["none", "variable", "tensor_type", "type_float", "tensor_fill", "data_clamp", "device"],
-    "gan": ["none", "detach", "twice", "retain", "gp", "clip_weights", "legacy_fill"],
+    "gan": ["none", "detach", "twice", "retain", "gp", "clip_weights", "legacy_fill", "reset_grad"],
     "manual": ["none", "data_add", "no_grad_sub", "data_sub"],
     "clip": ["none", "norm", "value", "accum", "accum_clip"],
     "amp": ["none", "scaler", "amp_scaler", "unscale_clip"],
@@ -82,11 +92,6 @@ KNOWN: dict[str, str] = {
     "manual=data_add": "manual-update-no-optimizer",
     "manual=no_grad_sub": "manual-update-no-optimizer",
     "manual=data_sub": "manual-update-no-optimizer",
-    # issue 22 class 2 (zero_grad left as a call MindSpore's optimizers lack): where the loop's shape puts
-    # zero_grad after step() or under an accumulation condition, AttributeError: 'SGD' ... 'zero_grad'.
-    "zero_grad=after_step": "zero-grad-left-as-call",
-    "clip=accum": "zero-grad-left-as-call",
-    "clip=accum_clip": "zero-grad-left-as-call",
     # `.data` in updates: `p.data.clamp_(...)` after optimizer.step() (WGAN-style weight clipping) is not
     # applied on MindSpore: the losses agree, the trained parameters differ.
     "legacy=data_clamp": "data-inplace-update-after-step",
@@ -123,6 +128,7 @@ class TrainCase:
     lr: float
     graph: bool = False
     text: str = ""
+    extra: dict[str, str] = field(default_factory=dict)  # other axes set too (a test's matrix of two axes)
 
     @property
     def idiom(self) -> str:
@@ -295,7 +301,7 @@ def _prelude(s: dict[str, str]) -> list[str]:
 
 def _helpers(s: dict[str, str]) -> list[str]:
     out: list[list[str]] = []
-    if s["zero_grad"] == "helper":
+    if s["zero_grad"] in ("helper", "helper_after_step"):
         out.append(["def reset_grad():", "    optimizer.zero_grad()"])
     if s["hidden"] == "helper":
         out.append(
@@ -363,6 +369,8 @@ def _zero(s: dict[str, str]) -> list[str]:
         "set_to_none": ["optimizer.zero_grad(set_to_none=True)"],
         "helper": ["reset_grad()"],
         "after_step": [],
+        "helper_after_step": [],
+        "before_loop": ["optimizer.zero_grad()"],
         "several": ["optimizer.zero_grad()", "optimizer2.zero_grad()"],
         "grad_none": ["for p in model.parameters():", "    p.grad = None"],
     }[s["zero_grad"]]
@@ -395,6 +403,8 @@ def _step(s: dict[str, str]) -> list[str]:
             steps.append("optimizer2.step()")
     if s["zero_grad"] == "after_step":
         steps.append("optimizer.zero_grad()")
+    if s["zero_grad"] == "helper_after_step":
+        steps.append("reset_grad()")
     if s["legacy"] == "data_clamp":
         steps += ["for p in model.parameters():", "    p.data.clamp_(-1.0, 1.0)"]
     if s["sched"] != "none" and SCHEDULERS[s["sched"]][1] == "batch":
@@ -436,8 +446,12 @@ def _body(s: dict[str, str]) -> list[str]:
 def _pre(s: dict[str, str]) -> list[str]:
     """In the loop's scope, before the epochs."""
     lines = {"before": ["model.train()"], "train_eval_after": ["model.train()"]}.get(s["mode"], [])
-    if s["zero_grad"] == "after_step":
-        lines.append("optimizer.zero_grad()")
+    if s["zero_grad"] in ("after_step", "before_loop"):
+        lines.append(
+            "optimizer.zero_grad(set_to_none=True)" if s["zero_grad"] == "before_loop" else "optimizer.zero_grad()"
+        )
+    if s["zero_grad"] == "helper_after_step":
+        lines.append("reset_grad()")
     if s["ckpt"] == "best":
         lines.append("best = float('inf')")
     if s["clip"] in ("accum", "accum_clip"):
@@ -561,7 +575,7 @@ def _scoped(c: TrainCase, s: dict[str, str]) -> list[str]:
 
 
 def classifier_script(c: TrainCase) -> str:
-    s = dict(BASE, **{c.axis: c.value})
+    s = dict(BASE, **c.extra, **{c.axis: c.value})
     head = [f'"""Generated by tests/fuzz/train_idioms.py: {c.idiom} on the {c.model} base."""', ""]
     imports = ["import numpy as np", "import torch", "import torch.nn as nn", "import torch.nn.functional as F"]
     if s["legacy"] == "variable":
@@ -593,6 +607,9 @@ GAN_NETS = [
 ]
 
 
+RESET_GRAD = ["def reset_grad():", "    opt_D.zero_grad()", "    opt_G.zero_grad()", "", ""]
+
+
 def _gan_step(value: str) -> list[str]:
     ones, zeros = "torch.ones(x.size(0), 1)", "torch.zeros(x.size(0), 1)"
     if value == "legacy_fill":
@@ -619,7 +636,10 @@ def _gan_step(value: str) -> list[str]:
         lines += ["for p in D.parameters():", "    p.data.clamp_(-0.1, 0.1)"]
     if value == "twice":
         lines.append("fake = G(z)")
-    return [*lines, "opt_G.zero_grad()", g_loss, "g_loss.backward()", "opt_G.step()"]
+    g_zero = "opt_G.zero_grad()"
+    if value == "reset_grad":  # yunjey's style: one helper clears both networks' gradients, before each backward
+        lines[2] = g_zero = "reset_grad()"
+    return [*lines, g_zero, g_loss, "g_loss.backward()", "opt_G.step()"]
 
 
 def gan_script(c: TrainCase) -> str:
@@ -642,6 +662,7 @@ def gan_script(c: TrainCase) -> str:
         *GAN_NETS,
         "",
         "",
+        *(RESET_GRAD if c.value == "reset_grad" else []),
         f"torch.manual_seed({c.seed})",
         f"rng = np.random.RandomState({c.seed})",
         f"X = torch.from_numpy((rng.randn({n}, 6) * 0.5 + 1.0).astype(np.float32))",
@@ -667,12 +688,16 @@ def idioms() -> list[tuple[str, str]]:
     return [(axis, values[k]) for k in range(1, longest) for axis, values in AXES.items() if k < len(values)]
 
 
-def make_case(axis: str, value: str, model: str, seed: int, batch: int = 8, lr: float = 0.1) -> TrainCase:
+def make_case(
+    axis: str, value: str, model: str, seed: int, batch: int = 8, lr: float = 0.1, extra: dict[str, str] | None = None
+) -> TrainCase:
+    """One case: `axis` set to `value` (and the axes of `extra`, for a matrix of two), the rest at the base."""
     if axis == "gan":
         model = "gan"
     model = ONLY_MODEL.get(axis, model)
-    name = f"{axis}-{value}-{model}-s{seed}-b{batch}"
-    c = TrainCase(name, axis, value, model, seed, batch, lr)
+    more = "".join(f"-{k}-{v}" for k, v in (extra or {}).items())
+    name = f"{axis}-{value}{more}-{model}-s{seed}-b{batch}"
+    c = TrainCase(name, axis, value, model, seed, batch, lr, extra=dict(extra or {}))
     c.text = gan_script(c) if axis == "gan" else classifier_script(c)
     return c
 
