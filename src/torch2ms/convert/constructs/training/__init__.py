@@ -101,6 +101,9 @@ def _fused(state: FileState, roles: Roles, stmt, stack, edits: _Edits) -> bool:
     edits.before.setdefault(id(plan.outer), []).extend(written.setup)
     state.assumed_modules += written.modules
     state.record("torch.Tensor.backward", "converted", _("training loop → {form}").format(form=_(written.form)), line)
+    if written.eager is not None:
+        note = _("the step runs uncompiled: it reaches host code ({what}, line {line})")
+        state.record("torch.Tensor.backward", "review", note.format(what=written.eager[0], line=written.eager[1]), line)
     state.record(
         "torch.optim.Optimizer.step", "converted", _("training loop → {form}").format(form=f"{plan.opt}(grads)"), line
     )
