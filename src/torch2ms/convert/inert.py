@@ -64,7 +64,12 @@ class InertExpressions:
     def __init__(self, imap: ImportMap, kb: KB, generated: dict[int, str] | None) -> None:
         self.names = frozenset(
             {local for local, full in imap.names.items() if imap.is_framework(full)}
-            | {"mindspore", "torch2ms", "map"}  # map(lambda ...): constructs/graph_mode.py
+            | {
+                "mindspore",
+                "torch2ms",
+                "map",
+                "format",
+            }  # map(lambda ...): graph_mode.py; format(x, spec): python_side.py
         )
         self.attributes = attribute_names(kb) | _HOOK_ATTRIBUTES
         self.generated = generated or {}

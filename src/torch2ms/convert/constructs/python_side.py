@@ -9,6 +9,7 @@ with a spec gets ``.item()``, which is what torch formatted; other values are le
 from __future__ import annotations
 
 import ast
+import string
 from bisect import bisect_left
 from typing import cast
 
@@ -28,8 +29,14 @@ def mark_formatted(plan: list[Stmt], tree: ast.Module | None = None) -> None:
     visited: the value may be a tensor, which MindSpore cannot format that way. ``tree``: the module the
     plan was made from; the lines of its formatting nodes (one walk) rule out most statements unwalked."""
     own, lines = _formatting_lines(tree)
-    for info in plan:
-        if info.interesting or info.size:
+    ends: list[tuple[int, int]] = []  # open compound statements: (index, last nested index)
+    for i, info in enumerate(plan):
+        while ends and ends[-1][1] < i:
+            ends.pop()
+        if info.size:  # a def or loop with nothing else to convert is skipped whole: opened when one inside formats
+            ends.append((i, i + info.size))
+            continue
+        if info.interesting:
             continue
         node = info.node
         if id(node) in own:
@@ -38,13 +45,18 @@ def mark_formatted(plan: list[Stmt], tree: ast.Module | None = None) -> None:
                 continue  # no formatting node within the statement's lines
         if any(_formats(n) for n in walk(node)):
             info.interesting = info.header = True
+            for j, _end in ends:
+                plan[j].interesting = True
 
 
 def _formats(n: ast.AST) -> bool:
     spec = isinstance(n, ast.FormattedValue) and n.format_spec is not None
-    return spec or (
-        isinstance(n, ast.Call)
-        and isinstance(n.func, ast.Attribute)
+    if spec or not isinstance(n, ast.Call):
+        return spec
+    if isinstance(n.func, ast.Name):  # format(loss, ".4f")
+        return n.func.id == "format" and len(n.args) == 2 and isinstance(n.args[1], ast.Constant)
+    return (
+        isinstance(n.func, ast.Attribute)
         and n.func.attr == "format"
         and isinstance(n.func.value, ast.Constant)
         and ":" in str(n.func.value.value)
@@ -68,7 +80,7 @@ def _formatting_lines(tree: ast.Module | None) -> tuple[set[int], list[int]]:
 
 
 def _sees_formatted(source: str, tree: ast.Module, plan: list[Stmt]) -> None:
-    if "{" in source and ":" in source:
+    if ("{" in source and ":" in source) or "format(" in source:
         mark_formatted(plan, tree)
 
 
@@ -212,11 +224,87 @@ def format_call_of_tensor(ctx: RewriteContext, original: cst.Call, updated: cst.
         and ":" in cst.Module([]).code_for_node(func.value)
     ):
         return None
-    wrap = [not a.star and _is_tensor(ctx, a.value) for a in original.args]
+    specs = _field_specs(cst.Module([]).code_for_node(func.value))
+    wrap = [_how_arg(ctx, a, i, specs) for i, a in enumerate(original.args)]
     if not any(wrap):
         return None
     ctx.record(
         "torch.Tensor.__format__", "converted", _("a tensor formatted with a spec: formats its .item(), as torch")
     )
-    args = [a.with_changes(value=_with_item(a.value)) if w else a for a, w in zip(updated.args, wrap)]
-    return updated.with_changes(args=args)
+    return updated.with_changes(args=[_wrapped(a, how) for a, how in zip(updated.args, wrap)])
+
+
+@call()
+def format_builtin_of_tensor(ctx: RewriteContext, original: cst.Call, updated: cst.Call):
+    """``format(loss, ".4f")``: as ``f"{loss:.4f}"``; None: not such a call."""
+    if not (isinstance(original.func, cst.Name) and original.func.value == "format" and len(original.args) == 2):
+        return None
+    value, spec = original.args
+    if value.star or value.keyword or spec.keyword or not isinstance(spec.value, cst.SimpleString):
+        return None
+    text = spec.value.evaluated_value
+    if not isinstance(text, str):
+        return None
+    how = _how_value(ctx, value.value, text)
+    if not how:
+        return None
+    ctx.record(
+        "torch.Tensor.__format__", "converted", _("a tensor formatted with a spec: formats its .item(), as torch")
+    )
+    return updated.with_changes(args=[_wrapped(updated.args[0], how), updated.args[1]])
+
+
+def _field_specs(code_text: str) -> dict[int | str, list[str]] | None:
+    """The format specs of a format string's fields by argument (position or keyword name):
+    ``"{:.4f} {n}"`` → {0: [".4f"], "n": [""]}; None where the string's fields are not plain (``{0.x}``,
+    ``{a[0]}``, a nested spec, a malformed string)."""
+    try:
+        text = ast.literal_eval(code_text)
+        fields = list(string.Formatter().parse(text)) if isinstance(text, str) else None
+    except (ValueError, SyntaxError):
+        return None
+    if fields is None:
+        return None
+    out: dict[int | str, list[str]] = {}
+    auto = 0
+    for _literal, name, spec, _conversion in fields:
+        if name is None:
+            continue
+        if "{" in (spec or "") or any(c in name for c in ".["):
+            return None
+        key: int | str
+        if name == "":
+            key, auto = auto, auto + 1
+        else:
+            key = int(name) if name.isdigit() else name
+        out.setdefault(key, []).append(spec or "")
+    return out
+
+
+def _how_value(ctx: RewriteContext, node: cst.BaseExpression, *specs: str) -> str:
+    """As ``_how`` for a value formatted with these specs: "item" (a tensor, some spec), "float" (unknown type,
+    every spec a float presentation type), ""."""
+    if not any(specs):
+        return ""
+    kind = ctx.receiver_type(node)
+    if kind == TENSOR:
+        return "item"
+    floats = all(sp and sp[-1] in _FLOAT_SPECS for sp in specs)
+    return "float" if kind is None and floats and not _visibly_number(node) else ""
+
+
+def _how_arg(ctx: RewriteContext, arg: cst.Arg, at: int, specs: dict[int | str, list[str]] | None) -> str:
+    if arg.star:
+        return ""
+    if specs is None:  # fields this rule cannot read: a tensor formats its item() where any spec is in sight
+        return "item" if _is_tensor(ctx, arg.value) else ""
+    key: int | str = arg.keyword.value if arg.keyword is not None else at
+    return _how_value(ctx, arg.value, *specs.get(key, []))
+
+
+def _wrapped(arg: cst.Arg, how: str) -> cst.Arg:
+    if how == "item":
+        return arg.with_changes(value=_with_item(arg.value))
+    if how == "float" and not _visibly_number(arg.value):
+        return arg.with_changes(value=cst.Call(cst.Name("float"), [cst.Arg(arg.value.with_changes(lpar=[], rpar=[]))]))
+    return arg

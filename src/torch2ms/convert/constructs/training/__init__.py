@@ -23,7 +23,7 @@ from ...construct import Construct
 from ...cstutil import Statement
 from ...index import StatementIndex
 from ...state import FileState
-from .analysis import Roles, analyse_step
+from .analysis import Roles, analyse_step, method_call
 from .backwards import analyse_flow
 from .emit import StepWriter
 from .errors import NotConvertible
@@ -60,6 +60,7 @@ def run(state: FileState) -> None:
         if len(stmts) == 1 and _fused(state, roles, stmts[0], stack, edits):
             continue
         _general(state, roles, stmts, stack, edits)
+    _leftover_zero_grads(state, roles, found, edits)
     if edits.replace or edits.before:
         state.module = state.module.visit(_Splice(edits.replace, edits.before, state.index))
         state.restructured = True
@@ -100,10 +101,37 @@ def _fused(state: FileState, roles: Roles, stmt, stack, edits: _Edits) -> bool:
     edits.before.setdefault(id(plan.outer), []).extend(written.setup)
     state.assumed_modules += written.modules
     state.record("torch.Tensor.backward", "converted", _("training loop → {form}").format(form=_(written.form)), line)
+    if written.eager is not None:
+        note = _("the step runs uncompiled: it reaches host code ({what}, line {line})")
+        state.record("torch.Tensor.backward", "review", note.format(what=written.eager[0], line=written.eager[1]), line)
     state.record(
         "torch.optim.Optimizer.step", "converted", _("training loop → {form}").format(form=f"{plan.opt}(grads)"), line
     )
     return True
+
+
+def _leftover_zero_grads(state: FileState, roles: Roles, found: _Collector, edits: _Edits) -> None:
+    """``optimizer.zero_grad()`` outside the loops the stage rewrote: before the loop (gradient accumulation,
+    a zero_grad after each step), in a helper (``def reset_grad(): d_opt.zero_grad(); g_opt.zero_grad()``),
+    in a Trainer's method. MindSpore's optimizers and cells have no such method (AttributeError) and keep no
+    gradients to clear: the rewritten loops start from none (``grads_sum = None`` before the loop), so the
+    statement goes. Loops holding a backward() are the loop stage's (converted, or kept as a skeleton)."""
+    assert state.index is not None
+    stage_loops = {id(n) for _stmt, stack in found.backwards for n in stack if isinstance(n, (cst.For, cst.While))}
+    for stmt, stack in found.zero_grads:
+        if id(stmt) in edits.replace or any(id(n) in stage_loops for n in stack):
+            continue
+        a = roles.ast_of(stmt)
+        call = method_call(a, "zero_grad") if a is not None else None
+        if call is None or not roles.clears_gradients(ast.unparse(call.func.value)):  # type: ignore[attr-defined]
+            continue
+        edits.replace[id(stmt)] = []
+        state.record(
+            "torch.optim.Optimizer.zero_grad",
+            "converted",
+            _("dropped: MindSpore keeps no gradients on the parameters to clear"),
+            state.index.line_of(stmt),
+        )
 
 
 def _general(state: FileState, roles: Roles, stmts, stack, edits: _Edits) -> None:
@@ -139,17 +167,17 @@ class _Collector(cst.CSTVisitor):
         super().__init__()
         self.stack: list[cst.CSTNode] = []
         self.backwards: list[tuple[cst.SimpleStatementLine, list[cst.CSTNode]]] = []
+        self.zero_grads: list[tuple[cst.SimpleStatementLine, list[cst.CSTNode]]] = []
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if isinstance(node, cst.SimpleStatementLine):
             if len(node.body) == 1 and isinstance(node.body[0], cst.Expr):
                 call = node.body[0].value
-                if (
-                    isinstance(call, cst.Call)
-                    and isinstance(call.func, cst.Attribute)
-                    and call.func.attr.value == "backward"
-                ):
-                    self.backwards.append((node, list(self.stack)))
+                if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute):
+                    if call.func.attr.value == "backward":
+                        self.backwards.append((node, list(self.stack)))
+                    elif call.func.attr.value == "zero_grad":
+                        self.zero_grads.append((node, list(self.stack)))
             return False
         if isinstance(node, cst.BaseCompoundStatement):
             self.stack.append(node)

@@ -117,6 +117,19 @@ class Roles:
             return None  # a parameter or local of the function: not the module-level optimizer
         return self.opt_modules.get(id(self.tree), {}).get(opt)
 
+    @functools.cached_property
+    def known_modules(self) -> set[str]:
+        """Names (and ``self.x`` attributes) the file shows to hold a torch Module (``_known_modules``)."""
+        return _known_modules(self.tree, self.imap)
+
+    def clears_gradients(self, recv: str) -> bool:
+        """Is ``recv.zero_grad()`` torch's (a call MindSpore's optimizers and cells lack)? The receiver is built
+        by torch.optim, trains a module, is stepped and not a scheduler, or holds a torch module."""
+        if recv in self.schedulers or recv in self.lr_drivers:
+            return False
+        built = recv in self.optimizers or any(recv in found for found in self.opt_modules.values())
+        return built or recv in self.stepped or recv in self.known_modules
+
     def is_optimizer(self, recv: str) -> bool:
         """Is the receiver of a ``.step()`` an optimizer? By what the file does with it, not its name:
         built by torch.optim or zero_grad()-ed: yes; built by torch's lr_scheduler, or by any call given

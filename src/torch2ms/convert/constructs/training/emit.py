@@ -28,6 +28,7 @@ from ...generated import GeneratedRefs
 from .amp import Amp, RenameCall
 from .analysis import CLIP_VALUE, Roles, StepPlan, method_call, sets_mode, trained_module
 from .bindings import maybe_unbound
+from .host_code import host_code
 
 FORWARD_FN = """def {forward_fn}({params}):
     {doc}
@@ -65,6 +66,9 @@ TRAIN_STEP_CELL = """class {cls}(mindspore.nn.Cell):
         return {returns}
 """
 JIT_COMMENT = N_("One compiled graph per step in PyNative too (MS_JIT=0 runs it op by op for debugging).")
+EAGER_COMMENT = N_(
+    "Not compiled (no @mindspore.jit): the step reaches host code ({what}, line {line}) that a graph cannot run."
+)
 UNSCALE = """{loss} = {scaler}.unscale({loss})
 grads = {scaler}.unscale(grads)
 {finite} = mindspore.amp.all_finite(grads)
@@ -104,6 +108,7 @@ class Emitted:
     setup: list[Statement] = field(default_factory=list)  # before the outer loop
     form: str = ""
     modules: list[tuple[str, str, str]] = field(default_factory=list)  # (class, function, name) called as a model
+    eager: tuple[str, int] | None = None  # the host code that keeps the step uncompiled (class 10)
 
 
 class StepWriter:
@@ -216,7 +221,7 @@ class StepWriter:
         )
         got = gen.names_tuple([first, *plan.aux], parens=bool(plan.aux))
         cell = gen.statement(
-            TRAIN_STEP_CELL.replace("{jit_comment}", "# " + _(JIT_COMMENT)),  # a comment holds no node
+            self._step_cell(),
             self.refs,
             cls=cst.Name(cls_name),
             doc=[cst.SimpleStatementLine([cst.Expr(doc)])],
@@ -244,6 +249,18 @@ class StepWriter:
             ]
         )
         return [gen.with_comment(call, f"{MARK} " + _("forward, loss.backward(), {opt}.step()").format(opt=plan.opt))]
+
+    def _step_cell(self) -> str:
+        """The TrainStep template: compiled, or (class 10) eager where the step reaches host code."""
+        plan = self.plan
+        found = host_code(self.roles.tree, self.roles.imap, [plan.asts[i] for i in plan.forward])
+        if found is None:
+            return TRAIN_STEP_CELL.replace("{jit_comment}", "# " + _(JIT_COMMENT))  # a comment holds no node
+        self.out.eager = found
+        comment = f"{MARK} " + _(EAGER_COMMENT).format(what=found[0], line=found[1])
+        return TRAIN_STEP_CELL.replace("{jit_comment}", "# " + comment.removeprefix("# ")).replace(
+            "    @mindspore.jit\n", ""
+        )
 
     def _scaled(
         self, setup: list[Statement], first: str, opt_name: str, clip: list[Statement]

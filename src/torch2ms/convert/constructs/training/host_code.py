@@ -1,0 +1,85 @@
+"""Host code the training step reaches (issue 22, class 10): the step then runs uncompiled.
+
+The fused step is a ``TrainStep`` Cell whose ``construct`` is compiled (``@mindspore.jit``). A forward that
+pulls a value to the host (``attn.data.numpy()`` kept for a plot, ``x.item()``, ``x.tolist()``) or builds
+a layer on each call (``nn.Linear(d, d)(x)``, ``nn.LayerNorm(d)(x)``: a fresh Cell, so a parameter name the
+graph already holds) cannot be compiled: "the 'Parameter' object's method 'asnumpy' is not supported in
+'construct'", "its name 'weight' already exists". torch runs such a forward eagerly; so does the step here:
+the Cell is written without ``@mindspore.jit`` and says why.
+
+What the step reaches: the forward statements of the loop, and, for each torch Module class of the file,
+``forward`` and the methods it calls on ``self`` (a whole-file view: a class whose instance the loop never
+calls costs only the compilation).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ....analysis.imports import ImportMap
+
+_HOST_METHODS = frozenset({"numpy", "asnumpy", "item", "tolist"})
+
+
+def _module_classes(tree: ast.Module, imap: ImportMap) -> list[ast.ClassDef]:
+    """Classes of the file whose base is a torch.nn class or another such class of the file."""
+    found: list[ast.ClassDef] = []
+    names: set[str] = set()
+    for n in tree.body:
+        if not isinstance(n, ast.ClassDef):
+            continue
+        for b in n.bases:
+            full = imap.resolve(b) or ""
+            if full.startswith("torch.nn.") or (isinstance(b, ast.Name) and b.id in names):
+                found.append(n)
+                names.add(n.name)
+                break
+    return found
+
+
+def _reached_methods(cls: ast.ClassDef) -> list[ast.FunctionDef]:
+    """``forward`` and the methods it calls on ``self``, transitively."""
+    methods = {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef)}
+    todo, seen = ["forward"], set()
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in methods:
+            continue
+        seen.add(name)
+        for n in ast.walk(methods[name]):
+            if (
+                isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Attribute)
+                and isinstance(n.func.value, ast.Name)
+                and n.func.value.id == "self"
+            ):
+                todo.append(n.func.attr)
+    return [methods[m] for m in sorted(seen)]
+
+
+def _host_call(node: ast.AST, imap: ImportMap) -> str | None:
+    """What makes this node host code: ``.numpy()``/``.item()``/``.tolist()``, or a torch layer built."""
+    if not isinstance(node, ast.Call):
+        return None
+    func = node.func
+    if isinstance(func, ast.Attribute) and func.attr in _HOST_METHODS and not node.args and not node.keywords:
+        return f".{func.attr}()"
+    full = imap.resolve(func) or ""
+    last = full.rsplit(".", 1)[-1]
+    if full.startswith("torch.nn.") and full.count(".") == 2 and last[:1].isupper() and last != "Parameter":
+        return f"{last}(...)"
+    return None
+
+
+def host_code(tree: ast.Module, imap: ImportMap, forward: list[ast.stmt]) -> tuple[str, int] | None:
+    """(what, line) of the first host code the step reaches: a method of the file's modules' forward,
+    or a forward statement of the loop; None when the step can be compiled."""
+    places: list[tuple[str, ast.AST]] = [("", s) for s in forward]
+    for cls in _module_classes(tree, imap):
+        places += [(f"{cls.name}.{m.name}", m) for m in _reached_methods(cls)]
+    for where, place in places:
+        for n in ast.walk(place):
+            what = _host_call(n, imap)
+            if what is not None and not (where and isinstance(place, ast.FunctionDef) and n is place):
+                return (f"{what} in {where}" if where else what), getattr(n, "lineno", 0)
+    return None
