@@ -406,5 +406,5 @@ def pick(shapes: Mapping[str, tuple[int, ...]], folders: list[Path]) -> Found | 
     if not all(_agree(a[2], b[2]) for i, a in enumerate(hits) for b in hits[i + 1 :]):
         return Found(hits[0][0], {}, "", conflicting=[p for p, _c, _r in hits])
     best = max(range(len(hits)), key=lambda i: (len(hits[i][2].certain), -i))
-    path, classes, r = hits[best]
-    return Found(path, classes, r.root, agreeing=[p for p, _c, _r in hits if p != path])
+    chosen, its_classes, r = hits[best]
+    return Found(chosen, its_classes, r.root, agreeing=[p for p, _c, _r in hits if p != chosen])
