@@ -279,3 +279,51 @@ def test_index_concurrent_conversions_lose_no_entry(tmp_path):
     assert [p.wait(timeout=120) for p in procs] == [0] * n
     got = json.loads((tmp_path / "cache" / project_index.INDEX_FILE).read_text())["projects"]
     assert sorted(e["path"] for e in got) == sorted(str((tmp_path / f"p{i}").resolve()) for i in range(n * each))
+
+
+_FLAG_TIE = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """word_language_model's RNNModel: the decoder borrows the encoder's weight only if asked."""
+
+    def __init__(self, tie_weights):
+        super().__init__()
+        self.encoder = nn.Embedding(8, 8)
+        self.rnn = nn.Linear(8, 8)
+        self.decoder = nn.Linear(8, 8)
+        if tie_weights:
+            self.decoder.weight = self.encoder.weight
+
+    def forward(self, x):
+        h = x + self.encoder(((x[:, :2] > 0).long() * 3 + 1)).sum(1)
+        return self.decoder(torch.tanh(self.rnn(h)))
+
+
+def make():
+    torch.manual_seed(0)
+    return Model(TIE)
+'''
+
+
+@pytest.mark.differential
+@pytest.mark.parametrize("tie", [False, True])
+@pytest.mark.parametrize("how", ["index", "project"])
+def test_tie_under_a_flag_holds_only_where_the_tensors_are_shared(tmp_path, monkeypatch, capsys, tie, how):
+    """`if tie_weights: self.decoder.weight = self.encoder.weight`: the layer map records the tie, but an
+    untied checkpoint keeps its own decoder.weight (it was dropped as borrowed: the net kept a random one)."""
+    monkeypatch.setenv("TORCH2MS_CACHE_DIR", str(tmp_path / "cache"))
+    src, out = tmp_path / "src", tmp_path / "out"
+    src.mkdir()
+    (src / "wlm.py").write_text(f"TIE = {tie}\n" + _FLAG_TIE)
+    assert main(["convert", str(src), "-o", str(out), "--runtime", "package"]) == 0
+    monkeypatch.chdir(tmp_path)
+    extra = ["--project", str(out)] if how == "project" else []
+    capsys.readouterr()
+    rc, ckpt = _run_case((src, out), "wlm", tmp_path, ["--json", *extra])
+    data = json.loads(capsys.readouterr().out)
+    assert rc == 0, data
+    assert ("decoder.weight" in data["dropped"]) == tie, data["dropped"]
+    _check_outputs((src, out), "wlm", ckpt)

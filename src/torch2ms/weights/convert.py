@@ -756,7 +756,10 @@ def _plan_without_net(
     if resolved is not None:
         # buffers: the converted Cell holds them as tensors, not Parameters; a borrowed tied key: the
         # network holds its Parameter once, under the owner's name
-        gone = resolved.buffers | resolved.borrowed
+        # (a tie the source makes only under a flag, ``if tie_weights:``, holds where the checkpoint's
+        # tensors share their storage)
+        shared = {k for group in tied for k in group}
+        gone = resolved.buffers | (resolved.borrowed & shared)
         dropped += [a.torch_key for a in plan if a.torch_key in gone]
         plan = [a for a in plan if a.torch_key not in gone]
     seen: dict[str, str] = {}
