@@ -21,7 +21,7 @@ LAYERS = [
     {"torch2ms.i18n"},
     {"torch2ms.kb"},
     {"torch2ms.analysis", "torch2ms.runtime", "torch2ms.import_probe", "torch2ms.plots", "torch2ms.progress"},
-    {"torch2ms.factory", "torch2ms.cli_support"},
+    {"torch2ms.factory", "torch2ms.cli_support", "torch2ms.project_index"},
     {"torch2ms.weights", "torch2ms.convert", "torch2ms.report"},
     {"torch2ms.proof", "torch2ms.align", "torch2ms.data", "torch2ms.export", "torch2ms.doctor"},
     # compare-train --api records and aligns a training step's calls as compare --api does (align's

@@ -8,7 +8,7 @@ import pytest
 from requires_support import REFERENCE, require_module, require_reference
 
 from torch2ms.cli import main
-from torch2ms.kb.check import priority_apis, signature_audit
+from torch2ms.kb.check import default_priority_file, priority_apis, signature_audit
 
 require_module("torch")  # the signatures are torch's
 PRIORITY = REFERENCE / "torch_api_priority.tsv"
@@ -45,9 +45,13 @@ def test_audit_reads_torch_signatures_not_only_the_kb(audit):
 
 
 def test_kb_check_prints_the_coverage(capsys):
+    """Both figures, without --priority too: the checkout's reference list is found by itself."""
     require_reference(PRIORITY)
     top = priority_apis(PRIORITY)
     assert 250 <= len(top) <= 300
-    main(["kb", "check", "--no-targets", "--priority", str(PRIORITY)])
+    assert default_priority_file() is not None
+    assert default_priority_file().resolve() == PRIORITY.resolve()
+    main(["kb", "check", "--no-targets"])
     out = capsys.readouterr().out
     assert "300 most used APIs:" in out and "all entries:" in out
+    assert "parameters (" in out.split("300 most used APIs:", 1)[1].splitlines()[0]

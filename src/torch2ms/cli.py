@@ -90,6 +90,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
     from .convert import ConvertError, convert_tree
+    from .project_index import register
 
     console = Console(stderr=True)
     try:
@@ -98,6 +99,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
         )
     except ConvertError as exc:
         raise UsageError(str(exc)) from exc
+    register(report.out)  # `torch2ms weights` finds the layer map of this tree without --project
     s = report.to_dict()["summary"]
     out = Console()
     out.print(

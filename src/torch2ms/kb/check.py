@@ -243,9 +243,26 @@ def priority_apis(path: Path, top: int = 300) -> set[str]:
     return {canonical_name(line.split("\t", 1)[0].strip()) for line in lines[:top] if line.strip()}
 
 
+PRIORITY_FILE = "torch_api_priority.tsv"
+
+
+def default_priority_file() -> Path | None:
+    """The priority list of a development checkout: ``$TORCH2MS_REFERENCE``, else ``shared/reference``
+    beside the checkout (or above the current folder)."""
+    import os
+
+    env = os.environ.get("TORCH2MS_REFERENCE")
+    places = [Path(env)] if env else []
+    here = Path(__file__).resolve().parents
+    places += [here[min(4, len(here) - 1)] / "shared" / "reference", Path.cwd().parent / "shared" / "reference"]
+    return next((p / PRIORITY_FILE for p in places if (p / PRIORITY_FILE).is_file()), None)
+
+
 def signature_lines(priority_file: Path | None = None) -> list[str]:
     """What ``torch2ms kb check`` prints of the signature audit (nothing where torch is not installed)."""
     from ..i18n import _
+
+    priority_file = priority_file or default_priority_file()
 
     try:
         import torch  # noqa: F401
@@ -259,6 +276,10 @@ def signature_lines(priority_file: Path | None = None) -> list[str]:
             _("signature coverage, 300 most used APIs: {done}/{total} parameters ({share:.1%})").format(
                 done=done, total=total, share=done / max(total, 1)
             )
+        )
+    else:
+        lines.append(
+            _("signature coverage, 300 most used APIs: give --priority {file} to measure it").format(file=PRIORITY_FILE)
         )
     done, total = audit.coverage()
     lines.append(

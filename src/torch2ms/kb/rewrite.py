@@ -104,6 +104,8 @@ def rewrite_call(
     defaults = entry.sig_defaults()
     try:
         if entry.template:
+            if not entry.template.startswith("@"):
+                _refuse_unsupported(entry, bound, defaults)  # a placeholder template never sees the rules
             return CallRewrite(_template(entry, bound, defaults, receiver), notes=notes)
         out_pos: list[str] = []
         out_kw: dict[str, str] = {}
@@ -148,6 +150,14 @@ def rewrite_call(
         )
     except Unsupported as exc:
         return CallRewrite("", ok=False, notes=notes + [str(exc)])
+
+
+def _refuse_unsupported(entry: Entry, bound: dict[str, str], defaults: dict[str, str]) -> None:
+    """Raise :class:`Unsupported` for a bound argument whose rule refuses its value (``out=``, a
+    ``generator=``): a template with ``{name}`` placeholders would otherwise drop it in silence."""
+    for name, rule in entry.args.items():
+        if rule.unsupported and name in bound:
+            apply_rule(entry, rule, name, bound[name], bound, defaults)
 
 
 def _retarget(entry: Entry, bound: dict[str, str], defaults: dict[str, str]) -> Entry:

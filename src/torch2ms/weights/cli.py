@@ -210,6 +210,8 @@ def _json(res) -> str:
         "filled": res.filled,
         "guessed": [{"name": k, "ms_name": n, "layer": t} for k, n, t in res.guessed],
         "layer_map_root": res.project_root,
+        "layer_map_found": str(res.found.path) if res.found and res.found.classes else None,
+        "layer_map_conflicts": [str(p) for p in res.found.conflicting] if res.found else [],
         "report": res.report.to_dict() if res.report else None,
     }
     return json.dumps(d, indent=2) + "\n"
@@ -260,7 +262,8 @@ def cmd_weights(args: argparse.Namespace) -> int:
                 writer=args.writer,
                 force=args.force,
                 progress=progress,
-                project=_layer_map(args),
+                project=(project := _layer_map(args)),
+                find_project=_from_index if project is None and not (args.net or args.torch_net) else None,
             )
     except UnsafePickleError as exc:
         err.print("[red]" + _("refused:") + "[/] " + _esc(str(exc)), soft_wrap=True)
@@ -276,6 +279,7 @@ def cmd_weights(args: argparse.Namespace) -> int:
             _table(res.report, out)
             _buffers(res.report, out)
         _summary(args, res, out)
+        _found(res, out)
         _guesses(args, res, out)
     if not res.ok:
         return EXIT_FOUND
@@ -303,6 +307,38 @@ def _layer_map(args: argparse.Namespace):
         return load_map(path), root
     except (ValueError, OSError) as exc:
         raise WeightsError(_("{path}: not a layer map ({error})").format(path=path, error=exc)) from exc
+
+
+def _from_index(shapes):
+    """The converted project (from the index ``torch2ms convert`` keeps) that explains every key."""
+    from ..project_index import projects
+    from .project_map import pick
+
+    return pick(shapes, projects())
+
+
+def _found(res, out) -> None:
+    """Which converted project said the layer types, or which ones disagreed."""
+    from rich.markup import escape
+
+    found = res.found
+    if found is None:
+        return
+    if found.conflicting:
+        text = _(
+            "{n} converted projects hold this checkpoint's layers but give them different types, so none "
+            "was used: {paths}"
+        ).format(n=len(found.conflicting), paths=", ".join(str(p.parent) for p in found.conflicting[:5]))
+        out.print("[yellow]" + escape(text) + "[/]", soft_wrap=True)
+        return
+    root = found.root.rsplit(".", 1)[-1] if found.root else ""
+    text = _(
+        "layer types from the converted project {path}{root}, found among the trees `torch2ms convert` "
+        "wrote: its classes hold every top-level name of the checkpoint"
+    ).format(path=found.path.parent, root=f" ({root})" if root else "")
+    if found.agreeing:
+        text += " " + _("{n} other converted projects say the same").format(n=len(found.agreeing))
+    out.print(escape(text), soft_wrap=True)
 
 
 def _guesses(args: argparse.Namespace, res, out) -> None:

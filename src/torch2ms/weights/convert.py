@@ -628,6 +628,9 @@ class ConversionResult:
     # renames (or names kept) by a layer type guessed from key names and shapes: (torch key, ms name, type)
     guessed: list[tuple[str, str, str]] = field(default_factory=list)
     project_root: str | None = None  # the model's class in the layer map, when one was used
+    # the converted project found by ``find_project`` (it explains every key), or the ones that
+    # explain every key but disagree (then none was used)
+    found: Any = None
     # MindSpore parameters the torch layer lacks (affine=False norms), written with the neutral values
     filled: list[str] = field(default_factory=list)
 
@@ -670,6 +673,7 @@ def convert_checkpoint(
     verify: bool = True,
     progress: Progress | None = None,
     project: tuple[Mapping[str, Any], str] | None = None,
+    find_project: Callable[[Mapping[str, tuple[int, ...]]], Any] | None = None,
 ) -> ConversionResult:
     """Convert a torch checkpoint file into a MindSpore .ckpt.
 
@@ -679,7 +683,9 @@ def convert_checkpoint(
     ``"mindspore"`` (``mindspore.save_checkpoint`` from a dict of numpy arrays). ``progress``: told
     each phase and the tensors/bytes written. ``project``: the converted project's layer map (its
     ``classes``) and the model's class in it (``""``: found), which say each layer's type; without a net, what neither it nor ``layer_types``
-    says is guessed and listed in ``result.guessed``.
+    says is guessed and listed in ``result.guessed``. ``find_project``: without a net, a layer map or
+    ``layer_types``, called with the checkpoint's shapes; a :class:`~.project_map.Found` it returns with
+    ``classes`` is used as ``project`` (and kept in ``result.found``).
     """
     kb = kb or load_kb()
     progress = progress or Progress()
@@ -691,6 +697,7 @@ def convert_checkpoint(
     tied = tied_groups(state)
     guessed: set[str] = set()
     resolved: Any = None
+    found: Any = None
     if isinstance(net, str):
         with progress.phase(_("building the MindSpore network")):
             net = load_net(net)
@@ -702,6 +709,9 @@ def convert_checkpoint(
         classify_net_buffers(report, net, state)
         types = dict(layer_types) if layer_types is not None else guess_layer_types(shapes, kb)
     else:
+        found = find_project(shapes) if find_project and project is None and layer_types is None else None
+        if found is not None and found.classes:
+            project = (found.classes, found.root)
         plan, dropped, types, guessed, resolved = _plan_without_net(shapes, kb, layer_types, project, tied)
     # MindSpore 2.10's load_checkpoint fails on the whole file ("'Complex64'") for one complex tensor;
     # such a tensor is a buffer the network computes (torch.polar), never a trained parameter.
@@ -709,6 +719,7 @@ def convert_checkpoint(
     plan = [a for a in plan if not state[a.torch_key].dtype.startswith("complex")]
     result = ConversionResult(False, str(out), dropped=dropped, report=report, info=info, layer_types=types, tied=tied)
     if net is None:
+        result.found = found
         result.guessed = guessed_renames(plan, dropped, shapes, types, guessed, kb)
         result.project_root = resolved.root if resolved is not None else None
     result.tensors, result.complex_left_out = len(shapes), complex_keys
@@ -745,7 +756,10 @@ def _plan_without_net(
     if resolved is not None:
         # buffers: the converted Cell holds them as tensors, not Parameters; a borrowed tied key: the
         # network holds its Parameter once, under the owner's name
-        gone = resolved.buffers | resolved.borrowed
+        # (a tie the source makes only under a flag, ``if tie_weights:``, holds where the checkpoint's
+        # tensors share their storage)
+        shared = {k for group in tied for k in group}
+        gone = resolved.buffers | (resolved.borrowed & shared)
         dropped += [a.torch_key for a in plan if a.torch_key in gone]
         plan = [a for a in plan if a.torch_key not in gone]
     seen: dict[str, str] = {}

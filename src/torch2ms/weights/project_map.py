@@ -333,3 +333,78 @@ def _borrowed(m: _Map, entered: dict[str, str], keys: set[str]) -> set[str]:
             if b in keys and o in keys:
                 out.add(b)
     return out
+
+
+@dataclass
+class Found:
+    """The converted project (among those ``torch2ms convert`` recorded) whose layer map explains every
+    key of a checkpoint."""
+
+    path: Path  # its layer map
+    classes: Mapping[str, Any]
+    root: str  # the model's class in it ("": several classes, all saying the same)
+    agreeing: list[Path] = field(default_factory=list)  # other projects that explain it the same way
+    conflicting: list[Path] = field(default_factory=list)  # projects that explain every key differently
+
+
+def explains(classes: Mapping[str, Any], shapes: Mapping[str, tuple[int, ...]]) -> Resolved | None:
+    """What the map says of the checkpoint if one root class of it holds every top-level name of the
+    checkpoint as a recorded attribute and every layer it names has a ``weight`` of that layer's
+    rank; else None. Keys the map does not reach (a layer a factory function builds) are left to the
+    guesser, as with ``--project``."""
+    keys = list(shapes)
+    if not keys:
+        return None
+    firsts = {k.split(".", 1)[0] for k in keys}
+    m = _Map(classes)
+    if not any(_holds(m, c, firsts) for c in classes):
+        return None
+    r = resolve(keys, classes, "", shapes)
+    if not r.certain or _misfits(r, shapes):
+        return None
+    return r
+
+
+def _holds(m: _Map, cls: str, firsts: set[str]) -> bool:
+    """The class records every one of these attributes (a class deriving from a torch layer, such as
+    ``class TransformerModel(nn.Transformer)``, has the layer's own ones too)."""
+    attrs = set(m.attrs(cls))
+    return firsts <= attrs or (bool(firsts & attrs) and m.torch_base(cls) is not None)
+
+
+def _agree(a: Resolved, b: Resolved) -> bool:
+    """Two maps say the same of every key both explain: its owner's layer type, buffer or not, borrowed
+    or not."""
+    for key in a.certain & b.certain:
+        prefix = key.rpartition(".")[0]
+        if a.types.get(prefix) != b.types.get(prefix):
+            return False
+        if (key in a.buffers) != (key in b.buffers) or (key in a.borrowed) != (key in b.borrowed):
+            return False
+    return True
+
+
+def pick(shapes: Mapping[str, tuple[int, ...]], folders: list[Path]) -> Found | None:
+    """The project (``folders``: converted trees, newest first) whose layer map explains the checkpoint
+    (:func:`explains`), the one that explains the most keys. Where several explain it and say the
+    same of the keys they share, that one; where any two disagree, none is picked (``conflicting``
+    says which), so no rename rests on a project chosen by chance."""
+    hits: list[tuple[Path, Mapping[str, Any], Resolved]] = []
+    for folder in folders:
+        path = folder / LAYER_MAP_FILE
+        try:
+            if path.stat().st_size > 64 << 20:
+                continue
+            classes = load_map(path)
+        except (OSError, ValueError):
+            continue
+        r = explains(classes, shapes)
+        if r is not None:
+            hits.append((path, classes, r))
+    if not hits:
+        return None
+    if not all(_agree(a[2], b[2]) for i, a in enumerate(hits) for b in hits[i + 1 :]):
+        return Found(hits[0][0], {}, "", conflicting=[p for p, _c, _r in hits])
+    best = max(range(len(hits)), key=lambda i: (len(hits[i][2].certain), -i))
+    chosen, its_classes, r = hits[best]
+    return Found(chosen, its_classes, r.root, agreeing=[p for p, _c, _r in hits if p != chosen])

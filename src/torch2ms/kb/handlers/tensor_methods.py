@@ -401,6 +401,8 @@ def norm(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     dim=None is a vector norm of the flattened tensor (MindSpore would take a matrix norm of a 2-D tensor)."""
     receiver = _receiver(receiver)
     p, dim, keep = bound.get("p"), bound.get("dim"), bound.get("keepdim")
+    if bound.get("dtype") not in (None, "None"):  # torch computes (and returns) in that dtype
+        receiver = f"{paren(receiver)}.astype({bound['dtype']})"
     if p is not None and literal(p) in ("fro", None):
         p = None
     if dim is not None and literal(dim) is None:
