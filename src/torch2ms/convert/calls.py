@@ -381,9 +381,10 @@ def method_attribute(ctx: RewriteContext, original: cst.Attribute, updated: cst.
     layer = layer_parameter(ctx, original, updated)
     if layer is not None:
         return layer
-    if ctx.receiver_type(original.value) != TENSOR:
+    owner = ctx.receiver_type(original.value)
+    if owner not in (TENSOR, MODULE):  # a Module's own attributes: self._modules → self._cells
         return updated
-    entry = ctx.kb.method(original.attr.value, TENSOR)
+    entry = ctx.kb.method(original.attr.value, owner)
     if entry is None or entry.kind != "attribute":
         return updated
     if ctx.converted_before:  # converted code converted again: see method_call

@@ -187,7 +187,8 @@ def max_min(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     if dim is None:
         return f"{receiver}.{which}()"
     keep = bound.get("keepdim")
-    return f"{receiver}.{which}({dim}" + (f", keepdim={keep})" if keep is not None else ")")
+    # dim by keyword: GRAPH_MODE gives the values alone for x.max(1) (the (values, indices) pair in PyNative)
+    return f"{receiver}.{which}(dim={dim}" + (f", keepdim={keep})" if keep is not None else ")")
 
 
 @handler
