@@ -192,6 +192,22 @@ def max_min(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
 
 
 @handler
+def reduce_positional(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """``x.amax(dim, keepdim)`` with both by position: GRAPH_MODE's Tensor.amax/amin take no keepdims=
+    keyword (PyNative does); a list of dims becomes a tuple."""
+    receiver = _receiver(receiver)
+    which = _method_name(entry)
+    dim, keep = bound.get("dim"), bound.get("keepdim")
+    if dim is None:
+        dim = "()"
+    elif isinstance(literal(dim), list):
+        dim = repr(tuple(literal(dim)))
+    if keep is None:
+        return f"{receiver}.{which}({dim})" if dim != "()" else f"{receiver}.{which}()"
+    return f"{receiver}.{which}({dim}, {keep})"
+
+
+@handler
 def int64(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """An index-returning method whose MindSpore result is int32: cast to torch's int64."""
     receiver = _receiver(receiver)
