@@ -3,7 +3,7 @@
 - ``self.parameters()`` in forward, in a method forward calls, in a property forward reads, in a nested
   module's forward (guided-diffusion's ``checkpoint(self._forward, (x,), self.parameters(), flag)``, whisper's
   ``next(self.parameters()).dtype``): MindSpore compiles no ``get_parameters()`` call in construct; the
-  converter reads ``self._t2m_parameters`` (a class-level descriptor of the runtime) there.
+  converter reads ``self._t2m_parameters`` (a class-level descriptor of the runtime, ``CellParameters``) there.
 - ``self._modules[...]`` (PyTorch-VAE's GammaVAE): ``self._cells`` in MindSpore.
 
 A generated matrix: each spelling × where it sits (forward / a helper method / a property / a nested
