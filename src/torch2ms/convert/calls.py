@@ -448,6 +448,7 @@ def reference(
         not in_type_position
         and entry.kind in ("class", "function")
         and (entry.args or entry.template or (entry.sig and not runtime_helper))
+        and not _same_positional_call(entry)
     ):
         # Passed around as a value (conv_layer=nn.Conv2d, partial(nn.LayerNorm, eps=1e-6)): the
         # calls made through it are only known at run time, so the KB rules run then.
@@ -459,6 +460,25 @@ def reference(
         return ctx.parse_ms(f'torch2ms.runtime.TorchCompat("{entry.torch}")')
     ctx.record(entry.torch)
     return ctx.parse_ms(entry.ms)
+
+
+def _same_positional_call(entry: Entry) -> bool:
+    """A torch function whose MindSpore function takes the same arguments by position: its rules only drop
+    trailing ones (``inplace=``, ``out=``), nothing is renamed or transformed (F.relu, F.gelu, torch.tanh).
+    Used as a value (``return F.relu`` from an activation getter, detr), the MindSpore function itself is
+    equal and compiles in GRAPH_MODE, where TorchCompat does not; a keyword it lacks fails loudly."""
+    if entry.kind != "function" or entry.status != "direct" or entry.template or not entry.ms:
+        return False
+    if not entry.ms.startswith("mindspore."):
+        return False
+    names = entry.sig_names()
+    dropped = [n for n, rule in entry.args.items() if rule.ms is None and not rule.transform and not rule.always]
+    if len(dropped) != len(entry.args) or any(n not in names for n in dropped):
+        return False
+    kept = names[: len(names) - len(dropped)]
+    if entry.ms_sig and [p.split("=", 1)[0] for p in entry.ms_sig[: len(kept)]] != kept:
+        return False  # MindSpore's parameters are named otherwise: a keyword call would differ
+    return all(names.index(n) >= len(kept) for n in dropped)  # trailing: positions unchanged
 
 
 def _translated_base(entry: Entry) -> bool:
