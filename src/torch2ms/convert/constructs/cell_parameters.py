@@ -27,7 +27,7 @@ from ..construct import Cache, Construct
 from ..context import RewriteContext
 from ..hooks import call, leave
 
-CONSTRUCT = Construct("parameters in forward", order=57)
+CONSTRUCT = Construct("parameters in forward", order=61)
 
 ATTRIBUTE = "_t2m_parameters"
 
@@ -150,7 +150,8 @@ def parameters_attribute(ctx: RewriteContext, original: cst.ClassDef, updated: c
     if body and isinstance(body[0], cst.SimpleStatementLine) and isinstance(body[0].body[0], cst.Expr):
         if isinstance(body[0].body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
             at = 1
-    if at < len(body) and not body[at].leading_lines:
-        body[at] = body[at].with_changes(leading_lines=[cst.EmptyLine(indent=False)])
+    nxt = body[at] if at < len(body) else None
+    if isinstance(nxt, (cst.SimpleStatementLine, cst.BaseCompoundStatement)) and not nxt.leading_lines:
+        body[at] = nxt.with_changes(leading_lines=[cst.EmptyLine(indent=False)])
     body.insert(at, line)
     return updated.with_changes(body=updated.body.with_changes(body=body))

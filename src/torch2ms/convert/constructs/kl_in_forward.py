@@ -15,7 +15,7 @@ from ..context import RewriteContext
 from ..hooks import leave
 from .graph_mode import _in_forward, _marked
 
-CONSTRUCT = Construct("kl_divergence in forward", order=58)
+CONSTRUCT = Construct("kl_divergence in forward", order=62)
 
 _KL = frozenset({"torch.distributions.kl_divergence", "torch.distributions.kl.kl_divergence"})
 _KL_NOTE = N_(
