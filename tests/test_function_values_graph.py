@@ -2,11 +2,12 @@
 _get_activation_fn(activation)``, which returns ``F.relu``). Where the KB maps it to a MindSpore function that
 takes the same arguments by position (its rules only drop trailing ones: ``inplace=``, ``out=``), the converter
 writes that function: GRAPH_MODE compiles it, where ``TorchCompat`` (which applies the argument rules at call
-time) does not. A function whose arguments are renamed or transformed stays ``TorchCompat``, marked where
-construct calls it, and equal to torch in PyNative.
+time) does not. A function whose arguments are renamed or transformed, or a ``partial`` binding torch's keywords
+(``partial(F.relu, inplace=True)``), stays ``TorchCompat``, marked where construct calls it, and equal to torch
+in PyNative.
 
 A generated matrix: function × how it becomes a value (returned by a module-level getter, assigned in
-``__init__``, passed to a sub-module's constructor, picked from a dict), equal to torch in PyNative and
+``__init__``, passed to a sub-module's constructor, picked from a dict, a bare ``partial``), equal to torch in PyNative and
 GRAPH_MODE.
 """
 
@@ -26,9 +27,12 @@ FORMS = {
     "assigned": ("{fn}", ""),
     "argument": ("act", "act={fn}"),
     "dict": ("{{'a': {fn}, 'b': None}}['a']", ""),
+    "partial": ("functools.partial({fn})", ""),
 }
 
 SOURCE = """\
+import functools
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -93,3 +97,16 @@ def test_function_value_is_the_mindspore_function_in_both_modes(tmp_path, fn, fo
 def test_function_value_with_argument_rules_stays_torch_compat(tmp_path, fn):
     code = _run(tmp_path, fn, "assigned", ("PYNATIVE_MODE",))
     assert f'TorchCompat("{fn.replace("F.", "torch.nn.functional.")}")' in code, code
+
+
+# partial binding torch's keywords: they must go through the KB's rules (TorchCompat), PyNative
+BOUND = {
+    "relu_inplace": "functools.partial(F.relu, inplace=True)",
+    "gelu_tanh": "functools.partial(F.gelu, approximate='tanh')",
+}
+
+
+@pytest.mark.parametrize("bound", BOUND)
+def test_function_value_bound_by_partial_stays_torch_compat(tmp_path, bound):
+    code = _run(tmp_path, BOUND[bound], "assigned", ("PYNATIVE_MODE",))
+    assert "functools.partial(TorchCompat(" in code, code

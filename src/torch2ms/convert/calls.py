@@ -8,6 +8,7 @@ argument nodes whose text did not change are put back as they were (comments and
 
 from __future__ import annotations
 
+import ast
 from collections import Counter
 
 import libcst as cst
@@ -18,7 +19,7 @@ from ..kb import Entry
 from ..kb.rewrite import CallRewrite, bind, rewrite_call
 from ..kb.source import known_ints
 from .context import RewriteContext
-from .cstutil import code, comment_counts, comments_in
+from .cstutil import code, comment_counts, comments_in, dotted
 from .hooks import ActiveHooks
 
 
@@ -448,7 +449,7 @@ def reference(
         not in_type_position
         and entry.kind in ("class", "function")
         and (entry.args or entry.template or (entry.sig and not runtime_helper))
-        and not _same_positional_call(entry)
+        and not (_same_positional_call(entry) and not _bound_by_partial(ctx, original))
     ):
         # Passed around as a value (conv_layer=nn.Conv2d, partial(nn.LayerNorm, eps=1e-6)): the
         # calls made through it are only known at run time, so the KB rules run then.
@@ -479,6 +480,25 @@ def _same_positional_call(entry: Entry) -> bool:
     if entry.ms_sig and [p.split("=", 1)[0] for p in entry.ms_sig[: len(kept)]] != kept:
         return False  # MindSpore's parameters are named otherwise: a keyword call would differ
     return all(names.index(n) >= len(kept) for n in dropped)  # trailing: positions unchanged
+
+
+def _bound_by_partial(ctx: RewriteContext, original: cst.BaseExpression) -> bool:
+    """The value is the first argument of a ``partial(...)`` in its statement that binds more arguments
+    (``partial(F.relu, inplace=True)``): torch's keywords reach the call, so TorchCompat's rules must apply."""
+    name = dotted(original)
+    info = ctx.statement
+    if name is None or info is None:
+        return False
+    for node in ast.walk(info.node):
+        if (
+            isinstance(node, ast.Call)
+            and (ast.unparse(node.func).rsplit(".", 1)[-1] == "partial")
+            and node.args
+            and ast.unparse(node.args[0]) == name
+            and (len(node.args) > 1 or node.keywords)
+        ):
+            return True
+    return False
 
 
 def _translated_base(entry: Entry) -> bool:
