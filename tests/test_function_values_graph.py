@@ -7,7 +7,7 @@ time) does not. A function whose arguments are renamed or transformed, or a ``pa
 in PyNative.
 
 A generated matrix: function × how it becomes a value (returned by a module-level getter, assigned in
-``__init__``, passed to a sub-module's constructor, picked from a dict, a bare ``partial``), equal to torch in PyNative and
+``__init__``, passed to a sub-module's constructor, picked from a dict, a bare ``partial``, a module-level constant), equal to torch in PyNative and
 GRAPH_MODE.
 """
 
@@ -28,6 +28,7 @@ FORMS = {
     "argument": ("act", "act={fn}"),
     "dict": ("{{'a': {fn}, 'b': None}}['a']", ""),
     "partial": ("functools.partial({fn})", ""),
+    "module_constant": ("ACT", ""),
 }
 
 SOURCE = """\
@@ -36,6 +37,9 @@ import functools
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+
+ACT = {fn}
 
 
 def get_act():
