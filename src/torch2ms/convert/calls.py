@@ -8,6 +8,7 @@ argument nodes whose text did not change are put back as they were (comments and
 
 from __future__ import annotations
 
+import ast
 from collections import Counter
 
 import libcst as cst
@@ -19,7 +20,7 @@ from ..kb import Entry
 from ..kb.rewrite import CallRewrite, bind, rewrite_call
 from ..kb.source import known_ints
 from .context import RewriteContext
-from .cstutil import code, comment_counts, comments_in
+from .cstutil import code, comment_counts, comments_in, dotted
 from .hooks import ActiveHooks
 
 
@@ -389,9 +390,10 @@ def method_attribute(ctx: RewriteContext, original: cst.Attribute, updated: cst.
     layer = layer_parameter(ctx, original, updated)
     if layer is not None:
         return layer
-    if ctx.receiver_type(original.value) != TENSOR:
+    owner = ctx.receiver_type(original.value)
+    if owner not in (TENSOR, MODULE):  # a Module's own attributes: self._modules → self._cells
         return updated
-    entry = ctx.kb.method(original.attr.value, TENSOR)
+    entry = ctx.kb.method(original.attr.value, owner)
     if entry is None or entry.kind != "attribute":
         return updated
     if ctx.converted_before:  # converted code converted again: see method_call
@@ -455,6 +457,7 @@ def reference(
         not in_type_position
         and entry.kind in ("class", "function")
         and (entry.args or entry.template or (entry.sig and not runtime_helper))
+        and not (_same_positional_call(entry) and not _bound_by_partial(ctx, original))
     ):
         # Passed around as a value (conv_layer=nn.Conv2d, partial(nn.LayerNorm, eps=1e-6)): the
         # calls made through it are only known at run time, so the KB rules run then.
@@ -466,6 +469,44 @@ def reference(
         return ctx.parse_ms(f'torch2ms.runtime.TorchCompat("{entry.torch}")')
     ctx.record(entry.torch)
     return ctx.parse_ms(entry.ms)
+
+
+def _same_positional_call(entry: Entry) -> bool:
+    """A torch function whose MindSpore function takes the same arguments by position: its rules only drop
+    trailing ones (``inplace=``, ``out=``), nothing is renamed or transformed (F.relu, F.gelu, torch.tanh).
+    Used as a value (``return F.relu`` from an activation getter, detr), the MindSpore function itself is
+    equal and compiles in GRAPH_MODE, where TorchCompat does not; a keyword it lacks fails loudly."""
+    if entry.kind != "function" or entry.status != "direct" or entry.template or not entry.ms:
+        return False
+    if not entry.ms.startswith("mindspore."):
+        return False
+    names = entry.sig_names()
+    dropped = [n for n, rule in entry.args.items() if rule.ms is None and not rule.transform and not rule.always]
+    if len(dropped) != len(entry.args) or any(n not in names for n in dropped):
+        return False
+    kept = names[: len(names) - len(dropped)]
+    if entry.ms_sig and [p.split("=", 1)[0] for p in entry.ms_sig[: len(kept)]] != kept:
+        return False  # MindSpore's parameters are named otherwise: a keyword call would differ
+    return all(names.index(n) >= len(kept) for n in dropped)  # trailing: positions unchanged
+
+
+def _bound_by_partial(ctx: RewriteContext, original: cst.BaseExpression) -> bool:
+    """The value is the first argument of a ``partial(...)`` in its statement that binds more arguments
+    (``partial(F.relu, inplace=True)``): torch's keywords reach the call, so TorchCompat's rules must apply."""
+    name = dotted(original)
+    info = ctx.statement
+    if name is None or info is None:
+        return False
+    for node in ast.walk(info.node):
+        if (
+            isinstance(node, ast.Call)
+            and (ast.unparse(node.func).rsplit(".", 1)[-1] == "partial")
+            and node.args
+            and ast.unparse(node.args[0]) == name
+            and (len(node.args) > 1 or node.keywords)
+        ):
+            return True
+    return False
 
 
 def _translated_base(entry: Entry) -> bool:

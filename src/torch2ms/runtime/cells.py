@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["plain_attribute"]
+__all__ = ["CellParameters", "plain_attribute"]
 
 
 def plain_attribute(cell: Any, name: str, value: Any) -> Any:
@@ -14,3 +14,18 @@ def plain_attribute(cell: Any, name: str, value: Any) -> Any:
     longer match. Stored outside the Cell's registry, it stays a plain attribute."""
     object.__setattr__(cell, name, value)
     return value
+
+
+class CellParameters:
+    """``self.parameters()`` read inside forward (``next(self.parameters()).dtype``, a parameter count,
+    parameters passed to a helper): GRAPH_MODE compiles no ``Cell.get_parameters()`` call in construct.
+    Declared on the class (``_t2m_parameters = CellParameters()``), ``self._t2m_parameters`` is the
+    tuple of the cell's parameters, read in Python each time the attribute is read (GRAPH_MODE reads it
+    while it compiles), so it follows the cell's current parameters: the same Parameter objects, in
+    get_parameters()'s order (torch's parameters() order; BatchNorm's moving statistics, buffers in
+    torch, sit in it as Parameters)."""
+
+    def __get__(self, cell: Any, owner: Any = None) -> Any:
+        if cell is None:
+            return self
+        return tuple(cell.get_parameters())

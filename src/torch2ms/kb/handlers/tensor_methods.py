@@ -187,7 +187,24 @@ def max_min(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     if dim is None:
         return f"{receiver}.{which}()"
     keep = bound.get("keepdim")
-    return f"{receiver}.{which}({dim}" + (f", keepdim={keep})" if keep is not None else ")")
+    # dim by keyword: GRAPH_MODE gives the values alone for x.max(1) (the (values, indices) pair in PyNative)
+    return f"{receiver}.{which}(dim={dim}" + (f", keepdim={keep})" if keep is not None else ")")
+
+
+@handler
+def reduce_positional(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
+    """``x.amax(dim, keepdim)`` with both by position: GRAPH_MODE's Tensor.amax/amin take no keepdims=
+    keyword (PyNative does); a list of dims becomes a tuple."""
+    receiver = _receiver(receiver)
+    which = _method_name(entry)
+    dim, keep = bound.get("dim"), bound.get("keepdim")
+    if dim is None:
+        dim = "()"
+    elif isinstance(literal(dim), list):
+        dim = repr(tuple(literal(dim)))
+    if keep is None:
+        return f"{receiver}.{which}({dim})" if dim != "()" else f"{receiver}.{which}()"
+    return f"{receiver}.{which}({dim}, {keep})"
 
 
 @handler
