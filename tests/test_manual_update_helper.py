@@ -55,7 +55,10 @@ PLACES = ("module", "function")
 def _call(helper: str, call: str) -> str:
     kind = HELPERS[helper][1]
     if kind == "params":
-        return {"positional": "sgd_step(model.parameters(), 0.05)", "keywords": "sgd_step(lr=0.05, params=model.parameters())"}[call]
+        return {
+            "positional": "sgd_step(model.parameters(), 0.05)",
+            "keywords": "sgd_step(lr=0.05, params=model.parameters())",
+        }[call]
     if kind == "default":
         return {"positional": "sgd_step(model)", "keywords": "sgd_step(model=model)"}[call]
     return CALLS[call]

@@ -27,8 +27,8 @@ from ...index import children
 from .amp import Amp
 from .analysis import Roles, helper_zeros, method_call
 from .errors import NotConvertible
-from .helper_updates import helper_read_loop
 from .grad_reads import check_header, grad_attributes, is_direct_read, named_loop_parameter
+from .helper_updates import helper_read_loop
 
 LOOPS = (cst.For, cst.While)
 USES = ("step", "clip", "read", "unscale", "scaler_step")
