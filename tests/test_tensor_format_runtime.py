@@ -1,8 +1,9 @@
 """Issue 22, class 8: a 0-dim tensor formatted with a spec where the converter cannot see a tensor. The imagenet
 example's ``AverageMeter.__str__`` builds its format string at run time (``'{name} {val' + self.fmt + '}'``) and
 formats ``**self.__dict__``; before, its first progress line raised ``TypeError: unsupported format string passed
-to Tensor.__format__`` after one step. torch formats a 0-dim tensor as its number; the runtime now gives
-MindSpore's Tensor that behaviour (runtime/__init__.py, from the first helper a converted module takes).
+to Tensor.__format__`` after one step. torch formats a 0-dim tensor as its number; a converted module that formats with a
+format string built at run time now imports the runtime's ``tensors_format_like_torch``
+(convert/imports.py), which gives MindSpore's Tensor that behaviour (runtime/tensor_format.py).
 
 Matrix: where the value is (a local, an object attribute, a dict entry, ``**obj.__dict__``) × how it is formatted
 (``str.format`` with a spec built at run time or written out, positional/keyword fields, ``format()``, an f-string
@@ -92,6 +93,7 @@ def test_zero_dim_tensor_formats_as_torch_where_its_type_is_not_visible(tmp_path
     src = script()
     conv = convert_source(src)
     assert conv.error is None, conv.error
+    assert "import tensors_format_like_torch" in conv.code
     assert not re.search(r"^\s*(import torch\b|from torch\b)", conv.code, re.M), conv.code
     (tmp_path / "t.py").write_text(src, encoding="utf-8")
     (tmp_path / "m.py").write_text(conv.code, encoding="utf-8")

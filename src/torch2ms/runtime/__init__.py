@@ -114,34 +114,11 @@ def _helper_modules() -> dict[str, str]:
     return out
 
 
-def _tensors_format_like_torch() -> None:
-    """A 0-dim torch tensor formats as its number with a spec (``'{val:6.2f}'.format(**meter.__dict__)``,
-    ``format(acc, '.1f')``); MindSpore's Tensor refuses any spec ("unsupported format string passed to
-    Tensor.__format__"). The converter gives ``.item()`` where it sees a tensor; where it cannot (a format
-    string built at run time, a value out of a dict or an object), MindSpore's Tensor formats a 0-dim value
-    as torch does, from the first helper a converted module takes (MindSpore is imported by then)."""
-    import sys
-
-    ms = sys.modules.get("mindspore")
-    if ms is None or getattr(ms.Tensor.__format__, "_torch2ms", False):
-        return
-    original = ms.Tensor.__format__
-
-    def __format__(self: Any, spec: str) -> str:
-        if spec and self.ndim == 0:
-            return format(self.item(), spec)
-        return original(self, spec)
-
-    __format__._torch2ms = True  # type: ignore[attr-defined]
-    ms.Tensor.__format__ = __format__
-
-
 def __getattr__(name: str) -> Any:
     module = _helper_modules().get(name)
     if module is not None:  # functions of the helper modules, imported (with MindSpore) on first use
         value = getattr(importlib.import_module(f".{module}", __name__), name)
         globals()[name] = value
-        _tensors_format_like_torch()
         return value
     # Classes that need MindSpore are built on first use, so importing this module stays cheap.
     builders = {
