@@ -43,7 +43,7 @@ def settle_imports(module: cst.Module, ctx: RewriteContext) -> str:
     torch_locals = {n for n, full in facts.imap.names.items() if facts.imap.is_framework(full)}
     reexports = facts.reexports
     keep = set(ctx.still_needed) | reexports
-    interop = _numpy_interop(ctx)
+    interop = _numpy_interop(ctx) + _format_interop(ctx)
     aliases = aliases_in_use(ctx)
     # ``from torch import *`` binds ``int``, ``range``, ``max``...: the converted code's own builtins
     # (``int(...)`` in torch.range's rewrite) are no reads of torch's (unconverted ones are marked).
@@ -165,6 +165,32 @@ def _numpy_interop(ctx: RewriteContext) -> list[cst.SimpleStatementLine]:
     stmt = cst.parse_statement(f"from torch2ms.runtime import {_NUMPY_HELPER}  # noqa: F401 - sets it on import\n")
     assert isinstance(stmt, cst.SimpleStatementLine)
     return [stmt.with_changes(leading_lines=[cst.EmptyLine(comment=cst.Comment(f"{MARK} " + _(_NUMPY_NOTE)))])]
+
+
+_FORMAT_NOTE = N_("a 0-dim MindSpore tensor formats with a spec as torch's does (a format string built at run time)")
+_FORMAT_HELPER = "tensors_format_like_torch"
+
+
+def _format_interop(ctx: RewriteContext) -> list[cst.SimpleStatementLine]:
+    """A file that formats with a format string built at run time (``fmtstr.format(**self.__dict__)``): the
+    converter cannot see whether a 0-dim tensor meets a spec there. Importing the runtime's
+    ``tensors_format_like_torch`` makes MindSpore's Tensor format it as torch's does."""
+    tree = ctx.facts.tree
+    if not ctx.changes or tree is None:
+        return []
+    dynamic = any(
+        isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr == "format"
+        and not isinstance(n.func.value, (ast.Constant, ast.JoinedStr))
+        and (n.args or n.keywords)
+        for n in nodes(tree)
+    )
+    if not dynamic or any(isinstance(n, ast.alias) and n.name == _FORMAT_HELPER for n in nodes(tree)):
+        return []
+    stmt = cst.parse_statement(f"from torch2ms.runtime import {_FORMAT_HELPER}  # noqa: F401 - sets it on import\n")
+    assert isinstance(stmt, cst.SimpleStatementLine)
+    return [stmt.with_changes(leading_lines=[cst.EmptyLine(comment=cst.Comment(f"{MARK} " + _(_FORMAT_NOTE)))])]
 
 
 def _is_import_line(stmt: Statement) -> bool:

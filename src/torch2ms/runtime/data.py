@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
-__all__ = ["DictSource", "SampledSource", "Subset", "dataset_of", "dataset_source", "random_split", "sampled_dataset"]
+__all__ = [
+    "DictSource",
+    "SampledSource",
+    "Subset",
+    "SubsetRandomSampler",
+    "WeightedRandomSampler",
+    "dataset_of",
+    "dataset_source",
+    "random_split",
+    "sampled_dataset",
+    "sampled_pipeline",
+]
 
 
 def _numpy(value: Any) -> Any:
@@ -61,6 +73,8 @@ def dataset_source(
     import mindspore.dataset as ds
 
     if isinstance(dataset, ds.Dataset):
+        if sampler is not None:
+            return sampled_pipeline(dataset, sampler, shuffle if shuffle else None, shuffled)
         if shuffle and not shuffled:
             return dataset.shuffle(dataset.get_dataset_size())
         return dataset
@@ -95,10 +109,143 @@ def sampled_dataset(
     (SampledSource); no sampler, or one of MindSpore's own (drawn in C++), goes to GeneratorDataset as is."""
     import mindspore.dataset as ds
 
+    if isinstance(dataset, ds.Dataset):  # a MindSpore dataset reached through a name the converter could not follow
+        return sampled_pipeline(dataset, sampler, shuffle if shuffle else None)
     workers = {"num_parallel_workers": num_parallel_workers} if num_parallel_workers else {}
     if sampler is None or isinstance(sampler, ds.BuiltinSampler) or not hasattr(sampler, "__iter__"):
         return ds.GeneratorDataset(dataset, column_names=column_names, shuffle=shuffle, sampler=sampler, **workers)
     return ds.GeneratorDataset(SampledSource(dataset, sampler), column_names=column_names, **workers)
+
+
+def _rng(generator: Any) -> Any:
+    """The generator's numpy stream (torch2ms.runtime.Generator), else numpy's global one."""
+    import numpy as np
+
+    return getattr(generator, "_rng", None) or np.random
+
+
+class SubsetRandomSampler:
+    """torch's ``SubsetRandomSampler``: the given indices in a new random order each epoch, drawn lazily.
+    The order is numpy's (the generator's stream, else numpy's global one), not torch's: the same
+    indices, each once per epoch, in another order."""
+
+    def __init__(self, indices: Any, generator: Any = None) -> None:
+        self.indices, self.generator = [int(i) for i in _numpy(indices).reshape(-1)], generator
+
+    def __iter__(self) -> Any:
+        for i in _rng(self.generator).permutation(len(self.indices)):
+            yield self.indices[int(i)]
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+
+class WeightedRandomSampler:
+    """torch's ``WeightedRandomSampler``: ``num_samples`` indices drawn with probability ∝ ``weights``
+    (with or without replacement), drawn each epoch with numpy (the generator's stream, else numpy's
+    global one): torch's distribution, not torch's draws."""
+
+    def __init__(self, weights: Any, num_samples: int, replacement: bool = True, generator: Any = None) -> None:
+        if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples <= 0:
+            raise ValueError(f"num_samples should be a positive integer value, but got num_samples={num_samples}")
+        if not isinstance(replacement, bool):
+            raise ValueError(f"replacement should be a boolean value, but got replacement={replacement}")
+        weights = _numpy(weights).astype("float64")
+        if weights.ndim != 1:
+            raise ValueError(f"weights should be a 1d sequence but given weights have shape {weights.shape}")
+        self.weights, self.num_samples, self.replacement, self.generator = weights, num_samples, replacement, generator
+
+    def __iter__(self) -> Any:
+        p = self.weights / self.weights.sum()
+        drawn = _rng(self.generator).choice(len(p), self.num_samples, replace=self.replacement, p=p)
+        yield from (int(i) for i in drawn)
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+
+def _leaf(dataset: Any) -> Any:
+    node = dataset
+    while getattr(node, "children", None):
+        node = node.children[0]
+    return node
+
+
+def _set_sampler(leaf: Any, sampler: Any) -> None:
+    """Give a MindSpore source dataset another sampler (its own, or a Python one read per epoch)."""
+    import mindspore.dataset as ds
+
+    if not isinstance(sampler, ds.BuiltinSampler):
+        _sized_sources(sampler, ds.Dataset)
+        sampler = _python_sampler()(sampler)
+    if leaf.sampler is None:
+        leaf.sampler = sampler
+        leaf.dataset_size = None
+    else:
+        leaf.use_sampler(sampler)
+
+
+def _sized_sources(sampler: Any, dataset_type: Any) -> None:
+    """A torch-style sampler that keeps the MindSpore dataset it samples (``RandomSampler(ds)`` reads
+    ``len(data_source)`` when iterated) gets ``range(len(ds))`` there instead: MindSpore asks the sampler for
+    its indices while it builds the pipeline, and sizing a dataset then fails ("Mixing old legacy c/py_transforms
+    and new unified transforms is not allowed"). The sampler's own attribute changes; indices are the same."""
+    for name, value in list(vars(sampler).items()) if hasattr(sampler, "__dict__") else []:
+        if isinstance(value, dataset_type):
+            setattr(sampler, name, range(value.get_dataset_size()))
+
+
+@cache
+def _python_sampler() -> Any:
+    """mindspore.dataset.Sampler over a Python sampler (torch-style: iterable, maybe sized), built on first
+    use; MindSpore asks it for a new epoch of indices at each epoch (DistributedSampler.set_epoch holds)."""
+    import mindspore.dataset as ds
+
+    class PythonSampler(ds.Sampler):
+        def __init__(self, source: Any) -> None:
+            super().__init__()
+            self.source = source
+
+        def __iter__(self) -> Any:
+            return (int(i) for i in self.source)
+
+    return PythonSampler
+
+
+def sampled_pipeline(
+    dataset: Any,
+    sampler: Any = None,
+    shuffle: Any = None,
+    shuffled: bool = False,
+    batch_sampler: Any = None,
+) -> Any:
+    """``DataLoader(ds, sampler=..., shuffle=...)`` or ``batch_sampler=`` where ``ds`` is a MindSpore dataset
+    (a converted torchvision dataset): the sampler becomes its source's sampler (MindSpore reads a mappable
+    source by index, as torch does), decided at run time as torch decides (``sampler=None`` and
+    ``shuffle=(sampler is None)`` read the values). Shuffling a mappable source draws a random index order
+    (a RandomSampler), not a shuffle buffer of the whole set. A ``BatchSampler`` gives its sampler, and its
+    ``batch_size``/``drop_last`` to ``.batch()``. The source dataset is changed in place."""
+    import mindspore.dataset as ds
+
+    if sampler is not None and shuffle:
+        raise ValueError("sampler option is mutually exclusive with shuffle")
+    leaf = _leaf(dataset)
+    if batch_sampler is not None:
+        size, drop = getattr(batch_sampler, "batch_size", None), getattr(batch_sampler, "drop_last", False)
+        if size is None or not hasattr(batch_sampler, "sampler"):
+            raise TypeError(
+                "batch_sampler= on a MindSpore dataset: only a BatchSampler(sampler, batch_size, drop_last)"
+            )
+        _set_sampler(leaf, batch_sampler.sampler)
+        return dataset.batch(size, drop_remainder=bool(drop))
+    if sampler is not None:
+        _set_sampler(leaf, sampler)
+    elif shuffle and not shuffled:
+        if isinstance(leaf, ds.MappableDataset):
+            _set_sampler(leaf, ds.RandomSampler())
+        else:
+            return dataset.shuffle(dataset.get_dataset_size())
+    return dataset
 
 
 class Subset:

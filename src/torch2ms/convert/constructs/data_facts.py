@@ -132,9 +132,16 @@ def _columns_of(cls: ast.ClassDef) -> list[str] | None:
     return names if names is not None and len(names) == n else columns_for(n)
 
 
-def _is_idiomatic_loader(call: ast.Call) -> bool:
-    """collate_fn / batch_sampler keep MindSpore's torch-style DataLoader (no create_tuple_iterator)."""
+def _is_tv_call(node: ast.expr | None, imap, kb) -> bool:
+    return isinstance(node, ast.Call) and _canon(_full(node.func, imap), kb) in TV_DATASETS
+
+
+def _is_idiomatic_loader(call: ast.Call, ms_dataset: bool = False) -> bool:
+    """collate_fn / batch_sampler keep MindSpore's torch-style DataLoader (no create_tuple_iterator); a
+    BatchSampler over a MindSpore dataset (a converted torchvision one) batches that dataset."""
     for name, pos in (("collate_fn", 6), ("batch_sampler", 4)):
+        if ms_dataset and name == "batch_sampler":
+            continue
         v = call_arg(call, pos, name)
         if v is not None and not (isinstance(v, ast.Constant) and v.value is None):
             return False
@@ -207,7 +214,8 @@ def scan_data(source: str, tree: ast.Module, imap, kb, plan=None) -> DataFacts |
             isinstance(data, ast.Call) and isinstance(data.func, ast.Name) and data.func.id in facts.iterable
         )
         name = assigned.get(id(call))
-        if name and _is_idiomatic_loader(call) and not iterable:
+        ms_dataset = facts.kinds.get(key or "") == "ms_dataset" or _is_tv_call(data, imap, kb)
+        if name and _is_idiomatic_loader(call, ms_dataset) and not iterable:
             facts.loaders.add(name)
             if isinstance(data, ast.Name):
                 facts.loader_data[name] = data.id

@@ -86,6 +86,10 @@ def dataloader(bound: dict[str, str], receiver: str | None, entry: Entry) -> str
     data = bound.get("dataset")
     if data is None:
         raise Unsupported(_("DataLoader() needs a dataset"))
+    if bound.get("__kind__") == "ms_dataset" and (
+        bound.get("sampler") not in (None, "None") or bound.get("batch_sampler") not in (None, "None")
+    ):
+        return _sampled_pipeline(bound)
     if bound.get("__kind__") == "iterable" or any(
         bound.get(k) not in (None, "None") for k in ("collate_fn", "batch_sampler")
     ):
@@ -109,8 +113,6 @@ def dataloader(bound: dict[str, str], receiver: str | None, entry: Entry) -> str
     if bound.get("__kind__") == "ms_dataset":
         # Already a MindSpore dataset (a converted torchvision dataset): only batch it.
         pipe = data
-        if sampler not in (None, "None"):
-            raise Unsupported(_("sampler= on a torchvision dataset: pass it to the MindSpore dataset"))
         if literal(shuffle) is not False and bound.get("__shuffle_done__") != "1":
             pipe = f"{data}.shuffle({data}.get_dataset_size())"
     elif bound.get("__kind__") == "mixed":
@@ -138,6 +140,26 @@ def dataloader(bound: dict[str, str], receiver: str | None, entry: Entry) -> str
     if literal(bs) is None:
         return pipe  # batch_size=None: torch yields single samples
     return f"{pipe}.batch({bs}, drop_remainder={drop})"
+
+
+def _sampled_pipeline(bound: dict[str, str]) -> str:
+    """A MindSpore dataset (a converted torchvision one) read through a sampler or a BatchSampler: the
+    sampler goes to its source at run time (torch2ms.runtime.sampled_pipeline), then ``.batch()``."""
+    if bound.get("collate_fn") not in (None, "None"):
+        raise Unsupported(_("collate_fn= on a torchvision dataset: no MindSpore form"))
+    args = [bound["dataset"]]
+    batch_sampler = bound.get("batch_sampler")
+    if batch_sampler not in (None, "None"):
+        return f"torch2ms.runtime.sampled_pipeline({args[0]}, batch_sampler={batch_sampler})"
+    args.append(f"sampler={bound['sampler']}")
+    shuffle = bound.get("shuffle")
+    if shuffle is not None and literal(shuffle) is not False and literal(shuffle) is not None:
+        args.append(f"shuffle={shuffle}")
+    pipe = f"torch2ms.runtime.sampled_pipeline({', '.join(args)})"
+    bs = bound.get("batch_size", "1")
+    if literal(bs) is None:
+        return pipe
+    return f"{pipe}.batch({bs}, drop_remainder={_flag(bound.get('drop_last'))})"
 
 
 def _torch_style_loader(bound: dict[str, str], entry: Entry) -> str:

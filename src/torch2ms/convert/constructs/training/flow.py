@@ -28,6 +28,7 @@ from .amp import Amp
 from .analysis import Roles, helper_zeros, method_call
 from .errors import NotConvertible
 from .grad_reads import check_header, grad_attributes, is_direct_read, named_loop_parameter
+from .helper_updates import helper_read_loop
 
 LOOPS = (cst.For, cst.While)
 USES = ("step", "clip", "read", "unscale", "scaler_step")
@@ -53,6 +54,7 @@ class Event:
     top: int  # index of the body statement that holds it
     nested: bool  # inside a branch: may not run
     scaler: str = ""  # the GradScaler of unscale_ / step / update
+    inline: ast.For | None = None  # read: a helper's gradient loop, for the call that runs it (helper_updates.py)
 
 
 @dataclass
@@ -283,9 +285,10 @@ def find_events(roles: Roles, body: list[Statement], asts: list[ast.stmt], holde
             na = a if node is stmt else roles.ast_of(node)
             if na is None or id(node) in skip:
                 continue
-            holder = _read_loop(na, holders)
+            inline = helper_read_loop(roles, na)
+            holder = _read_loop(inline or na, holders)
             if holder is not None:
-                events.append(Event(node, "read", holder, top, node is not stmt))
+                events.append(Event(node, "read", holder, top, node is not stmt, inline=inline))
                 skip |= {id(n) for n in nested_statements(node)}
                 continue
             check_header(na)

@@ -54,6 +54,7 @@ if {finite}:
     {opt}({grads})
 """
 ADJUST = "{scaler}.adjust({finite})\n"
+INLINED = N_("the helper's gradient loop, here with the gradients MindSpore computed")
 RECOMPUTED = N_(
     "runs its forward again: torch reused the first forward's graph "
     "(layers with BatchNorm statistics or dropout see one more forward)"
@@ -208,6 +209,10 @@ class GeneralWriter:
             a = self.roles.ast_of(node)
             assert a is not None
             new = clip_code(self.roles, self.refs, a, h.grads, node)[0]
+        elif event.inline is not None:  # helper(model, lr): the helper's loop, written here (helper_updates.py)
+            loop = cst.parse_statement(ast.unparse(event.inline))
+            new = self._read_loop(loop, h)  # type: ignore[arg-type]
+            new[0] = _comment(new[0], f"{MARK} {text}: " + _(INLINED))
         else:
             new = self._read_loop(node, h)
             new[0] = new[0].with_changes(leading_lines=[])
