@@ -67,7 +67,7 @@ TRAIN_STEP_CELL = """class {cls}(mindspore.nn.Cell):
 JIT_COMMENT = N_("One compiled graph per step in PyNative too (MS_JIT=0 runs it op by op for debugging).")
 UNSCALE = """{loss} = {scaler}.unscale({loss})
 grads = {scaler}.unscale(grads)
-{finite} = mindspore.amp.all_finite(grads)
+{finite} = torch2ms.runtime.scaler_finite({scaler}, grads)
 """
 SCALED_UPDATE = """if {finite}:
     {opt}(grads)
