@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..i18n import _
+from .once import evaluate_once
 from .results import call_returns_tensor
 from .schema import ArgRule, Entry
 from .source import dotted, normalise, paren
@@ -230,6 +231,11 @@ _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
 
 def _template(entry: Entry, bound: dict[str, str], defaults: dict[str, str], receiver: str | None) -> str:
+    """The call through the entry's template or handler; an argument it writes twice runs once."""
+    return evaluate_once(_template_text(entry, bound, defaults, receiver), [("self", receiver), *bound.items()])
+
+
+def _template_text(entry: Entry, bound: dict[str, str], defaults: dict[str, str], receiver: str | None) -> str:
     if entry.template.startswith("@"):
         handler = HANDLERS[entry.template[1:]]
         return handler(bound, receiver, entry)
