@@ -103,6 +103,8 @@ def rewrite_call(
                 _("argument '{name}' is not in {api}'s signature; passed through").format(name=k, api=entry.short)
             )
     defaults = entry.sig_defaults()
+    if entry.template and (other := _retarget(entry, bound, defaults)) is not entry:
+        entry = dataclasses.replace(other, template="")  # another callee: the plain call through the rules
     try:
         if entry.template:
             return CallRewrite(_template(entry, bound, defaults, receiver), notes=notes)
@@ -117,7 +119,8 @@ def rewrite_call(
             src = bound.get(name)
             emitted = apply_rule(entry, rule, name, src, bound, defaults)
             is_star = entry.sig[idx].startswith("*") and not entry.sig[idx].startswith("**")
-            was_positional = idx < len(args)
+            # a parameter after *args takes keywords only (the star collected every positional)
+            was_positional = idx < len(args) and not any(p.startswith("*") for p in entry.sig[:idx])
             if is_star and was_positional:
                 # *tensors: the collected positional sources stay positional, renamed or not.
                 if not positional_ok:

@@ -65,6 +65,11 @@ TRAIN_STEP_CELL = """class {cls}(mindspore.nn.Cell):
         return {returns}
 """
 JIT_COMMENT = N_("One compiled graph per step in PyNative too (MS_JIT=0 runs it op by op for debugging).")
+HOST_COMMENT = N_(
+    "Runs uncompiled: the step draws with {draws} (host code: a compiled graph cannot call it each step)."
+)
+# host random streams: a draw inside the compiled step would not run per step (MindSpore's JIT cannot call it)
+HOST_RANDOM = ("np.random.", "numpy.random.", "random.")
 UNSCALE = """{loss} = {scaler}.unscale({loss})
 grads = {scaler}.unscale(grads)
 {finite} = torch2ms.runtime.scaler_finite({scaler}, grads)
@@ -189,6 +194,31 @@ class StepWriter:
         )
         return [fn, gen.blank_lines(grad, self.gap)]
 
+    def _host_draws(self) -> list[str]:
+        """The host random streams the step's forward statements, or a ``forward`` of a module class in the
+        file (the step may call it), draw from, in order: numpy's, Python's, and a torch.Generator's (the
+        runtime draws those with numpy)."""
+        names: list[str] = []
+        forwards = [
+            f
+            for c in ast.walk(self.roles.tree)
+            if isinstance(c, ast.ClassDef)
+            for f in c.body
+            if isinstance(f, ast.FunctionDef) and f.name == "forward"
+        ]
+        for a in [*[self.plan.asts[i] for i in self.plan.forward], *forwards]:
+            for n in ast.walk(a):
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
+                    name = ast.unparse(n.func)
+                    dotted = all(part.isidentifier() for part in name.split("."))
+                    if dotted and any(k.arg == "generator" for k in n.keywords):  # the runtime's numpy-backed draws
+                        name += "(generator=)"
+                    elif not (dotted and name.startswith(HOST_RANDOM)):
+                        continue
+                    if name not in names:
+                        names.append(name)
+        return names
+
     def _amp_setup(self, amp: Amp, name: str) -> Statement:
         return amp_setup(self.refs, amp, name)
 
@@ -215,8 +245,12 @@ class StepWriter:
             + '"""'
         )
         got = gen.names_tuple([first, *plan.aux], parens=bool(plan.aux))
+        template = TRAIN_STEP_CELL.replace("{jit_comment}", "# " + _(JIT_COMMENT))  # a comment holds no node
+        if draws := self._host_draws():
+            uncompiled = "# " + _(HOST_COMMENT).format(draws=", ".join(draws))
+            template = TRAIN_STEP_CELL.replace("{jit_comment}\n    @mindspore.jit", uncompiled)
         cell = gen.statement(
-            TRAIN_STEP_CELL.replace("{jit_comment}", "# " + _(JIT_COMMENT)),  # a comment holds no node
+            template,
             self.refs,
             cls=cst.Name(cls_name),
             doc=[cst.SimpleStatementLine([cst.Expr(doc)])],
