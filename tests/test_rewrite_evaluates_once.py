@@ -218,3 +218,11 @@ def test_a_layer_in_a_rewritten_argument_runs_once_in_forward(call, mode, tmp_pa
     want = tnet(torch.from_numpy(x)).detach().numpy()
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(mnet.bn.moving_mean.asnumpy(), tnet.bn.running_mean.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_two_arguments_written_alike_stay_two_evaluations():
+    """``Normalize([0.5 for _ in c], [0.5 for _ in c])``: torch evaluates each argument once, so twice in
+    all; the rewrite keeps both (binding them to one value would alias two arguments)."""
+    src = "import torchvision.transforms as T\nt = T.Normalize([0.5 for _ in range(3)], [0.5 for _ in range(3)])\n"
+    code = convert_source(src).code
+    assert "lambda" not in code and code.count("[0.5 for _ in range(3)]") == 2, code

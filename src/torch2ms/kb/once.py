@@ -82,14 +82,15 @@ def evaluate_once(out: str, arguments: Iterable[tuple[str, str | None]]) -> str:
     taken = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
     params: dict[str, str] = {}
     bound: list[tuple[str, str]] = []
-    for hint, src in arguments:
-        if not src:
-            continue
-        node = _expr(src)
+    nodes = [(hint, src, _expr(src)) for hint, src in arguments if src]
+    # how often the call itself wrote each expression (``Normalize([0.5] * c, [0.5] * c)``: twice, and torch
+    # evaluates it twice): only what the rewrite wrote more often than that is bound
+    written = Counter(ast.dump(n) for _, _, node in nodes if node is not None for n in ast.walk(node))
+    for hint, src, node in nodes:
         if node is None or isinstance(node, ast.Tuple) and "," in src and not src.strip().startswith("("):
             continue  # not one expression (a *args source joined with commas)
         key = ast.dump(node)
-        if seen[key] < 2 or _pure(node) or key in params:
+        if seen[key] <= written[key] or written[key] > 1 or _pure(node) or key in params:
             continue
         params[key] = _fresh(hint, taken)
         bound.append((params[key], src.strip()))
