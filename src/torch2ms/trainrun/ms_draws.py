@@ -235,7 +235,7 @@ def _runtime_wrappers(s: Served, real: dict[str, Any]) -> dict[str, Any]:
         label = f"{name}(generator=)"
         if s.in_training(label):
             return s.noise(shape, dtype or ms.float32, kind == "uniform")
-        out = s.serve(kind, label, shape, dtype, label=label)
+        out = s.serve(kind, label, shape, dtype)
         return out if out is not None else fallback()
 
     def randn(*size: Any, generator: Any = None, dtype: Any = None) -> Any:
@@ -261,12 +261,12 @@ def _runtime_wrappers(s: Served, real: dict[str, Any]) -> dict[str, Any]:
         if _in_model(s.side) and s.pseudo_ints("randint(generator=)"):
             return _int_pattern(_int(lo), _int(hi), shape, dtype)
         check = lambda v: v.size == 0 or (v.min() >= _int(lo) and v.max() < _int(hi))  # noqa: E731
-        out = s.serve("int", "", shape, dtype or ms.int64, check, label="randint(generator=)")
+        out = s.serve("int", "randint(generator=)", shape, dtype or ms.int64, check)
         return out if out is not None else again()
 
     def randperm(n: Any, generator: Any = None, dtype: Any = None) -> Any:
         k = _int(n)
-        out = s.serve("perm", "", (k,), dtype or ms.int64, _perm_check(k), label="randperm(generator=)")
+        out = s.serve("perm", "randperm(generator=)", (k,), dtype or ms.int64, _perm_check(k))
         return out if out is not None else real["randperm"](n, generator=generator, dtype=dtype)
 
     def permutation(n: Any, generator: Any = None) -> Any:
@@ -277,11 +277,11 @@ def _runtime_wrappers(s: Served, real: dict[str, Any]) -> dict[str, Any]:
     def multinomial(input: Any, num_samples: Any, replacement: Any = False, generator: Any = None) -> Any:
         shape = (*tuple(input.shape[:-1]), int(num_samples))
         check = lambda v: v.size == 0 or v.max() < input.shape[-1]  # noqa: E731
-        out = s.serve("multinomial", "", shape, ms.int64, check, label="multinomial(generator=)")
+        out = s.serve("multinomial", "multinomial(generator=)", shape, ms.int64, check)
         return out if out is not None else real["multinomial"](input, num_samples, replacement, generator=generator)
 
     def bernoulli(input: Any, p: Any = None, generator: Any = None) -> Any:
-        out = s.serve("bernoulli", "", tuple(input.shape), input.dtype, label="bernoulli(generator=)")
+        out = s.serve("bernoulli", "bernoulli(generator=)", tuple(input.shape), input.dtype)
         return out if out is not None else real["bernoulli"](input, p, generator=generator)
 
     made = (randn, rand, normal, randint, randperm, permutation, multinomial, bernoulli)
