@@ -158,6 +158,10 @@ def test_every_random_source_at_every_place_in_every_mode_is_the_same(tmp_path, 
 @pytest.mark.parametrize("mode", MODES)
 def test_a_numpy_draw_inside_a_compiled_forward_is_named(tmp_path, mode):
     rep = convert_and_run(tmp_path, "host_forward", draws_script("in_forward", HOST_FORWARD), steps=4, mode=mode)
+    if mode == "pynative":  # the converter writes the step uncompiled (a host draw in forward): the same draws
+        assert rep.status == "same", _facts(rep)
+        return
+    # GRAPH_MODE compiles the forward whatever the step says: the draw cannot be matched, and is named
     assert rep.status == "different", _facts(rep)
     streams = [f["message"] for f in rep.findings if f["kind"] == "streams"]
     assert streams and "numpy" in streams[0], rep.findings

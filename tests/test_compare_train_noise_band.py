@@ -11,7 +11,9 @@ MindSpore run stays within torch's own noise: SAME, the absorbed parameters name
 float64 reference stated, the terminal verdict saying "within torch's own run-to-run noise". Measured
 (2 CPU cores, MindSpore 2.10): RMSprop x BatchNorm2d is not within it — MindSpore's losses part from
 torch's by 2.2e-4 at step 26 while torch's float32 run stays within 2.3e-6 of its float64 run — so the
-verdict stays DIFFERENT as numerical drift, with the band it was measured against. A real difference
+verdict stays DIFFERENT as numerical drift, with the band it was measured against. The cause, op by op
+(tests/test_rmsprop_batchnorm2d_cause.py): MindSpore's float32 BatchNorm2d kernel rounds 2-5x more than
+torch's as the channel mean moves (RMSprop walks the pre-BatchNorm biases); its RMSprop equals torch's. A real difference
 (BatchNorm eps changed in the conversion) over the same 40 steps stays DIFFERENT: the band does not
 swallow it."""
 

@@ -263,19 +263,13 @@ def test_lookup_argument_rule_notes_in_chinese_and_english(convert_in):
 
 
 def test_r20_argument_rule_note_in_the_not_converted_mark(convert_in):
-    source = "import torch\n\ng = torch.Generator()\nx = torch.randn(3, generator=g)\n"
+    source = "import torch\n\na = torch.ones(2)\nc = torch.empty(4)\ntorch.cat([a, a], out=c)\n"
     zh = convert_in("zh", source)
-    line = (
-        "# torch2ms: 未转换 —— torch.randn：generator= 在 MindSpore CPU 上没有对应写法："
-        "用 mindspore.set_seed 设定种子，或传 seed=。"
-    )
+    line = "# torch2ms: 未转换 —— torch.cat：不支持 out=；请直接赋值结果。"
     assert line in zh.code, zh.code
     assert convert_in("zh", zh.code).code == zh.code
     en = convert_in("en", source).code
-    assert (
-        "# torch2ms: not converted — torch.randn: generator= has no MindSpore CPU form: seed with "
-        "mindspore.set_seed or pass seed=." in en
-    )
+    assert "# torch2ms: not converted — torch.cat: out= is not supported; assign the result." in en, en
 
 
 TRAIN_LOOP = """import torch

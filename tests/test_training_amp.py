@@ -116,7 +116,7 @@ def test_r13_autocast_and_gradscaler_become_o1_and_dynamic_loss_scaling():
         "@ms.jit",
         "loss = scaler.unscale(loss)",
         "grads = scaler.unscale(grads)",
-        "grads_finite = ms.amp.all_finite(grads)",
+        "grads_finite = scaler_finite(scaler, grads)",
         "grads = ops.clip_by_norm(grads, 5.0)",
         "if grads_finite:",
         "scaler.adjust(grads_finite)",

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..i18n import _
+from .once import evaluate_once
 from .results import call_returns_tensor
 from .schema import ArgRule, Entry
 from .source import dotted, normalise, paren
@@ -102,6 +103,8 @@ def rewrite_call(
                 _("argument '{name}' is not in {api}'s signature; passed through").format(name=k, api=entry.short)
             )
     defaults = entry.sig_defaults()
+    if entry.template and (other := _retarget(entry, bound, defaults)) is not entry:
+        entry = dataclasses.replace(other, template="")  # another callee: the plain call through the rules
     try:
         if entry.template:
             if not entry.template.startswith("@"):
@@ -118,7 +121,8 @@ def rewrite_call(
             src = bound.get(name)
             emitted = apply_rule(entry, rule, name, src, bound, defaults)
             is_star = entry.sig[idx].startswith("*") and not entry.sig[idx].startswith("**")
-            was_positional = idx < len(args)
+            # a parameter after *args takes keywords only (the star collected every positional)
+            was_positional = idx < len(args) and not any(p.startswith("*") for p in entry.sig[:idx])
             if is_star and was_positional:
                 # *tensors: the collected positional sources stay positional, renamed or not.
                 if not positional_ok:
@@ -240,6 +244,11 @@ _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
 
 def _template(entry: Entry, bound: dict[str, str], defaults: dict[str, str], receiver: str | None) -> str:
+    """The call through the entry's template or handler; an argument it writes twice runs once."""
+    return evaluate_once(_template_text(entry, bound, defaults, receiver), [("self", receiver), *bound.items()])
+
+
+def _template_text(entry: Entry, bound: dict[str, str], defaults: dict[str, str], receiver: str | None) -> str:
     if entry.template.startswith("@"):
         handler = HANDLERS[entry.template[1:]]
         return handler(bound, receiver, entry)

@@ -269,8 +269,6 @@ def random_split(dataset: Any, lengths: Any, generator: Any = None) -> list[Subs
     else numpy's global one), not torch's: the parts hold other samples than torch's parts."""
     import math
 
-    import numpy as np
-
     n = len(dataset)
     lengths = list(lengths)
     if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
@@ -280,8 +278,9 @@ def random_split(dataset: Any, lengths: Any, generator: Any = None) -> list[Subs
         lengths = sizes
     if sum(lengths) != n:
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
-    rng = getattr(generator, "_rng", None) or np.random
-    perm = rng.permutation(n).tolist()
+    from . import generators  # looked up at the call: compare-train serves torch's permutation through it
+
+    perm = generators.permutation(n, generator if hasattr(generator, "_rng") else None)
     out, start = [], 0
     for size in lengths:
         out.append(Subset(dataset, perm[start : start + size]))

@@ -75,10 +75,10 @@ class Served:
         self.counts[f"ops.{name}"] = self.counts.get(f"ops.{name}", 0) + 1
         return True
 
-    def serve(self, kind: str, name: str, shape: Any, dtype: Any, check: Any = None) -> Any:
+    def serve(self, kind: str, name: str, shape: Any, dtype: Any, check: Any = None, label: str | None = None) -> Any:
         if _in_pipeline():
             return None  # drawn for real, not counted
-        values = self.queue.take(kind, f"ops.{name}", _numel(shape), check)
+        values = self.queue.take(kind, label or f"ops.{name}", _numel(shape), check)
         if values is None:
             return None
         return ms.Tensor(values.reshape(tuple(int(d) for d in shape)), _ms_dtype(values, dtype))
@@ -203,20 +203,103 @@ RUNTIME_NAMES = ("torch2ms_runtime", "torch2ms.runtime")
 
 
 def patch_runtime_generators(s: Served, module: Any) -> None:
-    """The converted code's own ``torch.Generator`` draws (runtime ``randperm(n, generator=g)``, numpy-backed,
-    another algorithm than torch's): served torch's recorded permutation of the same size instead."""
-    gens = sys.modules.get(module.__name__ + ".generators")
-    real = getattr(gens, "randperm", None) or getattr(module, "randperm", None)
-    if real is None or getattr(real, "t2ms_served", False):
+    """The converted code's own ``torch.Generator`` draws (runtime ``randn``/``rand``/``randint``/``normal``/
+    ``multinomial``/``bernoulli``/``randperm(..., generator=g)`` and ``random_split``'s permutation,
+    numpy-backed, another algorithm than torch's): served torch's recorded draw of the same kind and size,
+    as the ops are; inside training the float draws give the shared pseudo-noise, as torch's side does."""
+    import importlib
+
+    try:
+        gens = importlib.import_module(module.__name__ + ".generators")
+    except ImportError:  # a vendored runtime without it: the project draws from no generator of its own
         return
+    if getattr(gens, "t2ms_served", False):
+        return
+    wrapped = _runtime_wrappers(s, {n: getattr(gens, n) for n in RUNTIME_DRAWS if hasattr(gens, n)})
+    gens.t2ms_served = True  # type: ignore[attr-defined]
+    for name, f in wrapped.items():
+        setattr(gens, name, f)
+        if name in vars(module):  # already bound in the package (imported by name before)
+            setattr(module, name, f)
+
+
+RUNTIME_DRAWS = ("randn", "rand", "randint", "normal", "multinomial", "bernoulli", "randperm", "permutation")
+
+
+def _perm_check(k: int) -> Any:
+    return lambda v: bool(np.array_equal(np.sort(v.ravel()), np.arange(k)))
+
+
+def _runtime_wrappers(s: Served, real: dict[str, Any]) -> dict[str, Any]:
+    def floats(name: str, kind: str, shape: tuple, dtype: Any, fallback: Any) -> Any:
+        label = f"{name}(generator=)"
+        if s.in_training(label):
+            return s.noise(shape, dtype or ms.float32, kind == "uniform")
+        out = s.serve(kind, label, shape, dtype)
+        return out if out is not None else fallback()
+
+    def randn(*size: Any, generator: Any = None, dtype: Any = None) -> Any:
+        return floats(
+            "randn", "normal", _shape(size), dtype, lambda: real["randn"](*size, generator=generator, dtype=dtype)
+        )
+
+    def rand(*size: Any, generator: Any = None, dtype: Any = None) -> Any:
+        return floats(
+            "rand", "uniform", _shape(size), dtype, lambda: real["rand"](*size, generator=generator, dtype=dtype)
+        )
+
+    def normal(mean: Any, std: Any = 1.0, size: Any = None, generator: Any = None, dtype: Any = None) -> Any:
+        again = lambda: real["normal"](mean, std, size, generator=generator, dtype=dtype)  # noqa: E731
+        shape = _shape((size,)) if size is not None else np.broadcast_shapes(np.shape(_np(mean)), np.shape(_np(std)))
+        z = floats("normal", "normal", shape, dtype, lambda: None)
+        return again() if z is None else z * std + mean
+
+    def randint(low: Any = 0, high: Any = None, size: Any = None, generator: Any = None, dtype: Any = None) -> Any:
+        again = lambda: real["randint"](low, high, size, generator=generator, dtype=dtype)  # noqa: E731
+        lo, hi, sz = (0, low, high) if size is None else (low, high, size)
+        shape = _shape((sz,))
+        if _in_model(s.side) and s.pseudo_ints("randint(generator=)"):
+            return _int_pattern(_int(lo), _int(hi), shape, dtype)
+        check = lambda v: v.size == 0 or (v.min() >= _int(lo) and v.max() < _int(hi))  # noqa: E731
+        out = s.serve("int", "randint(generator=)", shape, dtype or ms.int64, check)
+        return out if out is not None else again()
 
     def randperm(n: Any, generator: Any = None, dtype: Any = None) -> Any:
         k = _int(n)
-        check = lambda v: bool(np.array_equal(np.sort(v.ravel()), np.arange(k)))  # noqa: E731
-        out = s.serve("perm", "randperm(generator=)", (k,), dtype or ms.int64, check)
-        return out if out is not None else real(n, generator=generator, dtype=dtype)
+        out = s.serve("perm", "randperm(generator=)", (k,), dtype or ms.int64, _perm_check(k))
+        return out if out is not None else real["randperm"](n, generator=generator, dtype=dtype)
 
-    randperm.t2ms_served = True  # type: ignore[attr-defined]
-    for owner in (module, gens):
-        if owner is not None and hasattr(owner, "randperm"):
-            setattr(owner, "randperm", randperm)  # noqa: B010
+    def permutation(n: Any, generator: Any = None) -> Any:
+        k = _int(n)
+        out = s.serve("perm", "", (k,), ms.int64, _perm_check(k), label="random_split")
+        return [int(i) for i in out.asnumpy()] if out is not None else real["permutation"](n, generator)
+
+    def multinomial(input: Any, num_samples: Any, replacement: Any = False, generator: Any = None) -> Any:
+        shape = (*tuple(input.shape[:-1]), int(num_samples))
+        check = lambda v: v.size == 0 or v.max() < input.shape[-1]  # noqa: E731
+        out = s.serve("multinomial", "multinomial(generator=)", shape, ms.int64, check)
+        return out if out is not None else real["multinomial"](input, num_samples, replacement, generator=generator)
+
+    def bernoulli(input: Any, p: Any = None, generator: Any = None) -> Any:
+        out = s.serve("bernoulli", "bernoulli(generator=)", tuple(input.shape), input.dtype)
+        return out if out is not None else real["bernoulli"](input, p, generator=generator)
+
+    made = (randn, rand, normal, randint, randperm, permutation, multinomial, bernoulli)
+    return {f.__name__: f for f in made if f.__name__ in real}
+
+
+def _in_model(side: Any) -> bool:
+    """Called inside a trained model's forward (torch's side makes its integer draws there the shared
+    pseudo-integers), not merely inside the converted TrainStep (a loop statement of torch's): found on
+    the stack, as the runtime's generator draws run uncompiled."""
+    models = [m.cell for m in getattr(side, "models", [])]
+    f: Any = sys._getframe(2)
+    while f is not None:
+        if f.f_code.co_name == "construct" and any(f.f_locals.get("self") is c for c in models):
+            return True
+        f = f.f_back
+    return False
+
+
+def _np(x: Any) -> Any:
+    return x.asnumpy() if isinstance(x, ms.Tensor) else np.asarray(x)

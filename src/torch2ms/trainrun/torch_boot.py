@@ -235,6 +235,7 @@ def patch_random(side: Any, pattern: Any) -> Any:
     d = module.Draws(side, log, pattern)
     module.patch_functions(d)
     module.patch_methods(d)
+    module.patch_random_split(d)
     return log
 
 

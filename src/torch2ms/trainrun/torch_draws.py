@@ -114,6 +114,25 @@ def patch_functions(d: Draws) -> None:
             setattr(torch, name, make(name, getattr(torch, name), kind, canon))
 
 
+def patch_random_split(d: Draws) -> None:
+    """``random_split``: its permutation (drawn inside torch, from the generator it is given) recorded as a
+    ``perm`` draw, which the converted runtime ``random_split`` is served, so the parts hold the same samples."""
+    import torch.utils.data as tud
+    import torch.utils.data.dataset as tds
+
+    real = tds.random_split
+
+    def random_split(dataset: Any, lengths: Any, generator: Any = torch.default_generator) -> Any:
+        parts = real(dataset, lengths, generator=generator)
+        if d.recording() and not _from_framework():
+            perm = [int(i) for p in parts for i in p.indices]
+            d.record("perm", "random_split", np.asarray(perm, dtype=np.int64))
+        return parts
+
+    tds.random_split = random_split
+    tud.random_split = random_split
+
+
 def int_pattern(n: int, low: int, high: int) -> torch.Tensor:
     """The shared pseudo-integers in [low, high): integer arithmetic only, so both sides compute the same
     values (common.INT_PATTERN; ms_draws.py computes it with ops, inside a compiled step too)."""

@@ -3,7 +3,7 @@
 import mindspore as ms
 from mindspore import nn, ops
 from mindspore.experimental import optim
-from torch2ms.runtime import CrossEntropyLoss
+from torch2ms.runtime import CrossEntropyLoss, scaler_finite
 
 
 def train(steps: int = 3):
@@ -32,7 +32,7 @@ def train(steps: int = 3):
             loss, grads = grad_fn(images, labels)
             loss = scaler.unscale(loss)
             grads = scaler.unscale(grads)  # torch2ms: scaler.unscale_(optimizer)
-            grads_finite = ms.amp.all_finite(grads)
+            grads_finite = scaler_finite(scaler, grads)
             grads = ops.clip_by_norm(grads, 1.0)  # torch2ms: torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             if grads_finite:  # torch2ms: scaler.step(optimizer) skips the step when a gradient is inf/nan
                 optimizer(grads)

@@ -59,13 +59,14 @@ def grad_scaler(bound: dict[str, str], receiver: str | None, entry: Entry) -> st
     scale = bound.get("init_scale", "65536.0")
     window = bound.get("growth_interval", "2000")
     dynamic = f"mindspore.amp.DynamicLossScaler(scale_value={scale}, scale_factor={growth}, scale_window={window})"
-    # a disabled GradScaler scales by nothing: a static scale of 1 (scale/unscale are the identity)
+    # a disabled GradScaler scales by nothing (a static scale of 1) and checks no gradient: its step()
+    # always steps (runtime scaler_finite says True for it)
     enabled = bound.get("enabled", "True")
     if literal(enabled) is True:
         return dynamic
     if literal(enabled) is False:
-        return "mindspore.amp.StaticLossScaler(1.0)"
-    return f"({dynamic} if {enabled} else mindspore.amp.StaticLossScaler(1.0))"
+        return "torch2ms.runtime.DisabledLossScaler()"
+    return f"({dynamic} if {enabled} else torch2ms.runtime.DisabledLossScaler())"
 
 
 @handler

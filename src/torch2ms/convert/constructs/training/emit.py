@@ -69,9 +69,14 @@ JIT_COMMENT = N_("One compiled graph per step in PyNative too (MS_JIT=0 runs it 
 EAGER_COMMENT = N_(
     "Not compiled (no @mindspore.jit): the step reaches host code ({what}, line {line}) that a graph cannot run."
 )
+HOST_COMMENT = N_(
+    "Runs uncompiled: the step draws with {draws} (host code: a compiled graph cannot call it each step)."
+)
+# host random streams: a draw inside the compiled step would not run per step (MindSpore's JIT cannot call it)
+HOST_RANDOM = ("np.random.", "numpy.random.", "random.")
 UNSCALE = """{loss} = {scaler}.unscale({loss})
 grads = {scaler}.unscale(grads)
-{finite} = mindspore.amp.all_finite(grads)
+{finite} = torch2ms.runtime.scaler_finite({scaler}, grads)
 """
 SCALED_UPDATE = """if {finite}:
     {opt}(grads)
@@ -194,6 +199,31 @@ class StepWriter:
         )
         return [fn, gen.blank_lines(grad, self.gap)]
 
+    def _host_draws(self) -> list[str]:
+        """The host random streams the step's forward statements, or a ``forward`` of a module class in the
+        file (the step may call it), draw from, in order: numpy's, Python's, and a torch.Generator's (the
+        runtime draws those with numpy)."""
+        names: list[str] = []
+        forwards = [
+            f
+            for c in ast.walk(self.roles.tree)
+            if isinstance(c, ast.ClassDef)
+            for f in c.body
+            if isinstance(f, ast.FunctionDef) and f.name == "forward"
+        ]
+        for a in [*[self.plan.asts[i] for i in self.plan.forward], *forwards]:
+            for n in ast.walk(a):
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
+                    name = ast.unparse(n.func)
+                    dotted = all(part.isidentifier() for part in name.split("."))
+                    if dotted and any(k.arg == "generator" for k in n.keywords):  # the runtime's numpy-backed draws
+                        name += "(generator=)"
+                    elif not (dotted and name.startswith(HOST_RANDOM)):
+                        continue
+                    if name not in names:
+                        names.append(name)
+        return names
+
     def _amp_setup(self, amp: Amp, name: str) -> Statement:
         return amp_setup(self.refs, amp, name)
 
@@ -255,6 +285,9 @@ class StepWriter:
         plan = self.plan
         found = host_code(self.roles.tree, self.roles.imap, [plan.asts[i] for i in plan.forward])
         if found is None:
+            if draws := self._host_draws():  # host random streams: drawn per step only when uncompiled
+                uncompiled = "# " + _(HOST_COMMENT).format(draws=", ".join(draws))
+                return TRAIN_STEP_CELL.replace("{jit_comment}\n    @mindspore.jit", uncompiled)
             return TRAIN_STEP_CELL.replace("{jit_comment}", "# " + _(JIT_COMMENT))  # a comment holds no node
         self.out.eager = found
         comment = f"{MARK} " + _(EAGER_COMMENT).format(what=found[0], line=found[1])

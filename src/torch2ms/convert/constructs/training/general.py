@@ -49,7 +49,7 @@ ACCUMULATE = "{total} = torch2ms.runtime.accumulate_grads({total}, {part})\n"
 RESET = "{total} = None  " + MARK + " {text}\n"
 READ_LOOP = "zip({weights}, {grads})"
 UNSCALE_GRADS = "{grads} = {scaler}.unscale({grads})\n"
-FINITE_STEP = """{finite} = mindspore.amp.all_finite({grads})
+FINITE_STEP = """{finite} = torch2ms.runtime.scaler_finite({scaler}, {grads})
 if {finite}:
     {opt}({grads})
 """
@@ -236,7 +236,9 @@ class GeneralWriter:
             self.unscaled.add(h.key)
             return [_comment(unscale, f"{MARK} {text}")]
         opt = text[text.index("(") + 1 : text.rindex(")")].strip()
-        step = gen.statements(FINITE_STEP, self.refs, grads=cst.Name(h.grads), finite=cst.Name(finite), opt=expr(opt))
+        step = gen.statements(
+            FINITE_STEP, self.refs, scaler=expr(scaler), grads=cst.Name(h.grads), finite=cst.Name(finite), opt=expr(opt)
+        )
         step[-1] = _comment(step[-1], f"{MARK} " + _("{step}: skipped when a gradient is inf/nan").format(step=text))
         return ([] if h.key in self.unscaled else [unscale]) + step
 

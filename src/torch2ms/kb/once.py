@@ -1,0 +1,101 @@
+"""Each argument of a rewritten call evaluated once, as torch evaluates it.
+
+A template or handler may write an argument more than once (``torch.full(shape, v)`` →
+``ops.full(shape, v, dtype=(... isinstance(v, bool) ... v.dtype ...))``): harmless for a name, but an
+argument with a side effect (``random.random()``, ``next(it)``, ``f()``) then runs several times, each
+time with another value. :func:`evaluate_once` binds such arguments to a lambda's parameters, in the
+order the call wrote them: ``(lambda fill_value: ops.full(shape, fill_value, ...))(random.random())``.
+"""
+
+from __future__ import annotations
+
+import ast
+import keyword
+from collections import Counter
+from collections.abc import Iterable
+
+__all__ = ["evaluate_once"]
+
+# expressions without side effects: written twice, they give the same value twice
+_PURE_LEAVES = (ast.Constant, ast.Name, ast.Lambda)
+_PURE_NODES = (
+    ast.Attribute,
+    ast.Subscript,
+    ast.Slice,
+    ast.Tuple,
+    ast.List,
+    ast.UnaryOp,
+    ast.BinOp,
+    ast.BoolOp,
+    ast.Compare,
+    ast.IfExp,
+    ast.Starred,
+    ast.expr_context,
+    ast.operator,
+    ast.unaryop,
+    ast.boolop,
+    ast.cmpop,
+)
+
+
+def _pure(node: ast.AST) -> bool:
+    if isinstance(node, _PURE_LEAVES):
+        return True
+    if not isinstance(node, _PURE_NODES):
+        return False
+    return all(_pure(child) for child in ast.iter_child_nodes(node))
+
+
+def _expr(src: str) -> ast.expr | None:
+    try:
+        return ast.parse(src.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+
+
+class _Bind(ast.NodeTransformer):
+    def __init__(self, params: dict[str, str]) -> None:
+        self.params = params  # ast.dump of an argument → the lambda parameter standing for it
+
+    def visit(self, node: ast.AST) -> ast.AST:
+        if isinstance(node, ast.expr) and (name := self.params.get(ast.dump(node))) is not None:
+            return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node)
+        return super().visit(node)
+
+
+def _fresh(hint: str, taken: set[str]) -> str:
+    base = hint if hint.isidentifier() and not keyword.iskeyword(hint) else "arg"
+    name, k = base, 1
+    while name in taken:
+        name, k = f"{base}_{k}", k + 1
+    taken.add(name)
+    return name
+
+
+def evaluate_once(out: str, arguments: Iterable[tuple[str, str | None]]) -> str:
+    """``out`` (a rewritten call) with every argument that it writes more than once and that may have a
+    side effect bound once by a lambda; ``arguments``: (parameter name, source) as the call wrote them."""
+    tree = _expr(out)
+    if tree is None:
+        return out
+    seen = Counter(ast.dump(n) for n in ast.walk(tree) if isinstance(n, ast.expr))
+    taken = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    params: dict[str, str] = {}
+    bound: list[tuple[str, str]] = []
+    nodes = [(hint, src, _expr(src)) for hint, src in arguments if src]
+    # how often the call itself wrote each expression (``Normalize([0.5] * c, [0.5] * c)``: twice, and torch
+    # evaluates it twice): only what the rewrite wrote more often than that is bound
+    written = Counter(ast.dump(n) for _, _, node in nodes if node is not None for n in ast.walk(node))
+    for hint, src, node in nodes:
+        if node is None or isinstance(node, ast.Tuple) and "," in src and not src.strip().startswith("("):
+            continue  # not one expression (a *args source joined with commas)
+        key = ast.dump(node)
+        if seen[key] <= written[key] or written[key] > 1 or _pure(node) or key in params:
+            continue
+        params[key] = _fresh(hint, taken)
+        bound.append((params[key], src.strip()))
+    if not bound:
+        return out
+    body = _Bind(params).visit(tree)
+    names = ", ".join(p for p, _ in bound)
+    return f"(lambda {names}: {ast.unparse(body)})({', '.join(s for _, s in bound)})"
