@@ -157,6 +157,7 @@ def test_cli_replay_prints_the_table_and_exports(tmp_path, monkeypatch, capsys):
         (tmp_path / f).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(CORPUS / folder / f, tmp_path / f)
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "200")  # the table's API column whole (an xdist worker's terminal is narrow)
     argv = ["replay", "--torch", f"{target}:{factory}", "--input-shape", "2,3,32,32", "--export-cases", "cases"]
     rc = main(argv)
     out = capsys.readouterr().out

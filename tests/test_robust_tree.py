@@ -337,21 +337,21 @@ def test_r30_every_help_documents_exit_codes(argv, capsys):
 
 
 def test_r30_internal_error_is_one_line_exit_2(tmp_path: Path, monkeypatch, capsys):
-    from torch2ms.analysis import scan
+    from torch2ms.convert import estimate  # scan's entry: the inventory plus the conversion's own estimate
 
-    monkeypatch.setattr(scan, "scan_path", lambda path, **kw: 1 / 0)
+    monkeypatch.setattr(estimate, "scan_path", lambda path, *a, **kw: 1 / 0)
     assert cli.main(["scan", str(tmp_path)]) == cli.EXIT_USAGE
     err = capsys.readouterr().err
     assert "internal error (ZeroDivisionError" in err and "Traceback" not in err
 
 
 def test_r30_file_error_is_one_line_exit_2(tmp_path: Path, monkeypatch, capsys):
-    from torch2ms.analysis import scan
+    from torch2ms.convert import estimate  # scan's entry: the inventory plus the conversion's own estimate
 
-    def refuse(path, **kw):
+    def refuse(path, *a, **kw):
         raise PermissionError(13, "Permission denied", "/some/file.py")
 
-    monkeypatch.setattr(scan, "scan_path", refuse)
+    monkeypatch.setattr(estimate, "scan_path", refuse)
     assert cli.main(["scan", str(tmp_path)]) == cli.EXIT_USAGE
     err = capsys.readouterr().err
     assert "/some/file.py: Permission denied" in err and "internal error" not in err

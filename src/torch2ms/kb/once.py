@@ -38,9 +38,41 @@ _PURE_NODES = (
 )
 
 
+# builtins that read their arguments and change nothing (isinstance(m, nn.BatchNorm3d) in a choice)
+_PURE_CALLS = frozenset(
+    "isinstance issubclass len type hasattr getattr int float bool str tuple abs min max round divmod".split()
+)
+
+
+# calls that draw, consume or mutate: written twice they give two values (or act twice); an in-place
+# method (a name ending in "_") is one too. Other framework/tensor calls compute the same value again.
+_EFFECTS = frozenset(
+    "rand randn randint randperm rand_like randn_like randint_like normal bernoulli multinomial poisson "
+    "uniform random choice choices shuffle sample permutation standard_normal dropout next send pop append "
+    "extend insert remove clear update popitem setdefault read readline readlines write input print".split()
+)
+
+
+def _pure_callee(func: ast.AST) -> bool:
+    if isinstance(func, ast.Name):
+        return func.id in _PURE_CALLS
+    if isinstance(func, ast.Attribute):
+        if isinstance(func.value, ast.Name) and func.value.id == "self":
+            return False  # self.bn(x): a layer of the model runs (BatchNorm's statistics move)
+        return func.attr not in _EFFECTS and not func.attr.endswith("_") and _pure(func.value)
+    if isinstance(func, ast.Call) and isinstance(func.func, ast.Name) and func.func.id == "TorchCompat":
+        # TorchCompat("torch.zeros")(...): the torch API it stands for, by its name
+        arg = func.args[0] if len(func.args) == 1 and not func.keywords else None
+        name = arg.value.rpartition(".")[2] if isinstance(arg, ast.Constant) and isinstance(arg.value, str) else ""
+        return bool(name) and name not in _EFFECTS and not name.endswith("_")
+    return False
+
+
 def _pure(node: ast.AST) -> bool:
     if isinstance(node, _PURE_LEAVES):
         return True
+    if isinstance(node, ast.Call) and _pure_callee(node.func):
+        return all(_pure(a) for a in node.args) and all(_pure(k.value) for k in node.keywords)
     if not isinstance(node, _PURE_NODES):
         return False
     return all(_pure(child) for child in ast.iter_child_nodes(node))

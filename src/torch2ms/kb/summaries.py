@@ -276,4 +276,5 @@ SUMMARIES = (
     N_("CocoCaptions(root, annFile) → GeneratorDataset over torch2ms.runtime.CocoCaptions (a list of captions)."),
     N_("self.register_buffer(name, tensor): a persistent buffer drawn at random (torch.randn)"),
     N_("x.scatter(dim, index, src|value) / x.scatter_(...) → as torch.scatter: Tensor.scatter with a scalar"),
+    N_("x.amax(dim, keepdim) with both by position: GRAPH_MODE's Tensor.amax/amin take no keepdims="),
 )
