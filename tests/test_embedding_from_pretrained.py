@@ -116,3 +116,60 @@ def test_the_layer_map_records_a_pretrained_embedding_as_an_embedding(imp, tmp_p
     convert_tree(src, tmp_path / "out", jobs=1)
     classes = json.loads((tmp_path / "out" / "torch2ms_layers.json").read_text("utf-8"))["classes"]
     assert classes["m.Net"]["attrs"]["emb"] == {"layer": "torch.nn.Embedding"}
+
+
+TRAIN = """
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+TABLE = torch.randn(6, 4)
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding.from_pretrained(TABLE{freeze})
+        self.fc = nn.Linear(4, 1)
+
+    def forward(self, x):
+        return self.fc(self.emb(x)).sum(1)
+
+
+model = Net()
+opt = torch.optim.{opt}(model.parameters(), lr=0.05)
+ids = torch.randint(0, 6, (16, 3))
+y = torch.randn(16, 1)
+for step in range(5):
+    opt.zero_grad()
+    loss = ((model(ids) - y) ** 2).mean()
+    loss.backward()
+    opt.step()
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.differential
+@pytest.mark.parametrize("freeze,opt", [("", "SGD"), (", freeze=False", "Adam")])
+def test_a_training_script_with_a_pretrained_table_trains_the_same(tmp_path, freeze, opt):
+    """compare-train: a frozen table in torch's optimizer is not a parameter torch trains (it has no grad)."""
+    from requires_support import require_module
+
+    from torch2ms.convert import convert_tree
+    from torch2ms.trainrun import compare_train
+
+    require_module("torch")
+    require_module("mindspore")
+    source = TRAIN.format(freeze=freeze, opt=opt)
+    (tmp_path / "train.py").write_text(source)
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "train.py").write_text(source)
+    convert_tree(str(tmp_path / "src"), str(tmp_path / "out"))
+    rep = compare_train(
+        str(tmp_path / "train.py"),
+        str(tmp_path / "out" / "train.py"),
+        steps=5,
+        out_dir=str(tmp_path / "c"),
+        cwd=str(tmp_path),
+    )
+    assert rep.status == "same", (rep.error, rep.findings, rep.first_divergence)
