@@ -363,7 +363,7 @@ for _names, _why in (
         "adjust_gamma adjust_hue adjust_saturation adjust_sharpness autocontrast center_crop crop equalize erase "
         "five_crop get_dimensions get_image_size hflip invert normalize pad pil_to_tensor posterize resize "
         "resized_crop rgb_to_grayscale rotate solarize ten_crop to_grayscale to_pil_image to_tensor vflip "
-        "masks_to_boxes Subset random_split",
+        "masks_to_boxes Subset random_split SubsetRandomSampler WeightedRandomSampler sampled_pipeline",
         _DATA,
     ),
     (
@@ -372,7 +372,8 @@ for _names, _why in (
         _IO,
     ),
     (
-        "add_module as_parameters ckpt_path load_helpers load_param_into_net_strict load_state_dict_from_url "
+        "add_module as_parameters ckpt_path embedding_from_pretrained load_helpers load_param_into_net_strict "
+        "load_state_dict_from_url "
         "log_api_usage_once tv_models tv_ops compat_base plain_attribute conv_pad_mode conv_padding weight_norm "
         "remove_weight_norm parametrized_weight_norm fuse_conv_bn_weights fuse_linear_bn_weights "
         "save_checkpoint load_checkpoint EXTRA_KEY",
@@ -386,7 +387,8 @@ for _names, _why in (
     ),
     (
         "Generator CoupledAdam accumulate_grads SummaryWriter assert_allclose assert_close make_tensor onnx_export "
-        "onnx_export_outputs numpy_defers_to_tensors grad_of statistics_kept",
+        "onnx_export_outputs numpy_defers_to_tensors grad_of statistics_kept DisabledLossScaler scaler_finite "
+        "set_group_lr tensors_format_like_torch",
         _TRAIN,
     ),
 ):

@@ -93,6 +93,8 @@ class _Recorder:
             return self.mapping(node.args[0] if node.args else None)
         if full.startswith("torch.nn.") and full.count(".") == 2:
             return {"layer": full}
+        if full.startswith("torch.nn.") and full.count(".") == 3 and full.endswith(".from_pretrained"):
+            return {"layer": full.removesuffix(".from_pretrained")}  # Embedding/EmbeddingBag.from_pretrained
         if full.startswith(("torch.", "torchvision.", "einops.")):
             return None  # a function's result (torch.zeros...) or a library layer: not known here
         return {"class": full}

@@ -59,6 +59,38 @@ def add_module(cell: Any, name: str, child: Any) -> None:
         cell.cell_list = list(cell._cells.values())
 
 
+def embedding_from_pretrained(
+    embeddings: Any,
+    freeze: bool = True,
+    padding_idx: int | None = None,
+    max_norm: float | None = None,
+    norm_type: float = 2.0,
+    scale_grad_by_freq: bool = False,
+    sparse: bool = False,
+) -> Any:
+    """torch.nn.Embedding.from_pretrained: an Embedding whose table is ``embeddings``, every row as given
+    (MindSpore's Embedding zeroes the padding row when it is built: torch keeps the row), frozen unless
+    ``freeze=False``; with ``padding_idx`` the padding lookups get no gradient, as in torch."""
+    import mindspore
+    import numpy as np
+
+    if max_norm is not None or scale_grad_by_freq:
+        raise NotImplementedError("Embedding.from_pretrained(max_norm=/scale_grad_by_freq=) has no MindSpore form")
+    # a copy: MindSpore's constructor zeroes the padding row in place, through the array it was given
+    table = np.array(embeddings.asnumpy() if isinstance(embeddings, mindspore.Tensor) else embeddings)
+    if table.ndim != 2:
+        raise ValueError("Embeddings parameter is expected to be 2-dimensional")
+    rows, dim = table.shape
+    if padding_idx is not None and padding_idx < 0:
+        padding_idx += rows
+    cls = globals().get("Embedding") or _embedding()
+    globals()["Embedding"] = cls
+    cell = cls(rows, dim, embedding_table=mindspore.Tensor(table.copy()), padding_idx=padding_idx)
+    cell.embedding_table.set_data(mindspore.Tensor(table))
+    cell.embedding_table.requires_grad = not freeze
+    return cell
+
+
 def _sequential_cell():
     import mindspore
 

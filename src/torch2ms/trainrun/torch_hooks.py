@@ -198,7 +198,9 @@ class TorchSide:
         return {
             "type": type(opt).__name__,
             "groups": [
-                {"params": [names.get(id(p), "?") for p in g["params"]], "hyper": _hyper(g)} for g in opt.param_groups
+                # a frozen parameter (requires_grad=False) in an optimizer is never updated by torch
+                {"params": [names.get(id(p), "?") for p in g["params"] if p.requires_grad], "hyper": _hyper(g)}
+                for g in opt.param_groups
             ],
         }
 
