@@ -124,6 +124,11 @@ EXPRESSIONS = {
         "_used[0]",
     ),
     "pop": ("_stack = [0.75] * 20\n", "_stack.pop()", "20 - len(_stack)"),
+    "method": (  # a user object's method (a batch source, a sampler): it may draw or consume
+        "class _Src:\n    n = 0\n\n    def get(self):\n        _Src.n += 1\n        return 0.5 * _Src.n\n\n\n_src = _Src()\n",
+        "_src.get()",
+        "_Src.n",
+    ),
 }
 CALLS = {
     "full": ("torch.full((2, 3), {e})", "{e}"),

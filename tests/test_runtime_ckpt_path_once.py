@@ -16,25 +16,15 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
+from test_runtime_vendor import BLOCKER  # torch, torchvision, einops, torch2ms unimportable
 
 from torch2ms.convert import convert_tree
 
 ROOT = Path(__file__).resolve().parents[1]
-
-BLOCKER = textwrap.dedent("""
-    import sys
-    class _Block:
-        def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] in ("torch", "torchvision", "torch2ms", "einops"):
-                raise ImportError(f"{name} is blocked: the converted project must run with MindSpore alone")
-    sys.meta_path.insert(0, _Block())
-    sys.path.insert(0, ".")
-""")
 
 HEAD = """\
 import json

@@ -53,13 +53,27 @@ _EFFECTS = frozenset(
 )
 
 
+# module names of converted code whose functions compute a value (their draws are in _EFFECTS)
+_FRAMEWORKS = frozenset("ops ms mindspore nn math torch F".split())
+# tensor methods that compute a value from their receiver
+_VALUE_METHODS = frozenset(
+    "float double half int long bool reshape view transpose permute contiguous detach clone t squeeze "
+    "unsqueeze flatten astype sum mean abs size dim numel expand repeat swapaxes expand_dims asnumpy".split()
+)
+
+
 def _pure_callee(func: ast.AST) -> bool:
     if isinstance(func, ast.Name):
         return func.id in _PURE_CALLS
     if isinstance(func, ast.Attribute):
         if isinstance(func.value, ast.Name) and func.value.id == "self":
             return False  # self.bn(x): a layer of the model runs (BatchNorm's statistics move)
-        return func.attr not in _EFFECTS and not func.attr.endswith("_") and _pure(func.value)
+        root = func.value
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        framework = isinstance(root, ast.Name) and root.id in _FRAMEWORKS
+        known = framework or func.attr in _VALUE_METHODS  # a user object's method may draw or consume
+        return known and func.attr not in _EFFECTS and not func.attr.endswith("_") and _pure(func.value)
     if isinstance(func, ast.Call) and isinstance(func.func, ast.Name) and func.func.id == "TorchCompat":
         # TorchCompat("torch.zeros")(...): the torch API it stands for, by its name
         arg = func.args[0] if len(func.args) == 1 and not func.keywords else None
