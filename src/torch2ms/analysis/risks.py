@@ -13,7 +13,7 @@ from .imports import ImportMap
 from .infer import TENSOR, Scope, expr_type
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Risk:
     code: str
     line: int

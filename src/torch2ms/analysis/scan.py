@@ -44,7 +44,7 @@ AUTO, REVIEW, MANUAL = "automatic", "review", "manual"
 EFFORT_OF_ACTION = {"converted": AUTO, "review": REVIEW, "not-converted": MANUAL}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a 100,000-file scan keeps millions (issue 26)
 class ApiUse:
     api: str
     line: int
