@@ -83,7 +83,9 @@ def record_model(kit: Path, entry: dict[str, Any], corpus_files: list[str]) -> A
             sub.training = False
         if entry.get("torch_setup"):
             with torch.no_grad():
-                exec(compile(entry["torch_setup"], "<torch_setup>", "exec"), dict(mod.__dict__, model=model, torch=torch))
+                exec(
+                    compile(entry["torch_setup"], "<torch_setup>", "exec"), dict(mod.__dict__, model=model, torch=torch)
+                )
         if entry.get("perturb", True):
             w.perturb_constants(model, torch)
         _vals, arrays, descs = w.make_inputs(entry.get("inputs", []), w.input_seed(entry["id"]), np)
@@ -103,7 +105,9 @@ def _alarm(_signum: int, _frame: Any) -> None:
     raise ModelTimeout
 
 
-def run_model(kit: Path, entry: dict[str, Any], corpus_files: list[str], timeout: int, tol: float) -> dict[str, Any]:
+def run_model(
+    kit: Path, entry: dict[str, Any], corpus_files: list[str], timeout: int, tol: float, regenerate: bool = False
+) -> dict[str, Any]:
     """Record and replay one model within ``timeout`` seconds: its result row."""
     from torch2ms.replay.run import replay
 
@@ -115,7 +119,7 @@ def run_model(kit: Path, entry: dict[str, Any], corpus_files: list[str], timeout
     try:
         calls = record_model(kit, entry, corpus_files)
         stage = "replay"
-        rep = replay(list(calls.configs.values()), tol=max(tol, float(entry.get("tol", tol))))
+        rep = replay(list(calls.configs.values()), regenerate=regenerate, tol=max(tol, float(entry.get("tol", tol))))
         rep.skipped = calls.skipped
         res.update(status="beyond" if rep.failing() else "ok", kept_bytes=calls.kept, **rep.to_dict())
         if not rep.results:
@@ -145,6 +149,7 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
     ]
     return {
         "models": len(results),
+        "regenerated": any(r.get("regenerated") for r in results),
         "models_run": len(run),
         "repositories_run": len({r["repo"] for r in run}),
         "configurations": len(configs),
@@ -171,7 +176,10 @@ def markdown(summary: dict[str, Any], results: list[dict[str, Any]]) -> str:
         f"- by status: {', '.join(f'{k} {v}' for k, v in sorted(s['by_status'].items()))}",
         f"- beyond tolerance or raising: {len(s['beyond_tolerance'])}",
     ]
-    out += [f"  - {f['model']} {f['where']}: `{f['call']}` → `{f['ms_call']}`: {f['error']} {f['detail']}" for f in s["beyond_tolerance"]]
+    out += [
+        f"  - {f['model']} {f['where']}: `{f['call']}` → `{f['ms_call']}`: {f['error']} {f['detail']}"
+        for f in s["beyond_tolerance"]
+    ]
     out += [f"- skipped: {len(s['skipped'])}"] + [f"  - {k}: {v}" for k, v in s["skipped"].items()]
     out += [f"- not replayed: {len(s['not_replayed'])}"] + [f"  - {_cell(n)}" for n in s["not_replayed"]]
     for r in results:
@@ -187,7 +195,9 @@ def markdown(summary: dict[str, Any], results: list[dict[str, Any]]) -> str:
     return "\n".join(out) + "\n"
 
 
-def run(kit: Path, out: Path, only: list[str], timeout: int, limit: int | None, tol: float) -> dict[str, Any]:
+def run(
+    kit: Path, out: Path, only: list[str], timeout: int, limit: int | None, tol: float, regenerate: bool = False
+) -> dict[str, Any]:
     models, files = kit_models(kit)
     if only:
         models = [m for m in models if m["id"] in only or m["repo"] in only or m["repo"].split("/")[1] in only]
@@ -196,7 +206,7 @@ def run(kit: Path, out: Path, only: list[str], timeout: int, limit: int | None, 
     results: list[dict[str, Any]] = []
     summary: dict[str, Any] = {}
     for entry in models:
-        res = run_model(kit, entry, files.get(entry["repo"], []), timeout, tol)
+        res = run_model(kit, entry, files.get(entry["repo"], []), timeout, tol, regenerate)
         results.append(res)
         print(f"[replay] {res['id']}: {res['status']} {res.get('reason', '')} ({res['seconds']} s)", flush=True)
         summary = summarize(results)
@@ -213,10 +223,11 @@ def main() -> None:
     p.add_argument("--limit", type=int)
     p.add_argument("--tol", type=float, default=1e-4)
     p.add_argument("--kit", type=Path, default=KIT)
+    p.add_argument("--regenerate", action="store_true", help="replay on seeded inputs of the recorded shapes")
     a = p.parse_args()
     if not (a.kit / "models.toml").is_file():
         sys.exit(f"the kit is not at {a.kit}")
-    s = run(a.kit, a.out, a.only, a.timeout, a.limit, a.tol)
+    s = run(a.kit, a.out, a.only, a.timeout, a.limit, a.tol, a.regenerate)
     print(
         f"replay-kit: models {s['models_run']}/{s['models']}, configurations {s['configurations']} "
         f"({s['distinct_configurations']} distinct), beyond tolerance {len(s['beyond_tolerance'])}, "
