@@ -44,6 +44,9 @@ def _spec(a: np.ndarray) -> str:
     if a.dtype.kind in "iu":
         low, high = (int(a.min()), int(a.max()) + 1) if a.size else (0, 1)
         return f"randint({low}, {high}, ({shape}{',' if a.ndim == 1 else ''}), dtype='{a.dtype}')"
+    if a.dtype.kind == "c":  # real and imaginary parts drawn apart (min/max have no order here)
+        part = f"randn({shape}{', ' if shape else ''}dtype='float64')"
+        return f"({part} + 1j * {part}).astype('{a.dtype}')"
     if a.size and float(a.min()) >= 0:
         return f"rand({shape}{', ' if shape else ''}dtype='{a.dtype}')"
     return f"randn({shape}{', ' if shape else ''}dtype='{a.dtype}')"

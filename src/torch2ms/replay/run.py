@@ -4,7 +4,8 @@ Each configuration's torch expression is rewritten by the converter's own rules 
 the proof harness does for KB cases) and both are evaluated on the same inputs — the recorded ones (the
 user's regime: real activations, real index ranges) or, with ``regenerate``, seeded inputs of the same
 shapes, dtypes and ranges. The error of a configuration is max |torch − MindSpore| over max |torch|
-(integers and booleans: exact); beyond ``tol`` it fails. Random APIs are listed, not compared.
+(integers and booleans: exact); beyond ``tol`` it fails. A Tensor method torch returns None from
+(``x[k] = v``) is compared by the receiver it changed. Random APIs are listed, not compared.
 """
 
 from __future__ import annotations
@@ -153,6 +154,10 @@ def replay_config(config: CallConfig, kb: KB, regenerate: bool = False, tol: flo
         m_out = eval(ms_call, m_ns)
     except Exception as exc:  # noqa: BLE001 - the mapped call raises where torch's does not
         return ConfigResult(config, "raised", ms_call=ms_call, detail=f"{type(exc).__name__}: {str(exc)[:300]}")
+    if t_out is None and config.api.startswith("torch.Tensor."):
+        # torch's in-place call returns None (x[k] = v): its result is the receiver it changed
+        receiver = config.call.split(".", 1)[0]
+        t_out, m_out = t_ns[receiver], m_ns[receiver]
     error = config_error(t_out, m_out)
     return ConfigResult(config, "beyond" if not error <= tol else "ok", error, ms_call)
 
