@@ -29,7 +29,8 @@ def _verdicts(audit, api: str) -> dict[str, str]:
         ("torch.sum", "out", "marked"),  # unsupported with a note
         ("torch.nn.InstanceNorm2d", "num_features", "covered"),  # passed positionally
         ("torch.nn.InstanceNorm2d", "affine", "covered"),  # a case passes affine=True
-        ("torch.nn.InstanceNorm2d", "momentum", "untested"),  # handled, no case passes another value
+        ("torch.nn.InstanceNorm2d", "momentum", "covered"),  # a case passes momentum=0.3
+        ("torch.jit.trace", "check_trace", "untested"),  # handled, no case passes another value
         ("torch.nn.functional.interpolate", "mode", "covered"),
     ],
 )
