@@ -32,6 +32,12 @@ def _verdicts(audit, api: str) -> dict[str, str]:
         ("torch.nn.InstanceNorm2d", "momentum", "covered"),  # a case passes momentum=0.3
         ("torch.jit.trace", "check_trace", "untested"),  # handled, no case passes another value
         ("torch.nn.functional.interpolate", "mode", "covered"),
+        # no rule, passed through by name to torch2ms.runtime.Normal; the cases pass it: proven
+        ("torch.distributions.Normal", "scale", "covered"),
+        # dropped with a note, said on the converted call
+        ("torch.distributions.Normal", "validate_args", "marked"),
+        # passed through, no case gives it another value than its default: neither
+        ("torch.optim.lr_scheduler.CyclicLR", "scale_fn", "unmapped"),
     ],
 )
 def test_audit_classifies_parameters(audit, api, param, verdict):
