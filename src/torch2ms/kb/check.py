@@ -209,6 +209,8 @@ def _verdict(e, name: str, passed: set[str]) -> str:
         or f"{{{name}}}" in e.template
         or name in {p.split("=", 1)[0].lstrip("*") for p in e.ms_sig}
     )
+    if rule is None and e.template and not e.template.startswith("@") and f"{{{name}}}" not in e.template:
+        return "unmapped"  # a placeholder template without it drops it in silence, whatever a case shows
     if name in passed:
         # passed through as written (no rule: the same keyword, the same position) and a differential case
         # gives it a non-default value: what the case proves is the mapping
