@@ -30,7 +30,8 @@ def _verdicts(audit, api: str) -> dict[str, str]:
         ("torch.nn.InstanceNorm2d", "num_features", "covered"),  # passed positionally
         ("torch.nn.InstanceNorm2d", "affine", "covered"),  # a case passes affine=True
         ("torch.nn.InstanceNorm2d", "momentum", "covered"),  # a case passes momentum=0.3
-        ("torch.jit.trace", "check_trace", "untested"),  # handled, no case passes another value
+        ("torch.autograd.functional.jacobian", "create_graph", "untested"),  # handled, no case passes another value
+        ("torch.jit.trace", "check_trace", "marked"),  # dropped with a note
         ("torch.nn.functional.interpolate", "mode", "covered"),
         # no rule, passed through by name to torch2ms.runtime.Normal; the cases pass it: proven
         ("torch.distributions.Normal", "scale", "covered"),
