@@ -29,8 +29,18 @@ def _verdicts(audit, api: str) -> dict[str, str]:
         ("torch.sum", "out", "marked"),  # unsupported with a note
         ("torch.nn.InstanceNorm2d", "num_features", "covered"),  # passed positionally
         ("torch.nn.InstanceNorm2d", "affine", "covered"),  # a case passes affine=True
-        ("torch.nn.InstanceNorm2d", "momentum", "untested"),  # handled, no case passes another value
+        ("torch.nn.InstanceNorm2d", "momentum", "covered"),  # a case passes momentum=0.3
+        ("torch.autograd.functional.jacobian", "create_graph", "untested"),  # handled, no case passes another value
+        ("torch.jit.trace", "check_trace", "marked"),  # dropped with a note
         ("torch.nn.functional.interpolate", "mode", "covered"),
+        # no rule, passed through by name to torch2ms.runtime.Normal; the cases pass it: proven
+        ("torch.distributions.Normal", "scale", "covered"),
+        # dropped with a note, said on the converted call
+        ("torch.distributions.Normal", "validate_args", "marked"),
+        # passed through, no case gives it another value than its default: neither
+        ("torch.optim.lr_scheduler.CyclicLR", "scale_fn", "unmapped"),
+        # a placeholder template that leaves it out drops it in silence, though a case passes it
+        ("torch.is_conj", "input", "unmapped"),
     ],
 )
 def test_audit_classifies_parameters(audit, api, param, verdict):

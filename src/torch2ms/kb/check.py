@@ -209,9 +209,13 @@ def _verdict(e, name: str, passed: set[str]) -> str:
         or f"{{{name}}}" in e.template
         or name in {p.split("=", 1)[0].lstrip("*") for p in e.ms_sig}
     )
-    if not mapped:
-        return "unmapped"
-    return "covered" if name in passed else "untested"
+    if rule is None and e.template and not e.template.startswith("@") and f"{{{name}}}" not in e.template:
+        return "unmapped"  # a placeholder template without it drops it in silence, whatever a case shows
+    if name in passed:
+        # passed through as written (no rule: the same keyword, the same position) and a differential case
+        # gives it a non-default value: what the case proves is the mapping
+        return "covered"
+    return "untested" if mapped else "unmapped"
 
 
 def signature_audit(kb: KB | None = None) -> SignatureAudit:

@@ -105,10 +105,11 @@ def rewrite_call(
     defaults = entry.sig_defaults()
     if entry.template and (other := _retarget(entry, bound, defaults)) is not entry:
         entry = dataclasses.replace(other, template="")  # another callee: the plain call through the rules
+    notes += _dropped_notes(entry, bound, defaults)
     try:
         if entry.template:
-            if not entry.template.startswith("@"):
-                _refuse_unsupported(entry, bound, defaults)  # a placeholder template never sees the rules
+            # neither a placeholder template nor a handler need read the rules: refused values are refused here
+            _refuse_unsupported(entry, bound, defaults)
             return CallRewrite(_template(entry, bound, defaults, receiver), notes=notes)
         out_pos: list[str] = []
         out_kw: dict[str, str] = {}
@@ -162,6 +163,18 @@ def _refuse_unsupported(entry: Entry, bound: dict[str, str], defaults: dict[str,
     for name, rule in entry.args.items():
         if rule.unsupported and name in bound:
             apply_rule(entry, rule, name, bound[name], bound, defaults)
+
+
+def _dropped_notes(entry: Entry, bound: dict[str, str], defaults: dict[str, str]) -> list[str]:
+    """The notes of the drop rules (``name = { ms = false, note = ... }``) whose argument the call passes
+    with a value other than its default: what MindSpore does without it is said, never dropped in silence."""
+    out = []
+    for name, rule in entry.args.items():
+        if rule.ms is not None or rule.transform or rule.unsupported or rule.target or not rule.note:
+            continue
+        if name in bound and normalise(bound[name]) != normalise(defaults.get(name, "None")):
+            out.append(entry.arg_note(name))
+    return out
 
 
 def _retarget(entry: Entry, bound: dict[str, str], defaults: dict[str, str]) -> Entry:
