@@ -10,7 +10,8 @@ forward calls, and ``from random import randint`` / ``import random as rd``, sta
 Generated matrix: the API (random / randint / choice / uniform / shuffle) × where the draw sits (in forward, in a
 module-level helper forward calls, in a method forward calls on ``self``) × the import spelling — static: the step
 is uncompiled and says why, in the code and in the report; run: compare-train (real torch, real MindSpore) says
-SAME on a slice that covers every API, every place and every spelling.
+SAME on a slice that covers every API, every place and every spelling (PyNative); in GRAPH_MODE, which compiles
+every construct whatever the step says, compare-train names the draw (Python's stream differs), not "drift".
 """
 
 from __future__ import annotations
@@ -130,3 +131,31 @@ def test_compare_train_says_same_for_python_random_in_forward(api, place, spelli
     assert rep.error is None, rep.error
     assert len(rep.rows) == 4, rep.rows
     assert rep.status == "same", (rep.first_divergence, rep.findings, rep.conditions)
+
+
+@pytest.mark.slow
+@pytest.mark.differential
+@pytest.mark.parametrize("api, place, spelling", [("random", "helper", "alias"), ("shuffle", "method", "module")])
+def test_in_graph_mode_a_python_random_draw_in_forward_is_named_not_drift(api, place, spelling, tmp_path):
+    """GRAPH_MODE compiles every Cell's construct whatever the step says: the draw cannot be made per step
+    there, so compare-train must name it (Python's stream differs), not call it numerical drift."""
+    require_modules("torch", "mindspore")
+    from torch2ms.trainrun import compare_train
+
+    src = tmp_path / "t" / "train.py"
+    src.parent.mkdir()
+    src.write_text(script(api, place, spelling), encoding="utf-8")
+    convert_tree(str(src.parent), str(tmp_path / "m"))
+    rep = compare_train(
+        str(src),
+        str(tmp_path / "m" / "train.py"),
+        steps=4,
+        out_dir=str(tmp_path / "o"),
+        cwd=str(tmp_path),
+        mode="graph",
+    )
+    assert rep.error is None, rep.error
+    assert rep.status == "different", (rep.first_divergence, rep.findings)
+    streams = [f["message"] for f in rep.findings if f["kind"] == "streams"]
+    assert streams and "Python's random" in streams[0], rep.findings
+    assert rep.first_divergence and rep.first_divergence["cause"] != "numerical drift", rep.first_divergence
