@@ -118,7 +118,7 @@ def _keyed_generator_dataset() -> Any:
 
     class KeyedGeneratorDataset(ds.GeneratorDataset):
         def parse(self, children: Any = None) -> Any:
-            base = getattr(self, "t2ms_base", None) or self.source
+            base = getattr(self, "t2ms_base", None) or getattr(self, "source")  # noqa: B009 - untyped in MindSpore
             self.t2ms_base, self.source = base, base.view()
             return super().parse(children)
 
