@@ -363,7 +363,7 @@ for _names, _why in (
         "adjust_gamma adjust_hue adjust_saturation adjust_sharpness autocontrast center_crop crop equalize erase "
         "five_crop get_dimensions get_image_size hflip invert normalize pad pil_to_tensor posterize resize "
         "resized_crop rgb_to_grayscale rotate solarize ten_crop to_grayscale to_pil_image to_tensor vflip "
-        "masks_to_boxes Subset random_split SubsetRandomSampler WeightedRandomSampler sampled_pipeline",
+        "masks_to_boxes Subset random_split RandomSampler SubsetRandomSampler WeightedRandomSampler sampled_pipeline",
         _DATA,
     ),
     (

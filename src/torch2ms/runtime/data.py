@@ -7,6 +7,7 @@ from typing import Any
 
 __all__ = [
     "DictSource",
+    "RandomSampler",
     "SampledSource",
     "Subset",
     "SubsetRandomSampler",
@@ -87,15 +88,41 @@ class SampledSource:
     (``Sampler.get_indices``): 1e6 samples took 1.5 s on CPU, and minGPT's
     ``RandomSampler(replacement=True, num_samples=int(1e10))`` grows memory without bound."""
 
-    def __init__(self, dataset: Any, sampler: Any) -> None:
-        self.dataset, self.sampler = dataset, sampler
+    def __init__(self, dataset: Any, sampler: Any, tree: int | None = None) -> None:
+        self.dataset, self.sampler, self.tree, self.epochs, self.trees = dataset, sampler, tree, 0, 0
+
+    def view(self) -> SampledSource:
+        """This source as one pipeline reads it (a RandomSampler's epochs keyed by pipeline and epoch)."""
+        self.trees += 1
+        return SampledSource(self.dataset, self.sampler, self.trees)
 
     def __iter__(self) -> Any:
-        for index in self.sampler:
+        indices = self.sampler
+        if self.tree is not None and isinstance(self.sampler, RandomSampler):
+            indices, self.epochs = self.sampler.epoch((self.tree, self.epochs)), self.epochs + 1
+        for index in indices:
             yield self.dataset[index]
 
     def __len__(self) -> int:
         return len(self.sampler)
+
+
+@cache
+def _keyed_generator_dataset() -> Any:
+    """GeneratorDataset whose pipelines each read their own view of a SampledSource (built on the main
+    thread, where the pipeline is). MindSpore's pipeline threads start an iterator's next epoch ahead (a
+    ``for`` over a new ``create_tuple_iterator()`` each epoch leaves the last one prefetching): a sampler
+    drawing from one stream then gives an order that depends on thread timing. A RandomSampler's epoch is
+    instead keyed by (pipeline, epoch), so a seeded script gets the same order on every run."""
+    import mindspore.dataset as ds
+
+    class KeyedGeneratorDataset(ds.GeneratorDataset):
+        def parse(self, children: Any = None) -> Any:
+            base = getattr(self, "t2ms_base", None) or getattr(self, "source")  # noqa: B009 - untyped in MindSpore
+            self.t2ms_base, self.source = base, base.view()
+            return super().parse(children)
+
+    return KeyedGeneratorDataset
 
 
 def sampled_dataset(
@@ -104,24 +131,83 @@ def sampled_dataset(
     shuffle: Any = None,
     num_parallel_workers: int | None = None,
     sampler: Any = None,
+    generator: Any = None,
 ) -> Any:
     """``DataLoader(dataset, sampler=...)``: a GeneratorDataset that draws a Python sampler's indices lazily
-    (SampledSource); no sampler, or one of MindSpore's own (drawn in C++), goes to GeneratorDataset as is."""
+    (SampledSource); no sampler, or one of MindSpore's own (drawn in C++), goes to GeneratorDataset as is.
+    ``shuffle`` with ``generator=`` (a converted torch.Generator) shuffles as torch's DataLoader does then:
+    a RandomSampler drawing from that generator, the same order on every run of a seeded script."""
     import mindspore.dataset as ds
+
+    if generator is not None and shuffle and sampler is None:
+        sampler, shuffle = RandomSampler(dataset, generator=generator), None
 
     if isinstance(dataset, ds.Dataset):  # a MindSpore dataset reached through a name the converter could not follow
         return sampled_pipeline(dataset, sampler, shuffle if shuffle else None)
     workers = {"num_parallel_workers": num_parallel_workers} if num_parallel_workers else {}
     if sampler is None or isinstance(sampler, ds.BuiltinSampler) or not hasattr(sampler, "__iter__"):
         return ds.GeneratorDataset(dataset, column_names=column_names, shuffle=shuffle, sampler=sampler, **workers)
+    if isinstance(sampler, RandomSampler):
+        return _keyed_generator_dataset()(SampledSource(dataset, sampler), column_names=column_names, **workers)
     return ds.GeneratorDataset(SampledSource(dataset, sampler), column_names=column_names, **workers)
 
 
 def _rng(generator: Any) -> Any:
-    """The generator's numpy stream (torch2ms.runtime.Generator), else numpy's global one."""
+    """The generator's numpy stream (torch2ms.runtime.Generator; a numpy Generator or RandomState as it is),
+    else numpy's global one."""
     import numpy as np
 
+    if isinstance(generator, np.random.Generator | np.random.RandomState):
+        return generator
     return getattr(generator, "_rng", None) or np.random
+
+
+class RandomSampler:
+    """torch's ``RandomSampler`` (and what ``DataLoader(shuffle=True, generator=g)`` shuffles with): each epoch
+    a new permutation of the indices (or ``num_samples`` of them, drawn with replacement when asked), drawn
+    from a seed taken from the generator's numpy stream when the sampler is made (torch2ms.runtime.Generator,
+    a numpy Generator or RandomState; else numpy's global one) and the epoch's number. A seeded generator
+    gives the same order on every run, as in torch; the order is numpy's, not torch's (``compare-train``
+    replays torch's batches)."""
+
+    def __init__(self, data_source: Any, replacement: bool = False, num_samples: Any = None, generator: Any = None):
+        if not isinstance(replacement, bool):
+            raise TypeError(f"replacement should be a boolean value, but got replacement={replacement}")
+        if num_samples is not None and (not isinstance(num_samples, int) or num_samples <= 0):
+            raise ValueError(f"num_samples should be a positive integer value, but got num_samples={num_samples}")
+        self.data_source, self.replacement, self._num_samples = data_source, replacement, num_samples
+        self.generator, self.epochs = generator, 0
+        self.seed = int(_integers(_rng(generator), 2**31 - 1, 1)[0])  # drawn here, on the script's thread
+
+    @property
+    def num_samples(self) -> int:
+        return len(self.data_source) if self._num_samples is None else self._num_samples
+
+    def __iter__(self) -> Any:
+        self.epochs += 1
+        return self.epoch((0, self.epochs - 1))
+
+    def epoch(self, key: tuple[int, int]) -> Any:
+        """The indices of one epoch, drawn from the sampler's seed and ``key`` alone (not from a stream
+        that MindSpore's pipeline threads may advance in another order)."""
+        import numpy as np
+
+        n = len(self.data_source)
+        rng = np.random.RandomState(np.random.SeedSequence([self.seed, *key]).generate_state(1)[0])
+        if self.replacement:
+            yield from (int(i) for i in _integers(rng, n, self.num_samples))
+            return
+        for _ in range(self.num_samples // n):
+            yield from (int(i) for i in rng.permutation(n))
+        yield from (int(i) for i in rng.permutation(n)[: self.num_samples % n])
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+
+def _integers(rng: Any, n: int, size: int) -> Any:
+    """``size`` indices below ``n`` from a numpy Generator (``integers``) or RandomState/np.random (``randint``)."""
+    return rng.integers(0, n, size) if hasattr(rng, "integers") else rng.randint(0, n, size)
 
 
 class SubsetRandomSampler:

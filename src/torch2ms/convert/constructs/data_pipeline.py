@@ -17,6 +17,7 @@ import libcst as cst
 
 from ...i18n import N_, _
 from ...kb import Entry
+from ...kb.handlers.data_pipeline import generator_kept
 from ...kb.rewrite import bind
 from ...kb.transforms import HANDLERS, Unsupported
 from .. import generated as gen
@@ -175,7 +176,7 @@ def _loader(ctx: RewriteContext, entry, original: cst.Call, updated: cst.Call):
             "pin_memory_device",
             "in_order",
         )
-        if k in bound
+        if k in bound and not (k == "generator" and generator_kept(bound))  # it shuffles, or orders nothing
     ]
     if dropped and not note:
         note = _("dropped (no MindSpore form): {names}").format(names=", ".join(dropped))

@@ -73,6 +73,33 @@ def _flag(src: str | None) -> str:
     return "False" if src is None or literal(src) is None else src
 
 
+def _given(bound: dict[str, str], key: str) -> bool:
+    return bound.get(key) not in (None, "None")
+
+
+def shuffles_with_generator(bound: dict[str, str]) -> bool:
+    """``DataLoader(ds, shuffle=..., generator=g)`` over a Python dataset with no sampler: torch shuffles with
+    ``RandomSampler(ds, generator=g)``; torch2ms.runtime.sampled_dataset draws the same way from the converted
+    generator. Unshuffled, ``generator=`` orders nothing (only worker seeds) and goes."""
+    shuffle = bound.get("shuffle")
+    return (
+        _given(bound, "generator")
+        and shuffle is not None
+        and literal(shuffle) not in (None, False)
+        and not any(_given(bound, k) for k in ("sampler", "batch_sampler", "collate_fn"))
+        and bound.get("__kind__") in (None, "class")
+        and not is_tensor_dataset_src(bound.get("dataset") or "")
+    )
+
+
+def generator_kept(bound: dict[str, str]) -> bool:
+    """``generator=`` needs no mark: it shuffles (shuffles_with_generator), or it orders nothing (no shuffle,
+    or a sampler of the user's own, which torch then draws from instead)."""
+    shuffle = bound.get("shuffle")
+    unshuffled = shuffle is None or literal(shuffle) in (None, False)
+    return shuffles_with_generator(bound) or unshuffled or _given(bound, "sampler") or _given(bound, "batch_sampler")
+
+
 @handler
 def dataloader(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
     """``DataLoader(ds, batch_size, shuffle, ...)`` → ``GeneratorDataset(ds, column_names, shuffle).batch(bs, drop_remainder)``.
@@ -136,6 +163,9 @@ def dataloader(bound: dict[str, str], receiver: str | None, entry: Entry) -> str
             data = f"torch2ms.runtime.DictSource({data}, {cols})"
         # a Python sampler's indices drawn lazily, as torch does (MindSpore draws a whole epoch first)
         ctor = "mindspore.dataset.GeneratorDataset" if sampler in (None, "None") else "torch2ms.runtime.sampled_dataset"
+        if shuffles_with_generator(bound):  # shuffled as torch does: RandomSampler(ds, generator=g), lazily
+            ctor = "torch2ms.runtime.sampled_dataset"
+            opts.append(f"generator={bound['generator']}")
         pipe = f"{ctor}({data}, column_names={cols}, {', '.join(opts)})"
     if literal(bs) is None:
         return pipe  # batch_size=None: torch yields single samples

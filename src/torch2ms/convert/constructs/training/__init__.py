@@ -104,6 +104,9 @@ def _fused(state: FileState, roles: Roles, stmt, stack, edits: _Edits) -> bool:
     if written.eager is not None:
         note = _("the step runs uncompiled: it reaches host code ({what}, line {line})")
         state.record("torch.Tensor.backward", "review", note.format(what=written.eager[0], line=written.eager[1]), line)
+    elif written.draws:
+        note = _("the step runs uncompiled: it draws with {draws} (a compiled graph would freeze the draw)")
+        state.record("torch.Tensor.backward", "converted", note.format(draws=", ".join(written.draws)), line)
     state.record(
         "torch.optim.Optimizer.step", "converted", _("training loop → {form}").format(form=f"{plan.opt}(grads)"), line
     )

@@ -28,7 +28,7 @@ from ...generated import GeneratedRefs
 from .amp import Amp, RenameCall
 from .analysis import CLIP_VALUE, Roles, StepPlan, method_call, sets_mode, trained_module
 from .bindings import maybe_unbound
-from .host_code import host_code
+from .host_code import host_code, host_draws
 
 FORWARD_FN = """def {forward_fn}({params}):
     {doc}
@@ -72,8 +72,6 @@ EAGER_COMMENT = N_(
 HOST_COMMENT = N_(
     "Runs uncompiled: the step draws with {draws} (host code: a compiled graph cannot call it each step)."
 )
-# host random streams: a draw inside the compiled step would not run per step (MindSpore's JIT cannot call it)
-HOST_RANDOM = ("np.random.", "numpy.random.", "random.")
 UNSCALE = """{loss} = {scaler}.unscale({loss})
 grads = {scaler}.unscale(grads)
 {finite} = torch2ms.runtime.scaler_finite({scaler}, grads)
@@ -114,6 +112,7 @@ class Emitted:
     form: str = ""
     modules: list[tuple[str, str, str]] = field(default_factory=list)  # (class, function, name) called as a model
     eager: tuple[str, int] | None = None  # the host code that keeps the step uncompiled (class 10)
+    draws: list[str] = field(default_factory=list)  # the host random draws that keep it uncompiled
 
 
 class StepWriter:
@@ -200,29 +199,8 @@ class StepWriter:
         return [fn, gen.blank_lines(grad, self.gap)]
 
     def _host_draws(self) -> list[str]:
-        """The host random streams the step's forward statements, or a ``forward`` of a module class in the
-        file (the step may call it), draw from, in order: numpy's, Python's, and a torch.Generator's (the
-        runtime draws those with numpy)."""
-        names: list[str] = []
-        forwards = [
-            f
-            for c in ast.walk(self.roles.tree)
-            if isinstance(c, ast.ClassDef)
-            for f in c.body
-            if isinstance(f, ast.FunctionDef) and f.name == "forward"
-        ]
-        for a in [*[self.plan.asts[i] for i in self.plan.forward], *forwards]:
-            for n in ast.walk(a):
-                if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
-                    name = ast.unparse(n.func)
-                    dotted = all(part.isidentifier() for part in name.split("."))
-                    if dotted and any(k.arg == "generator" for k in n.keywords):  # the runtime's numpy-backed draws
-                        name += "(generator=)"
-                    elif not (dotted and name.startswith(HOST_RANDOM)):
-                        continue
-                    if name not in names:
-                        names.append(name)
-        return names
+        """The host random streams the step reaches (host_code.host_draws)."""
+        return host_draws(self.roles.tree, self.roles.imap, [self.plan.asts[i] for i in self.plan.forward])
 
     def _amp_setup(self, amp: Amp, name: str) -> Statement:
         return amp_setup(self.refs, amp, name)
@@ -286,6 +264,7 @@ class StepWriter:
         found = host_code(self.roles.tree, self.roles.imap, [plan.asts[i] for i in plan.forward])
         if found is None:
             if draws := self._host_draws():  # host random streams: drawn per step only when uncompiled
+                self.out.draws = draws
                 uncompiled = "# " + _(HOST_COMMENT).format(draws=", ".join(draws))
                 return TRAIN_STEP_CELL.replace("{jit_comment}\n    @mindspore.jit", uncompiled)
             return TRAIN_STEP_CELL.replace("{jit_comment}", "# " + _(JIT_COMMENT))  # a comment holds no node

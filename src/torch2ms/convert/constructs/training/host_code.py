@@ -83,3 +83,58 @@ def host_code(tree: ast.Module, imap: ImportMap, forward: list[ast.stmt]) -> tup
             if what is not None and not (where and isinstance(place, ast.FunctionDef) and n is place):
                 return (f"{what} in {where}" if where else what), getattr(n, "lineno", 0)
     return None
+
+
+# host random streams: a draw inside the compiled step would not run per step (MindSpore's JIT parses it
+# once, a constant in the graph); matched on the resolved name, so ``from random import randint`` counts
+HOST_RANDOM = ("numpy.random.", "random.")
+
+
+def _called_functions(node: ast.AST, functions: dict[str, ast.FunctionDef]) -> list[ast.FunctionDef]:
+    """The file's module-level functions that ``node`` calls by name."""
+    return [
+        functions[n.func.id]
+        for n in ast.walk(node)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in functions
+    ]
+
+
+def _draw_places(tree: ast.Module, imap: ImportMap, forward: list[ast.stmt]) -> list[ast.AST]:
+    """What the step runs: its forward statements, every class's ``forward`` and the methods it calls on
+    ``self``, and the file's functions any of these call by name (``noise()`` in forward), transitively."""
+    classes = [c for c in tree.body if isinstance(c, ast.ClassDef)]
+    places: list[ast.AST] = [*forward]
+    for cls in classes:
+        if any(isinstance(f, ast.FunctionDef) and f.name == "forward" for f in cls.body):
+            places += _reached_methods(cls)
+    functions = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef)}
+    todo, seen = list(places), {id(p) for p in places}
+    while todo:
+        for f in _called_functions(todo.pop(), functions):
+            if id(f) not in seen:
+                seen.add(id(f))
+                places.append(f)
+                todo.append(f)
+    return places
+
+
+def host_draws(tree: ast.Module, imap: ImportMap, forward: list[ast.stmt]) -> list[str]:
+    """The host random draws the step reaches, in order: numpy's and Python's streams (any import
+    spelling), and a ``torch.Generator``'s (``generator=``: the runtime draws those with numpy)."""
+    names: list[str] = []
+    for place in _draw_places(tree, imap, forward):
+        for n in ast.walk(place):
+            if not isinstance(n, ast.Call):
+                continue
+            written = ast.unparse(n.func)
+            dotted = all(part.isidentifier() for part in written.split("."))
+            full = imap.resolve(n.func) or ""
+            if dotted and isinstance(n.func, ast.Attribute) and any(k.arg == "generator" for k in n.keywords):
+                name = written + "(generator=)"
+            elif full.startswith(HOST_RANDOM):
+                name = written if written.startswith(("np.", *HOST_RANDOM)) else full  # rd.random → random.random
+            else:
+                continue
+            if name not in names:
+                names.append(name)
+    return names
