@@ -13,6 +13,7 @@ wall-clock safety net for a worker that hangs without using CPU.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import subprocess
 import sys
@@ -93,9 +94,9 @@ def _contents(root: Path) -> dict[str, bytes]:
     }
 
 
-def _budget(monkeypatch, base: float, per_kb: float = 0.0, wall_factor: float = 600.0) -> None:
-    """A small CPU budget; the wall-clock net at 600 s (about a real budget's: 21 s x 30), out of reach of
-    the load, unless a case is about the net itself."""
+def _budget(monkeypatch, base: float, per_kb: float = 0.0, wall_factor: float = 2000.0) -> None:
+    """A small CPU budget; the last-resort wall-clock net about a real budget's (21 s x 100), out of reach
+    of the load, unless a case is about the net itself."""
     monkeypatch.setattr(project_pool, "FILE_CPU_BASE_S", base)
     monkeypatch.setattr(project_pool, "FILE_CPU_PER_KB_S", per_kb)
     monkeypatch.setattr(project_pool, "FILE_WALL_FACTOR", wall_factor)
@@ -185,13 +186,26 @@ def _spin_native() -> None:
 
 
 def _blocked() -> None:
-    threading.Event().wait()  # hangs without using CPU
+    threading.Event().wait()  # hangs without using CPU, the interpreter lock released
 
 
+def _blocked_holding_the_lock() -> None:
+    read_end, _write_end = os.pipe()  # nothing is ever written: read() blocks for good
+    libc = ctypes.PyDLL(None)  # PyDLL: the interpreter lock is held while the C function runs
+    libc.read(read_end, ctypes.create_string_buffer(1), 1)
+
+
+# how -> (the hang, what the error must say, watchdog seconds, wall-clock factor)
 HANGS = {
-    "python loop": (_spin_python, "1 s of CPU time"),
-    "native loop": (_spin_native, "1 s of CPU time"),
-    "blocked": (_blocked, "wall-clock time (the safety net for a hung worker; its CPU-time limit is 1 s)"),
+    "python loop": (_spin_python, "used more than 1 s of CPU time", 2.0, 2000.0),
+    "native loop": (_spin_native, "used more than 1 s of CPU time", 2.0, 2000.0),
+    "blocked": (_blocked, "used no CPU for 2 s (a hung worker", 2.0, 2000.0),
+    "blocked holding the lock": (
+        _blocked_holding_the_lock,
+        "did not finish within 6 s of wall-clock time",
+        2.0,
+        6.0,
+    ),
 }
 
 
@@ -199,10 +213,13 @@ HANGS = {
 @pytest.mark.parametrize("how", sorted(HANGS))
 def test_r26_error_says_which_limit_stopped_the_file(tmp_path: Path, monkeypatch, how: str, thread: str):
     """A busy loop (Python or native) is ended by the CPU budget in whichever thread it runs; a worker that
-    waits forever, by the wall-clock net (here 3 s; for the CPU cases so far off that load cannot reach
-    it). The rest of the tree converts, and the stuck file is copied unchanged."""
-    hang, expected = HANGS[how]
-    _budget(monkeypatch, 1.0, wall_factor=3.0 if how == "blocked" else 600.0)
+    waits forever, by the watchdog (no CPU used for a while: here 2 s); one that waits holding the
+    interpreter lock (no watchdog can run), by the last-resort wall-clock net (here 6 s). The rest of the
+    tree converts, and the stuck file is copied unchanged."""
+    hang, expected, hang_s, wall_factor = HANGS[how]
+    _budget(monkeypatch, 1.0, wall_factor=wall_factor)
+    monkeypatch.setattr(project_pool, "FILE_HANG_S", hang_s)
+    monkeypatch.setattr(project_pool, "HANG_POLL_S", 0.2)
     if thread != "headroom thread":
         monkeypatch.setattr(project_pool, "run_with_headroom", lambda fn, *args: fn(*args))
     real = pipeline_module.convert_source
@@ -220,6 +237,26 @@ def test_r26_error_says_which_limit_stopped_the_file(tmp_path: Path, monkeypatch
     assert errors["ok.py"] is None
     assert expected in (errors["stuck.py"] or "")
     assert (tmp_path / "out" / "stuck.py").read_text(encoding="utf-8") == stuck_text
+
+
+def test_r26_a_starved_worker_is_not_hung(tmp_path: Path, monkeypatch):
+    """A file that keeps using a little CPU now and then (what a worker gets on a loaded machine) for
+    longer than the watchdog's window converts: only a worker that uses no CPU at all counts as hung."""
+    monkeypatch.setattr(project_pool, "FILE_HANG_S", 1.0)
+    monkeypatch.setattr(project_pool, "HANG_POLL_S", 0.2)
+    real = pipeline_module.convert_source
+
+    def starved(*args, **kwargs):
+        for _ in range(30):  # 3 s in all, a slice of CPU every 0.1 s
+            time.sleep(0.1)
+            sum(range(20_000))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline_module, "convert_source", starved)
+    src = _tree(tmp_path / "src", {"f.py": _source("script", 2)})
+    report = convert_tree(src, tmp_path / "out", jobs=1)
+    assert report.failed == []
+    assert "mindspore" in (tmp_path / "out" / "f.py").read_text(encoding="utf-8")
 
 
 def test_r26_budget_is_per_file_not_per_worker(tmp_path: Path, monkeypatch):

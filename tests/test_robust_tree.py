@@ -238,6 +238,7 @@ def test_r20_one_file_never_kills_the_run(tmp_path: Path, monkeypatch):
     monkeypatch.setattr(module, "convert_source", sabotaged)
     monkeypatch.setattr(project_pool, "FILE_CPU_BASE_S", 3.0)  # of CPU time: the busy loop spends it
     monkeypatch.setattr(project_pool, "FILE_CPU_PER_KB_S", 0.0)
+    monkeypatch.setattr(project_pool, "FILE_WALL_FACTOR", 2000.0)  # the last-resort net: out of the load's reach
     with _recursion_limit(1000):  # Python's default, inherited by the forked workers
         report = convert_tree(src, tmp_path / "out", jobs=2)
     errors = {f.path: f.error for f in report.failed}

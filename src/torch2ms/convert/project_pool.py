@@ -10,8 +10,10 @@ Same input, same output: a file's time limit is CPU time, not wall-clock time. O
 file that needs 5 s of CPU can take 30 s of wall time; a wall-clock limit then copied it unchanged on a
 busy run and converted it on a quiet one. The worker's own CPU time does not grow with the load, so the
 limit is ``RLIMIT_CPU`` (the kernel stops the worker with SIGXCPU at the budget, in Python or native
-code alike), set afresh before each file. A wall-clock limit stays only as a far larger safety net for a
-worker that hangs without using CPU; the file's error says which of the two stopped it.
+code alike), set afresh before each file. A worker that hangs without using CPU is ended by a watchdog
+when the process has used no CPU at all for FILE_HANG_S (waiting for a CPU on a loaded machine is not
+that), and a wall-clock limit stays only as a far larger last resort. The file's error says which of
+the three stopped it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import math
 import multiprocessing
 import os
 import signal
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, wait
@@ -46,11 +49,16 @@ if TYPE_CHECKING:
 # nests). CPU time, not wall time: the budget does not shrink when other processes load the machine.
 FILE_CPU_BASE_S = 20.0
 FILE_CPU_PER_KB_S = 0.25
-# The wall-clock safety net, for a worker that hangs without using CPU (the CPU budget cannot end it):
-# this many times the CPU budget (10 min for a small file). Only a worker getting less than 1 CPU in
-# FILE_WALL_FACTOR reaches it while still working: a `nice`d run on a 2-core machine at load 19 measured
-# 1 in 11 (2.9 s of CPU in 32 s).
-FILE_WALL_FACTOR = 30.0
+# A worker that hangs without using CPU (the CPU budget cannot end it) is ended by a watchdog thread
+# once the process has used no CPU at all for FILE_HANG_S: a worker that merely waits its turn on a
+# loaded machine still gets some CPU every few hundred milliseconds, so load never reaches it.
+FILE_HANG_S = 120.0
+HANG_POLL_S = 1.0
+HUNG_EXIT_CODE = 86  # the watchdog's exit status: the parent reports the file as hung
+# The last-resort wall-clock net (a worker hung while holding the interpreter lock: no watchdog runs),
+# this many times the CPU budget (35 min for a small file). A `nice`d worker on a 2-core machine at load
+# 26 got ~4% of a CPU: a wall-clock limit of 30x the budget (the previous net) could end a working file.
+FILE_WALL_FACTOR = 100.0
 # Address space a worker may add to what it had when forked: MemoryError (that file fails) beyond it.
 WORKER_MEMORY_BYTES = 2 << 30
 # The largest file convert takes, where conversion is known to fit a worker's memory and time limits:
@@ -107,12 +115,15 @@ def convert_job(job: Job) -> Outcome:
     """Read and convert one file; every failure becomes the outcome's error (runs in a worker)."""
     from .pipeline import collector_paused
 
+    global _busy_since
     start = time.process_time()
     _limit_cpu(job.cpu_budget)
+    _busy_since = time.monotonic()
     try:
         with collector_paused():  # the depth check's and the syntax check's parses too, not only the conversion
             outcome = run_with_headroom(_convert, job)  # every walk has room up to MAX_NESTING levels
     finally:
+        _busy_since = None
         _limit_cpu(None)  # an idle worker is never stopped
     outcome.seconds = time.process_time() - start
     return outcome
@@ -256,6 +267,23 @@ def _init_worker() -> None:
     default_terminate()
     _limit_memory()
     _stop_on_cpu_budget()
+    threading.Thread(target=_watch_for_hangs, name="torch2ms-hang-watchdog", daemon=True).start()
+
+
+_busy_since: float | None = None  # monotonic time the worker's current file started; None: idle
+
+
+def _watch_for_hangs() -> None:
+    """End the worker (exit HUNG_EXIT_CODE) when, during a file, the process uses no CPU for FILE_HANG_S."""
+    last_cpu, last_progress = -1.0, time.monotonic()
+    while True:
+        time.sleep(HANG_POLL_S)
+        now, started = time.monotonic(), _busy_since
+        cpu = time.process_time() - time.thread_time()  # every thread's but this one's
+        if started is None or cpu > last_cpu:
+            last_cpu, last_progress = cpu, now
+        elif now - max(last_progress, started) > FILE_HANG_S:
+            os._exit(HUNG_EXIT_CODE)
 
 
 def _stop_on_cpu_budget() -> None:
@@ -300,6 +328,12 @@ def _failure(job: Job, exc: BaseException) -> Outcome:
         code = exc.exitcode or 0
         if cpu_limit_supported() and code == -signal.SIGXCPU:
             return Outcome(error=_cpu_budget_spent(job))
+        if code == HUNG_EXIT_CODE:
+            text = _(
+                "conversion used no CPU for {seconds:.0f} s (a hung worker, not a slow one); copied unchanged: "
+                "run convert again, and if it hangs again convert this file by hand"
+            )
+            return Outcome(error=text.format(seconds=FILE_HANG_S))
         how = _("signal {n}").format(n=-code) if code < 0 else _("exit code {n}").format(n=exc.exitcode)
         text = _(
             "the converter's process died ({how}; e.g. a parser stack overflow on deeply nested code); copied unchanged"
