@@ -270,8 +270,9 @@ def test_r26_budget_is_per_file_not_per_worker(tmp_path: Path, monkeypatch):
     assert sum(1 for name in files if "mindspore" in (tmp_path / "out" / name).read_text()) == len(files)
 
 
-def test_r26_in_process_call_puts_the_callers_cpu_limit_back(tmp_path: Path):
-    """convert_job called in the caller's own process (benches do) leaves its CPU limit as it was."""
+def test_r26_in_process_call_leaves_the_callers_cpu_limit_alone(tmp_path: Path):
+    """convert_job called in the caller's own process (benches do) never sets a CPU limit there: SIGXCPU
+    would end the caller."""
     import resource
 
     before = resource.getrlimit(resource.RLIMIT_CPU)

@@ -143,8 +143,9 @@ _outer_cpu_soft: int | None = None
 
 def _limit_cpu(budget: int | None) -> None:
     """Let this process use ``budget`` more CPU seconds (all its threads together) before the kernel stops
-    it with SIGXCPU; None: no limit of ours (the process's own soft limit back)."""
-    if not cpu_limit_supported():
+    it with SIGXCPU; None: no limit of ours (the process's own soft limit back). Only in run_jobs'
+    workers: never in a caller that converts in its own process (a bench, a test), which SIGXCPU would end."""
+    if not _in_worker or not cpu_limit_supported():
         return
     import resource
 
@@ -263,14 +264,17 @@ def _init_worker() -> None:
     """A worker's crash is reported as that file's error: no stack dump of its own (pytest's faulthandler)."""
     import faulthandler
 
+    global _in_worker
     faulthandler.disable()
     default_terminate()
+    _in_worker = True
     _limit_memory()
     _stop_on_cpu_budget()
     threading.Thread(target=_watch_for_hangs, name="torch2ms-hang-watchdog", daemon=True).start()
 
 
 _busy_since: float | None = None  # monotonic time the worker's current file started; None: idle
+_in_worker = False  # this process is one of run_jobs' workers (limits apply to workers only)
 
 
 def _watch_for_hangs() -> None:
