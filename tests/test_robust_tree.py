@@ -236,14 +236,16 @@ def test_r20_one_file_never_kills_the_run(tmp_path: Path, monkeypatch):
         return real(source, *args, **kwargs)
 
     monkeypatch.setattr(module, "convert_source", sabotaged)
-    monkeypatch.setattr(project_pool, "FILE_TIMEOUT_BASE_S", 4.0)
+    monkeypatch.setattr(project_pool, "FILE_CPU_BASE_S", 3.0)  # of CPU time: the busy loop spends it
+    monkeypatch.setattr(project_pool, "FILE_CPU_PER_KB_S", 0.0)
+    monkeypatch.setattr(project_pool, "FILE_WALL_FACTOR", 2000.0)  # the last-resort net: out of the load's reach
     with _recursion_limit(1000):  # Python's default, inherited by the forked workers
         report = convert_tree(src, tmp_path / "out", jobs=2)
     errors = {f.path: f.error for f in report.failed}
     assert f"over the {project_pool.MAX_NESTING}" in errors["deep.py"]  # refused before any walk
     assert "simulated converter bug" in errors["raises.py"]
     assert "process died (signal 11" in errors["dies.py"]
-    assert "took longer than 4 s" in errors["hangs.py"]
+    assert "used more than 3 s of CPU time" in errors["hangs.py"]
     if sys.platform == "linux":
         assert "MemoryError" in errors["hog.py"]
     for name, text in bad.items():

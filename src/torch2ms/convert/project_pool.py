@@ -5,14 +5,26 @@ bug), runs past its time limit, needs more memory than a worker may take, or kil
 native parser overflows its stack on a few thousand nested brackets) comes back as an error for that
 file; the worker is replaced and every other file is still converted. Workers are forked from the
 parent, so the knowledge base loaded once is shared, and so are a test's monkeypatches.
+
+Same input, same output: a file's time limit is CPU time, not wall-clock time. On a loaded machine a
+file that needs 5 s of CPU can take 30 s of wall time; a wall-clock limit then copied it unchanged on a
+busy run and converted it on a quiet one. The worker's own CPU time does not grow with the load, so the
+limit is ``RLIMIT_CPU`` (the kernel stops the worker with SIGXCPU at the budget, in Python or native
+code alike), set afresh before each file. A worker that hangs without using CPU is ended by a watchdog
+when the process has used no CPU at all for FILE_HANG_S (waiting for a CPU on a loaded machine is not
+that), and a wall-clock limit stays only as a far larger last resort. The file's error says which of
+the three stopped it.
 """
 
 from __future__ import annotations
 
 import ast
 import gc
+import math
 import multiprocessing
 import os
+import signal
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, wait
@@ -31,11 +43,22 @@ from .leftovers import default_terminate
 if TYPE_CHECKING:
     from .runtime_vendor import Collected
 
-# A file may take FILE_TIMEOUT_BASE_S plus FILE_TIMEOUT_PER_KB_S per KiB. Real code converts at
-# ~7 ms/KiB (50 ms/KiB at worst, measured over the realcode corpus and torchvision), so the limit is
-# far above any real file yet ends the pathological ones (libcst takes minutes on some deep nests).
-FILE_TIMEOUT_BASE_S = 20.0
-FILE_TIMEOUT_PER_KB_S = 0.25
+# A file may use FILE_CPU_BASE_S plus FILE_CPU_PER_KB_S per KiB of its worker's CPU time. Real code
+# converts at ~7 ms/KiB (50 ms/KiB at worst, measured over the realcode corpus and torchvision), so the
+# budget is far above any real file yet ends the pathological ones (libcst takes minutes on some deep
+# nests). CPU time, not wall time: the budget does not shrink when other processes load the machine.
+FILE_CPU_BASE_S = 20.0
+FILE_CPU_PER_KB_S = 0.25
+# A worker that hangs without using CPU (the CPU budget cannot end it) is ended by a watchdog thread
+# once the process has used no CPU at all for FILE_HANG_S: a worker that merely waits its turn on a
+# loaded machine still gets some CPU every few hundred milliseconds, so load never reaches it.
+FILE_HANG_S = 120.0
+HANG_POLL_S = 1.0
+HUNG_EXIT_CODE = 86  # the watchdog's exit status: the parent reports the file as hung
+# The last-resort wall-clock net (a worker hung while holding the interpreter lock: no watchdog runs),
+# this many times the CPU budget (35 min for a small file). A `nice`d worker on a 2-core machine at load
+# 26 got ~4% of a CPU: a wall-clock limit of 30x the budget (the previous net) could end a working file.
+FILE_WALL_FACTOR = 100.0
 # Address space a worker may add to what it had when forked: MemoryError (that file fails) beyond it.
 WORKER_MEMORY_BYTES = 2 << 30
 # The largest file convert takes, where conversion is known to fit a worker's memory and time limits:
@@ -64,8 +87,15 @@ class Job:
     runtime_level: int | None = None
 
     @property
-    def timeout(self) -> float:
-        return FILE_TIMEOUT_BASE_S + FILE_TIMEOUT_PER_KB_S * self.size / 1024
+    def cpu_budget(self) -> int:
+        """CPU seconds the file may use (whole seconds: ``RLIMIT_CPU``'s unit)."""
+        return math.ceil(FILE_CPU_BASE_S + FILE_CPU_PER_KB_S * self.size / 1024)
+
+    @property
+    def wall_limit(self) -> float:
+        """Wall-clock seconds before the worker counts as hung; the CPU budget alone where the platform
+        cannot limit a process's CPU time (no ``RLIMIT_CPU``: the old, load-dependent limit)."""
+        return self.cpu_budget * (FILE_WALL_FACTOR if cpu_limit_supported() else 1.0)
 
 
 @dataclass
@@ -85,11 +115,55 @@ def convert_job(job: Job) -> Outcome:
     """Read and convert one file; every failure becomes the outcome's error (runs in a worker)."""
     from .pipeline import collector_paused
 
+    global _busy_since
     start = time.process_time()
-    with collector_paused():  # the depth check's and the syntax check's parses too, not only the conversion
-        outcome = run_with_headroom(_convert, job)  # every walk has room up to MAX_NESTING levels
+    _limit_cpu(job.cpu_budget)
+    _busy_since = time.monotonic()
+    try:
+        with collector_paused():  # the depth check's and the syntax check's parses too, not only the conversion
+            outcome = run_with_headroom(_convert, job)  # every walk has room up to MAX_NESTING levels
+    finally:
+        _busy_since = None
+        _limit_cpu(None)  # an idle worker is never stopped
     outcome.seconds = time.process_time() - start
     return outcome
+
+
+def cpu_limit_supported() -> bool:
+    """Whether a worker's CPU time can be limited here (POSIX ``RLIMIT_CPU`` and ``SIGXCPU``)."""
+    try:
+        import resource
+    except ImportError:
+        return False
+    return hasattr(resource, "RLIMIT_CPU") and hasattr(signal, "SIGXCPU")
+
+
+_outer_cpu_soft: int | None = None
+
+
+def _limit_cpu(budget: int | None) -> None:
+    """Let this process use ``budget`` more CPU seconds (all its threads together) before the kernel stops
+    it with SIGXCPU; None: no limit of ours (the process's own soft limit back). Only in run_jobs'
+    workers: never in a caller that converts in its own process (a bench, a test), which SIGXCPU would end."""
+    if not _in_worker or not cpu_limit_supported():
+        return
+    import resource
+
+    global _outer_cpu_soft
+    soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    if _outer_cpu_soft is None:
+        _outer_cpu_soft = soft  # the process's own limit (``ulimit -t``): kept, and put back after each file
+    if budget is None:
+        soft = _outer_cpu_soft
+    else:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        soft = math.ceil(usage.ru_utime + usage.ru_stime) + budget
+        if _outer_cpu_soft != resource.RLIM_INFINITY:
+            soft = min(soft, _outer_cpu_soft)
+    try:
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+    except (OSError, ValueError):
+        pass  # the wall-clock limit still bounds a runaway file
 
 
 def _convert(job: Job) -> Outcome:
@@ -190,9 +264,44 @@ def _init_worker() -> None:
     """A worker's crash is reported as that file's error: no stack dump of its own (pytest's faulthandler)."""
     import faulthandler
 
+    global _in_worker
     faulthandler.disable()
     default_terminate()
+    _in_worker = True
     _limit_memory()
+    _stop_on_cpu_budget()
+    threading.Thread(target=_watch_for_hangs, name="torch2ms-hang-watchdog", daemon=True).start()
+
+
+_busy_since: float | None = None  # monotonic time the worker's current file started; None: idle
+_in_worker = False  # this process is one of run_jobs' workers (limits apply to workers only)
+
+
+def _watch_for_hangs() -> None:
+    """End the worker (exit HUNG_EXIT_CODE) when, during a file, the process uses no CPU for FILE_HANG_S."""
+    last_cpu, last_progress = -1.0, time.monotonic()
+    while True:
+        time.sleep(HANG_POLL_S)
+        now, started = time.monotonic(), _busy_since
+        cpu = time.process_time() - time.thread_time()  # every thread's but this one's
+        if started is None or cpu > last_cpu:
+            last_cpu, last_progress = cpu, now
+        elif now - max(last_progress, started) > FILE_HANG_S:
+            os._exit(HUNG_EXIT_CODE)
+
+
+def _stop_on_cpu_budget() -> None:
+    """SIGXCPU (the CPU budget spent) ends the worker, and leaves no core file behind."""
+    if not cpu_limit_supported():
+        return
+    import resource
+
+    signal.signal(signal.SIGXCPU, signal.SIG_DFL)
+    try:
+        _soft, hard = resource.getrlimit(resource.RLIMIT_CORE)
+        resource.setrlimit(resource.RLIMIT_CORE, (0, hard))
+    except (OSError, ValueError):
+        pass
 
 
 def _limit_memory() -> None:
@@ -213,16 +322,37 @@ def _failure(job: Job, exc: BaseException) -> Outcome:
     from pebble import ProcessExpired
 
     if isinstance(exc, FutureTimeout):
-        text = _("conversion took longer than {seconds:.0f} s (the limit for its size); copied unchanged")
-        return Outcome(error=text.format(seconds=job.timeout))
+        text = _(
+            "conversion did not finish within {seconds:.0f} s of wall-clock time (the safety net for a hung "
+            "worker; its CPU-time limit is {cpu} s); copied unchanged: run convert again, and if it hangs "
+            "again convert this file by hand"
+        )
+        return Outcome(error=text.format(seconds=job.wall_limit, cpu=job.cpu_budget))
     if isinstance(exc, ProcessExpired):
         code = exc.exitcode or 0
+        if cpu_limit_supported() and code == -signal.SIGXCPU:
+            return Outcome(error=_cpu_budget_spent(job))
+        if code == HUNG_EXIT_CODE:
+            text = _(
+                "conversion used no CPU for {seconds:.0f} s (a hung worker, not a slow one); copied unchanged: "
+                "run convert again, and if it hangs again convert this file by hand"
+            )
+            return Outcome(error=text.format(seconds=FILE_HANG_S))
         how = _("signal {n}").format(n=-code) if code < 0 else _("exit code {n}").format(n=exc.exitcode)
         text = _(
             "the converter's process died ({how}; e.g. a parser stack overflow on deeply nested code); copied unchanged"
         )
         return Outcome(error=text.format(how=how))
     return Outcome(error=_converter_failed(exc))
+
+
+def _cpu_budget_spent(job: Job) -> str:
+    text = _(
+        "conversion used more than {seconds} s of CPU time (the limit for a file of {kib:.0f} KiB: {base:.0f} s "
+        "plus {per_kb} s per KiB; CPU time, so the same on a busy machine as on a quiet one); copied "
+        "unchanged: split the file into smaller modules, or convert it by hand"
+    )
+    return text.format(seconds=job.cpu_budget, kib=job.size / 1024, base=FILE_CPU_BASE_S, per_kb=FILE_CPU_PER_KB_S)
 
 
 def _converter_failed(exc: BaseException) -> str:
@@ -251,7 +381,7 @@ def run_jobs(jobs: Iterable[Job], workers: int) -> Iterator[tuple[Job, Outcome]]
 
     def submit(batch: Iterable[Job]) -> None:
         for job in batch:
-            pending[pool.schedule(convert_job, (job,), timeout=job.timeout)] = job
+            pending[pool.schedule(convert_job, (job,), timeout=job.wall_limit)] = job
 
     try:
         submit(islice(it, workers * 4))
