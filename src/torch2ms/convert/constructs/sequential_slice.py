@@ -36,9 +36,33 @@ def _is_slice(node: ast.AST) -> bool:
     )
 
 
+def _sliced_locals(tree: ast.Module) -> set[str]:
+    """Names a slice of a ``self`` attribute is assigned to (``rest, last = self.layers[1:], ...``)."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            pairs = [(t, node.value) for t in node.targets]
+            while pairs:
+                target, value = pairs.pop()
+                if isinstance(target, ast.Name) and _is_slice(value):
+                    out.add(target.id)
+                elif isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)):
+                    pairs += zip(target.elts, value.elts)
+    return out
+
+
 def _sees(source: str, tree: ast.Module, plan: list[Stmt]) -> None:
-    if _TEXT.search(source):
-        mark_with_parents(plan, lambda root: any(_is_slice(n) for n in ast.walk(root)))
+    if not _TEXT.search(source):
+        return
+    names = _sliced_locals(tree)  # their calls become call_cells(...): those statements are visited too
+
+    def wanted(root: ast.AST) -> bool:
+        return any(
+            _is_slice(n) or (isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in names)
+            for n in ast.walk(root)
+        )
+
+    mark_with_parents(plan, wanted)
 
 
 CONSTRUCT = Construct("sequential slice", order=64, sees=_sees)
