@@ -319,7 +319,7 @@ _RUNTIME_WORD = re.compile(r"[A-Za-z_]\w*")
 # In a generated matrix elsewhere: converted code, equal to torch in PyNative and GRAPH_MODE.
 MATRIX = {
     name: "tests/test_einops_graph_matrix.py" for name in ("rearrange", "reduce", "repeat", "Rearrange", "Reduce")
-} | {"CellParameters": "tests/test_module_state_in_graph.py"}
+} | {"CellParameters": "tests/test_module_state_in_graph.py", "call_cells": "tests/test_sequential_slice.py"}
 
 # name → (reason, MindSpore init and expression that show it failing to compile)
 NOT_COMPILED = {

@@ -13,7 +13,7 @@ from typing import Any
 
 from mindspore import nn
 
-__all__ = ["ModuleList"]
+__all__ = ["ModuleList", "call_cells"]
 
 
 class ModuleList(nn.CellList):
@@ -41,3 +41,12 @@ class ModuleList(nn.CellList):
     def insert(self, index: int, cell: Any) -> None:
         super().insert(index, cell)
         self._name_cells()
+
+
+def call_cells(cells: Any, x: Any) -> Any:
+    """A slice of an nn.Sequential called (``self.layers[1:](x)``), taken as a tuple of its cells: each
+    cell in turn, as ``nn.Sequential.forward`` does. GRAPH_MODE compiles the loop without building a
+    container (MindSpore's slice of a SequentialCell renames the parameters it holds)."""
+    for cell in cells:
+        x = cell(x)
+    return x

@@ -15,6 +15,13 @@ gradient, and returns one gradient per input. So:
   GRAPH_MODE; omitted defaults are passed explicitly because GRAPH_MODE requires bprop to take
   exactly the arguments the call passed.
 
+A gradient-checkpoint Function (guided-diffusion's ``CheckpointFunction``, torch's old reentrant
+checkpoint: the forward stores the function it runs on ``ctx``, the backward runs it again and
+differentiates it with ``torch.autograd.grad``/``backward``) computes exactly the gradients of a plain
+call; its backward only trades compute for memory. It becomes a Cell whose ``construct`` is the
+forward (``*args`` included) and has no ``bprop``: MindSpore differentiates the call itself, in both
+modes (for the memory saving: ``mindspore.recompute`` / ``Cell.recompute()``).
+
 A Function the rules cannot express (``ctx.mark_dirty``, higher-order backward, ``*args``) is
 kept as torch code and marked in place, and so are its ``apply`` calls.
 """
@@ -33,7 +40,7 @@ from ..construct import Cache, Construct
 from ..context import RewriteContext
 from ..cstutil import Statement, block
 from ..cstutil import dotted as _dotted
-from ..hooks import attribute, call, leave
+from ..hooks import attribute, call, leave, skip
 
 CONSTRUCT = Construct("autograd.Function", order=10)
 
@@ -55,6 +62,7 @@ class FunctionInfo:
     params: list[str] = field(default_factory=list)  # forward's inputs, after ctx
     defaults: dict[str, str] = field(default_factory=dict)  # param → default source
     problem: str | None = None  # why it cannot be converted (None: convertible)
+    recompute: bool = False  # a gradient checkpoint: the backward only recomputes the forward
     node: ast.ClassDef | None = None
     imported: bool = False  # defined in another project file: its signature is not known here
 
@@ -98,6 +106,11 @@ def analyse(cls: ast.ClassDef) -> FunctionInfo:
         info.problem = _("forward/backward are not staticmethods")
         return info
     setup = methods.get("setup_context")
+    if setup is None and is_recompute(fwd, bwd):
+        info.recompute = True
+        info.params = [a.arg for a in fwd.args.args[1:]]
+        info.problem = _ctx_problem(fwd, {fwd.args.args[0].arg}, callables=frozenset(_stored_inputs(fwd)))
+        return info
     fns = [fwd, bwd, *([setup] if setup else [])]
     varargs = next((fn for fn in fns if _has_varargs(fn)), None)
     if varargs is not None:
@@ -118,13 +131,51 @@ def analyse(cls: ast.ClassDef) -> FunctionInfo:
     return info
 
 
+_DIFFERENTIATES = ("autograd.grad(", "autograd.backward(", ".backward(")
+
+
+def is_recompute(fwd: ast.FunctionDef, bwd: ast.FunctionDef) -> bool:
+    """A gradient checkpoint: the forward keeps one of its inputs on ctx (``ctx.run_function = fn``) and
+    calls it; the backward calls it again and differentiates what it gives (autograd.grad/backward)."""
+    if not (fwd.args.args and bwd.args.args) or not any(k in ast.unparse(bwd) for k in _DIFFERENTIATES):
+        return False
+    fctx, bctx = fwd.args.args[0].arg, bwd.args.args[0].arg
+    stored = _stored_inputs(fwd)
+
+    def called(fn: ast.FunctionDef, ctx: str) -> set[str]:
+        out = set()
+        for n in ast.walk(fn):
+            f = n.func if isinstance(n, ast.Call) else None
+            if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == ctx:
+                out.add(f.attr)
+            elif isinstance(f, ast.Name):
+                out |= {a for a, p in stored.items() if p == f.id}
+        return out
+
+    return bool(called(fwd, fctx) & called(bwd, bctx) & set(stored))
+
+
+def _stored_inputs(fwd: ast.FunctionDef) -> dict[str, str]:
+    """ctx attributes the forward sets to one of its inputs (``ctx.run_function = run_function``) → the input."""
+    fctx = fwd.args.args[0].arg
+    params = {a.arg for a in fwd.args.args[1:]}
+    return {
+        t.attr: n.value.id
+        for n in ast.walk(fwd)
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Name) and n.value.id in params
+        for t in n.targets
+        if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == fctx
+    }
+
+
 def _has_varargs(fn: ast.FunctionDef) -> bool:
     a = fn.args
     return bool(a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs)
 
 
-def _ctx_problem(fn: ast.FunctionDef, ctx_names: set[str]) -> str | None:
-    """ctx used in a way a bprop cannot replay: mark_dirty, other ctx methods, ctx passed around."""
+def _ctx_problem(fn: ast.FunctionDef, ctx_names: set[str], callables: frozenset[str] = frozenset()) -> str | None:
+    """ctx used in a way a bprop cannot replay: mark_dirty, other ctx methods, ctx passed around
+    (``callables``: attributes that hold a function the forward was given, called as ``ctx.fn(...)``)."""
     for n in ast.walk(fn):
         if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in ctx_names:
             if n.attr == "mark_dirty":
@@ -134,7 +185,7 @@ def _ctx_problem(fn: ast.FunctionDef, ctx_names: set[str]) -> str | None:
             and isinstance(n.func, ast.Attribute)
             and isinstance(n.func.value, ast.Name)
             and n.func.value.id in ctx_names
-            and n.func.attr not in _CTX_SAVE | _CTX_DROP
+            and n.func.attr not in _CTX_SAVE | _CTX_DROP | callables
         ):
             return _("ctx.{method}() has no MindSpore bprop equivalent").format(method=n.func.attr)
     # ctx itself passed around (helper(ctx, ...)): its state cannot be followed.
@@ -182,6 +233,15 @@ def has_functions(facts) -> bool:
     return any(FUNCTION in bases for bases in facts.torch_bases.values())
 
 
+@skip(cst.IndentedBlock, when=has_functions)
+def recompute_backward(ctx: RewriteContext, node: cst.IndentedBlock) -> bool:
+    """A gradient checkpoint's backward is dropped (convert_class): its body is not converted nor marked."""
+    if not (ctx.class_stack and ctx.func_stack and ctx.func_stack[-1] == "backward"):
+        return False
+    info = infos(ctx).get(ctx.class_stack[-1])
+    return info is not None and info.recompute and info.problem is None
+
+
 @leave(cst.ClassDef, when=has_functions)
 def convert_class(ctx: RewriteContext, original: cst.ClassDef, updated: cst.ClassDef) -> cst.ClassDef:
     """The class after the main pass converted its expressions (its base is already ``nn.Cell``)."""
@@ -190,6 +250,8 @@ def convert_class(ctx: RewriteContext, original: cst.ClassDef, updated: cst.Clas
         return updated
     if info.problem is not None:
         return _keep(ctx, original, updated, info.problem)
+    if info.recompute:
+        return _recompute(ctx, updated)
     try:
         return _rewrite(ctx, updated, info)
     except _Unsupported as exc:  # a safety net: analyse() refuses these cases up front
@@ -310,6 +372,57 @@ def _rewrite(ctx: RewriteContext, cls: cst.ClassDef, info: FunctionInfo) -> cst.
         base.note = note
     else:
         ctx.record(FUNCTION, "converted", note)
+    return cls.with_changes(body=cls.body.with_changes(body=new_body))
+
+
+RECOMPUTE_NOTE = N_(
+    "gradient checkpointing: torch's backward only ran the forward again to save memory; MindSpore "
+    "differentiates this construct directly (same gradients; mindspore.recompute / Cell.recompute() save the memory)"
+)
+
+
+def _recompute(ctx: RewriteContext, cls: cst.ClassDef) -> cst.ClassDef:
+    """A gradient checkpoint: construct is the forward without ctx (its attributes become locals), no bprop."""
+    body = block(cls.body)
+    fwd = next(s for s in body if isinstance(s, cst.FunctionDef) and s.name.value == "forward")
+    fctx = fwd.params.params[0].name.value
+    original = infos(ctx)[cls.name.value].node
+    assert original is not None
+    taken = _all_names(original)
+    attrs = sorted(
+        {
+            a.attr
+            for a in ast.walk(_methods(original)["forward"])
+            if isinstance(a, ast.Attribute) and isinstance(a.value, ast.Name) and a.value.id == fctx
+        }
+        - _CTX_SAVED
+        - _CTX_SAVE
+        - _CTX_DROP
+    )
+    local = {a: _fresh(f"ctx_{a}", taken) for a in attrs}
+    rewriter = _CtxRewriter(
+        fctx, _fresh("saved", taken), local, len(fwd.params.params) - 1, keep_saves=False, keep_attrs=True
+    )
+    note = cst.EmptyLine(comment=cst.Comment(f"{MARK} " + _(RECOMPUTE_NOTE)))
+    construct = fwd.with_changes(
+        name=cst.Name("construct"),
+        decorators=_no_static(fwd.decorators),
+        params=fwd.params.with_changes(params=[cst.Param(cst.Name("self")), *_commas(list(fwd.params.params[1:]))]),
+        body=rewriter.visit_block(fwd.body),
+        leading_lines=[*fwd.leading_lines, note],
+    )
+    new_body: list[Statement] = []
+    for s in body:
+        if s is fwd:
+            new_body.append(construct)
+        elif not (isinstance(s, cst.FunctionDef) and s.name.value in ("backward", "jvp", "vmap")):
+            new_body.append(s)
+    text = _("gradient checkpoint: forward → construct, backward dropped (MindSpore differentiates the call)")
+    base = next((c for c in reversed(ctx.changes_in_scope()) if c.api == FUNCTION), None)
+    if base is not None:
+        base.note = text
+    else:
+        ctx.record(FUNCTION, "converted", text)
     return cls.with_changes(body=cls.body.with_changes(body=new_body))
 
 
@@ -628,6 +741,9 @@ def apply_call(ctx: RewriteContext, original: cst.Call, updated: cst.Call) -> cs
             f"{info.name} is imported: assumed a torch.autograd.Function "
             "(converted in its own file); GRAPH_MODE needs every forward argument passed, defaults too",
         )
+        return updated.with_changes(func=cell)
+    if info.recompute:
+        ctx.record(f"{FUNCTION}.apply", "converted", f"{info.name}.apply(...) → {info.name}()(...)")
         return updated.with_changes(func=cell)
     if any(a.star for a in args):
         ctx.record(

@@ -78,7 +78,10 @@ def checkpoint(bound: dict[str, str], receiver: str | None, entry: Entry) -> str
     if fn is None:
         raise Unsupported(_("checkpoint() needs the function to run"))
     rest = bound.get("args")
-    return f"mindspore.recompute({fn}, {rest})" if rest else f"mindspore.recompute({fn})"
+    # use_reentrant=False: MindSpore's reentrant form takes Cells only ("Recompute function now only support
+    # block which inherited from Cell"); a method or function (self._forward) needs the other form.
+    args = f"{fn}, {rest}" if rest else fn
+    return f"mindspore.recompute({args}, use_reentrant=False)"
 
 
 @handler

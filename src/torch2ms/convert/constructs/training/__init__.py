@@ -163,6 +163,17 @@ def _general(state: FileState, roles: Roles, stmts, stack, edits: _Edits) -> Non
         )
 
 
+def _function_backward(node: cst.CSTNode, stack: list[cst.CSTNode]) -> bool:
+    """``@staticmethod def backward(ctx, ...)`` directly in a class: a torch.autograd.Function's backward."""
+    return (
+        isinstance(node, cst.FunctionDef)
+        and node.name.value == "backward"
+        and bool(stack)
+        and isinstance(stack[-1], cst.ClassDef)
+        and any(isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod" for d in node.decorators)
+    )
+
+
 class _Collector(cst.CSTVisitor):
     """Statements calling ``.backward()``, with the compound statements around them."""
 
@@ -183,8 +194,9 @@ class _Collector(cst.CSTVisitor):
                         self.zero_grads.append((node, list(self.stack)))
             return False
         if isinstance(node, cst.BaseCompoundStatement):
-            self.stack.append(node)
-            return True
+            self.stack.append(node)  # (on_leave pops it)
+            # an autograd.Function's backward is its gradient rule (autograd_function.py), never a step
+            return not _function_backward(node, self.stack[:-1])
         return not isinstance(node, (cst.BaseExpression, cst.BaseSmallStatement))  # statements only
 
     def on_leave(self, original: cst.CSTNode) -> None:
