@@ -86,7 +86,12 @@ def _state_writes(cls: ast.ClassDef) -> list[tuple[str, ast.AST]]:
             for t in targets:
                 for leaf in ast.walk(t):
                     attr = self_attr(leaf)
-                    if attr is not None and isinstance(leaf.ctx, ast.Store) and attr not in kept:
+                    if (
+                        isinstance(leaf, ast.Attribute)
+                        and isinstance(leaf.ctx, ast.Store)
+                        and attr
+                        and attr not in kept
+                    ):
                         out.append((f"self.{attr} = ... in {cls.name}.{m.name}", n))
     return out
 
@@ -98,8 +103,8 @@ def host_code(tree: ast.Module, imap: ImportMap, forward: list[ast.stmt]) -> tup
     for cls in _module_classes(tree, imap):
         places += [(f"{cls.name}.{m.name}", m) for m in _reached_methods(cls)]
     for cls in _module_classes(tree, imap):
-        for what, node in _state_writes(cls):
-            return what, getattr(node, "lineno", 0)
+        for state, node in _state_writes(cls):
+            return state, getattr(node, "lineno", 0)
     for where, place in places:
         for n in ast.walk(place):
             what = _host_call(n, imap)
