@@ -122,6 +122,48 @@ def test_name_read_after_the_step_still_comes_back(tmp_path):
     assert "out" in _returned(_convert(tmp_path, src))
 
 
+def python_values_script(place: str) -> str:
+    """The forward's only values read after the step are Python ones (seq2seq's ``target_length``): an int
+    from ``len()``, a bool, a float."""
+    src = script("if", place)
+    lines = ["n = len(Y[i])", "big = n > 4", "scale = 1.0 / n"]
+    src = src.replace(
+        "loss = criterion(out, Y[i])\n",
+        "loss = criterion(out, Y[i])\n" + "".join(f"{{indent}}{line}\n" for line in lines),
+        1,
+    )
+    return src
+
+
+@pytest.mark.slow
+@pytest.mark.differential
+@pytest.mark.parametrize("place", PLACES)
+def test_python_values_next_to_the_loss_train_as_torch(tmp_path, place):
+    """MindSpore's has_aux refused a forward whose extra outputs were all Python values ("should be multi
+    output"): they come back as one tuple next to the loss now."""
+    require_module("torch")
+    require_module("mindspore")
+    from torch2ms.trainrun import compare_train
+
+    base = script("if", place)
+    indent = next(line[: len(line) - len(line.lstrip())] for line in base.splitlines() if "loss = criterion(" in line)
+    read = "print(n, big, scale * loss.item())"
+    source = python_values_script(place).replace("{indent}", indent)
+    step_line = next(line for line in source.splitlines() if line.strip() == "loss.backward()")
+    source = source.replace(step_line, step_line + "\n" + indent + read, 1)
+    (tmp_path / "train.py").write_text(source)
+    out = _convert(tmp_path / "c", source)
+    assert "def forward_fn" in out and "not converted" not in out, out
+    rep = compare_train(
+        str(tmp_path / "train.py"),
+        str(tmp_path / "c" / "out" / "train.py"),
+        steps=6,
+        out_dir=str(tmp_path / "cmp"),
+        cwd=str(tmp_path),
+    )
+    assert rep.status == "same", (rep.error, rep.findings, rep.first_divergence)
+
+
 DIFFERENTIAL = [
     ("if", "step_function"),
     ("zero_loop", "two_optimizers"),

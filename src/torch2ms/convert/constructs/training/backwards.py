@@ -68,7 +68,9 @@ def analyse_flow(roles: Roles, container: cst.CSTNode, stack: list[cst.CSTNode])
     _reuse_prepared(roles, stmts, backwards, inner_local)
     for back in backwards:
         back.params = _params(stmts, back.forward, local)
-        back.aux = _aux(scope_ast, stmts, back)
+    carried = {p for back in backwards for p in back.params}  # another backward's forward reads them too
+    for back in backwards:
+        back.aux = _aux(scope_ast, stmts, back, carried)
     if looped:
         _check_retained(stmts, backwards)
     _place_after(stmts, backwards)
@@ -275,13 +277,13 @@ def _first_use(a: ast.stmt, name: str) -> tuple[int, int]:
     return min(found, default=(0, 0))
 
 
-def _aux(scope: ast.AST, asts: list[ast.stmt], back: Backward) -> list[str]:
+def _aux(scope: ast.AST, asts: list[ast.stmt], back: Backward, carried: set[str]) -> list[str]:
     """Names the forward computes that the code around reads (returned next to the loss), in order.
     Reads inside this forward's own statements do not count (they stay locals of forward_fn) unless
-    the name is carried from one call to the next (a parameter of forward_fn): a name bound on one
+    the name is carried to a forward_fn call (a parameter of this one or another one's): a name bound on one
     path only (``topi`` in the branch without teacher forcing) is no return value that may be unbound."""
     own = {id(asts[i]) for i in back.forward}
-    read = set().union(*(reads(n) for n in _pruned(scope, own))) | set(back.params)
+    read = set().union(*(reads(n) for n in _pruned(scope, own))) | carried
     loss = ast.unparse(back.loss)
     order: list[str] = []
     for i in back.forward:
