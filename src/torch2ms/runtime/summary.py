@@ -54,8 +54,17 @@ class SummaryWriter:
             stamp = datetime.now().strftime("%b%d_%H-%M-%S")
             log_dir = os.path.join("runs", f"{stamp}_{socket.gethostname()}{comment}")
         self.log_dir = str(log_dir)
-        self._writer = _event_writer(self.log_dir, max_queue, flush_secs, filename_suffix)
+        self._options = (max_queue, flush_secs, filename_suffix)
+        self._writer = _event_writer(self.log_dir, *self._options)
+        self._available = self._writer is not None
         self._warned: set[str] = set()
+
+    def _file_writer(self) -> Any:
+        """The open event file; after close(), a new one in the same folder, as torch's writer reopens
+        on the next add_* (a script that closes it after add_graph and logs on in the loop)."""
+        if self._writer is None and self._available:
+            self._writer = _event_writer(self.log_dir, *self._options)
+        return self._writer
 
     def get_logdir(self) -> str:
         return self.log_dir
@@ -67,12 +76,12 @@ class SummaryWriter:
         event = Event(summary=summary, wall_time=walltime if walltime is not None else time.time())
         if step is not None:
             event.step = step
-        self._writer.add_event(event)
+        self._file_writer().add_event(event)
 
     def add_scalar(
         self, tag: str, scalar_value: Any, global_step: Any = None, walltime: float | None = None, **_: Any
     ) -> None:
-        if self._writer is None:
+        if self._file_writer() is None:
             return
         from tensorboard.compat.proto.summary_pb2 import Summary
 
@@ -96,7 +105,7 @@ class SummaryWriter:
         **_: Any,
     ) -> None:
         """numpy's bins (30 for torch's default 'tensorflow' scheme): the same counts TensorBoard plots."""
-        if self._writer is None:
+        if self._file_writer() is None:
             return
         import numpy as np
         from tensorboard.compat.proto.summary_pb2 import HistogramProto, Summary
@@ -116,6 +125,7 @@ class SummaryWriter:
     def close(self) -> None:
         if self._writer is not None:
             self._writer.close()
+            self._writer = None
 
     def __enter__(self) -> SummaryWriter:
         return self

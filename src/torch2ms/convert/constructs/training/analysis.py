@@ -177,6 +177,7 @@ def analyse_step(roles: Roles, bstmt: cst.SimpleStatementLine, stack: list[cst.C
     ib = next(i for i, s in enumerate(body) if s is bstmt)
     loss, scaler = _backward_target(stmts, ib)
     step_at, step_in_if, opt = _step(roles, stmts, ib)
+    _one_optimizer(roles, stmts, opt)
     zero_at = [i for i, a in enumerate(stmts) if method_call(a, "zero_grad") is not None or helper_zeros(roles, a)]
     between = list(range(ib + 1, step_at))
     clips = [i for i in between if roles.clip(stmts[i]) is not None]
@@ -310,6 +311,22 @@ def _step(roles: Roles, asts: list[ast.stmt], ib: int) -> tuple[int, bool, str]:
                 if c is not None and roles.is_optimizer(ast.unparse(c.func.value)):  # type: ignore[attr-defined]
                     return i, True, ast.unparse(c.func.value)  # type: ignore[attr-defined]
     raise NotConvertible(_("no optimizer.step() after loss.backward() in the same loop body"))
+
+
+def _one_optimizer(roles: Roles, asts: list[ast.stmt], opt: str) -> None:
+    """The single TrainStep updates one optimizer: a loop that steps another one too (``enc_opt.step();
+    dec_opt.step()`` after one backward) is the general step's (which follows each optimizer's gradients)."""
+    for a in asts:
+        for n in ast.walk(a):
+            if (
+                isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Attribute)
+                and n.func.attr == "step"
+                and not n.args
+                and ast.unparse(n.func.value) != opt
+                and roles.is_optimizer(ast.unparse(n.func.value))
+            ):
+                raise NotConvertible(_("several optimizers step in this loop: one update per optimizer"))
 
 
 def _scaler_roles(
@@ -531,6 +548,31 @@ def trained_module(roles: Roles, opt: str, scope: ast.AST, fwd: list[ast.stmt]) 
                 ):
                     return ast.unparse(n.func)
     return None
+
+
+def forward_modules(roles: Roles, fwd: list[ast.stmt]) -> list[str]:
+    """Every module the forward calls by name (``decoder(x, h)`` beside ``encoder(x)``, ``netD(netG(z))``), in
+    evaluation order: a name the file uses as a module (``Roles.module_names``) whose mode the file never sets
+    (no ``name.train()`` / ``name.eval()`` anywhere: a frozen network put in eval mode stays as it is)."""
+    moded = {
+        n.func.value.id
+        for n in nodes(roles.tree)
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr in ("train", "eval")
+        and isinstance(n.func.value, ast.Name)
+    }
+    found = [
+        n.func.id
+        for a in fwd
+        for n in post_order(a)
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Name)
+        and n.func.id in roles.module_names
+        and n.func.id not in moded
+        and not roles.resolve(n.func)
+    ]
+    return list(dict.fromkeys(found))
 
 
 def post_order(node: ast.AST):

@@ -18,7 +18,7 @@ import libcst as cst
 from ....i18n import _
 from ...cstutil import Statement
 from .amp import inline_autocast
-from .analysis import Roles, method_call, sets_mode
+from .analysis import Roles, forward_modules, method_call, sets_mode
 from .errors import NotConvertible
 from .flow import (
     LOOPS,
@@ -68,7 +68,9 @@ def analyse_flow(roles: Roles, container: cst.CSTNode, stack: list[cst.CSTNode])
     _reuse_prepared(roles, stmts, backwards, inner_local)
     for back in backwards:
         back.params = _params(stmts, back.forward, local)
-        back.aux = _aux(scope_ast, stmts, back)
+    carried = {p for back in backwards for p in back.params}  # another backward's forward reads them too
+    for back in backwards:
+        back.aux = _aux(scope_ast, stmts, back, carried)
     if looped:
         _check_retained(stmts, backwards)
     _place_after(stmts, backwards)
@@ -275,9 +277,13 @@ def _first_use(a: ast.stmt, name: str) -> tuple[int, int]:
     return min(found, default=(0, 0))
 
 
-def _aux(scope: ast.AST, asts: list[ast.stmt], back: Backward) -> list[str]:
-    """Names the forward computes that the code around reads (returned next to the loss), in order."""
-    read = reads(scope)
+def _aux(scope: ast.AST, asts: list[ast.stmt], back: Backward, carried: set[str]) -> list[str]:
+    """Names the forward computes that the code around reads (returned next to the loss), in order.
+    Reads inside this forward's own statements do not count (they stay locals of forward_fn) unless
+    the name is carried to a forward_fn call (a parameter of this one or another one's): a name bound on one
+    path only (``topi`` in the branch without teacher forcing) is no return value that may be unbound."""
+    own = {id(asts[i]) for i in back.forward}
+    read = set().union(*(reads(n) for n in _pruned(scope, own))) | carried
     loss = ast.unparse(back.loss)
     order: list[str] = []
     for i in back.forward:
@@ -286,6 +292,22 @@ def _aux(scope: ast.AST, asts: list[ast.stmt], back: Backward) -> list[str]:
             if text in writes(asts[i]) and text in read and text != loss and text not in order and "." not in text:
                 order.append(text)
     return order
+
+
+def _pruned(node: ast.AST, skip: set[int]) -> list[ast.AST]:
+    """The statements and expressions directly under ``node``'s statements, the subtrees in ``skip`` left
+    out (each returned node is whole: reads() of it sees no skipped statement)."""
+    out: list[ast.AST] = []
+    for _field, value in ast.iter_fields(node):
+        children = value if isinstance(value, list) else [value]
+        for child in children:
+            if not isinstance(child, ast.AST) or id(child) in skip:
+                continue
+            if isinstance(child, ast.stmt) and any(id(n) in skip for n in ast.walk(child)):
+                out += _pruned(child, skip)
+            else:
+                out.append(child)
+    return out
 
 
 def _place_after(asts: list[ast.stmt], backwards: list[Backward]) -> None:
@@ -343,9 +365,10 @@ def _modules_to_train(
     training mode, MindSpore cells do not)."""
     if sets_mode(scope, min(asts[i].lineno for b in backwards for i in b.forward)):
         return []
+    called = forward_modules(roles, [asts[i] for b in backwards for i in b.forward])
     modules = [h.module for h in holders.by_key.values() if h.module]
     if modules:
-        return list(dict.fromkeys(modules))  # type: ignore[arg-type]
+        return list(dict.fromkeys([*modules, *called]))  # type: ignore[list-item]
     for back in backwards:
         for i in back.forward:
             for n in ast.walk(asts[i]):
@@ -355,8 +378,8 @@ def _modules_to_train(
                     and not roles.resolve(n.func)
                     and n.func.id not in vars(builtins)  # range(...) in the forward is no model
                 ):
-                    return [n.func.id]
-    return []
+                    return list(dict.fromkeys([n.func.id, *called]))  # decoder(...) as well as encoder(...)
+    return called
 
 
 __all__ = ["analyse_flow", "Statement"]

@@ -26,7 +26,7 @@ from ...changes import MARK
 from ...cstutil import Statement, block, code
 from ...generated import GeneratedRefs
 from .amp import Amp, RenameCall
-from .analysis import CLIP_VALUE, Roles, StepPlan, method_call, sets_mode, trained_module
+from .analysis import CLIP_VALUE, Roles, StepPlan, forward_modules, method_call, sets_mode, trained_module
 from .bindings import maybe_unbound
 from .host_code import host_code, host_draws
 
@@ -138,10 +138,15 @@ class StepWriter:
         if amp_model is not None and amp is not None:
             setup = [self._amp_setup(amp, amp_model), gen.blank_lines(setup[0], self.gap), *setup[1:]]
         if not sets_mode(plan.scope_ast, min(plan.asts[i].lineno for i in plan.forward)):
-            model = trained_module(self.roles, plan.opt, plan.scope_ast, [plan.asts[i] for i in plan.forward])
-            if model:
-                mode = gen.statement(comment_template(TRAIN_MODE, TRAIN_MODE_NOTE), self.refs, model=expr(model))
-                setup = [mode, gen.blank_lines(setup[0], self.gap), *setup[1:]]
+            fwd = [plan.asts[i] for i in plan.forward]
+            model = trained_module(self.roles, plan.opt, plan.scope_ast, fwd)
+            models = list(dict.fromkeys([model, *forward_modules(self.roles, fwd)] if model else []))
+            if models:
+                modes = [
+                    gen.statement(comment_template(TRAIN_MODE, TRAIN_MODE_NOTE), self.refs, model=expr(m))
+                    for m in models
+                ]
+                setup = [*modes, gen.blank_lines(setup[0], self.gap), *setup[1:]]
         for a in [plan.asts[i] for i in plan.forward]:
             for n in ast.walk(a):
                 if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and not self.roles.resolve(n.func):

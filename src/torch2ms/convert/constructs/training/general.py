@@ -66,6 +66,20 @@ KEPT_NOTE = N_(
 )
 
 
+def _aux_values(aux: list[str]) -> list[cst.BaseExpression]:
+    """What forward_fn returns next to its loss, as one tuple ``(a, b)`` (``(a,)`` for one): MindSpore's
+    ``has_aux`` refuses a forward whose extra outputs are all Python values ("should be multi output, but
+    got ..."): ``target_length`` alone, an ``int`` from ``len()``, a ``bool``, ``None``."""
+    if not aux:
+        return []
+    return [
+        cst.Tuple(
+            [cst.Element(cst.Name(n), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) for n in aux[:-1]]
+            + [cst.Element(cst.Name(aux[-1]), comma=cst.Comma() if len(aux) == 1 else cst.MaybeSentinel.DEFAULT)]
+        )
+    ]
+
+
 class GeneralWriter:
     """Writes one Flow (names are fresh in the file)."""
 
@@ -157,13 +171,13 @@ class GeneralWriter:
         then what the code around reads."""
         loss = expr(ast.unparse(back.loss))
         scaled = [expr(f"{back.scaler}.scale({ast.unparse(back.loss)})")] if back.scaler else []
-        return [*scaled, loss, *map(cst.Name, back.aux)]
+        return [*scaled, loss, *_aux_values(back.aux)]
 
     def _call(self, back: Backward, grad_fn: str, rerun: list[str]) -> None:
         flow = self.flow
         loss = ast.unparse(back.loss)
         names = [expr(self.fresh("scaled_loss"))] if back.scaler else []
-        values = gen.tuple_of([*names, expr(loss), *map(cst.Name, back.aux)], parens=bool(back.aux or back.scaler))
+        values = gen.tuple_of([*names, expr(loss), *_aux_values(back.aux)], parens=bool(back.aux or back.scaler))
         call = gen.statement(
             GRAD_CALL,
             self.refs,

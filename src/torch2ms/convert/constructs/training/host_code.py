@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 
+from ....analysis.forward_state import forward_caches, recast_attributes, self_attr
 from ....analysis.imports import ImportMap
 
 _HOST_METHODS = frozenset({"numpy", "asnumpy", "item", "tolist"})
@@ -71,12 +72,39 @@ def _host_call(node: ast.AST, imap: ImportMap) -> str | None:
     return None
 
 
+def _state_writes(cls: ast.ClassDef) -> list[tuple[str, ast.AST]]:
+    """Attributes the compiled methods of ``cls`` assign (``self.hidden = (h, c)`` kept for the next call): a
+    graph cannot carry a value assigned to the Cell in construct ("the 'hx' must be Tuple, but got
+    Tensor[Float64]"). The caches and casts the graph-mode construct rewrites into locals are left out."""
+    caches = set(forward_caches(cls))
+    recasts = recast_attributes(cls)
+    out: list[tuple[str, ast.AST]] = []
+    for m in _reached_methods(cls):
+        kept = caches | set(recasts.get(m.name, []))
+        for n in ast.walk(m):
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, ast.AugAssign) else []
+            for t in targets:
+                for leaf in ast.walk(t):
+                    attr = self_attr(leaf)
+                    if (
+                        isinstance(leaf, ast.Attribute)
+                        and isinstance(leaf.ctx, ast.Store)
+                        and attr
+                        and attr not in kept
+                    ):
+                        out.append((f"self.{attr} = ... in {cls.name}.{m.name}", n))
+    return out
+
+
 def host_code(tree: ast.Module, imap: ImportMap, forward: list[ast.stmt]) -> tuple[str, int] | None:
     """(what, line) of the first host code the step reaches: a method of the file's modules' forward,
     or a forward statement of the loop; None when the step can be compiled."""
     places: list[tuple[str, ast.AST]] = [("", s) for s in forward]
     for cls in _module_classes(tree, imap):
         places += [(f"{cls.name}.{m.name}", m) for m in _reached_methods(cls)]
+    for cls in _module_classes(tree, imap):
+        for state, node in _state_writes(cls):
+            return state, getattr(node, "lineno", 0)
     for where, place in places:
         for n in ast.walk(place):
             what = _host_call(n, imap)
