@@ -4,7 +4,8 @@ place (the importer gets the MindSpore object, no torch needed); only a name wit
 the torch import, marked. Otherwise the import is a leftover and goes like any unused import.
 
 Matrix: name (mapped: TensorDataset, DataLoader; unmapped: load_state_dict_from_url) x importer (none,
-a sibling ``from a import X``, a package ``__init__`` re-export, ``from .a import X``) x file kind
+a sibling ``from a import X``, a package ``__init__`` re-export, ``from .a import X``, ``import a`` then
+``a.X``) x file kind
 (script with a main guard, module). The converted project runs with torch, torchvision, einops and
 torch2ms blocked (MindSpore alone), except where the unmapped name is really re-exported: there the
 torch import is kept with its mark, and the importer gets torch's working function.
@@ -40,7 +41,15 @@ USES = {
     "load_state_dict_from_url": "",
 }
 
-IMPORTERS = ("none", "sibling", "package_init", "relative")
+# ``import a`` then ``a.X``: the importer's reads are not converted (they read a's binding itself);
+# DataLoader's MindSpore name (GeneratorDataset) takes other arguments, so only its binding is checked.
+ATTR_USES = {
+    "TensorDataset": "ds = a.TensorDataset(torch.ones(4, 2))\nassert len(ds) == 4\n",
+    "DataLoader": "",
+    "load_state_dict_from_url": "",
+}
+
+IMPORTERS = ("none", "sibling", "package_init", "relative", "module_attr")
 KINDS = ("script", "module")
 
 TORCH_IMPORT = re.compile(r"^\s*(import|from) torch(\.|\s|$)", re.MULTILINE)
@@ -73,7 +82,7 @@ def _importer(name: str, spelling: str) -> str:
 def _project(src: Path, name: str, importer: str, kind: str) -> str:
     """Write the project; the code that runs it (from the converted root)."""
     files: dict[str, str] = {}
-    if importer in ("none", "sibling"):
+    if importer in ("none", "sibling", "module_attr"):
         files["a.py"] = _module_a(name, kind)
     else:
         files["pkg/a.py"] = _module_a(name, kind)
@@ -83,6 +92,9 @@ def _project(src: Path, name: str, importer: str, kind: str) -> str:
             run += "print('OK')\n"
     elif importer == "sibling":
         files["b.py"] = _importer(name, "from a")
+        run = "import runpy\nrunpy.run_path('b.py', run_name='__main__')\n"
+    elif importer == "module_attr":
+        files["b.py"] = f"import torch\nimport a\n{ATTR_USES[name]}assert callable(a.{name})\nprint('OK')\n"
         run = "import runpy\nrunpy.run_path('b.py', run_name='__main__')\n"
     elif importer == "package_init":
         files["pkg/__init__.py"] = f"from .a import {name}\n"
@@ -120,7 +132,7 @@ def test_unread_torch_import_is_reexport_only_when_imported(tmp_path, name, impo
     run = _project(src, name, importer, kind)
     convert_tree(src, out)
     texts = {p.relative_to(out).as_posix(): p.read_text(encoding="utf-8") for p in sorted(out.rglob("*.py"))}
-    a = texts["a.py" if importer in ("none", "sibling") else "pkg/a.py"]
+    a = texts["a.py" if importer in ("none", "sibling", "module_attr") else "pkg/a.py"]
     mapped = NAMES[name][1]
     kept = importer != "none" and not mapped  # a real re-export with no MindSpore name: torch's stays
     for rel, text in texts.items():
