@@ -109,3 +109,47 @@ def project_bindings(
                         visible[m][k] = v
                         changed = True
     return {m: {k: v for k, v in visible[m].items() if k not in own[m]} for m in trees}
+
+
+# A module's reads of other project modules (``imported_names``): whether it is a package's
+# ``__init__``, its import-from statements (any depth), its ``import x [as y]`` bindings (local →
+# dotted name) and the attributes read on each plain name (``y.X``).
+ModuleUses = tuple[bool, list[ast.ImportFrom], dict[str, str], dict[str, set[str]]]
+
+
+def module_uses(tree: ast.Module, is_package: bool) -> ModuleUses:
+    """What ``imported_names`` reads of one module (kept instead of its tree)."""
+    froms: list[ast.ImportFrom] = []
+    aliases: dict[str, str] = {}
+    attrs: dict[str, set[str]] = {}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.ImportFrom):
+            froms.append(n)
+        elif isinstance(n, ast.Import):
+            aliases.update({a.asname: a.name for a in n.names if a.asname})
+            aliases.update({a.name: a.name for a in n.names if not a.asname and "." not in a.name})
+        elif isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name):
+            attrs.setdefault(n.value.id, set()).add(n.attr)
+    return is_package, froms, aliases, attrs
+
+
+def imported_names(uses: Mapping[str, ModuleUses]) -> dict[str, set[str]]:
+    """Per project module: the names other project modules import from it (``from m import X``,
+    ``from .m import X``, ``import m`` then ``m.X``; ``"*"``: a star import takes them all)."""
+    modules = set(uses)
+    out: dict[str, set[str]] = {m: set() for m in modules}
+    for m, (is_package, froms, aliases, attrs) in uses.items():
+        bound = {local: target for local, target in aliases.items() if target in modules}
+        for node in froms:
+            target = _targets(node, m, is_package, modules)
+            if target is None or target == m:
+                continue
+            for a in node.names:
+                if f"{target}.{a.name}" in modules:  # from pkg import sub: a module, read as sub.X
+                    bound[a.asname or a.name] = f"{target}.{a.name}"
+                else:
+                    out[target].add(a.name)
+        for local, target in bound.items():
+            if target != m:
+                out[target] |= attrs.get(local, set())
+    return out

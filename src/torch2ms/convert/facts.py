@@ -49,6 +49,8 @@ class ModuleFacts:
     nested_torch_imports: bool = False  # a torch import inside a function or block
     # torch names imported here but never read here: other modules import them from this one
     reexports: set[str] = field(default_factory=set)
+    # re-exported torch names the KB maps: local name → the MindSpore name imported in their place
+    reexport_ms: dict[str, str] = field(default_factory=dict)
     # facts the constructs compute for themselves (construct.Facts → its value; absent: the file has none)
     construct_facts: dict[object, object] = field(default_factory=dict)
     tree: ast.Module | None = field(default=None, repr=False)
@@ -114,7 +116,9 @@ def module_facts(
     local_roots: frozenset[str] = frozenset(),
     project_modules: frozenset[str] = frozenset(),
     imap: ImportMap | None = None,
+    imported: frozenset[str] | None = None,
 ) -> ModuleFacts:
+    """``imported``: the names other project modules import from this one (None: not known)."""
     imap = imap or ImportMap.from_tree(tree, local_roots)
     star_names = _bind_star_names(tree, imap, kb)
     mclasses = module_classes(tree, imap, project_modules)
@@ -168,6 +172,7 @@ def module_facts(
     plan = build_plan(tree, imap, kb)
     top = {id(n) for n in tree.body}
     nested = any(id(x.node) not in top and _imports_framework(x.node, imap) for x in plan)
+    reexports, reexport_ms = _split_reexports(_reexports(tree, imap, imported), imap, kb)
     return ModuleFacts(
         imap,
         mclasses,
@@ -179,7 +184,8 @@ def module_facts(
         plan,
         star_names,
         nested,
-        reexports=_reexports(tree, imap),
+        reexports=reexports,
+        reexport_ms=reexport_ms,
         tree=tree,
         sub_modules=sub_modules,
     )
@@ -330,12 +336,14 @@ _TORCH_SUBMODULES = frozenset(
 ) | frozenset({"torch.nn.functional", "torch.nn.init", "torch.utils.data", "torch.optim.lr_scheduler"})
 
 
-def _reexports(tree: ast.Module, imap: ImportMap) -> set[str]:
+def _reexports(tree: ast.Module, imap: ImportMap, imported: frozenset[str] | None = None) -> set[str]:
     """Torch names a file imports but never reads itself (``from torch.hub import
-    load_state_dict_from_url`` in a utils module): other modules import them from here, so the
-    import stays (it has no MindSpore meaning to convert to). A script (a top-level ``if __name__ ==
-    "__main__":`` block) is run, not imported from: what it imports and never reads is a leftover."""
-    if any(_is_main_guard(node) for node in tree.body):
+    load_state_dict_from_url`` in a utils module) that other modules import from here.
+    ``imported``: the names other project modules import from this one (project conversion): only
+    those are re-exports, any other unread import is a leftover. Not known (one file converted alone):
+    every unread one, unless the file is a script (a top-level ``if __name__ == "__main__":`` block),
+    which is run, not imported from."""
+    if imported is None and any(_is_main_guard(node) for node in tree.body):
         return set()
     candidates = {
         a.asname or a.name
@@ -344,11 +352,36 @@ def _reexports(tree: ast.Module, imap: ImportMap) -> set[str]:
         for a in node.names
         if a.name != "*" and f"{node.module}.{a.name}" not in _TORCH_SUBMODULES
     }
+    if imported is not None:  # a chain: ``from .a import X`` in a package's ``__init__`` others import X from
+        candidates |= {
+            a.asname or a.name
+            for node in nodes(tree)
+            if isinstance(node, ast.ImportFrom) and (node.level or not imap.is_framework(node.module))
+            for a in node.names
+            if imap.is_framework(full := imap.names.get(a.asname or a.name)) and full not in _TORCH_SUBMODULES
+        }
+    if imported is not None and "*" not in imported:
+        candidates &= imported
     if not candidates:
         return set()
     read = {n.id for n in nodes(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     read |= {n.value.id for n in nodes(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)}
     return candidates - read
+
+
+def _split_reexports(names: set[str], imap: ImportMap, kb: KB) -> tuple[set[str], dict[str, str]]:
+    """Re-exported torch names → (those kept as torch's, {local name: the MindSpore name the KB maps
+    it to}): an importer reading one unconverted gets the MindSpore object instead of needing torch."""
+    kept: set[str] = set()
+    mapped: dict[str, str] = {}
+    for local in names:
+        full = imap.names.get(local, "")
+        entry = kb.get(full) if full else None
+        if entry is not None and entry.status != "no-equivalent" and entry.ms.startswith("mindspore."):
+            mapped[local] = entry.ms
+        else:
+            kept.add(local)
+    return kept, mapped
 
 
 def _is_main_guard(node: ast.stmt) -> bool:

@@ -43,7 +43,7 @@ def settle_imports(module: cst.Module, ctx: RewriteContext) -> str:
     torch_locals = {n for n, full in facts.imap.names.items() if facts.imap.is_framework(full)}
     reexports = facts.reexports
     keep = set(ctx.still_needed) | reexports
-    interop = _numpy_interop(ctx) + _format_interop(ctx)
+    interop = _numpy_interop(ctx) + _format_interop(ctx) + _mapped_reexports(facts.reexport_ms)
     aliases = aliases_in_use(ctx)
     # ``from torch import *`` binds ``int``, ``range``, ``max``...: the converted code's own builtins
     # (``int(...)`` in torch.range's rewrite) are no reads of torch's (unconverted ones are marked).
@@ -145,6 +145,18 @@ def _torch_names_used(code: str, candidates: set[str]) -> set[str]:
 
 _NUMPY_NOTE = N_("numpy scalars defer to MindSpore tensors (np.float64 * Tensor is a Tensor), as to torch's")
 _NUMPY_HELPER = "numpy_defers_to_tensors"
+
+
+def _mapped_reexports(mapped: dict[str, str]) -> list[cst.SimpleStatementLine]:
+    """Torch names other project modules import from this one, which the KB maps: MindSpore's
+    names are imported in their place (``from mindspore.dataset.dataloader import TensorDataset``),
+    so an importer gets the MindSpore object and the module needs no torch."""
+    lines = []
+    for local, ms_name in sorted(mapped.items()):
+        module, _dot, name = ms_name.rpartition(".")
+        alias = "" if name == local else f" as {local}"
+        lines.append(_parse_import(f"from {module} import {name}{alias}  # noqa: F401 - re-exported"))
+    return lines
 
 
 def _numpy_interop(ctx: RewriteContext) -> list[cst.SimpleStatementLine]:

@@ -106,7 +106,9 @@ def _top_level_stores(tree: ast.Module) -> set[str]:
 
 def facts(state: FileState) -> None:
     assert state.tree is not None
-    state.facts = module_facts(state.tree, state.kb, state.local_roots, state.project_modules, state.imap)
+    state.facts = module_facts(
+        state.tree, state.kb, state.local_roots, state.project_modules, state.imap, state.imported_names
+    )
     state.facts.source = state.source
 
 
@@ -143,7 +145,7 @@ def refresh(constructs: Constructs, state: FileState) -> None:
     code = state.module.code
     tree = ast.parse(code)
     imap = project_import_map(tree, state.local_roots, state.project_names)
-    new = module_facts(tree, state.kb, state.local_roots, state.project_modules, imap)
+    new = module_facts(tree, state.kb, state.local_roots, state.project_modules, imap, state.imported_names)
     new.source = code
     for cls, fn, name in state.assumed_modules:
         new.assume_module(cls, fn, name)
@@ -238,6 +240,7 @@ def convert_source(
     project_modules: frozenset[str] = frozenset(),
     project_names: dict[str, str] | None = None,
     tree: ast.Module | None = None,
+    imported_names: frozenset[str] | None = None,
 ) -> ConvertedModule:
     """Convert one module. A file that cannot be parsed comes back unchanged with the error.
 
@@ -245,8 +248,10 @@ def convert_source(
     ``project_modules``: names of the project's nn.Module subclasses defined in other files.
     ``project_names``: torch names the file gets from other project files (analysis/project_names.py).
     ``tree``: ``ast.parse(source)`` when the caller has it already (not parsed twice).
+    ``imported_names``: names other project files import from this one (None: not known).
     """
     state = FileState(path, source, kb or load_kb(), local_roots, project_modules, dict(project_names or {}))
+    state.imported_names = imported_names
     state.tree = tree
     with collector_paused():
         for stage in stages():

@@ -27,7 +27,7 @@ from typing import IO
 
 from ..analysis.astwalk import walk
 from ..analysis.imports import ImportMap
-from ..analysis.project_names import module_name, project_bindings
+from ..analysis.project_names import ModuleUses, imported_names, module_name, module_uses, project_bindings
 from ..analysis.sourcefiles import BadInput, TreeListing, display, read_python, skip_reason, walk_tree
 from ..i18n import N_, _
 from ..progress import Progress
@@ -213,15 +213,23 @@ def _top_level_imports(tree: ast.Module) -> ast.Module:
 
 
 def _project_facts(
-    py_files: list[Path], base: Path, roots: frozenset[str], layers: dict | None = None
+    py_files: list[Path],
+    base: Path,
+    roots: frozenset[str],
+    layers: dict | None = None,
+    imported: dict[str, set[str]] | None = None,
 ) -> tuple[frozenset[str], dict[str, dict[str, str]]]:
     """Class names that subclass nn.Module anywhere in the project (bases followed across files by name),
-    and per module the torch names it gets from other project files (``from .parts import *``)."""
+    and per module the torch names it gets from other project files (``from .parts import *``).
+    ``imported`` (filled when given): per module, the names other project modules import from it."""
     classes: list[tuple[str, tuple[str, ...], bool]] = []
     imports: dict[str, tuple[ast.Module, bool]] = {}
+    uses: dict[str, ModuleUses] | None = {} if imported is not None else None
     with collector_paused():  # each tree is freed as the next is parsed (no cycles): nothing to collect
         for p in py_files:
-            _project_file_facts(p, base, roots, classes, imports, layers)
+            _project_file_facts(p, base, roots, classes, imports, layers, uses)
+    if imported is not None and uses is not None:
+        imported.update(imported_names(uses))
     found: set[str] = set()
     changed = True
     while changed:
@@ -240,6 +248,7 @@ def _project_file_facts(
     classes: list[tuple[str, tuple[str, ...], bool]],
     imports: dict[str, tuple[ast.Module, bool]],
     layers: dict | None = None,
+    uses: dict[str, ModuleUses] | None = None,
 ) -> None:
     """One file's part of ``_project_facts``: its classes and its top-level imports (and its layer map)."""
     try:
@@ -252,6 +261,8 @@ def _project_file_facts(
         imports[name] = (_top_level_imports(tree), p.name == "__init__.py")
     except ValueError:
         return
+    if uses is not None:
+        uses[name] = module_uses(tree, p.name == "__init__.py")
     if layers is not None:
         layer_map.record(tree, name, roots, layers)
 
@@ -339,7 +350,8 @@ def _convert_tree(
     report.skipped = [(_rel(p.path, base), p.reason) for p in listing.skipped]
     roots = local_packages(src_p)
     layers: dict = {}
-    modules, names = _project_facts(listing.python, base, roots, layers)
+    imported: dict[str, set[str]] = {}
+    modules, names = _project_facts(listing.python, base, roots, layers, imported)
     tmp = fresh_temp_dir(out_p)
     spill = _Spill()
     uses_vision_package = False
@@ -347,7 +359,9 @@ def _convert_tree(
     packages = _package_dirs(listing.python, base) if src_p.is_dir() else frozenset()
     try:
         levels = (lambda rel: _import_level(rel, packages)) if vendor is not None else None
-        for job, outcome in _run(listing.python, base, roots, modules, names, jobs, progress, levels):
+        # one file converted alone: who imports from it is not known
+        known = imported if src_p.is_dir() else None
+        for job, outcome in _run(listing.python, base, roots, modules, names, jobs, progress, levels, known):
             # (the worker found whether torchvision_ms is used and pointed the runtime imports at the vendor)
             uses_vision_package |= outcome.uses_vision_package
             if vendor is not None and outcome.runtime is not None:
@@ -424,6 +438,7 @@ def _run(
     jobs: int | None,
     progress: bool | Progress,
     runtime_level: Callable[[str], int] | None = None,
+    imported: dict[str, set[str]] | None = None,
 ) -> Iterator[tuple[Job, Outcome]]:
     from ..kb import load_kb
 
@@ -440,10 +455,16 @@ def _run(
             _size(p),
             tuple(sorted(names.get(module_name(p.relative_to(base)), {}).items())),
             runtime_level(str(p.relative_to(base))) if runtime_level is not None else None,
+            _imported(imported, module_name(p.relative_to(base))),
         )
         for p in files
     )
     return _with_progress(run_jobs(work, workers), len(files), progress)
+
+
+def _imported(imported: dict[str, set[str]] | None, module: str) -> tuple[str, ...] | None:
+    """The names other project modules import from MODULE (None: not known)."""
+    return None if imported is None else tuple(sorted(imported.get(module, ())))
 
 
 def _size(p: Path) -> int:

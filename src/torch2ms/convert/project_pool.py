@@ -85,6 +85,8 @@ class Job:
     # Vendored runtime (runtime_vendor.py): the import level of the converted module's runtime imports;
     # None: they stay ``torch2ms.runtime``.
     runtime_level: int | None = None
+    # names other project files import from this one (facts.py ``_reexports``); None: not known
+    imported_names: tuple[str, ...] | None = None
 
     @property
     def cpu_budget(self) -> int:
@@ -188,6 +190,7 @@ def _convert(job: Job) -> Outcome:
             project_modules=job.project_modules,
             project_names=dict(job.project_names),
             tree=tree,
+            imported_names=frozenset(job.imported_names) if job.imported_names is not None else None,
         )
         converted = None
         if mod.changed and mod.error is None and depth >= 0:

@@ -27,6 +27,7 @@ class FileState:
     project_modules: frozenset[str] = frozenset()  # Module subclasses defined in other project files
     # torch names this file gets from other project files (from .parts import *): name → full name
     project_names: dict[str, str] = field(default_factory=dict)
+    imported_names: frozenset[str] | None = None  # names other project files import from this one
     tree: ast.Module | None = None  # the ast of ``source``: original positions
     imap: ImportMap | None = None
     facts: ModuleFacts | None = None
