@@ -156,7 +156,7 @@ def patch_loaders(side: Any, record: bool) -> None:
         finally:
             side.in_loader = False
         side.on_batch(self._t2ms_index, batch, record)
-        return batch
+        return side.widen_batch(batch)
 
     base.__init__ = __init__  # type: ignore[method-assign]
     base.__next__ = __next__  # type: ignore[method-assign]
