@@ -64,10 +64,26 @@ def _reached_methods(cls: ast.ClassDef) -> list[ast.FunctionDef]:
     return [methods[m] for m in sorted(seen)]
 
 
-def _host_call(node: ast.AST, imap: ImportMap) -> str | None:
-    """What makes this node host code: ``.numpy()``/``.item()``/``.tolist()``, or a torch layer built."""
-    if not isinstance(node, ast.Call):
+_COMPREHENSIONS = (ast.GeneratorExp, ast.ListComp, ast.SetComp, ast.DictComp)
+
+
+def _data_in_comprehension(node: ast.AST) -> str | None:
+    """``tuple(h.data for h in hidden)``: MindSpore 2.10's graph cannot compile ``.data`` on a comprehension's
+    own variable ("Illegal AnfNode for evaluating", measured; ``h.data`` elsewhere compiles)."""
+    if not isinstance(node, _COMPREHENSIONS):
         return None
+    own = {t.id for g in node.generators for t in ast.walk(g.target) if isinstance(t, ast.Name)}
+    for n in ast.walk(node):
+        if isinstance(n, ast.Attribute) and n.attr == "data" and isinstance(n.value, ast.Name) and n.value.id in own:
+            return f"{n.value.id}.data in a comprehension"
+    return None
+
+
+def _host_call(node: ast.AST, imap: ImportMap) -> str | None:
+    """What makes this node host code: ``.numpy()``/``.item()``/``.tolist()``, or a torch layer built, or
+    ``.data`` on a comprehension's variable."""
+    if not isinstance(node, ast.Call):
+        return _data_in_comprehension(node)
     func = node.func
     if isinstance(func, ast.Attribute) and func.attr in _HOST_METHODS and not node.args and not node.keywords:
         return f".{func.attr}()"
