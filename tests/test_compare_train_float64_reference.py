@@ -10,8 +10,9 @@ float32 run parted from itself by 5.7e-3 by step 5. The loader's floating tensor
 reference run too.
 
 Generated matrix: how the loss meets the batch (BCE with the input as target, a float target of the
-batch, a batch as a dict, a functional loss) x the loader's batch form: the float64 reference trains
-all its steps in real torch, each loss within float32 rounding of the float32 run's.
+batch, a batch as a dict, a functional loss) x the loader's batch form, and a target built by the script
+(``torch.ones(n) * 0.9``, al_dcgan_mnist's label: a loss module's inputs are widened with the model's
+output): the float64 reference trains all its steps in real torch, each loss within float32 rounding of the float32 run's.
 """
 
 from __future__ import annotations
@@ -39,7 +40,10 @@ LOSSES = {
     "bce_input_target": "nn.BCELoss(reduction='sum')(torch.sigmoid(model(x)), x)",
     "mse_float_target": "F.mse_loss(model(x)[:, :1], y)",
     "l1_functional": "F.l1_loss(model(x), x) + (model(x)[:, :1] - y).pow(2).mean()",
+    # a target the script builds before the model's first call (a GAN's smoothed label): float32
+    "bce_own_label": "nn.BCELoss()(torch.sigmoid(model(x)[:, :1]), label)",
 }
+PRE = {"bce_own_label": "label = torch.ones(x.shape[0], 1) * 0.9"}
 SCRIPT = """import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -53,6 +57,7 @@ model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 6))
 optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
 for epoch in range(2):
     {loop}
+        {pre}
         loss = {loss}
         optimizer.zero_grad()
         loss.backward()
@@ -62,7 +67,7 @@ for epoch in range(2):
 
 def script(loss: str, data: str) -> str:
     loader, loop = DATA[data]
-    return SCRIPT.format(loader=loader, loop=loop, loss=LOSSES[loss])
+    return SCRIPT.format(loader=loader, loop=loop, loss=LOSSES[loss], pre=PRE.get(loss, "pass"))
 
 
 def _events(work: Path, side: str) -> list[dict]:
