@@ -60,6 +60,8 @@ nets = [Net(False), Net(True)]
 opts = [torch.optim.Adam(n.parameters(), lr=0.01) for n in nets]
 loss_fn = nn.MSELoss()
 losses = []
+for n in nets:  # (a skeleton step does not set the mode a torch module starts in: said explicitly here)
+    n.train()
 for epoch in range(2):
     for i in range(0, 64, 16):
         x, y = X[i:i + 16], Y[i:i + 16]
