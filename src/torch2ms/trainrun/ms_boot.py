@@ -82,6 +82,37 @@ def keep_init_off_numpy(seed: int) -> None:
             np.random.set_state(state)
 
     initializer.Initializer.__call__ = __call__
+    keep_rnn_init_off_numpy(seed)
+
+
+def keep_rnn_init_off_numpy(seed: int) -> None:
+    """MindSpore's recurrent layers (nn.RNN/GRU/LSTM, the cells) draw their first weights with
+    ``np.random.uniform``/``randn`` from numpy's global stream itself, past the initialisers: they draw from
+    a stream of their own too (one for all of them, so two layers still start apart), so a script that
+    builds an RNN and then draws its data with np.random draws torch's values."""
+    from mindspore.nn.layer import rnn_cells, rnns
+
+    own = np.random.RandomState(seed + 1)
+    inside = [False]
+
+    def off_numpy(init: Any) -> Any:
+        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+            if inside[0]:
+                return init(self, *args, **kwargs)
+            state = np.random.get_state()
+            np.random.set_state(own.get_state())
+            inside[0] = True
+            try:
+                init(self, *args, **kwargs)
+            finally:
+                inside[0] = False
+                own.set_state(np.random.get_state())
+                np.random.set_state(state)
+
+        return __init__
+
+    for cls in (rnns._RNNBase, rnn_cells.RNNCellBase):
+        cls.__init__ = off_numpy(cls.__init__)
 
 
 def patch_cells(side: ms_hooks.MsSide) -> None:

@@ -156,10 +156,25 @@ def patch_loaders(side: Any, record: bool) -> None:
         finally:
             side.in_loader = False
         side.on_batch(self._t2ms_index, batch, record)
-        return batch
+        return side.widen_batch(batch)
 
     base.__init__ = __init__  # type: ignore[method-assign]
     base.__next__ = __next__  # type: ignore[method-assign]
+
+
+def patch_losses(side: Any) -> None:
+    """The float64 reference run: a loss module's floating inputs in float64 when one of them is (a target
+    the script builds itself, ``torch.ones(n) * 0.9``, is float32 beside the widened model's output)."""
+    from torch.nn.modules import loss
+
+    call = loss._Loss.__call__
+
+    def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if any(getattr(a, "dtype", None) is not None and str(a.dtype) == "torch.float64" for a in args):
+            args = side.widen_batch(args)
+        return call(self, *args, **kwargs)
+
+    loss._Loss.__call__ = __call__  # type: ignore[method-assign]
 
 
 def patch_clipping(side: Any) -> None:
@@ -323,6 +338,8 @@ def main(config_path: str) -> None:
     patch_backward(side)
     patch_modules(side)
     patch_clipping(side)
+    if cfg.get("float64"):
+        patch_losses(side)
     patch_dropout(side)
     log = patch_random(side, hooks.pattern)
     patch_loaders(side, record=cfg["data"] == "replay")

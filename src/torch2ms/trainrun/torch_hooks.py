@@ -225,6 +225,11 @@ class TorchSide:
             return args, kwargs
         return tuple(_float64(a) for a in args), {k: _float64(v) for k, v in kwargs.items()}
 
+    def widen_batch(self, batch: Any) -> Any:
+        """The float64 reference run: a loader's floating tensors in float64 too (a loss that meets the batch
+        itself, ``BCELoss()(model(x), x)``, takes one dtype)."""
+        return _float64(batch) if self.cfg.get("float64") else batch
+
     def on_backward(self, tensor: torch.Tensor) -> None:
         if tensor.numel() == 1:
             value = float(tensor.detach().reshape(()).item())
@@ -363,6 +368,8 @@ def _float64(x: Any) -> Any:
         return x.double()
     if type(x) in (list, tuple):
         return type(x)(_float64(v) for v in x)
+    if type(x) is dict:
+        return {k: _float64(v) for k, v in x.items()}
     return x
 
 

@@ -7,6 +7,13 @@ graph already holds) cannot be compiled: "the 'Parameter' object's method 'asnum
 'construct'", "its name 'weight' already exists". torch runs such a forward eagerly; so does the step here:
 the Cell is written without ``@mindspore.jit`` and says why.
 
+State kept on the module (issue 22, class 3) counts too: an attribute the step's methods read as
+``self.hidden`` and that is assigned again after ``__init__`` (``out, self.hidden = self.lstm(x, self.hidden)``
+in forward, ``model.hidden = model.init_hidden(n)`` or ``model.hidden = repackage(model.hidden)`` in the
+loop). A compiled graph reads such an attribute as a constant of its compilation and cannot carry what it
+assigns to it ("'hx' must be a Tuple", measured on 2.10); torch reads it on each call, and so does an
+uncompiled step.
+
 What the step reaches: the forward statements of the loop, and, for each torch Module class of the file,
 ``forward`` and the methods it calls on ``self`` (a whole-file view: a class whose instance the loop never
 calls costs only the compilation).
@@ -58,10 +65,26 @@ def _reached_methods(cls: ast.ClassDef) -> list[ast.FunctionDef]:
     return [methods[m] for m in sorted(seen)]
 
 
-def _host_call(node: ast.AST, imap: ImportMap) -> str | None:
-    """What makes this node host code: ``.numpy()``/``.item()``/``.tolist()``, or a torch layer built."""
-    if not isinstance(node, ast.Call):
+_COMPREHENSIONS = (ast.GeneratorExp, ast.ListComp, ast.SetComp, ast.DictComp)
+
+
+def _data_in_comprehension(node: ast.AST) -> str | None:
+    """``tuple(h.data for h in hidden)``: MindSpore 2.10's graph cannot compile ``.data`` on a comprehension's
+    own variable ("Illegal AnfNode for evaluating", measured; ``h.data`` elsewhere compiles)."""
+    if not isinstance(node, _COMPREHENSIONS):
         return None
+    own = {t.id for g in node.generators for t in ast.walk(g.target) if isinstance(t, ast.Name)}
+    for n in ast.walk(node):
+        if isinstance(n, ast.Attribute) and n.attr == "data" and isinstance(n.value, ast.Name) and n.value.id in own:
+            return f"{n.value.id}.data in a comprehension"
+    return None
+
+
+def _host_call(node: ast.AST, imap: ImportMap) -> str | None:
+    """What makes this node host code: ``.numpy()``/``.item()``/``.tolist()``, or a torch layer built, or
+    ``.data`` on a comprehension's variable."""
+    if not isinstance(node, ast.Call):
+        return _data_in_comprehension(node)
     func = node.func
     if isinstance(func, ast.Attribute) and func.attr in _HOST_METHODS and not node.args and not node.keywords:
         return f".{func.attr}()"
@@ -96,13 +119,69 @@ def _state_writes(cls: ast.ClassDef) -> list[tuple[str, ast.AST]]:
     return out
 
 
+def _assigned_attrs(node: ast.AST, on_self: bool, imap: ImportMap) -> dict[str, int]:
+    """attr -> line of each ``X.attr = ...`` in `node` (``X`` is ``self`` when `on_self`, else anything but
+    ``self``: ``model.hidden``, ``self.model.hidden``),
+    tuple targets and augmented assignments included; a layer put in place (``model.fc = nn.Linear(...)``)
+    is no state."""
+    found: dict[str, int] = {}
+    for n in ast.walk(node):
+        targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, ast.AugAssign) else []
+        value = getattr(n, "value", None)
+        full = (imap.resolve(value.func) or "") if isinstance(value, ast.Call) else ""
+        if full.startswith("torch.nn.") and full.rsplit(".", 1)[-1][:1].isupper():
+            continue
+        for t in targets:
+            for e in ast.walk(t):
+                if not (isinstance(e, ast.Attribute) and isinstance(e.ctx, ast.Store)):
+                    continue
+                is_self = isinstance(e.value, ast.Name) and e.value.id == "self"
+                if on_self == is_self:
+                    found.setdefault(e.attr, e.lineno)
+    return found
+
+
+def _module_state(
+    tree: ast.Module, imap: ImportMap, classes: list[ast.ClassDef], methods: list[ast.FunctionDef]
+) -> tuple[str, int] | None:
+    """(what, line) of state kept on the module: ``self.A`` read by the step's methods and assigned again by
+    them or, on the model, by code outside the file's module classes (the training loop, a Trainer)."""
+    read = {
+        n.attr
+        for m in methods
+        for n in ast.walk(m)
+        if isinstance(n, ast.Attribute)
+        and isinstance(n.value, ast.Name)
+        and n.value.id == "self"
+        and isinstance(n.ctx, ast.Load)
+    }
+    inside: dict[str, int] = {}
+    for m in methods:
+        for attr, line in _assigned_attrs(m, True, imap).items():
+            inside.setdefault(attr, line)
+    outside: dict[str, int] = {}
+    for n in tree.body:
+        if not any(n is c for c in classes):
+            for attr, line in _assigned_attrs(n, False, imap).items():
+                outside.setdefault(attr, line)
+    for attr in sorted(read):
+        if attr in inside:
+            return f"self.{attr} = ...", inside[attr]
+        if attr in outside:
+            return f".{attr} = ...", outside[attr]
+    return None
+
+
 def host_code(tree: ast.Module, imap: ImportMap, forward: list[ast.stmt]) -> tuple[str, int] | None:
     """(what, line) of the first host code the step reaches: a method of the file's modules' forward,
-    or a forward statement of the loop; None when the step can be compiled."""
+    or a forward statement of the loop, or state kept on a module; None when the step can be compiled."""
     places: list[tuple[str, ast.AST]] = [("", s) for s in forward]
-    for cls in _module_classes(tree, imap):
+    reached: list[ast.FunctionDef] = []
+    classes = _module_classes(tree, imap)
+    for cls in classes:
+        reached += _reached_methods(cls)
         places += [(f"{cls.name}.{m.name}", m) for m in _reached_methods(cls)]
-    for cls in _module_classes(tree, imap):
+    for cls in classes:
         for state, node in _state_writes(cls):
             return state, getattr(node, "lineno", 0)
     for where, place in places:
@@ -110,7 +189,7 @@ def host_code(tree: ast.Module, imap: ImportMap, forward: list[ast.stmt]) -> tup
             what = _host_call(n, imap)
             if what is not None and not (where and isinstance(place, ast.FunctionDef) and n is place):
                 return (f"{what} in {where}" if where else what), getattr(n, "lineno", 0)
-    return None
+    return _module_state(tree, imap, classes, reached)
 
 
 # host random streams: a draw inside the compiled step would not run per step (MindSpore's JIT parses it
