@@ -34,8 +34,10 @@ def estimate_tree(src: str | os.PathLike, jobs: int | None = None) -> Iterator[F
     src_p = Path(src)
     listing, base = _listing(src_p, None)
     roots = local_packages(src_p)
-    modules, names = _project_facts(listing.python, base, roots)
-    for job, outcome in _run(listing.python, base, roots, modules, names, jobs, False):
+    imported: dict[str, set[str]] = {}  # as convert: an unread torch import stays only for its importers
+    modules, names = _project_facts(listing.python, base, roots, None, imported)
+    known = imported if src_p.is_dir() else None
+    for job, outcome in _run(listing.python, base, roots, modules, names, jobs, False, None, known):
         counts = Counter(c["action"] for c in outcome.changes)
         left = [
             {"line": c["line"], "api": c["api"], "action": c["action"], "note": c["note"]}

@@ -92,6 +92,7 @@ def rewrite_call(
             _render(entry, parts, receiver), func=_callee(entry, receiver), args=list(args), kwargs=list(kwargs)
         )
     bound, extra, unknown = bind(entry, args, kwargs)
+    bound = _legacy_reduction(entry, bound)
     if extra:
         notes.append(
             _("{count} more positional argument(s) than {api} takes").format(count=len(extra), api=entry.short)
@@ -155,6 +156,36 @@ def rewrite_call(
         )
     except Unsupported as exc:
         return CallRewrite("", ok=False, notes=notes + [str(exc)])
+
+
+_LEGACY = ("size_average", "reduce")
+
+
+def _legacy_reduction(entry: Entry, bound: dict[str, str]) -> dict[str, str]:
+    """Canonicalise torch's deprecated ``size_average=``/``reduce=`` into the ``reduction=`` they stand
+    for (torch's own ``_Reduction.legacy_get_string``: either given, ``reduction`` is ignored), so every loss
+    maps them like ``reduction``. Values that are not literal booleans/None stay and meet the refusal."""
+    if not any(k in bound for k in _LEGACY) or not {"size_average", "reduce", "reduction"} <= set(entry.sig_names()):
+        return bound
+    if "reduction" in bound:  # both spellings at once (kl_div then also reads reduction='batchmean'): refused
+        return bound
+    values = {}
+    for k in _LEGACY:
+        try:
+            v = ast.literal_eval(bound[k]) if k in bound else None
+        except (ValueError, SyntaxError):
+            return bound
+        if v is not None and not isinstance(v, bool):
+            return bound
+        values[k] = True if v is None else v
+    if all(bound.get(k, "None").strip() == "None" for k in _LEGACY):
+        out = {k: v for k, v in bound.items() if k not in _LEGACY}
+        return out  # both None: torch keeps ``reduction``
+    size_average, reduce = values["size_average"], values["reduce"]
+    reduction = "mean" if size_average and reduce else "sum" if reduce else "none"
+    out = {k: v for k, v in bound.items() if k not in _LEGACY}
+    out["reduction"] = repr(reduction)
+    return out
 
 
 def _refuse_unsupported(entry: Entry, bound: dict[str, str], defaults: dict[str, str]) -> None:
