@@ -40,7 +40,12 @@ def _with_legacy(entry, case, size_average: str, reduce: str):
 
 def test_the_matrix_covers_the_losses():
     names = {e.torch for e in LOSSES}
-    assert {"torch.nn.NLLLoss", "torch.nn.functional.nll_loss", "torch.nn.MSELoss", "torch.nn.CrossEntropyLoss"} <= names
+    assert {
+        "torch.nn.NLLLoss",
+        "torch.nn.functional.nll_loss",
+        "torch.nn.MSELoss",
+        "torch.nn.CrossEntropyLoss",
+    } <= names
     assert len(LOSSES) >= 15, len(LOSSES)
 
 
@@ -48,8 +53,16 @@ def test_the_matrix_covers_the_losses():
 @pytest.mark.parametrize(("size_average", "reduce"), COMBOS)
 def test_legacy_reduction_rewrites_to_reduction(entry, size_average, reduce):
     """The rewrite names the reduction torch's legacy rule gives, and no legacy argument is left."""
-    want = {("False", "None"): "sum", ("False", "True"): "sum", ("True", "False"): "none", ("None", "False"): "none",
-            ("False", "False"): "none", ("True", "True"): "mean", ("True", "None"): "mean", ("None", "True"): "mean"}
+    want = {
+        ("False", "None"): "sum",
+        ("False", "True"): "sum",
+        ("True", "False"): "none",
+        ("None", "False"): "none",
+        ("False", "False"): "none",
+        ("True", "True"): "mean",
+        ("True", "None"): "mean",
+        ("None", "True"): "mean",
+    }
     required = [p for p in entry.sig if "=" not in p and not p.startswith("*")]
     legacy = [("size_average", size_average), ("reduce", reduce)]
     r = rewrite_call(entry, [f"a{i}" for i in range(len(required))], legacy)
