@@ -57,8 +57,10 @@ MARKS = {
     ),
     "torch.nn.GELU": ('GELU(approximate="fast") is not a torch mode', 'GELU(approximate="fast") 不是 torch 的模式'),
     "torch.nn.InstanceNorm2d": (
-        "InstanceNorm(track_running_stats=True) has no MindSpore CPU form: running stats are not kept by GroupNorm",
-        "InstanceNorm(track_running_stats=True) 在 MindSpore CPU 上没有对应写法：GroupNorm 不保存 running stats",
+        "track_running_stats=True has no MindSpore CPU form: GroupNorm keeps no running statistics; normalise with "
+        "the batch's own statistics (the default) or use nn.BatchNorm on GPU/Ascend.",
+        "track_running_stats=True 在 MindSpore CPU 上没有对应写法：GroupNorm 不保存运行统计量；请用批内统计量归一化（默认），"
+        "或在 GPU/Ascend 上用 nn.BatchNorm。",
     ),
     "torch.nn.Upsample": (
         "Upsample with a fractional scale_factor: MindSpore only supports recompute_scale_factor=True "
@@ -119,7 +121,7 @@ def test_r20_rewrite_note_for_an_unknown_keyword_in_the_language_of_the_run(conv
 
 
 def test_r20_refused_argument_note_in_the_not_converted_mark(convert_in):
-    source = "import torch\nimport torch.nn as nn\n\n\ndef f(x, y):\n    return torch.fft.fft(x, out=y), nn.L1Loss(size_average=False)\n"
+    source = "import torch\nimport torch.nn as nn\n\n\ndef f(x, y):\n    return torch.fft.fft(x, out=y), nn.L1Loss(size_average=y)\n"
     zh = convert_in("zh", source)
     assert "# torch2ms: 未转换 —— torch.fft.fft：不支持 out=；请改为给结果赋值。" in zh, zh
     assert (

@@ -429,7 +429,7 @@ def reference(
         return updated
     # A torch2ms.runtime helper without argument rules takes torch's own arguments (that is what it is
     # for: torch.distributions.Normal → torch2ms.runtime.Normal), so its name is the value itself.
-    runtime_helper = entry.ms.startswith("torch2ms.runtime.") and not (entry.args or entry.template)
+    runtime_helper = entry.ms.startswith("torch2ms.runtime.") and not (_acting_rules(entry) or entry.template)
     if entry.status == "no-equivalent" or not entry.ms.startswith(("mindspore.", "torch2ms.runtime.")):
         ctx.mark(entry.torch, entry.note_shown or _("no MindSpore equivalent"), root)
         return updated
@@ -456,7 +456,7 @@ def reference(
     if (
         not in_type_position
         and entry.kind in ("class", "function")
-        and (entry.args or entry.template or (entry.sig and not runtime_helper))
+        and (_acting_rules(entry) or entry.template or (entry.sig and not runtime_helper))
         and not (_same_positional_call(entry) and not _bound_by_partial(ctx, original))
     ):
         # Passed around as a value (conv_layer=nn.Conv2d, partial(nn.LayerNorm, eps=1e-6)): the
@@ -469,6 +469,17 @@ def reference(
         return ctx.parse_ms(f'torch2ms.runtime.TorchCompat("{entry.torch}")')
     ctx.record(entry.torch)
     return ctx.parse_ms(entry.ms)
+
+
+def _acting_rules(entry) -> bool:
+    """Argument rules that change a call made through the name. A runtime helper takes torch's whole
+    signature, so a plain drop (``validate_args`` noted as ignored) changes nothing there: the name used as a
+    value (``register_kl(Shifted, Normal)``) stays the runtime class, not TorchCompat."""
+    helper = entry.ms.startswith("torch2ms.runtime.")
+    return any(
+        not (helper and r.ms is None and not (r.transform or r.unsupported or r.target or r.always))
+        for r in entry.args.values()
+    )
 
 
 def _same_positional_call(entry: Entry) -> bool:
