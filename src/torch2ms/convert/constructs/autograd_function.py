@@ -32,6 +32,7 @@ import ast
 from dataclasses import dataclass, field
 
 import libcst as cst
+import libcst.matchers as cst_matchers
 
 from ...i18n import N_, _
 from .. import generated as gen
@@ -404,12 +405,19 @@ def _recompute(ctx: RewriteContext, cls: cst.ClassDef) -> cst.ClassDef:
         fctx, _fresh("saved", taken), local, len(fwd.params.params) - 1, keep_saves=False, keep_attrs=True
     )
     note = cst.EmptyLine(comment=cst.Comment(f"{MARK} " + _(RECOMPUTE_NOTE)))
+    # the dropped backward's comments are the user's: they stay, above construct (nothing is lost)
+    dropped = [s for s in body if isinstance(s, cst.FunctionDef) and s.name.value in ("backward", "jvp", "vmap")]
+    kept = [
+        cst.EmptyLine(comment=cst.Comment(c.value))
+        for d in dropped
+        for c in cst_matchers.findall(d, cst_matchers.Comment())
+    ]
     construct = fwd.with_changes(
         name=cst.Name("construct"),
         decorators=_no_static(fwd.decorators),
         params=fwd.params.with_changes(params=[cst.Param(cst.Name("self")), *_commas(list(fwd.params.params[1:]))]),
         body=rewriter.visit_block(fwd.body),
-        leading_lines=[*fwd.leading_lines, note],
+        leading_lines=[*fwd.leading_lines, note, *kept],
     )
     new_body: list[Statement] = []
     for s in body:
