@@ -17,7 +17,7 @@ import itertools
 import numpy as np
 import pytest
 from rc_models_support import compare_modes, convert_pair
-from requires_support import require_module
+from requires_support import CORPUS, require_kit, require_module
 
 from torch2ms.convert import convert_source
 
@@ -111,3 +111,12 @@ def test_pops_of_lists_that_are_not_plain_locals_stay(case, place):
     source += f"    def {method}(self, x, ys=None):\n{_indent(body, 8)}\n"
     code = convert_source(source).code
     assert ".pop(" in code and "= ys[" not in code, code
+
+
+def test_guided_diffusion_unet_skip_connections():
+    """The kit's UNetModel.forward (gd_unet, gd_unet_1d, gd_unet_classcond_scaleshift fail in GRAPH_MODE with
+    the pop: "index 2 is out of bounds for dimension with size 2"): its skips are indexed and sliced."""
+    path = require_kit(CORPUS / "openai" / "guided-diffusion" / "guided_diffusion" / "unet.py")
+    code = convert_source(path.read_text(encoding="utf-8"), "unet.py").code
+    assert "hs.pop(" not in code
+    assert code.count("_t2m_pop = hs[-1]\n            hs = hs[:-1]\n            h = cat([h, _t2m_pop], axis=1)") == 1
