@@ -120,3 +120,105 @@ def test_guided_diffusion_unet_skip_connections():
     code = convert_source(path.read_text(encoding="utf-8"), "unet.py").code
     assert "hs.pop(" not in code
     assert code.count("_t2m_pop = hs[-1]\n            hs = hs[:-1]\n            h = cat([h, _t2m_pop], axis=1)") == 1
+
+
+# A UNet in small (guided-diffusion's shape): skips of different shapes popped into blocks whose attention reads
+# the shapes as Python numbers and splits by them. With ``hs.pop()`` kept, GRAPH_MODE runs the popped tensor
+# through its Any-type path and fails ("index 2 is out of bounds for dimension with size 2").
+UNET = """
+import math
+import torch
+import torch.nn as nn
+
+class Run(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, run_function, length, *args):
+        ctx.run_function = run_function
+        ctx.input_tensors = list(args[:length])
+        ctx.input_params = list(args[length:])
+        with torch.no_grad():
+            output_tensors = ctx.run_function(*ctx.input_tensors)
+        return output_tensors
+
+    @staticmethod
+    def backward(ctx, *output_grads):
+        ctx.input_tensors = [x.detach().requires_grad_(True) for x in ctx.input_tensors]
+        with torch.enable_grad():
+            shallow_copies = [x.view_as(x) for x in ctx.input_tensors]
+            output_tensors = ctx.run_function(*shallow_copies)
+        input_grads = torch.autograd.grad(
+            output_tensors,
+            ctx.input_tensors + ctx.input_params,
+            output_grads,
+            allow_unused=True,
+        )
+        del ctx.input_tensors
+        del ctx.input_params
+        del output_tensors
+        return (None, None) + input_grads
+
+
+class Block(nn.Module):
+    def __init__(self, a, b, up):
+        super().__init__()
+        self.conv = nn.Conv2d(a, b, 1)
+        self.norm = nn.GroupNorm(a // 2, a)
+        self.qkv = nn.Conv1d(a, 3 * a, 1)
+        self.up = nn.Upsample(scale_factor=2, mode="nearest") if up else nn.Identity()
+    def forward(self, x, emb):
+        return Run.apply(self._forward, 2, x, emb)
+
+    def _forward(self, x, emb):
+        b, c, *spatial = x.shape
+        x = x.reshape(b, c, -1)
+        qkv = self.qkv(self.norm(x))
+        bs, width, length = qkv.shape
+        assert width % 3 == 0
+        ch = width // 3
+        q, k, v = qkv.reshape(bs, ch * 3, length).split(ch, dim=1)
+        scale = 1 / math.sqrt(math.sqrt(ch))
+        weight = torch.einsum("bct,bcs->bts", q * scale, k * scale)
+        weight = torch.softmax(weight.float(), dim=-1).type(weight.dtype)
+        a = torch.einsum("bts,bcs->bct", weight, v)
+        x = (x + a.reshape(bs, -1, length)).reshape(b, c, *spatial)
+        e = emb[:, :1]
+        while len(e.shape) < len(x.shape):
+            e = e[..., None]
+        return self.up(self.conv(x) + e)
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.downs = nn.ModuleList([
+            nn.Conv2d(3, 4, 3, padding=1), nn.Conv2d(4, 4, 3, padding=1), nn.Conv2d(4, 6, 3, stride=2, padding=1),
+            nn.Conv2d(6, 6, 3, padding=1), nn.Conv2d(6, 8, 3, stride=2, padding=1), nn.Conv2d(8, 8, 3, padding=1),
+        ])
+        self.ups = nn.ModuleList([Block(16, 8, False), Block(16, 6, True), Block(12, 6, False), Block(12, 4, True), Block(8, 4, False), Block(8, 4, False)])
+    def forward(self, x):
+        hs = []
+        emb = x.mean(dim=(2, 3))
+        h = x
+        for module in self.downs:
+            h = module(h)
+            hs.append(h)
+        for module in self.ups:
+{pop}
+            h = module(h, emb)
+        return h
+"""
+UNET_POPS = {
+    "in_expression": "            h = torch.cat([h, hs.{form}], dim=1)",
+    "own_line": "            skip = hs.{form}\n            h = torch.cat([h, skip], dim=1)",
+}
+
+
+@pytest.mark.parametrize("form", ("pop()", "pop(-1)"))
+@pytest.mark.parametrize("pop", UNET_POPS)
+def test_unet_skips_with_attention_equal_torch(tmp_path, pop, form):
+    tmod, mmod, code = convert_pair(UNET.replace("{pop}", UNET_POPS[pop].format(form=form)), tmp_path)
+    assert ".pop(" not in code, code
+    torch = require_module("torch")
+    torch.manual_seed(0)
+    x = np.random.default_rng(0).standard_normal((2, 3, 8, 8)).astype(np.float32)
+    errors = compare_modes(tmod.Net(), mmod.Net, [x], tmp_path)
+    assert max(errors.values()) <= 1e-5, (errors, code)
