@@ -6,8 +6,11 @@ converter writes the pop as indexing and a rebinding slice (``p = hs[-1]``, ``hs
 A generated matrix, equal to torch in PyNative and GRAPH_MODE: pop form (``pop()``, ``pop(-1)``,
 ``pop(0)``, ``pop(1)``) × how the list is built (appended in a loop, a literal) × its tensors (same shapes,
 different shapes) × where it sits (forward, a helper method forward calls) × where the pop is (its own line,
-inside an expression). Lists that are not plain locals (a parameter, an alias, passed to a call, an
-attribute, closed over, a non-literal index) keep their pops.
+inside an expression): it proves the rewrite keeps Python's meaning; these small bodies also pass with the
+pop kept. What breaks the pop in GRAPH_MODE is the popped tensor reaching code that reads its shape as numbers
+and splits by them (the UNet's attention): the UNet cases at the end fail with the pop kept, as the kit did.
+Lists that are not plain locals (a parameter, an alias, passed to a call, an attribute, closed over, a
+non-literal index) keep their pops.
 """
 
 from __future__ import annotations
