@@ -11,11 +11,21 @@ into a local assigned just before it, in the order Python evaluates them:
 Only where the order cannot change: a statement (assignment, augmented assignment, return, expression)
 whose pops are not under a lambda, a comprehension, a conditional expression or ``and``/``or`` (they may run
 zero or many times), and whose other calls before the pop are not methods of the same list.
+
+A pop on its own line still fails in GRAPH_MODE when the list holds tensors of different shapes and the pop
+sits in a loop (the UNet's skip connections: "index 2 is out of bounds for dimension with size 2", a
+Transpose perm error). Where the list is a plain local of the method (assigned there from a list, read only
+by indexing, ``len``, ``for`` and its own methods: never aliased, passed on, closed over or a parameter), a
+pop with no or a literal int index becomes indexing and a rebinding slice, which GRAPH_MODE compiles:
+
+    y = hs.pop()        →      y = hs[-1]
+                               hs = hs[:-1]
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import re
 
 import libcst as cst
@@ -74,7 +84,119 @@ def _is_pop(call: ast.Call) -> bool:
 
 def _sees(source: str, tree: ast.Module, plan: list[Stmt]) -> None:
     if _TEXT.search(source):
-        mark_with_parents(plan, lambda node: bool(_pops(node)))
+        safe = _plain_pops(tree)
+        mark_with_parents(plan, lambda node: bool(_pops(node)) or _alone(node, safe) is not None)
+
+
+_OPAQUE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+@functools.lru_cache(maxsize=4)
+def _plain_pops(tree: ast.Module) -> frozenset[int]:
+    """Ids of the ``name.pop()`` / ``name.pop(<int>)`` calls in the methods of the file's classes whose list
+    is a plain local of the method (see the module's text)."""
+    found: set[int] = set()
+    for cls in ast.walk(tree):
+        if isinstance(cls, ast.ClassDef):
+            for fn in cls.body:
+                if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    found.update(_plain_pops_of(fn))
+    return frozenset(found)
+
+
+def _plain_pops_of(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[int]:
+    own: list[ast.AST] = []
+    parents: dict[int, ast.AST] = {}
+    bad = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
+    bad.update(a.arg for a in (fn.args.vararg, fn.args.kwarg) if a is not None)
+    stack: list[ast.AST] = list(fn.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _OPAQUE):  # a closure sees the list: never rebound
+            bad.update(n.id for n in ast.walk(node) if isinstance(n, ast.Name))
+            continue
+        own.append(node)
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
+            bad.update(node.names)
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+            stack.append(child)
+    assigned: set[str] = set()
+    for node in own:
+        if isinstance(node, ast.Name):
+            use = _use(node, parents.get(id(node)), parents)
+            (assigned if use == "assign" else bad if use is None else set()).add(node.id)
+    plain = assigned - bad
+    return [id(n) for n in own if isinstance(n, ast.Call) and _pop_index(n, plain) is not None]
+
+
+def _use(name: ast.Name, parent: ast.AST | None, parents: dict[int, ast.AST]) -> str | None:
+    """``assign`` (bound to a new list), ``read`` (a use that neither aliases nor passes it on) or None."""
+    if isinstance(name.ctx, ast.Store):
+        if isinstance(parent, ast.Assign) and parent.targets == [name] and _new_list(parent.value, name.id):
+            return "assign"
+        return "read" if isinstance(parent, ast.AugAssign) and parent.target is name else None
+    if not isinstance(name.ctx, ast.Load) or parent is None:
+        return None
+    if isinstance(parent, ast.Attribute) and parent.value is name:
+        call = parents.get(id(parent))
+        return "read" if isinstance(call, ast.Call) and call.func is parent else None
+    if isinstance(parent, ast.Subscript) and parent.value is name:
+        return "read"
+    if isinstance(parent, (ast.For, ast.comprehension)) and parent.iter is name:
+        return "read"
+    if not (isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id == "len"):
+        return None
+    return "read" if parent.args == [name] and not parent.keywords else None
+
+
+def _new_list(value: ast.expr, name: str) -> bool:
+    if isinstance(value, (ast.List, ast.ListComp)):
+        return True
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "list":
+        return True
+    return isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name) and value.value.id == name
+
+
+def _pop_index(call: ast.Call, plain: set[str] | frozenset[str]) -> int | None:
+    """The index a pop of a plain list takes (-1 for ``pop()``), None for any other call."""
+    if not (_is_pop(call) and call.func.value.id in plain):  # type: ignore[attr-defined]
+        return None
+    if not call.args:
+        return -1
+    arg = call.args[0]
+    sign = 1
+    if isinstance(arg, ast.UnaryOp) and isinstance(arg.op, ast.USub):
+        arg, sign = arg.operand, -1
+    if isinstance(arg, ast.Constant) and type(arg.value) is int:
+        return sign * arg.value
+    return None
+
+
+def _alone(stmt: ast.AST, safe: frozenset[int]) -> ast.Call | None:
+    """The pop of ``y = xs.pop(...)`` / ``xs.pop(...)`` on its own line when its list is a plain local."""
+    if isinstance(stmt, ast.Assign):
+        target = stmt.targets[0] if len(stmt.targets) == 1 else None
+        if not isinstance(target, ast.Name) or not isinstance(stmt.value, ast.Call):
+            return None
+        owner = getattr(stmt.value.func, "value", None)
+        if isinstance(owner, ast.Name) and owner.id == target.id:  # ``xs = xs.pop()``
+            return None
+    elif not isinstance(stmt, ast.Expr):
+        return None
+    value = stmt.value
+    return value if isinstance(value, ast.Call) and id(value) in safe else None
+
+
+def _split(pop: ast.Call, target: str | None) -> list[cst.SimpleStatementLine]:
+    """``target = xs.pop(i)`` as ``target = xs[i]`` and ``xs = <xs without item i>``."""
+    xs = pop.func.value.id  # type: ignore[attr-defined]
+    i = _pop_index(pop, {xs})
+    assert i is not None
+    rest = {-1: f"{xs}[:-1]", 0: f"{xs}[1:]"}.get(i, f"{xs}[:{i}] + {xs}[{i + 1}:]")
+    lines = [f"{target} = {xs}[{i}]"] if target is not None else []
+    lines.append(f"{xs} = {rest}")
+    return [cst.parse_statement(line) for line in lines]  # type: ignore[misc]
 
 
 CONSTRUCT = Construct("list pop in expression", order=63, sees=_sees)
@@ -112,6 +234,10 @@ def hoist_pop(ctx: RewriteContext, original: cst.SimpleStatementLine, updated: c
     node = ctx.statement.node if ctx.statement is not None else None
     if node is None or not ctx.in_module_class or not ctx.func_stack or len(updated.body) != 1:
         return updated
+    safe = _plain_pops(ctx.facts.tree) if ctx.facts.tree is not None else frozenset()
+    alone = _alone(node, safe)
+    if alone is not None:
+        return _split_alone(ctx, node, alone, updated)
     pops = _pops(node)
     if not pops:
         return updated
@@ -129,6 +255,33 @@ def hoist_pop(ctx: RewriteContext, original: cst.SimpleStatementLine, updated: c
         "converted",
         _("list.pop() inside an expression taken onto its own line: GRAPH_MODE gives (list, item) for it there"),
     )
-    first = hoist.assigns[0].with_changes(leading_lines=updated.leading_lines)
+    assigns: list[cst.SimpleStatementLine] = []
+    for pop, assign in zip(pops, hoist.assigns):
+        if id(pop) in safe:
+            _record_split(ctx)
+            target = assign.body[0].targets[0].target  # type: ignore[attr-defined]
+            assigns.extend(_split(pop, target.value))
+        else:
+            assigns.append(assign)
+    first = assigns[0].with_changes(leading_lines=updated.leading_lines)
     last = updated.with_changes(body=[body.with_changes(value=new_value)], leading_lines=[])
-    return cst.FlattenSentinel([first, *hoist.assigns[1:], last])
+    return cst.FlattenSentinel([first, *assigns[1:], last])
+
+
+def _record_split(ctx: RewriteContext) -> None:
+    ctx.record(
+        "list.pop",
+        "converted",
+        _("list.pop() of a local list written as indexing and a slice: GRAPH_MODE mis-pops lists of tensors"),
+    )
+
+
+def _split_alone(ctx: RewriteContext, node: ast.AST, pop: ast.Call, updated: cst.SimpleStatementLine):
+    body = updated.body[0]
+    value = getattr(body, "value", None)
+    if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "pop"):
+        return updated  # rewritten into something else already: leave it
+    target = node.targets[0].id if isinstance(node, ast.Assign) else None  # type: ignore[attr-defined]
+    lines = _split(pop, target)
+    _record_split(ctx)
+    return cst.FlattenSentinel([lines[0].with_changes(leading_lines=updated.leading_lines), *lines[1:]])
