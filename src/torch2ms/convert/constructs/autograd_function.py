@@ -411,6 +411,7 @@ def _recompute(ctx: RewriteContext, cls: cst.ClassDef) -> cst.ClassDef:
         cst.EmptyLine(comment=cst.Comment(c.value))
         for d in dropped
         for c in cst_matchers.findall(d, cst_matchers.Comment())
+        if isinstance(c, cst.Comment)
     ]
     construct = fwd.with_changes(
         name=cst.Name("construct"),
