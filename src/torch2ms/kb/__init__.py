@@ -23,6 +23,7 @@ from .schema import (
     name_index,
     with_chinese_arg_notes,
     with_chinese_notes,
+    with_drop_reasons,
 )
 
 __all__ = [
@@ -147,9 +148,9 @@ class KB:
         return dict(sorted(out.items()))
 
 
-def _load_file(path: Path) -> tuple[list[Entry], dict[str, dict[str, str]]]:
-    """The entries of one file and its ``[note_zh]`` / ``[arg_note_zh]`` tables (Chinese notes of entries,
-    and of argument rules, of any file)."""
+def _load_file(path: Path) -> tuple[list[Entry], dict[str, dict[str, str]], list[dict]]:
+    """The entries of one file, its ``[note_zh]`` / ``[arg_note_zh]`` tables (Chinese notes of entries,
+    and of argument rules, of any file) and its ``[[drop_reason]]`` tables (the notes of drop rules, by class)."""
     import tomllib  # only when the on-disk cache misses
 
     try:
@@ -162,7 +163,10 @@ def _load_file(path: Path) -> tuple[list[Entry], dict[str, dict[str, str]]]:
         if not isinstance(notes, dict) or not all(isinstance(v, str) for v in notes.values()):
             raise KBError(f"{path.name}: [{table}] must map names to strings")
         tables[table] = notes
-    return [entry_from_toml(raw, path.name) for raw in data.get("api", [])], tables
+    reasons = data.get("drop_reason", [])
+    if not isinstance(reasons, list) or not all(isinstance(r, dict) for r in reasons):
+        raise KBError(f"{path.name}: drop_reason must be an array of tables ([[drop_reason]])")
+    return [entry_from_toml(raw, path.name) for raw in data.get("api", [])], tables, reasons
 
 
 _ZH_TABLES = ("note_zh", "arg_note_zh")  # Chinese notes of entries ("torch name") and of argument rules ("name:arg")
@@ -171,9 +175,11 @@ _ZH_TABLES = ("note_zh", "arg_note_zh")  # Chinese notes of entries ("torch name
 def _parse_files(files: list[Path]) -> list[Entry]:
     entries: list[Entry] = []
     notes: dict[str, dict[str, tuple[str, str]]] = {table: {} for table in _ZH_TABLES}
+    reasons: list[tuple[dict, str]] = []
     for path in files:
-        got, tables = _load_file(path)
+        got, tables, file_reasons = _load_file(path)
         entries += got
+        reasons += [(r, path.name) for r in file_reasons]
         for table, zh in tables.items():
             # A name translated in two files: the later file would win silently and the other text go
             # stale when its English changes (seen once); refuse it so one place holds each note.
@@ -181,7 +187,8 @@ def _parse_files(files: list[Path]) -> list[Entry]:
                 first = notes[table][twice[0]][1]
                 raise KBError(f"{path.name}: [{table}] {twice[0]} is already translated in {first}; keep one")
             notes[table].update({name: (note, path.name) for name, note in zh.items()})
-    return with_chinese_arg_notes(with_chinese_notes(entries, notes["note_zh"]), notes["arg_note_zh"])
+    entries = with_chinese_arg_notes(with_chinese_notes(entries, notes["note_zh"]), notes["arg_note_zh"])
+    return with_drop_reasons(entries, reasons)
 
 
 def load_kb(data_dir: Path | None = None) -> KB:

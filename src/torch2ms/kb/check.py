@@ -84,6 +84,14 @@ def check_kb(kb: KB | None = None, resolve_targets: bool = True, priority_file: 
             problems.append(f"{where}: lists CPU without a case that proves it there (backends are as measured)")
         if e.proven_by and _REPO_TESTS.is_dir() and not (_REPO_TESTS.parent / e.proven_by).is_file():
             problems.append(f"{where}: proven_by {e.proven_by} does not exist")
+        if e.one_sided and not (e.proven_by and not e.cases):
+            problems.append(f"{where}: one_sided needs proven_by and no case (a case runs both sides)")
+        for arg, rule in e.args.items():
+            if rule.is_drop and not rule.note:
+                problems.append(
+                    f"{where}: '{arg}' is dropped without a note: add it to a class of kb/data/drop_reasons.toml "
+                    "or give the rule a note"
+                )
         if have_ms and e.ms and e.status != "no-equivalent":
             try:
                 _resolve_ms(e.ms)
@@ -120,7 +128,9 @@ _SKIP_PARAMS = frozenset({"self", "cls"})
 class ParamAudit:
     api: str
     param: str
-    verdict: str  # "covered" | "marked" | "untested" (mapped, no case passes it) | "unmapped"
+    # "covered" | "marked" | "untested" (mapped, no case passes it) | "unmapped" | "one-sided" (proven on
+    # MindSpore's side only: torch cannot run it here, Entry.one_sided; counted apart, never as covered)
+    verdict: str
 
 
 @dataclass
@@ -132,6 +142,10 @@ class SignatureAudit:
     def coverage(self, apis: set[str] | None = None) -> tuple[int, int]:
         rows = [p for p in self.params if apis is None or p.api in apis]
         return sum(p.verdict in ("covered", "marked") for p in rows), len(rows)
+
+    def one_sided(self, apis: set[str] | None = None) -> list[ParamAudit]:
+        """The parameters proven on MindSpore's side only (torch cannot run them here)."""
+        return [p for p in self.params if p.verdict == "one-sided" and (apis is None or p.api in apis)]
 
 
 def _torch_params(api: str, kind: str) -> list[tuple[str, str | None]] | None:
@@ -200,7 +214,11 @@ def _passed(e, names: list[str], defaults: dict[str, str | None]) -> set[str]:
 
 def _verdict(e, name: str, passed: set[str]) -> str:
     rule = e.args.get(name)
-    if e.status == "no-equivalent" or (rule is not None and (rule.unsupported or rule.ms is None)):
+    if e.status == "no-equivalent" or (rule is not None and rule.unsupported):
+        return "marked"
+    if rule is not None and rule.is_drop and f"{{{name}}}" not in e.template:
+        return "marked" if rule.note else "unmapped"  # a drop without a note is a drop in silence
+    if rule is not None and rule.ms is None:
         return "marked"
     mapped = (
         rule is not None
@@ -211,6 +229,8 @@ def _verdict(e, name: str, passed: set[str]) -> str:
     )
     if rule is None and e.template and not e.template.startswith("@") and f"{{{name}}}" not in e.template:
         return "unmapped"  # a placeholder template without it drops it in silence, whatever a case shows
+    if e.one_sided and mapped:
+        return "one-sided"
     if name in passed:
         # passed through as written (no rule: the same keyword, the same position) and a differential case
         # gives it a non-default value: what the case proves is the mapping
@@ -291,6 +311,17 @@ def signature_lines(priority_file: Path | None = None) -> list[str]:
             "signature coverage, all entries: {done}/{total} parameters ({share:.1%}) mapped and tested, or marked"
         ).format(done=done, total=total, share=done / max(total, 1))
     )
+    if one_sided := audit.one_sided():
+        by_api: dict[str, list[str]] = {}
+        for p in one_sided:
+            by_api.setdefault(p.api, []).append(p.param)
+        names = "; ".join(f"{api} ({', '.join(params)})" for api, params in by_api.items())
+        lines.append(
+            _(
+                "{n} parameters proven on MindSpore's side only, torch cannot run them here "
+                "(counted above as not covered): {names}"
+            ).format(n=len(one_sided), names=names)
+        )
     if audit.sig_drift:
         lines.append(
             _("{n} torch parameters missing from their entry's sig (first: {first})").format(

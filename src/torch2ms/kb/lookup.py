@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..i18n import _
-from . import KB, Entry, load_kb
+from . import KB, ArgRule, Entry, load_kb
 from .rewrite import rewrite_expression
 from .transforms import HANDLERS, TRANSFORMS
 
@@ -24,6 +24,20 @@ class LookupResult:
 def _doc_line(fn) -> str:
     doc = (fn.__doc__ or "").strip().splitlines()
     return _(doc[0].replace("``", "")) if doc else ""  # in Chinese where kb/summaries.py lists it
+
+
+def _dropped_line(name: str, rule: ArgRule) -> str:
+    """How a dropped argument shows: exact at any value, marked on the converted call unless at its exact
+    values, or (no note: the audit's unmapped) dropped in silence."""
+    if not rule.note:
+        return _("{name}: dropped (no meaning in MindSpore)").format(name=name)
+    if "*" in rule.exact:
+        return _("{name}: dropped (the results do not depend on it: no review mark)").format(name=name)
+    if rule.exact:
+        return _("{name}: dropped; a value other than {values} gets a review mark with this note").format(
+            name=name, values=", ".join(rule.exact)
+        )
+    return _("{name}: dropped; a value other than its default gets a review mark with this note").format(name=name)
 
 
 def argument_differences(entry: Entry) -> list[str]:
@@ -46,7 +60,7 @@ def argument_differences(entry: Entry) -> list[str]:
             why = _doc_line(TRANSFORMS[rule.transform]) if rule.transform in TRANSFORMS else rule.transform
             lines.append(_("{name}{default}: {why}").format(name=name, default=default, why=why) + always)
         elif rule.ms is None:
-            lines.append(_("{name}: dropped (no meaning in MindSpore)").format(name=name))
+            lines.append(_dropped_line(name, rule))
         elif rule.ms != name:
             lines.append(f"{name} → {rule.ms}{default}{always}")
         elif rule.always:

@@ -198,14 +198,34 @@ def _refuse_unsupported(entry: Entry, bound: dict[str, str], defaults: dict[str,
 
 def _dropped_notes(entry: Entry, bound: dict[str, str], defaults: dict[str, str]) -> list[str]:
     """The notes of the drop rules (``name = { ms = false, note = ... }``) whose argument the call passes
-    with a value other than its default: what MindSpore does without it is said, never dropped in silence."""
+    with a value other than its default: what MindSpore does without it is said, never dropped in silence.
+    A value at which the drop is exact (the rule's ``exact``: ``device='cuda'``, ``inplace=True``) needs no
+    review: its note stays for ``lookup``, the converted call gets no mark."""
     out = []
     for name, rule in entry.args.items():
-        if rule.ms is not None or rule.transform or rule.unsupported or rule.target or not rule.note:
+        if not rule.is_drop or not rule.note or name not in bound:
             continue
-        if name in bound and normalise(bound[name]) != normalise(defaults.get(name, "None")):
-            out.append(entry.arg_note(name))
+        value = normalise(bound[name])
+        if value == normalise(defaults.get(name, "None")) or drop_is_exact(rule, value):
+            continue
+        out.append(entry.arg_note(name))
     return out
+
+
+def drop_is_exact(rule: ArgRule, value: str) -> bool:
+    """Whether dropping this argument at this (normalised) source value changes nothing the user sees.
+    A torch name matches its converted spelling too (``torch.float32`` is ``ms.float32`` once the argument
+    itself was converted)."""
+    return "*" in rule.exact or _framework_tail(value) in {_framework_tail(normalise(v)) for v in rule.exact}
+
+
+_FRAMEWORK_NAME = re.compile(r"(?:torch|ms|mindspore)\.([A-Za-z_][\w.]*)")
+
+
+def _framework_tail(value: str) -> str:
+    """``torch.float32``/``ms.float32``/``mindspore.float32`` → ``float32``; other values as they are."""
+    m = _FRAMEWORK_NAME.fullmatch(value)
+    return m.group(1) if m else value
 
 
 def _retarget(entry: Entry, bound: dict[str, str], defaults: dict[str, str]) -> Entry:

@@ -38,6 +38,9 @@ class ArgRule:
     cannot express; a call using one is left for a person, with ``note``. ``target``: when the call
     passes the argument with a value other than its default, it builds this class instead of the
     entry's ``ms`` (a torch2ms.runtime subclass that supplies what the argument does in torch).
+    ``exact``: for a drop with a note, the values (source text; ``"*"``: any) at which dropping changes
+    nothing the user sees (``device='cuda'``, ``inplace=True``): a call passing one gets no review mark,
+    the note stays for ``lookup``; any other value puts the note on the converted call.
     """
 
     torch: str
@@ -47,6 +50,12 @@ class ArgRule:
     unsupported: tuple[str, ...] = ()
     note: str = ""
     target: str | None = None
+    exact: tuple[str, ...] = ()
+
+    @property
+    def is_drop(self) -> bool:
+        """``name = false`` (or ``{ ms = false, note = ... }``): the argument is left out of the MindSpore call."""
+        return self.ms is None and not self.transform and not self.unsupported and not self.target
 
 
 @dataclass(frozen=True)
@@ -91,6 +100,9 @@ class Entry:
     # A conversion no single call can show (a class rewritten whole): the test file that proves it,
     # in place of differential cases.
     proven_by: str = ""
+    # Why torch's side cannot run here (torch.onnx.export needs the onnx package): ``proven_by`` then proves
+    # only the MindSpore side, and the signature audit counts the parameters apart, by name.
+    one_sided: str = ""
     # A composite the user must know about in the code, not only in the report (a sparse product
     # computed densely): the converted call gets a ``# torch2ms: review`` mark with the note.
     review: bool = False
@@ -227,9 +239,10 @@ _ENTRY_KEYS = {
     "ms_base",
     "role",
     "proven_by",
+    "one_sided",
     "review",
 }
-_ARG_KEYS = {"ms", "transform", "always", "unsupported", "note", "target"}
+_ARG_KEYS = {"ms", "transform", "always", "unsupported", "note", "target", "exact"}
 _CASE_KEYS = {"call", "inputs", "init", "train", "check", "atol", "rtol", "graph", "setup", "mutates"}
 
 
@@ -253,6 +266,7 @@ def _arg_rule(name: str, raw: Any, where: str) -> ArgRule:
         unsupported=tuple(raw.get("unsupported", ())),
         note=raw.get("note", ""),
         target=raw.get("target"),
+        exact=tuple(raw.get("exact", ())),
     )
 
 
@@ -316,6 +330,7 @@ def entry_from_toml(raw: dict, source: str) -> Entry:
         ms_base=raw.get("ms_base", ""),
         role=raw.get("role", ""),
         proven_by=raw.get("proven_by", ""),
+        one_sided=raw.get("one_sided", ""),
         review=bool(raw.get("review", False)),
         params=params,
         layout=dict(raw.get("layout", {})),
@@ -354,3 +369,49 @@ def with_chinese_arg_notes(entries: list[Entry], notes: dict[str, tuple[str, str
             raise KBError(f"{source}: [arg_note_zh] names {key!r}, and no entry has that argument rule with a note")
         by_entry.setdefault(index[name], {})[arg] = note
     return [replace(e, arg_notes_zh=by_entry[i]) if i in by_entry else e for i, e in enumerate(entries)]
+
+
+_REASON_KEYS = {"class", "params", "exact", "note", "note_zh"}
+
+
+def _reasons_by_param(reasons: list[tuple[dict, str]]) -> dict[str, dict]:
+    """``[[drop_reason]]`` tables → each parameter key ("device", or "torch name:argument") → its reason."""
+    by_param: dict[str, dict] = {}
+    for raw, source in reasons:
+        where = f"{source}: [[drop_reason]] {raw.get('class', '<no class>')}"
+        if extra := set(raw) - _REASON_KEYS:
+            raise KBError(f"{where}: unknown keys {sorted(extra)}")
+        if missing := [k for k in ("class", "params", "note", "note_zh") if not raw.get(k)]:
+            raise KBError(f"{where}: missing {missing}")
+        for name in raw["params"]:
+            if name in by_param:
+                raise KBError(f"{where}: {name!r} is already in class {by_param[name]['class']!r}")
+            by_param[name] = raw
+    return by_param
+
+
+def with_drop_reasons(entries: list[Entry], reasons: list[tuple[dict, str]]) -> list[Entry]:
+    """Each drop rule without a note of its own (``device = false``) with the note of its parameter's class
+    from the ``[[drop_reason]]`` tables (kb/data/drop_reasons.toml: one reason per class of parameter, in
+    English and Chinese, ``{name}`` standing for the argument, and the values at which the drop is exact).
+    A parameter is named alone (every entry's rule) or as "torch name:argument" (that entry's, first). A
+    name that no such rule has is an error: a reason left behind."""
+    from dataclasses import replace
+
+    by_param = _reasons_by_param(reasons)
+    used: set[str] = set()
+    out = []
+    for e in entries:
+        args, zh = dict(e.args), dict(e.arg_notes_zh)
+        for arg, rule in e.args.items():
+            key = next((k for k in (f"{e.torch}:{arg}", arg) if k in by_param), None)
+            if key is None or not rule.is_drop or rule.note:
+                continue
+            used.add(key)
+            raw = by_param[key]
+            args[arg] = replace(rule, note=raw["note"].replace("{name}", arg), exact=tuple(raw.get("exact", ())))
+            zh[arg] = raw["note_zh"].replace("{name}", arg)
+        out.append(replace(e, args=args, arg_notes_zh=zh) if args != e.args else e)
+    if stale := sorted(set(by_param) - used):
+        raise KBError(f"[[drop_reason]] names {stale}, and no entry drops such an argument without a note")
+    return out

@@ -97,9 +97,9 @@ def upsample_scale(value: str | None, bound: dict[str, str], entry: Entry) -> di
 
     That equals torch only when the scale is a whole number (or torch also recomputes).
     """
-    if value is None:
+    v = None if value is None else literal(value)
+    if v is None:  # absent, or scale_factor=None written out (Upsample(None, None, 'nearest', ...))
         return {}
-    v = literal(value)
     recompute = literal(bound.get("recompute_scale_factor", "None"))
     if v is NOT_LITERAL:
         return {"scale_factor": value, "recompute_scale_factor": "True"}
