@@ -125,8 +125,8 @@ def test_r20_refused_argument_note_in_the_not_converted_mark(convert_in):
     zh = convert_in("zh", source)
     assert "# torch2ms: 未转换 —— torch.fft.fft：不支持 out=；请改为给结果赋值。" in zh, zh
     assert (
-        "# torch2ms: 未转换 —— torch.nn.L1Loss：size_average 在 torch 中已弃用：请先改写为 reduction='sum'|'mean'。"
-        in zh
+        "# torch2ms: 未转换 —— torch.nn.L1Loss：size_average 在 torch 中已弃用：直接写出的 True/False/None "
+        "会换成它代表的 reduction=，但只在运行时才知道的值不行：请先改写为 reduction='sum'|'mean'。" in zh
     )
     assert convert_in("zh", zh) == zh
     en = convert_in("en", source)
