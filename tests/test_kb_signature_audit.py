@@ -103,7 +103,9 @@ def test_the_300_most_used_apis_are_accounted_for_but_the_named_one_sided(audit)
     one-sided (torch cannot run it here), and kb check names it."""
     require_reference(PRIORITY)
     top = priority_apis(PRIORITY)
-    left = [(p.api, p.param, p.verdict) for p in audit.params if p.api in top and p.verdict not in ("covered", "marked")]
+    left = [
+        (p.api, p.param, p.verdict) for p in audit.params if p.api in top and p.verdict not in ("covered", "marked")
+    ]
     assert left == [(p.api, p.param, "one-sided") for p in audit.one_sided(top)], left
     assert {(a, n) for a, n, _v in left} <= {("torch.onnx.export", n) for n in ("model", "args", "f")}
 

@@ -97,8 +97,10 @@ def upsample_scale(value: str | None, bound: dict[str, str], entry: Entry) -> di
 
     That equals torch only when the scale is a whole number (or torch also recomputes).
     """
-    v = None if value is None else literal(value)
-    if v is None:  # absent, or scale_factor=None written out (Upsample(None, None, 'nearest', ...))
+    if value is None:
+        return {}
+    v = literal(value)
+    if v is None:  # scale_factor=None written out (Upsample(None, None, 'nearest', ...))
         return {}
     recompute = literal(bound.get("recompute_scale_factor", "None"))
     if v is NOT_LITERAL:
