@@ -111,6 +111,8 @@ INFORMATIONAL = [
     ("torch.sort", "stable", "torch.sort(x, stable=True)"),
     ("torch.optim.Adam", "foreach", "torch.optim.Adam(params, lr=0.1, foreach=True)"),
     ("torch.optim.SGD", "fused", "torch.optim.SGD(params, lr=0.1, fused=True)"),
+    ("torch.Tensor.contiguous", "memory_format", "x.contiguous(memory_format=torch.channels_last)"),
+    ("torch.Tensor.cuda", "non_blocking", "x.cuda(non_blocking=True)"),
 ]
 ATTENTION = [
     ("torch.zeros", "requires_grad", "torch.zeros(3, requires_grad=True)"),
@@ -120,6 +122,7 @@ ATTENTION = [
     ("torch.nn.Conv2d", "dtype", "nn.Conv2d(3, 4, 3, dtype=torch.float16)"),
     ("torch.asarray", "copy", "torch.asarray(x, copy=False)"),
     ("torch.optim.Adam", "differentiable", "torch.optim.Adam(params, differentiable=True)"),
+    ("torch.Tensor.is_contiguous", "memory_format", "x.is_contiguous(memory_format=torch.channels_last)"),
 ]
 
 PLACES = {
