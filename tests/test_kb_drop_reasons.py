@@ -178,3 +178,20 @@ def test_lookup_shows_the_note_of_an_exact_drop(capsys, monkeypatch):
     main(["lookup", "torch.zeros"])
     out = " ".join(capsys.readouterr().out.split())
     assert "requires_grad: dropped; a value other than False gets a review mark with this note" in out
+
+
+@pytest.mark.parametrize(
+    "extra, wanted",
+    [
+        ({"proven_by": "tests/test_kb_drop_reasons.py", "one_sided": "no onnx"}, False),
+        ({"one_sided": "no onnx", "case": [{"call": "torch.t(x)"}]}, True),  # a case runs both sides
+        ({"one_sided": "no onnx"}, True),  # nothing proves even MindSpore's side
+    ],
+)
+def test_check_wants_one_sided_with_proven_by_and_no_case(extra, wanted):
+    from torch2ms.kb import KB as KBClass
+    from torch2ms.kb.check import check_kb
+
+    raw = {"torch": "torch.t", "kind": "function", "status": "direct", "ms": "mindspore.ops.t", **extra}
+    problems = check_kb(KBClass([entry_from_toml(raw, "t.toml")]), resolve_targets=False)
+    assert any("one_sided needs proven_by" in p for p in problems) == wanted, problems
