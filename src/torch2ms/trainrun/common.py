@@ -61,6 +61,19 @@ def live_instances(cls: type) -> list[Any]:
     return found
 
 
+def side_dir(config: dict[str, Any], side: str) -> Path:
+    """Where ``side`` keeps its files: work/SIDE; with ``--nproc`` (torchrun/msrun), rank 0 there too and
+    rank r > 0 in work/SIDE.rankR (RANK from torchrun, RANK_ID from msrun), msrun's scheduler process
+    (it runs the script too, up to init()) in work/SIDE.sched."""
+    work = Path(config["work"])
+    if int(config.get("nproc", 1)) <= 1:
+        return work / side
+    if os.environ.get("MS_ROLE") == "MS_SCHED":
+        return work / f"{side}.sched"
+    rank = int(os.environ.get("RANK", os.environ.get("RANK_ID", "0")) or 0)
+    return work / (f"{side}.rank{rank}" if rank else side)
+
+
 def read_config(path: str) -> dict[str, Any]:
     return json.loads(Path(path).read_text(encoding="utf-8"))
 
@@ -175,7 +188,7 @@ class Recorder:
         self.side = side
         self.config = config
         self.steps_wanted = int(config["steps"])
-        self.out = Path(config["work"]) / side
+        self.out = side_dir(config, side)
         self.out.mkdir(parents=True, exist_ok=True)
         self.events: list[dict[str, Any]] = []
         self.counts: dict[int, int] = {}
