@@ -174,7 +174,10 @@ def _fake_rank(work: Path, side: str, rank: int, steps: int, params: dict[str, n
     folder = ranks.rank_dir(work, side, rank)
     folder.mkdir(parents=True, exist_ok=True)
     np.savez(folder / "final_model0.npz", **params)
-    rec = {"events": [{"step": i + 1} for i in range(steps)], "models": [{"key": "model0", "final": "final_model0.npz"}]}
+    rec = {
+        "events": [{"step": i + 1} for i in range(steps)],
+        "models": [{"key": "model0", "final": "final_model0.npz"}],
+    }
     (folder / "record.json").write_text(json.dumps(rec), encoding="utf-8")
     return rec
 
@@ -238,13 +241,22 @@ def _converted(tmp_path: Path, combo: tuple[str, ...], bug: tuple[str, str] | No
 @pytest.mark.differential
 @pytest.mark.parametrize(
     "combo,mode",
-    [(("positional", "attribute", "module_path", "function"), "pynative"), (("keywords", "alias", "from_data", "module"), "graph")],
+    [
+        (("positional", "attribute", "module_path", "function"), "pynative"),
+        (("keywords", "alias", "from_data", "module"), "graph"),
+    ],
     ids=["imagenet-style-pynative", "alias-module-level-graph"],
 )
 def test_ddp_script_under_torchrun_and_msrun_trains_the_same(tmp_path, combo, mode):
     torch_script, ms_script = _converted(tmp_path, combo)
     rep = compare_train(
-        str(torch_script), str(ms_script), steps=STEPS, nproc=2, mode=mode, cwd=str(tmp_path), timeout=300,
+        str(torch_script),
+        str(ms_script),
+        steps=STEPS,
+        nproc=2,
+        mode=mode,
+        cwd=str(tmp_path),
+        timeout=300,
         out_dir=str(tmp_path / "out"),
     )
     assert rep.status == "same", (rep.error, rep.findings, rep.sides)
@@ -265,7 +277,12 @@ def test_gradients_not_averaged_across_msrun_workers_are_named(tmp_path):
     combo = ("positional", "attribute", "module_path", "function")
     torch_script, ms_script = _converted(tmp_path, combo, ("grads = grad_reducer(grads)", "pass"))
     rep = compare_train(
-        str(torch_script), str(ms_script), steps=STEPS, nproc=2, cwd=str(tmp_path), timeout=300,
+        str(torch_script),
+        str(ms_script),
+        steps=STEPS,
+        nproc=2,
+        cwd=str(tmp_path),
+        timeout=300,
         out_dir=str(tmp_path / "out"),
     )
     assert rep.status == "different" and rep.error is None, (rep.error, rep.findings)

@@ -116,9 +116,7 @@ def check_nproc(nproc: int, api: bool) -> None:
         raise TrainUsageError(_("--api records one process's calls: run it without --nproc"))
 
 
-def judge_ranks(
-    rep: TrainReport, work: Path, nproc: int, t_rec: dict[str, Any], m_rec: dict[str, Any]
-) -> None:
+def judge_ranks(rep: TrainReport, work: Path, nproc: int, t_rec: dict[str, Any], m_rec: dict[str, Any]) -> None:
     """--nproc: every rank against rank 0 on each side (ranks.py); a rank that parted makes the runs differ."""
     findings, line = ranks.compare_ranks(work, nproc, {"torch": t_rec, "ms": m_rec})
     rep.findings += findings

@@ -322,4 +322,20 @@ def run_instrumented(rec: Recorder, script: str, args: list[str], finish: Any) -
     write_json(rec.out / "record.json", rec.result(status, error))
     sys.stdout.flush()
     sys.stderr.flush()
+    wait_for_ranks(rec)
     os._exit(0)
+
+
+def wait_for_ranks(rec: Recorder, limit_s: float = 120.0) -> None:
+    """--nproc: leave only when every rank of this side has written its record. A rank that left at once
+    took its half of the last step's ring all-reduce with it ("RingAllReduce wait sending ... failed" on
+    the other rank, measured under msrun), so each rank marks itself done and waits for the others."""
+    nproc = int(rec.config.get("nproc", 1))
+    if nproc <= 1:
+        return
+    (rec.out / "done").touch()
+    base = rec.out.name.split(".rank")[0]
+    marks = [Path(rec.config["work"]) / (base if r == 0 else f"{base}.rank{r}") / "done" for r in range(nproc)]
+    deadline = time.monotonic() + limit_s
+    while not all(m.is_file() for m in marks) and time.monotonic() < deadline:
+        time.sleep(0.05)

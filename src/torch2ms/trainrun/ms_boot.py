@@ -17,7 +17,6 @@ import json
 import os
 import random
 import sys
-from pathlib import Path
 from typing import Any
 
 import mindspore as ms

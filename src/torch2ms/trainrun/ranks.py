@@ -66,9 +66,7 @@ def _finding(message: str) -> dict[str, Any]:
     return {"kind": "ranks", "severity": "difference", "message": message}
 
 
-def _parameter_diffs(
-    work: Path, side: str, rank: int, rec0: dict[str, Any], rec: dict[str, Any]
-) -> dict[str, float]:
+def _parameter_diffs(work: Path, side: str, rank: int, rec0: dict[str, Any], rec: dict[str, Any]) -> dict[str, float]:
     """Per parameter of every model both ranks trained: max |rank r − rank 0| / max |rank 0|."""
     out: dict[str, float] = {}
     models = {m["key"]: m for m in rec.get("models", [])}

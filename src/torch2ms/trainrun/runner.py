@@ -74,6 +74,12 @@ def write_config(work: Path, **config: Any) -> Path:
     work.mkdir(parents=True, exist_ok=True)
     for side in ("torch", "ms"):
         shutil.rmtree(work / side, ignore_errors=True)
+    # --nproc: the other ranks' folders and msrun's scheduler's, and the done marks ranks wait on
+    for stale in [*work.glob("*.rank[0-9]*"), *work.glob("*.sched"), *work.glob("*/done")]:
+        if stale.is_dir():
+            shutil.rmtree(stale, ignore_errors=True)
+        else:
+            stale.unlink(missing_ok=True)
     path = work / "config.json"
     path.write_text(json.dumps({"work": str(work), **config}, indent=1) + "\n", encoding="utf-8")
     return path
