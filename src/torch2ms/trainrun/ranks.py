@@ -28,7 +28,9 @@ def rank_dir(work: Path, side: str, rank: int) -> Path:
 
 def compare_ranks(work: Path, nproc: int, records: dict[str, dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
     """Findings (a rank that wrote no record, stepped a different number of times, or ends with other
-    parameters than rank 0) and one line for the report's conditions."""
+    parameters than rank 0) and one line for the report's conditions. Ranks that part on the torch side
+    too are the script's own doing (a model left unwrapped by DDP on this device, say): a warning then,
+    on both sides; MindSpore's ranks parting while torch's agree is a difference."""
     findings: list[dict[str, Any]] = []
     worst: dict[str, float] = {}
     for side, rec0 in records.items():
@@ -42,9 +44,8 @@ def compare_ranks(work: Path, nproc: int, records: dict[str, dict[str, Any]]) ->
             rec = json.loads(path.read_text(encoding="utf-8"))
             if len(rec["events"]) != len(rec0["events"]):
                 text = _("{side} rank {rank} made {n} optimizer step(s), rank 0 made {n0}")
-                findings.append(
-                    _finding(text.format(side=LABEL[side], rank=r, n=len(rec["events"]), n0=len(rec0["events"])))
-                )
+                n, n0 = len(rec["events"]), len(rec0["events"])
+                findings.append(_finding(text.format(side=LABEL[side], rank=r, n=n, n0=n0)))
             diffs = _parameter_diffs(work, side, r, rec0, rec)
             if diffs:
                 name, rel = max(diffs.items(), key=lambda kv: kv[1])
@@ -54,7 +55,11 @@ def compare_ranks(work: Path, nproc: int, records: dict[str, dict[str, Any]]) ->
                         "{side} rank {rank} ends with other parameters than rank 0: {name} differs by {rel:.1e} "
                         "relative (the gradients were not averaged across the ranks?)"
                     )
-                    findings.append(_finding(text.format(side=LABEL[side], rank=r, name=name, rel=rel)))
+                    findings.append(_finding(text.format(side=LABEL[side], rank=r, name=name, rel=rel), "params"))
+    torch_parted = worst.get("torch", 0.0) > RANK_TOL
+    for f in findings:
+        if f.pop("what") == "params" and torch_parted:
+            f["severity"] = "warning"
     line = _(
         "{n} processes per side (torchrun, msrun), rank 0's steps compared; every rank's parameters against "
         "rank 0's at the end: torch {t:.1e}, MindSpore {m:.1e} relative at worst (limit {tol:g})"
@@ -62,8 +67,8 @@ def compare_ranks(work: Path, nproc: int, records: dict[str, dict[str, Any]]) ->
     return findings, line
 
 
-def _finding(message: str) -> dict[str, Any]:
-    return {"kind": "ranks", "severity": "difference", "message": message}
+def _finding(message: str, what: str = "run") -> dict[str, Any]:
+    return {"kind": "ranks", "severity": "difference", "message": message, "what": what}
 
 
 def _parameter_diffs(work: Path, side: str, rank: int, rec0: dict[str, Any], rec: dict[str, Any]) -> dict[str, float]:
