@@ -120,7 +120,12 @@ def run_side(
         proc = subprocess.Popen(
             command, cwd=cwd, env=_child_env(seed), stdout=out, stderr=subprocess.STDOUT, start_new_session=group
         )
-        rc = _wait(proc, timeout, work / side / PROGRESS_FILE, progress or Progress(), (label or side, steps))
+        try:
+            rc = _wait(proc, timeout, work / side / PROGRESS_FILE, progress or Progress(), (label or side, steps))
+        except BaseException:  # Ctrl-C: a launcher in its own session does not get it from the terminal
+            if group:
+                _kill(proc)
+            raise
     seconds = time.perf_counter() - t0
     record_path = work / side / "record.json"
     record = json.loads(record_path.read_text(encoding="utf-8")) if record_path.is_file() else None
