@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -26,7 +27,7 @@ from torch2ms.cli import main
 from torch2ms.convert import convert_source, convert_tree
 from torch2ms.trainrun import compare_train, ranks
 from torch2ms.trainrun.common import side_dir
-from torch2ms.trainrun.runner import ms_command, torch_command
+from torch2ms.trainrun.runner import _child_env, ms_command, torch_command, write_config
 
 INIT = {
     "positional": 'dist.init_process_group("gloo")',
@@ -168,6 +169,19 @@ def test_launch_commands(tmp_path):
     assert launcher.parent == tmp_path and m[-1] == str(config)
     compile(launcher.read_text(encoding="utf-8"), str(launcher), "exec")  # msrun runs a file
     assert "MS_SCHED" in launcher.read_text(encoding="utf-8")
+
+
+def test_msrun_scheduler_runs_the_script_bare(tmp_path):
+    """msrun's scheduler process runs the script too (up to init()): no instrumentation, no record, the
+    script's arguments as given."""
+    script = tmp_path / "train.py"
+    script.write_text("import sys\nopen(sys.argv[1], 'w').write('ran')\n", encoding="utf-8")
+    config = write_config(tmp_path / "work", steps=2, ms_script=str(script), args=[str(tmp_path / "ran.txt")], nproc=2)
+    launcher = ms_command(config, 2)[-2]
+    env = {**_child_env(0), "MS_ROLE": "MS_SCHED", "RANK_ID": "0"}
+    done = subprocess.run([sys.executable, launcher, str(config)], env=env, cwd=tmp_path, timeout=120, check=False)
+    assert done.returncode == 0 and (tmp_path / "ran.txt").read_text() == "ran"
+    assert not list((tmp_path / "work").glob("ms*/record.json"))
 
 
 def _fake_rank(work: Path, side: str, rank: int, steps: int, params: dict[str, np.ndarray]) -> dict:
