@@ -105,6 +105,45 @@ class MLP(nn.Module):
     return head + body
 
 
+def guarded_script() -> str:
+    """The same training, distributed only when launched so (WORLD_SIZE > 1): plain `python` runs it alone."""
+    head = ddp_script("positional", "alias", "from_distributed", "module").split("dist.init_process_group")[0]
+    return (
+        "import os\n"
+        + head
+        + """def main():
+    distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1
+    if distributed:
+        dist.init_process_group("gloo")
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(64, 4, generator=g)
+    y = torch.randint(0, 3, (64,), generator=g)
+    net = MLP()
+    model = DDP(net) if distributed else net
+    dataset = TensorDataset(x, y)
+    sampler = DistributedSampler(dataset, shuffle=False) if distributed else None
+    loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+    criterion = nn.CrossEntropyLoss()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    for epoch in range(3):
+        if distributed:
+            sampler.set_epoch(epoch)
+        for xb, yb in loader:
+            optimizer.zero_grad()
+            loss = criterion(model(xb), yb)
+            loss.backward()
+            optimizer.step()
+    if distributed:
+        dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
+"""
+    )
+
+
 COMBOS = list(itertools.product(INIT, DDP, SAMPLER, WHERE))
 TORCH_LEFT = re.compile(r"(?<![\w.])(torch|dist|DDP)\.|(?<![\w.])DDP\(|^\s*(import|from) torch\b(?!2ms)", re.M)
 
@@ -127,6 +166,14 @@ def test_every_ddp_spelling_converts_to_mindspore_data_parallel(init, ddp, sampl
     assert ".module" not in _code_only(code) and "ms.communication.release()" in code
     assert not [c for c in res.changes if c.action in ("review", "unsupported")], res.changes
     compile(code, "ddp_train.py", "exec")
+
+
+def test_guarded_ddp_script_converts_with_its_single_process_path():
+    code = convert_source(guarded_script(), "ddp_train.py").code
+    assert not TORCH_LEFT.search(_code_only(code)), code
+    assert 'int(os.environ.get("RANK_SIZE", "1")) > 1' in code  # torchrun's WORLD_SIZE → msrun's RANK_SIZE
+    # without msrun there is no init: the reducer must not be built (it needs the communication group)
+    assert "if ms.communication.GlobalComm.INITED else nn.Identity()" in code
 
 
 # ---- where each rank records, and how the launchers are started -------------------------------------
@@ -309,3 +356,23 @@ def test_gradients_not_averaged_across_msrun_workers_are_named(tmp_path):
     assert rep.first_divergence is not None and rep.first_divergence["step"] == 2  # step 1 starts equal
     rank_findings = [f["message"] for f in rep.findings if f["kind"] == "ranks"]
     assert rank_findings and all(m.startswith("MindSpore rank 1 ends with other parameters") for m in rank_findings)
+
+
+@pytest.mark.slow
+@pytest.mark.differential
+def test_ddp_script_without_a_launcher_trains_alone_the_same(tmp_path):
+    """World size 1: the converted DDP script run with plain python (no msrun) against torch's (no torchrun)."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "ddp_train.py").write_text(guarded_script(), encoding="utf-8")
+    convert_tree(str(src), str(tmp_path / "ms"))
+    rep = compare_train(
+        str(src / "ddp_train.py"),
+        str(tmp_path / "ms" / "ddp_train.py"),
+        steps=STEPS,
+        cwd=str(tmp_path),
+        out_dir=str(tmp_path / "out"),
+    )
+    assert rep.status == "same", (rep.error, rep.findings)
+    assert len(rep.rows) == STEPS and max(r["rel"] for r in rep.rows) <= 1e-4
+    assert not list((tmp_path / "out").glob("*.rank*"))
