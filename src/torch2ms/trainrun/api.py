@@ -9,7 +9,7 @@ from typing import Any
 
 from ..i18n import _
 from ..progress import Progress
-from . import causes, diagnose, noise
+from . import causes, diagnose, noise, ranks
 from .api_step import DEFAULT_BYTES, api_divergence
 from .report import TrainReport
 from .report_files import write_report
@@ -36,12 +36,15 @@ def compare_train(
     progress: Progress | None = None,
     api: bool = False,
     api_bytes: int = DEFAULT_BYTES,
+    nproc: int = 1,
 ) -> TrainReport:
     """Raises TrainUsageError for bad arguments; a script that fails gives a report with status "error".
     ``progress`` is told each side's training steps as they run. ``api``: at the first divergent step,
     record both sides' API calls and name the first one whose output differs (api_step.py), keeping at
-    most ``api_bytes`` of tensors per side."""
+    most ``api_bytes`` of tensors per side. ``nproc`` > 1: each side runs data-parallel, torchrun and msrun
+    starting that many CPU processes; rank 0 is compared, and every rank's parameters with rank 0's."""
     check_inputs(torch_script, ms_script, torch_python, steps, tol)
+    check_nproc(nproc, api)
     work = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="torch2ms-compare-train-"))
     config = write_config(
         work.resolve(),
@@ -53,27 +56,32 @@ def compare_train(
         torch_script=str(Path(torch_script).resolve()),
         ms_script=str(Path(ms_script).resolve()),
         args=list(args or []),
+        nproc=nproc,
     )
     rep = TrainReport("error", torch_script, ms_script, steps, tol, mode, data, seed, work_dir=str(work))
     run_dir = Path(cwd or ".")
     labels = {"torch": _("torch: training steps"), "ms": _("MindSpore: training steps")}
-    t = run_side(
-        "torch", torch_command(torch_python, config), work, run_dir, timeout, progress, labels["torch"], steps, seed
-    )
+    t_cmd = torch_command(torch_python, config, nproc)
+    t = run_side("torch", t_cmd, work, run_dir, timeout, progress, labels["torch"], steps, seed, nproc > 1)
     rep.sides["torch"] = _side_summary(t)
     if (err := side_error(t, timeout)) is not None and not (t.record and t.record["events"]):
         rep.error = err
     else:
-        m = run_side("ms", ms_command(config), work, run_dir, timeout, progress, labels["ms"], steps, seed)
+        m_cmd = ms_command(config, nproc)
+        m = run_side("ms", m_cmd, work, run_dir, timeout, progress, labels["ms"], steps, seed, nproc > 1)
         rep.sides["ms"] = _side_summary(m)
         rep.error = err or side_error(m, timeout)
         if m.record is not None:
             assert t.record is not None
             judge(rep, t.record, m.record, work)
-            if noise_may_explain(rep):
-                reference = (work, run_dir, timeout, progress, steps, seed, torch_python, config)
+            # --nproc: no noise band (measured: with the gradient reducer removed from the conversion, torch re-run
+            # in float64 under torchrun "absorbed" every divergent step; its DDP reference is not trusted)
+            if nproc == 1 and noise_may_explain(rep):
+                reference = (work, run_dir, timeout, progress, steps, seed, torch_python, config, nproc)
                 if (band := _noise_band(t.record, *reference)) is not None:
                     judge(rep, t.record, m.record, work, band)
+            if nproc > 1:
+                judge_ranks(rep, work, nproc, t.record, m.record)
             if api and rep.first_divergence is not None:
                 run = (run_dir, timeout, progress, seed, torch_python)
                 rep.api = api_divergence(rep.first_divergence, config, work, run, mode, api_bytes)
@@ -84,11 +92,11 @@ def compare_train(
 def _noise_band(t_rec: dict[str, Any], work: Path, run_dir: Path, *rest: Any) -> dict[str, Any] | None:
     """torch's own drift (noise.py): against its float64 run, or (a script that cannot train in float64)
     against its run with perturbed weights and gradients; None when neither ran to the end."""
-    timeout, progress, steps, seed, torch_python, config = rest
+    timeout, progress, steps, seed, torch_python, config, nproc = rest
     for float64 in (True, False):
         label = _("torch again, in float64: training steps") if float64 else _("torch again, perturbed: training steps")
-        command = torch_command(torch_python, noise.noise_config(config, float64))
-        n = run_side(noise.NOISE_SIDE, command, work, run_dir, timeout, progress, label, steps, seed)
+        command = torch_command(torch_python, noise.noise_config(config, float64), nproc)
+        n = run_side(noise.NOISE_SIDE, command, work, run_dir, timeout, progress, label, steps, seed, nproc > 1)
         rec = n.record
         if (
             rec is not None
@@ -101,6 +109,22 @@ def _noise_band(t_rec: dict[str, Any], work: Path, run_dir: Path, *rest: Any) ->
                 "float64": float64,
             }
     return None
+
+
+def check_nproc(nproc: int, api: bool) -> None:
+    if nproc < 1:
+        raise TrainUsageError(_("--nproc {nproc}: give at least 1 process").format(nproc=nproc))
+    if nproc > 1 and api:
+        raise TrainUsageError(_("--api records one process's calls: run it without --nproc"))
+
+
+def judge_ranks(rep: TrainReport, work: Path, nproc: int, t_rec: dict[str, Any], m_rec: dict[str, Any]) -> None:
+    """--nproc: every rank against rank 0 on each side (ranks.py); a rank that parted makes the runs differ."""
+    findings, line = ranks.compare_ranks(work, nproc, {"torch": t_rec, "ms": m_rec})
+    rep.findings += findings
+    rep.conditions.append(line)
+    if any(f["severity"] == "difference" for f in findings) and rep.status == "same":
+        rep.status = "different"
 
 
 def noise_may_explain(rep: TrainReport) -> bool:

@@ -67,6 +67,16 @@ def add_compare_train_parser(sub) -> None:
         metavar="MB",
         help=_("--api keeps at most this many MB of tensors per side; beyond it, summaries only (default 64)"),
     )
+    c.add_argument(
+        "--nproc",
+        type=int,
+        default=1,
+        metavar="N",
+        help=_(
+            "data-parallel scripts: run torch under torchrun and MindSpore under msrun with N CPU processes each, "
+            "compare rank 0's steps and check that every rank ends with rank 0's parameters (default 1)"
+        ),
+    )
     c.add_argument("--json", action="store_true", help=_("print report.json to stdout instead of the table"))
     c.add_argument("script_args", nargs=argparse.REMAINDER, help=_("-- then the arguments both scripts get"))
     c.set_defaults(func=cmd_compare_train, data="replay")
@@ -102,6 +112,7 @@ def cmd_compare_train(args: argparse.Namespace) -> int:
                 progress=progress,
                 api=args.api,
                 api_bytes=int(args.api_max_mb * (1 << 20)),
+                nproc=args.nproc,
             )
     except TrainUsageError as exc:
         Console(stderr=True).print("[red]" + _("error:") + f"[/] {escape(str(exc))}", highlight=False, soft_wrap=True)

@@ -61,6 +61,19 @@ def live_instances(cls: type) -> list[Any]:
     return found
 
 
+def side_dir(config: dict[str, Any], side: str) -> Path:
+    """Where ``side`` keeps its files: work/SIDE; with ``--nproc`` (torchrun/msrun), rank 0 there too and
+    rank r > 0 in work/SIDE.rankR (RANK from torchrun, RANK_ID from msrun), msrun's scheduler process
+    (it runs the script too, up to init()) in work/SIDE.sched."""
+    work = Path(config["work"])
+    if int(config.get("nproc", 1)) <= 1:
+        return work / side
+    if os.environ.get("MS_ROLE") == "MS_SCHED":
+        return work / f"{side}.sched"
+    rank = int(os.environ.get("RANK", os.environ.get("RANK_ID", "0")) or 0)
+    return work / (f"{side}.rank{rank}" if rank else side)
+
+
 def read_config(path: str) -> dict[str, Any]:
     return json.loads(Path(path).read_text(encoding="utf-8"))
 
@@ -175,7 +188,7 @@ class Recorder:
         self.side = side
         self.config = config
         self.steps_wanted = int(config["steps"])
-        self.out = Path(config["work"]) / side
+        self.out = side_dir(config, side)
         self.out.mkdir(parents=True, exist_ok=True)
         self.events: list[dict[str, Any]] = []
         self.counts: dict[int, int] = {}
@@ -309,4 +322,20 @@ def run_instrumented(rec: Recorder, script: str, args: list[str], finish: Any) -
     write_json(rec.out / "record.json", rec.result(status, error))
     sys.stdout.flush()
     sys.stderr.flush()
+    wait_for_ranks(rec)
     os._exit(0)
+
+
+def wait_for_ranks(rec: Recorder, limit_s: float = 120.0) -> None:
+    """--nproc: leave only when every rank of this side has written its record. A rank that left at once
+    took its half of the last step's ring all-reduce with it ("RingAllReduce wait sending ... failed" on
+    the other rank, measured under msrun), so each rank marks itself done and waits for the others."""
+    nproc = int(rec.config.get("nproc", 1))
+    if nproc <= 1:
+        return
+    (rec.out / "done").touch()
+    base = rec.out.name.split(".rank")[0]
+    marks = [Path(rec.config["work"]) / (base if r == 0 else f"{base}.rank{r}") / "done" for r in range(nproc)]
+    deadline = time.monotonic() + limit_s
+    while not all(m.is_file() for m in marks) and time.monotonic() < deadline:
+        time.sleep(0.05)

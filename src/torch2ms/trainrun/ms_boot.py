@@ -17,7 +17,6 @@ import json
 import os
 import random
 import sys
-from pathlib import Path
 from typing import Any
 
 import mindspore as ms
@@ -25,7 +24,7 @@ import numpy as np
 from mindspore import Parameter, Tensor, nn, ops
 
 from . import ms_data, ms_draws, ms_hooks
-from .common import NOISE_A, NOISE_B, NOISE_SCALE, Recorder, read_config, run_instrumented
+from .common import NOISE_A, NOISE_B, NOISE_SCALE, Recorder, read_config, run_instrumented, side_dir
 
 
 def _flat32(g: Any) -> Any:
@@ -242,7 +241,7 @@ def _no_fetching(module_name: str) -> None:
 def main(config_path: str) -> None:
     cfg = read_config(config_path)
     rec = Recorder(cfg.get("side", "ms"), cfg)
-    torch_record = json.loads((Path(cfg["work"]) / "torch" / "record.json").read_text(encoding="utf-8"))
+    torch_record = json.loads((side_dir(cfg, "torch") / "record.json").read_text(encoding="utf-8"))
     random.seed(cfg["seed"])
     np.random.seed(cfg["seed"])
     ms.set_seed(cfg["seed"])

@@ -19,7 +19,7 @@ import numpy as np
 from mindspore import nn
 from mindspore.experimental.optim import Optimizer as ExperimentalOptimizer
 
-from .common import HYPER_KEYS, Recorder, StopTraining, array_stats, live_instances, manual_step
+from .common import HYPER_KEYS, Recorder, StopTraining, array_stats, live_instances, manual_step, side_dir
 
 OPTIMIZER_TYPES = (ExperimentalOptimizer, nn.Optimizer)
 
@@ -194,7 +194,7 @@ def _name_match(expected: set[str]) -> Any:
 class MsSide:
     def __init__(self, rec: Recorder, config: dict[str, Any], torch_record: dict[str, Any]) -> None:
         self.rec, self.cfg, self.torch = rec, config, torch_record
-        self.torch_dir = Path(config["work"]) / "torch"
+        self.torch_dir = side_dir(config, "torch")  # with --nproc: this rank's torch twin
         self.optimizers: list[Any] = []
         self.unassigned: list[int] = []
         self.models: list[MsModel] = []

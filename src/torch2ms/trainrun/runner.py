@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import time
@@ -24,6 +26,18 @@ from .common import PROGRESS_FILE
 HERE = Path(__file__).resolve().parent
 _POLL_S = 0.2  # how often the progress display reads a running side's step count
 MS_LAUNCH = "import sys; sys.path.pop(0); from torch2ms.trainrun.ms_boot import main; main(sys.argv[1])"
+# msrun's scheduler process runs the script too, up to init() (where it serves the workers and exits):
+# it runs the script bare, not instrumented, recording nothing
+MSRUN_LAUNCH = """import os, sys
+sys.path.pop(0)
+if os.environ.get("MS_ROLE") == "MS_SCHED":
+    from torch2ms.trainrun.common import read_config, run_script
+    cfg = read_config(sys.argv[1])
+    run_script(cfg["ms_script"], cfg["args"])
+else:
+    from torch2ms.trainrun.ms_boot import main
+    main(sys.argv[1])
+"""
 
 
 class TrainUsageError(Exception):
@@ -60,6 +74,12 @@ def write_config(work: Path, **config: Any) -> Path:
     work.mkdir(parents=True, exist_ok=True)
     for side in ("torch", "ms"):
         shutil.rmtree(work / side, ignore_errors=True)
+    # --nproc: the other ranks' folders and msrun's scheduler's, and the done marks ranks wait on
+    for stale in [*work.glob("*.rank[0-9]*"), *work.glob("*.sched"), *work.glob("*/done")]:
+        if stale.is_dir():
+            shutil.rmtree(stale, ignore_errors=True)
+        else:
+            stale.unlink(missing_ok=True)
     path = work / "config.json"
     path.write_text(json.dumps({"work": str(work), **config}, indent=1) + "\n", encoding="utf-8")
     return path
@@ -73,6 +93,8 @@ def _child_env(seed: int = 0) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join([root, *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])])
     env.setdefault("GLOG_v", "3")
     env["PYTHONUNBUFFERED"] = "1"
+    # msrun starts its workers as `python` from PATH: this interpreter's
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), *([env["PATH"]] if env.get("PATH") else [])])
     return env
 
 
@@ -86,15 +108,24 @@ def run_side(
     label: str = "",
     steps: int | None = None,
     seed: int = 0,
+    group: bool = False,
 ) -> SideRun:
     """One instrumented script; its output goes to work/SIDE/output.txt. ``progress`` is told each
-    training step the script records (phase ``label``, ``steps`` wanted)."""
+    training step the script records (phase ``label``, ``steps`` wanted). ``group``: a launcher (torchrun,
+    msrun) in a process group of its own, so a timeout ends its workers too."""
     (work / side).mkdir(parents=True, exist_ok=True)
     log = work / side / "output.txt"
     t0 = time.perf_counter()
     with log.open("wb") as out:
-        proc = subprocess.Popen(command, cwd=cwd, env=_child_env(seed), stdout=out, stderr=subprocess.STDOUT)
-        rc = _wait(proc, timeout, work / side / PROGRESS_FILE, progress or Progress(), (label or side, steps))
+        proc = subprocess.Popen(
+            command, cwd=cwd, env=_child_env(seed), stdout=out, stderr=subprocess.STDOUT, start_new_session=group
+        )
+        try:
+            rc = _wait(proc, timeout, work / side / PROGRESS_FILE, progress or Progress(), (label or side, steps))
+        except BaseException:  # Ctrl-C: a launcher in its own session does not get it from the terminal
+            if group:
+                _kill(proc)
+            raise
     seconds = time.perf_counter() - t0
     record_path = work / side / "record.json"
     record = json.loads(record_path.read_text(encoding="utf-8")) if record_path.is_file() else None
@@ -126,15 +157,49 @@ def _wait(
             progress.finish(label)
             return rc
         if time.monotonic() > deadline:
-            proc.kill()
+            _kill(proc)
             proc.wait()
             progress.finish(label)
             return None
 
 
-def torch_command(torch_python: str | None, config: Path) -> list[str]:
-    return [torch_python or sys.executable, str(HERE / "torch_boot.py"), str(config)]
+def _kill(proc: subprocess.Popen) -> None:
+    """The process, and its process group when it leads one (a launcher and its workers)."""
+    try:
+        if os.getpgid(proc.pid) == proc.pid:
+            os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    proc.kill()
 
 
-def ms_command(config: Path) -> list[str]:
-    return [sys.executable, "-c", MS_LAUNCH, str(config)]
+def torch_command(torch_python: str | None, config: Path, nproc: int = 1) -> list[str]:
+    """The torch side's command; ``nproc`` > 1: under torchrun, that many CPU processes on this host."""
+    python = torch_python or sys.executable
+    if nproc <= 1:
+        return [python, str(HERE / "torch_boot.py"), str(config)]
+    run = [python, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}", "--nnodes=1"]
+    return [*run, "--master_addr=127.0.0.1", f"--master_port={free_port()}", str(HERE / "torch_boot.py"), str(config)]
+
+
+def ms_command(config: Path, nproc: int = 1) -> list[str]:
+    """The MindSpore side's command; ``nproc`` > 1: under msrun, that many workers on this host (msrun runs
+    a script file, so the launch line is written beside the config; the workers are `python` from PATH,
+    which :func:`_child_env` puts this interpreter's folder first on)."""
+    if nproc <= 1:
+        return [sys.executable, "-c", MS_LAUNCH, str(config)]
+    launcher = config.with_name("ms_launch.py")
+    launcher.write_text(MSRUN_LAUNCH, encoding="utf-8")
+    msrun = [sys.executable, "-m", "mindspore.parallel.cluster.run", f"--worker_num={nproc}"]
+    log_dir = config.with_name("msrun_log")
+    return [
+        *[*msrun, f"--local_worker_num={nproc}", "--master_addr=127.0.0.1", f"--master_port={free_port()}"],
+        *["--join=True", f"--log_dir={log_dir}", str(launcher), str(config)],
+    ]
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on now (the launchers' rendezvous)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
