@@ -54,6 +54,17 @@ def read_samples(path: Path) -> dict[str, list[float]]:
     return cpu
 
 
+def cost(samples: list[float], n: int) -> float:
+    """CPU seconds of ``n`` cases of a function from its samples in run order: with one sample, n times it;
+    with more, the first (it pays the module's fixtures) plus n - 1 times the median of the others."""
+    if not n or not samples:
+        return 0.0
+    if len(samples) == 1:
+        return n * samples[0]
+    rest = sorted(samples[1:])
+    return samples[0] + (n - 1) * rest[len(rest) // 2]
+
+
 def table(full: dict[str, int], sliced: dict[str, int], cpu: dict[str, list[float]]) -> str:
     rows: dict[str, list[float]] = defaultdict(lambda: [0, 0, 0.0, 0.0, 0])
     for func, n in full.items():
@@ -61,9 +72,8 @@ def table(full: dict[str, int], sliced: dict[str, int], cpu: dict[str, list[floa
         row[0] += n
         row[1] += sliced.get(func, 0)
         if cpu.get(func):
-            each = sum(cpu[func]) / len(cpu[func])
-            row[2] += n * each
-            row[3] += sliced.get(func, 0) * each
+            row[2] += cost(cpu[func], n)
+            row[3] += cost(cpu[func], sliced.get(func, 0))
         else:
             row[4] += sliced.get(func, 0)
     lines = [
