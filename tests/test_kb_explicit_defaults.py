@@ -59,7 +59,8 @@ TORCH_REFUSES = {
 }
 # The hfft family: MindSpore 2.10's CPU kernels of ops.hfft/ihfft/hfft2/ihfft2/hfftn/ihfftn give torch's
 # values on the first call in a process and other ones (errors 0.4-16) on the second, alternating after, for
-# fresh input tensors too. These rows "failed only in a full run": an odd number of earlier calls of the op in
+# fresh input tensors too (the second hfft is torch's hfft of the conjugate input; the second ihfft, the
+# conjugate of torch's). These rows "failed only in a full run": an odd number of earlier calls of the op in
 # the same xdist worker (tests/test_kb_differential.py) made their one call the wrong one.
 FFT_EVERY_SECOND_CALL = (
     "MindSpore 2.10 CPU's ops.{op} gives other values on every second call in a process (the first agrees): "
