@@ -11,7 +11,7 @@ BENCH_STAMP := $(VENV)/.bench-stamp
 # The real-code kit (../shared/realcode): public PyTorch code, converted and compared model by model.
 REALCODE ?= ../shared/realcode
 
-.PHONY: venv demo test test-fast lint mypy-baseline bench fuzz fuzz-train realcode i18n clean
+.PHONY: venv demo test test-full test-fast lint mypy-baseline bench fuzz fuzz-train realcode i18n clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -24,8 +24,14 @@ venv: $(STAMP)
 demo: $(STAMP)
 	@bash examples/demo.sh
 
+# Each differential / compare-train matrix runs its covering slice here (every value of every axis, fixed
+# seed: tests/matrix_support.py); `make test-full` runs every case. --dist loadgroup keeps the KB
+# differential's GRAPH_MODE batches on one worker each (one compile a batch). Cost per file: bench/test_time.md.
 test: $(STAMP)
-	$(PY) -m pytest -n $(WORKERS) -q -p no:cacheprovider
+	$(PY) -m pytest -n $(WORKERS) --dist loadgroup -q -p no:cacheprovider
+
+test-full: $(STAMP)
+	TORCH2MS_FULL_MATRIX=1 $(PY) -m pytest -n $(WORKERS) --dist loadgroup -q -p no:cacheprovider
 
 # Static tests only (no framework imports): quick feedback while editing.
 test-fast: $(STAMP)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from matrix_support import product
 from requires_support import CORPUS, require_kit
 
 from torch2ms.convert import convert_tree
@@ -494,8 +495,7 @@ def test_a_wrong_call_after_a_short_loop_is_this_call(tmp_path, monkeypatch, loc
 # ------------------------------------------------ the reproducer of the first divergent call
 
 
-@pytest.mark.parametrize("location", sorted(LOCATIONS))
-@pytest.mark.parametrize("bug", sorted(BUGS))
+@pytest.mark.parametrize(("bug", "location"), product(sorted(BUGS), sorted(LOCATIONS), pairs=False))
 def test_the_reproducer_shows_the_difference_alone(tmp_path, monkeypatch, bug, location):
     """With --out, the report writes repro.py + inputs.npz; run alone (torch and MindSpore, no
     torch2ms, no model), it shows the same difference of that one statement and exits 1."""

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from matrix_support import covering
 from requires_support import CORPUS, require_kit
 
 from torch2ms.convert import convert_tree
@@ -162,7 +163,7 @@ BUGS: dict[str, dict[str, tuple[str, str, str]]] = {
         "ex_llama2": (".mean(-1, keepdim=True)", ".sum(-1, keepdim=True)", "x.pow(2).mean(-1, keepdim=True)"),
     },
 }
-CASES = [(kind, model) for kind in sorted(BUGS) for model in sorted(BUGS[kind])]
+CASES = [(kind, model) for kind in sorted(BUGS) for model in sorted(BUGS[kind])]  # make test-full: every one
 
 
 def test_the_matrix_is_wide_enough():
@@ -240,7 +241,7 @@ def test_kit_model_unmodified_reports_nothing(converted, tmp_path, monkeypatch, 
     assert rep.status == "match" and rep.api["paired"] >= max(20, 0.9 * rep.api["torch_groups"]), rep.api
 
 
-@pytest.mark.parametrize(("kind", "model"), CASES)
+@pytest.mark.parametrize(("kind", "model"), covering(CASES))  # make test: every kind and every model
 def test_kit_injected_bug_names_the_original_line(converted, tmp_path, monkeypatch, kind, model):
     old, new, needle = BUGS[kind][model]
     base = converted(model)

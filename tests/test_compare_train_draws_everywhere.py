@@ -18,6 +18,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from matrix_support import product
 
 from torch2ms.convert import convert_tree
 
@@ -142,8 +143,7 @@ def _facts(rep) -> str:
     return repr((rep.error, rep.findings, rep.first_divergence, rep.conditions, rep.rows[:2]))
 
 
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("place", PLACES)
+@pytest.mark.parametrize(("place", "mode"), product(PLACES, MODES, pairs=False))
 def test_every_random_source_at_every_place_in_every_mode_is_the_same(tmp_path, place, mode):
     rep = convert_and_run(tmp_path, f"draws_{place}", draws_script(place), steps=4, mode=mode)
     assert rep.status == "same", _facts(rep)

@@ -21,6 +21,7 @@ import json
 from pathlib import Path
 
 import pytest
+from matrix_support import product
 from requires_support import require_module
 
 pytestmark = [pytest.mark.slow, pytest.mark.differential]
@@ -74,8 +75,7 @@ def _events(work: Path, side: str) -> list[dict]:
     return json.loads((work / side / "record.json").read_text())["events"]
 
 
-@pytest.mark.parametrize("data", list(DATA))
-@pytest.mark.parametrize("loss", list(LOSSES))
+@pytest.mark.parametrize(("loss", "data"), product(list(LOSSES), list(DATA), pairs=False))
 def test_float64_reference_trains_where_a_loss_meets_the_batch(tmp_path, loss, data):
     require_module("torch")
     from torch2ms.trainrun import noise

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from matrix_support import product
 from rc_models_support import convert_pair, ms_mode, relative_error
 
 pytestmark = pytest.mark.differential
@@ -71,8 +72,7 @@ class Net(nn.Module):
 RENAMES = {"gamma": "weight", "beta": "bias"}
 
 
-@pytest.mark.parametrize("cell", CELLS)
-@pytest.mark.parametrize("growth", GROWTH)
+@pytest.mark.parametrize(("growth", "cell"), product(GROWTH, CELLS, pairs=False))
 def test_grown_containers_keep_torch_names_in_both_modes(tmp_path, growth, cell):
     import mindspore as ms
     import torch

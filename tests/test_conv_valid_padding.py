@@ -8,10 +8,9 @@ run in PyNative and GRAPH_MODE against torch. Transposed convolutions keep ``pad
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
+from matrix_support import product
 from rc_models_support import compare_modes, convert_pair
 
 pytestmark = pytest.mark.differential
@@ -48,7 +47,7 @@ def _case(d: int, padding: str, extra: str) -> str | None:
     return SOURCE.format(d=d, padding=pad, extra=extra_src)
 
 
-@pytest.mark.parametrize(("d", "padding", "extra"), list(itertools.product((1, 2, 3), PADDINGS, EXTRAS)))
+@pytest.mark.parametrize(("d", "padding", "extra"), product((1, 2, 3), PADDINGS, EXTRAS))
 def test_no_padding_is_valid_and_matches_torch(tmp_path, d, padding, extra):
     source = _case(d, padding, extra)
     tmod, mmod, code = convert_pair(source, tmp_path)

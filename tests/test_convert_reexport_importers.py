@@ -21,6 +21,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from matrix_support import covering
 
 from torch2ms.convert import convert_tree
 from torch2ms.convert.imports import torch_kept_marks
@@ -125,7 +126,7 @@ def _run(folder: Path, code: str, blocked: tuple[str, ...]) -> subprocess.Comple
 CASES = [(n, i, k) for n in NAMES for i in IMPORTERS for k in KINDS]
 
 
-@pytest.mark.parametrize(("name", "importer", "kind"), CASES, ids=["-".join(c) for c in CASES])
+@pytest.mark.parametrize(("name", "importer", "kind"), covering(CASES, pairs=True))
 def test_unread_torch_import_is_reexport_only_when_imported(tmp_path, name, importer, kind):
     src, out = tmp_path / "src", tmp_path / "out"
     src.mkdir()

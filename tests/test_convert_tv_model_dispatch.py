@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from matrix_support import covering
 from requires_support import require_module
 
 from torch2ms.convert import convert_tree
@@ -53,7 +54,7 @@ def _convert(tmp_path: Path, source: str) -> str:
     return (tmp_path / "out" / "build.py").read_text()
 
 
-@pytest.mark.parametrize(("imp", "look"), CASES, ids=[f"{i}-{k}" for i, k in CASES])
+@pytest.mark.parametrize(("imp", "look"), covering(CASES))
 def test_torchvision_model_lookup_converts(tmp_path, imp, look):
     out = _convert(tmp_path, _source(imp, look))
     assert "torchvision" not in out.replace("torchvision_ms", ""), out

@@ -25,6 +25,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from matrix_support import covering
 
 from torch2ms.convert import convert_source, convert_tree
 
@@ -135,7 +136,7 @@ def _orders(ms_dir: Path, seeds: tuple[int, ...]) -> list[list[int]]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("spelling, place", CASES)
+@pytest.mark.parametrize("spelling, place", covering(CASES))
 def test_the_converted_order_is_reproducible_under_a_seeded_generator(spelling, place, tmp_path):
     require_modules("mindspore")
     src = tmp_path / "t" / "train.py"

@@ -8,10 +8,9 @@ run in PyNative and GRAPH_MODE against torch.
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
+from matrix_support import product
 from rc_models_support import convert_pair, ms_mode, relative_error
 
 pytestmark = pytest.mark.differential
@@ -34,7 +33,7 @@ class Net(nn.Module):
 """
 
 
-@pytest.mark.parametrize(("field", "dtype", "use"), list(itertools.product(FIELDS, DTYPES, USES)))
+@pytest.mark.parametrize(("field", "dtype", "use"), product(FIELDS, DTYPES, USES))
 def test_finfo_numbers_in_forward_match_torch_in_both_modes(tmp_path, field, dtype, use):
     import mindspore as ms
     import torch

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from matrix_support import product
 from rc_models_support import convert_pair, ms_mode, relative_error
 from requires_support import require_module
 
@@ -90,8 +91,7 @@ def _run(tmp_path, fn: str, form: str, modes: tuple[str, ...]) -> str:
     return code
 
 
-@pytest.mark.parametrize("form", FORMS)
-@pytest.mark.parametrize("fn", PLAIN)
+@pytest.mark.parametrize(("fn", "form"), product(PLAIN, FORMS, pairs=False))
 def test_function_value_is_the_mindspore_function_in_both_modes(tmp_path, fn, form):
     code = _run(tmp_path, fn, form, ("PYNATIVE_MODE", "GRAPH_MODE"))
     assert "TorchCompat" not in code, code

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from matrix_support import covering
 from rc_models_support import convert_pair, ms_mode
 
 pytestmark = pytest.mark.differential
@@ -81,7 +82,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("call, crop, pick, grow, loop", CASES)
+@pytest.mark.parametrize("call, crop, pick, grow, loop", covering(CASES, pairs=True))
 def test_greedy_generate_loop_matches_torch_in_both_modes(tmp_path, call, crop, pick, grow, loop):
     import mindspore as ms
     import torch

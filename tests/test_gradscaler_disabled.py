@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from matrix_support import covering
 
 from torch2ms.convert import convert_source
 
@@ -103,7 +104,7 @@ def _weights_ms(src: str, tmp: Path, name: str) -> np.ndarray:
 
 
 @pytest.mark.differential
-@pytest.mark.parametrize("scaler, form, place", CASES)
+@pytest.mark.parametrize("scaler, form, place", covering(CASES, pairs=True))
 def test_inf_gradient_step_is_skipped_only_where_torch_skips_it(scaler, form, place, tmp_path):
     require_modules("torch", "mindspore")
     src = script(scaler, form, place)

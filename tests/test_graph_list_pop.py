@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from matrix_support import product
 from rc_models_support import compare_modes, convert_pair
 from requires_support import require_module
 
@@ -90,8 +91,7 @@ def _source(spelling: str, place: str) -> str:
     return SOURCE.format(**fields)
 
 
-@pytest.mark.parametrize("place", PLACES)
-@pytest.mark.parametrize("spelling", SPELLINGS)
+@pytest.mark.parametrize(("spelling", "place"), product(SPELLINGS, PLACES, pairs=False))
 def test_list_pop_in_expressions_equals_torch(tmp_path, spelling, place):
     tmod, mmod, code = convert_pair(_source(spelling, place), tmp_path)
     assert "_t2m_pop = hs" in code, code

@@ -19,6 +19,7 @@ import itertools
 
 import numpy as np
 import pytest
+from matrix_support import product
 from rc_models_support import compare_modes, convert_pair
 from requires_support import CORPUS, require_kit, require_module
 
@@ -71,11 +72,7 @@ def _source(form: str, build: str, widths: str, pop: str, place: str) -> str:
     return SOURCE.format(downs=downs, merge=_indent(merge, 8), forward=_indent(forward, 8))
 
 
-@pytest.mark.parametrize("place", PLACES)
-@pytest.mark.parametrize("pop", POPS)
-@pytest.mark.parametrize("widths", WIDTHS)
-@pytest.mark.parametrize("build", BUILDS)
-@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize(("form", "build", "widths", "pop", "place"), product(FORMS, BUILDS, WIDTHS, POPS, PLACES))
 def test_plain_local_pops_equal_torch(tmp_path, form, build, widths, pop, place):
     tmod, mmod, code = convert_pair(_source(form, build, widths, pop, place), tmp_path)
     assert ".pop(" not in code and "hs = hs[" in code, code

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from matrix_support import product
 from rc_models_support import MODES, compare_modes, convert_pair
 from requires_support import require_module
 
@@ -56,8 +57,7 @@ def _source(line: str, place: str) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("place", PLACES)
-@pytest.mark.parametrize("spelling", sorted(SPELLINGS))
+@pytest.mark.parametrize(("spelling", "place"), product(sorted(SPELLINGS), PLACES, pairs=False))
 def test_r27_starred_call_equal_to_torch_in_both_modes(spelling, place, tmp_path):
     require_module("torch")
     tmod, mmod, code = convert_pair(_source(SPELLINGS[spelling], place), tmp_path)

@@ -17,6 +17,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from matrix_support import product
 from rc_models_support import (
     MODES,
     compare_modes,
@@ -129,8 +130,7 @@ INPUT = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("place", PLACES)
-@pytest.mark.parametrize("kind", sorted(REWRITTEN))
+@pytest.mark.parametrize(("kind", "place"), product(sorted(REWRITTEN), PLACES, pairs=False))
 def test_r27_statement_equal_to_torch_in_both_modes(kind, place, tmp_path):
     require_module("torch")
     lines, _ = REWRITTEN[kind]

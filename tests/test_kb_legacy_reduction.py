@@ -11,6 +11,7 @@ import itertools
 import re
 
 import pytest
+from matrix_support import covering
 
 from torch2ms.kb import load_kb
 from torch2ms.kb.rewrite import rewrite_call
@@ -79,8 +80,18 @@ def test_non_literal_or_mixed_legacy_value_is_still_refused(kwargs):
     assert not r.ok and any("size_average" in n or "reduce" in n for n in r.notes), r.notes
 
 
-@pytest.mark.parametrize("entry", LOSSES, ids=lambda e: e.torch)
-@pytest.mark.parametrize(("size_average", "reduce"), [("False", "None"), ("None", "False"), ("True", "True")])
+# make test: every loss with one of the legacy pairs, each pair on some loss (make test-full: every loss × pair)
+DIFFERENTIAL = covering(
+    [
+        pytest.param(s, r, e, id=f"{s}-{r}-{e.torch}")
+        for e in LOSSES
+        for s, r in [("False", "None"), ("None", "False"), ("True", "True")]
+    ],
+    axes=lambda p: ((p.values[0], p.values[1]), p.values[2].torch),
+)
+
+
+@pytest.mark.parametrize(("size_average", "reduce", "entry"), DIFFERENTIAL)
 def test_legacy_reduction_matches_torch(entry, size_average, reduce):
     from torch2ms.proof.cases import run_case
 

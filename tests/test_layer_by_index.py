@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from matrix_support import product
 from rc_models_support import convert_pair, ms_mode, relative_error
 
 pytestmark = pytest.mark.differential
@@ -61,8 +62,7 @@ def _torch_key(ms_name: str) -> str:
     return f"{head}.{last}" if head else last
 
 
-@pytest.mark.parametrize("container", CONTAINERS)
-@pytest.mark.parametrize("layer", LAYERS)
+@pytest.mark.parametrize(("layer", "container"), product(LAYERS, CONTAINERS, pairs=False))
 def test_layer_reached_by_index_reads_its_mindspore_parameter(tmp_path, layer, container):
     import mindspore as ms
     import torch

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from matrix_support import product
 from rc_models_support import convert_pair
 from requires_support import require_module
 
@@ -75,8 +76,7 @@ def pair(tmp_path_factory):
     return tmod, mmod, code
 
 
-@pytest.mark.parametrize("ctor", CTORS)
-@pytest.mark.parametrize("form", list(FORMS))
+@pytest.mark.parametrize(("form", "ctor"), product(list(FORMS), CTORS, pairs=False))
 def test_legacy_constructor_form_matches_torch(pair, ctor, form):
     tmod, mmod, _ = pair
     name = f"f_{ctor}_{form}"

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from matrix_support import product
 from rc_models_support import compare_modes, convert_pair
 from requires_support import require_module
 
@@ -118,14 +119,12 @@ def _check(tmp_path, source: str) -> None:
     assert max(errors.values()) <= 1e-5, (errors, code)
 
 
-@pytest.mark.parametrize("place", PLACES)
-@pytest.mark.parametrize("spelling", SPELLINGS)
+@pytest.mark.parametrize(("spelling", "place"), product(SPELLINGS, PLACES, pairs=False))
 def test_module_state_where_graph_mode_compiles_equals_torch(tmp_path, spelling, place):
     _check(tmp_path, _source(place, SPELLINGS[spelling]))
 
 
-@pytest.mark.parametrize("place", PLACES)
-@pytest.mark.parametrize("spelling", PROPERTIES)
+@pytest.mark.parametrize(("spelling", "place"), product(PROPERTIES, PLACES, pairs=False))
 def test_parameters_in_a_property_forward_reads_equal_torch(tmp_path, spelling, place):
     prop, use = PROPERTIES[spelling]
     _check(tmp_path, _source(place, use, prop=prop))

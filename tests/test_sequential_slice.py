@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from matrix_support import covering
 from rc_models_support import compare_modes, convert_pair
 from requires_support import CORPUS, require_kit, require_module
 
@@ -95,7 +96,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("slice_", "container", "use", "instances", "place"), CASES)
+@pytest.mark.parametrize(("slice_", "container", "use", "instances", "place"), covering(CASES, pairs=True))
 def test_container_slice_equals_torch(tmp_path, slice_, container, use, instances, place):
     source = _source(slice_, container, use, place)
     tmod, mmod, code = convert_pair(source, tmp_path)

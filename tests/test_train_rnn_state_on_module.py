@@ -19,11 +19,11 @@ Each case, trained by torch and by its conversion under compare-train: SAME.
 from __future__ import annotations
 
 import itertools
-import os
 import re
 from pathlib import Path
 
 import pytest
+from matrix_support import full_matrix
 from requires_support import require_module
 
 from torch2ms.convert import convert_tree
@@ -160,11 +160,12 @@ def _data_in_comprehension(cell: str, life: str, spelling: str) -> bool:
 
 # compare-train on every case of the state on the module carried across steps, and on a fresh state per
 # batch for two layers (the whole matrix, local and list holders included, is run by hand: -k, with
-# TRAIN_STATE_MATRIX=all; the local and list holders are tests/test_train_legacy_types_and_rnn_state.py's)
+# TORCH2MS_FULL_MATRIX=1 or the older TRAIN_STATE_MATRIX=all; the local and list holders are
+# tests/test_train_legacy_types_and_rnn_state.py's)
 DIFFERENTIAL = [
     c
     for c in CASES
-    if os.environ.get("TRAIN_STATE_MATRIX") == "all"
+    if full_matrix("TRAIN_STATE_MATRIX")
     or _data_in_comprehension(c[0], c[2], c[3])
     or (
         c[1].startswith("module")

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from matrix_support import covering
 from requires_support import require_module
 
 from torch2ms.convert import convert_source, convert_tree
@@ -71,9 +72,10 @@ def test_gradient_writes_are_refused_with_a_reason():
 
 
 def _covering() -> list[tuple[str, str, str, str, str]]:
-    """Every value of every axis at least once (6 runs)."""
+    """Every value of every axis at least once (6 runs; the whole matrix: make test-full, tests/matrix_support.py)."""
     s, a, c, r = list(g.SCALERS), list(g.AUTOCASTS), list(g.CLIPS), list(g.READS)
-    return [(s[i], a[(i + 1) % 6], c[i % 3], r[i % 4], g.PLACES[i % 3]) for i in range(6)]
+    runs = [(s[i], a[(i + 1) % 6], c[i % 3], r[i % 4], g.PLACES[i % 3]) for i in range(6)]
+    return covering(g.matrix(), keep=runs.__contains__)
 
 
 @pytest.mark.slow
