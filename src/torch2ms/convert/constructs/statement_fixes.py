@@ -98,7 +98,7 @@ def _inplace_args(ctx: RewriteContext, call: cst.Call) -> tuple[cst.BaseExpressi
     return inp, flag
 
 
-def _rebind(target: cst.BaseExpression, value: cst.BaseExpression, flag: cst.BaseExpression) -> cst.Assign:
+def _rebind(target: cst.BaseAssignTargetExpression, value: cst.BaseExpression, flag: cst.BaseExpression) -> cst.Assign:
     """``target = value``; ``target = value if flag else target`` when inplace= is not the literal True."""
     if not (isinstance(flag, cst.Name) and flag.value == "True"):
         value = cst.IfExp(test=flag, body=value, orelse=target)
