@@ -39,6 +39,11 @@ def torch_call(
     if entry is None:
         ctx.mark(full, _("not in the torch2ms knowledge base; port by hand"), ctx.root_of(original.func))
         return updated
+    if original in ctx.parameter_data:
+        # nn.Parameter(torch.zeros(3, requires_grad=True)): the Parameter is trainable by its own flag.
+        updated = updated.with_changes(
+            args=[a for a in updated.args if a.keyword is None or a.keyword.value != "requires_grad"]
+        )
     if entry.status == "no-equivalent":
         ctx.mark(entry.torch, entry.note_shown or _("no MindSpore equivalent"), ctx.root_of(original.func))
         return updated

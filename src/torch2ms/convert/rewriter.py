@@ -87,6 +87,7 @@ _EXPRESSIONS = frozenset(
 )
 # Parts of a def/class header, skipped when the header mentions nothing to convert.
 _HEADER_PARTS = frozenset({cst.Parameters, cst.Decorator, cst.Annotation, cst.Arg})
+_PARAMETER = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 
 
 def _keep_lost_comments(original: cst.SimpleStatementLine, updated, one_line: bool):
@@ -374,6 +375,10 @@ class Rewriter(FastDispatch, cst.CSTTransformer):
         if isinstance(node.func, cst.Attribute) and node.func.attr.value == "type" and len(node.args) == 1:
             arg = node.args[0].value  # x.type(torch.FloatTensor) / x.type(dtype=Tensor)
             self.ctx.dtype_nodes.update((arg.body, arg.orelse) if isinstance(arg, cst.IfExp) else (arg,))
+        if node.args and self.ctx.resolve(node.func) in _PARAMETER:
+            data = next((a.value for a in node.args if a.keyword is None or a.keyword.value == "data"), None)
+            if isinstance(data, cst.Call):
+                self.ctx.parameter_data.add(data)
         return True
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:

@@ -28,6 +28,9 @@ class Traversal:
         # id of a method call's original receiver → the receiver as converted (``m.bias`` → ``m.beta``):
         # an in-place statement assigns its result back to it.
         self.converted_receivers: dict[int, cst.BaseExpression] = {}
+        # the data argument of nn.Parameter(torch.zeros(3, requires_grad=True)): its requires_grad= says
+        # nothing (a Parameter is trainable by its own requires_grad), so it is dropped without a mark.
+        self.parameter_data: set[cst.CSTNode] = set()
 
     @property
     def statement(self) -> StatementInfo | None:

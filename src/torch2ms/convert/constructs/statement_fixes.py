@@ -2,11 +2,16 @@
 
 - ``x.add_(y)`` became ``x.add(y)``: MindSpore's in-place Tensor methods do not mutate in PyNative
   (they return the result and leave the tensor as it was), so the result is assigned back.
+- ``F.relu(x, inplace=True)`` (every KB function with an ``inplace=`` argument) became ``ops.relu(x)``:
+  torch changed ``x``, so the result is assigned back to it (``y = F.relu(x, inplace=True)`` also
+  rebinds ``x = y``); ``inplace=flag`` assigns back only when the flag is true.
 - ``model.to(device)`` / ``optimizer.zero_grad()`` became a bare name or nothing: the statement goes.
 - ``model = model.cuda()`` became ``model = model`` (also ``self.buf = self.buf``): the statement goes.
 """
 
 from __future__ import annotations
+
+import ast
 
 import libcst as cst
 
@@ -33,6 +38,9 @@ def after_statement(ctx: RewriteContext, original: cst.SimpleStatementLine, upda
     """Statement-level fixes after the expressions inside were converted."""
     if len(original.body) != 1:
         return updated
+    inplace = _inplace_statement(ctx, original.body[0], updated)
+    if inplace is not None:
+        return inplace
     if isinstance(original.body[0], cst.Assign) and original.body[0] is not updated.body[0]:
         return _self_assignment(original.body[0], updated)
     if not isinstance(original.body[0], cst.Expr):
@@ -65,6 +73,83 @@ def after_statement(ctx: RewriteContext, original: cst.SimpleStatementLine, upda
             return updated.with_changes(body=[cst.Pass()])
         return cst.RemovalSentinel.REMOVE
     return updated
+
+
+def _inplace_args(ctx: RewriteContext, call: cst.Call) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
+    """``F.relu(x, inplace=True)``: (the input, the inplace value) for a KB function whose signature
+    takes ``input`` first and has ``inplace`` (keyword or positional, as torch allows); None otherwise,
+    and when inplace is absent or the literal False."""
+    name = ctx.resolve(call.func)
+    entry = None if name is None else ctx.kb.get(name)
+    if entry is None or entry.kind != "function":
+        return None
+    names = entry.sig_names()
+    if not names or names[0] != "input" or "inplace" not in names:
+        return None
+    found: dict[str, cst.BaseExpression] = {}
+    for i, arg in enumerate(call.args):
+        if arg.star:
+            return None
+        key = arg.keyword.value if arg.keyword is not None else (names[i] if i < len(names) else "")
+        found[key] = arg.value
+    inp, flag = found.get("input"), found.get("inplace")
+    if inp is None or flag is None or (isinstance(flag, cst.Name) and flag.value == "False"):
+        return None
+    return inp, flag
+
+
+def _rebind(target: cst.BaseAssignTargetExpression, value: cst.BaseExpression, flag: cst.BaseExpression) -> cst.Assign:
+    """``target = value``; ``target = value if flag else target`` when inplace= is not the literal True."""
+    if not (isinstance(flag, cst.Name) and flag.value == "True"):
+        value = cst.IfExp(test=flag, body=value, orelse=target)
+    return cst.Assign(targets=[cst.AssignTarget(target)], value=value)
+
+
+def _loop_variable(ctx: RewriteContext, target: cst.BaseExpression) -> bool:
+    """``for t in xs: F.relu(t, inplace=True)``: rebinding ``t`` leaves the tensors in ``xs`` as they were."""
+    if not isinstance(target, cst.Name):
+        return False
+    for info in ctx.statements:
+        node = None if info is None else info.node
+        if isinstance(node, (ast.For, ast.AsyncFor)) and any(
+            isinstance(n, ast.Name) and n.id == target.value for n in ast.walk(node.target)
+        ):
+            return True
+    return False
+
+
+def _inplace_statement(ctx: RewriteContext, before: cst.BaseSmallStatement, updated: cst.SimpleStatementLine):
+    """``F.relu(x, inplace=True)`` alone became ``ops.relu(x)``: ``x = ops.relu(x)``. ``y = F.relu(x,
+    inplace=True)`` became ``y = ops.relu(x)``: ``x = y`` follows. None: not such a statement."""
+    call = before.value if isinstance(before, (cst.Expr, cst.Assign)) else None
+    found = _inplace_args(ctx, call) if isinstance(call, cst.Call) else None
+    after = updated.body[0]
+    if found is None or not isinstance(after, (cst.Expr, cst.Assign)) or after.value is call:
+        return None
+    target, flag = found
+    api = ctx.resolve(call.func) or ""  # type: ignore[union-attr]
+    if not isinstance(target, (cst.Name, cst.Attribute, cst.Subscript)):
+        if isinstance(after, cst.Assign):
+            return None  # F.relu(self.bn(x), inplace=True): a fresh tensor nothing else sees
+        ctx.record(
+            api, "review", _("inplace=True changes a temporary input in torch: assign the result where it is used")
+        )
+        return updated
+    if _loop_variable(ctx, target):
+        ctx.record(
+            api, "review", _("inplace=True on a loop variable: it is assigned back, the sequence it came from is not")
+        )
+    if isinstance(after, cst.Expr):
+        if after.value.deep_equals(target):
+            return None  # nothing left of the call (x): the statement goes below
+        return updated.with_changes(body=[_rebind(target, after.value, flag)])
+    if len(after.targets) != 1 or not isinstance(after.targets[0].target, (cst.Name, cst.Attribute, cst.Subscript)):
+        return None
+    result = after.targets[0].target
+    if result.deep_equals(target):
+        return None  # x = F.relu(x, inplace=True): x is the result already
+    again = cst.SimpleStatementLine(body=[_rebind(target, result, flag)])
+    return cst.FlattenSentinel([updated, again])
 
 
 def _kept_method(before: cst.Call, after: cst.BaseExpression) -> bool:
