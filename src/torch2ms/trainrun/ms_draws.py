@@ -33,7 +33,7 @@ def _in_pipeline() -> bool:
 
 
 def _shape(size: tuple) -> tuple:
-    return tuple(size[0]) if len(size) == 1 and isinstance(size[0], list | tuple) else tuple(size)
+    return tuple(size[0]) if len(size) == 1 and isinstance(size[0], (list, tuple)) else tuple(size)  # noqa: UP038 (GRAPH_MODE: no unions)
 
 
 def _numel(shape: Any) -> int:
