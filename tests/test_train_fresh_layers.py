@@ -33,7 +33,11 @@ KINDS = {
     "layer_norm": ("nn.LayerNorm(8)", "{f}(h * 3.0)", "fresh_layer_norm"),
     "conv1d": ("nn.Conv1d(2, 2, 3, padding=1)", "{f}(h.view(-1, 2, 4)).view(-1, 8)", "fresh_conv1d"),
     "conv2d": ("nn.Conv2d(2, 2, 3, padding=1, bias=False)", "{f}(h.view(-1, 2, 2, 2)).view(-1, 8)", "fresh_conv2d"),
-    "embedding": ("nn.Embedding(10, 8, padding_idx=0)", "h + {f}((h[:, :2] > 0).long() * 3 + 1).sum(1)", "fresh_embedding"),
+    "embedding": (
+        "nn.Embedding(10, 8, padding_idx=0)",
+        "h + {f}((h[:, :2] > 0).long() * 3 + 1).sum(1)",
+        "fresh_embedding",
+    ),
 }
 WHERE = ["forward", "helper", "method"]
 USE = ["call", "local"]
@@ -135,8 +139,12 @@ def test_layers_kept_on_the_module_are_left_as_cells(tmp_path):
     """Built in ``__init__``, bound to a local that is stored or returned, or with an argument the runtime
     does not take: the KB's Cell, as before."""
     src = script("linear", "method", "local", "graph")
-    src = src.replace("        layer = nn.Linear(8, 8)\n", "        layer = nn.Linear(8, 8)\n        self.last = layer\n")
-    src = src.replace("        self.kept = []\n", "        self.kept = []\n        self.extra = nn.Linear(8, 8)(torch.zeros(1, 8))\n")
+    src = src.replace(
+        "        layer = nn.Linear(8, 8)\n", "        layer = nn.Linear(8, 8)\n        self.last = layer\n"
+    )
+    src = src.replace(
+        "        self.kept = []\n", "        self.kept = []\n        self.extra = nn.Linear(8, 8)(torch.zeros(1, 8))\n"
+    )
     src += "\nc = nn.Conv2d(2, 2, 3, padding=1, padding_mode='reflect')(torch.zeros(1, 2, 4, 4))\n"
     out = _convert(tmp_path, src)
     assert re.search(r"layer = (ms\.)?nn\.Dense\(8, 8\)", out), out
@@ -159,7 +167,9 @@ FULL = os.environ.get("TORCH2MS_FULL_MATRIX") == "1"
 @pytest.mark.slow
 @pytest.mark.differential
 @pytest.mark.parametrize(
-    ("kind", "where", "use", "mode"), CASES if FULL else DIFFERENTIAL, ids=["-".join(c) for c in (CASES if FULL else DIFFERENTIAL)]
+    ("kind", "where", "use", "mode"),
+    CASES if FULL else DIFFERENTIAL,
+    ids=["-".join(c) for c in (CASES if FULL else DIFFERENTIAL)],
 )
 def test_layer_built_where_used_trains_as_torch(tmp_path, kind, where, use, mode):
     require_module("torch")

@@ -19,7 +19,8 @@ def distinct_names(params: Any, *owners: tuple[str, Any]) -> list[Any]:
     """``params`` as a list; where the Parameters of the ``(prefix, cell)`` owners share names, each owner
     whose names meet another's is renamed ``prefix.<name>`` (once: a second optimizer over it finds it done)."""
     params = list(params)
-    names = [p.name for p in params if hasattr(p, "name")]
+    flat = [q for p in params for q in (p.get("params", []) if isinstance(p, dict) else [p])]  # param groups
+    names = [p.name for p in flat if hasattr(p, "name")]
     if len(set(names)) == len(names):
         return params
     own = {prefix: {p.name for p in cell.get_parameters()} for prefix, cell in owners}
