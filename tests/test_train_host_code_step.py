@@ -121,8 +121,11 @@ def test_step_uncompiled_exactly_where_host_code_is_reached(tmp_path, spelling, 
     out = _convert(tmp_path, script(spelling, where, loop))
     assert "class TrainStep" in out and "not converted" not in out, out
     compiled = bool(JIT.search(out))
-    assert compiled == (spelling == "none"), out
-    assert ("Not compiled (no @mindspore.jit)" in out) == (spelling != "none"), out
+    # a LayerNorm built where it is used is the runtime's fresh_layer_norm now, which compiles
+    # (tests/test_train_fresh_layers.py): no host code left
+    host = spelling not in ("none", "layer_norm_built")
+    assert compiled == (not host), out
+    assert ("Not compiled (no @mindspore.jit)" in out) == host, out
 
 
 def test_host_code_outside_the_step_keeps_it_compiled(tmp_path):

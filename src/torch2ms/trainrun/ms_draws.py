@@ -33,7 +33,8 @@ def _in_pipeline() -> bool:
 
 
 def _shape(size: tuple) -> tuple:
-    return tuple(size[0]) if len(size) == 1 and isinstance(size[0], list | tuple) else tuple(size)
+    # (list, tuple), not list | tuple: ops.rand(*size) runs inside compiled steps, and GRAPH_MODE has no unions
+    return tuple(size[0]) if len(size) == 1 and isinstance(size[0], (list, tuple)) else tuple(size)
 
 
 def _numel(shape: Any) -> int:

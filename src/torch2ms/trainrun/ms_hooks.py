@@ -162,6 +162,8 @@ def load_torch_init(model: MsModel, torch_dir: Path, torch_model: dict[str, Any]
     converted = convert_state_dict(state, torch_model["layer_types"], load_kb())
     missing, shape = [], []
     for name, p in model.cell.parameters_and_names():
+        if name not in converted and not p.requires_grad:
+            continue  # a constant of the conversion (GroupNorm(affine=False)'s gamma and beta for InstanceNorm)
         if name not in converted:
             missing.append(name)
         elif tuple(converted[name].shape) != tuple(p.shape):

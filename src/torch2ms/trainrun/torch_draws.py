@@ -207,7 +207,7 @@ def patch_methods(d: Draws) -> None:
 def _float_method(d: Draws, t: torch.Tensor, name: str, kind: str, generator: Any, forward: Any, params: Any) -> Any:
     """One in-place float draw: real (recorded in canonical form), or inside training the pseudo-noise."""
     real = d.real_methods[name]  # type: ignore[attr-defined]
-    own = not d.recording() or _from_framework_at(3)
+    own = not d.recording() or (_from_framework_at(3) and not _layer_built_in_forward(d))
     if own or not d.noise():
         real(t, *(params if isinstance(params, tuple) else (params,)), generator=generator)
         if not own:
@@ -221,6 +221,16 @@ def _float_method(d: Draws, t: torch.Tensor, name: str, kind: str, generator: An
 
 def _from_framework_at(depth: int) -> bool:
     return sys._getframe(depth).f_code.co_filename.startswith(_OWN)
+
+
+_INIT = os.path.join(os.path.dirname(torch.__file__), "nn", "init.py")
+
+
+def _layer_built_in_forward(d: Draws) -> bool:
+    """A layer's own initialisation (``torch.nn.init``) inside a model's forward in training: a layer built
+    on each call (``nn.Linear(a, b)(x)``), which the conversion builds with ``ops.rand``/``ops.randn``; both
+    sides then draw the shared pseudo-noise."""
+    return d.noise() and d.side.depth > 0 and sys._getframe(3).f_code.co_filename == _INIT
 
 
 def _canonical(name: str, t: torch.Tensor, params: Any) -> np.ndarray:

@@ -229,7 +229,14 @@ def trainable_params(value: str | None, bound: dict[str, str], entry: Entry) -> 
     params = _MODULE_PARAMETERS.sub(".trainable_params()", value)
     if _is_iterator(params):  # (a generator expression keeps its own parentheses)
         params = f"list{params}" if params.startswith("(") and params.endswith(")") else f"list({params})"
+    owners = list(dict.fromkeys(_OWNER.findall(params)))
+    if len(owners) > 1:  # several models' parameters: their MindSpore names may meet (two instances of a class)
+        pairs = ", ".join(f"({o.rsplit('.', 1)[-1]!r}, {o})" for o in owners)
+        params = f"torch2ms.runtime.distinct_names({params}, {pairs})"
     return {"params": params}
+
+
+_OWNER = re.compile(r"([A-Za-z_][\w.]*)\.trainable_params\(\)")
 
 
 # Calls that hand an optimizer a one-pass iterator: torch takes it (it makes a list), MindSpore's optimizers

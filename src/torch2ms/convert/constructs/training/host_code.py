@@ -25,6 +25,7 @@ import ast
 
 from ....analysis.forward_state import forward_caches, recast_attributes, self_attr
 from ....analysis.imports import ImportMap
+from ..fresh_layers import fresh_calls
 
 _HOST_METHODS = frozenset({"numpy", "asnumpy", "item", "tolist"})
 
@@ -185,8 +186,9 @@ def host_code(tree: ast.Module, imap: ImportMap, forward: list[ast.stmt]) -> tup
         for state, node in _state_writes(cls):
             return state, getattr(node, "lineno", 0)
     for where, place in places:
+        fresh = fresh_calls(place, imap)  # built where used: runtime functions a graph compiles
         for n in ast.walk(place):
-            what = _host_call(n, imap)
+            what = _host_call(n, imap) if id(n) not in fresh else None
             if what is not None and not (where and isinstance(place, ast.FunctionDef) and n is place):
                 return (f"{what} in {where}" if where else what), getattr(n, "lineno", 0)
     return _module_state(tree, imap, classes, reached)
