@@ -18,7 +18,7 @@ import math
 from typing import Any
 
 import mindspore as ms
-from mindspore import nn
+from mindspore import nn, ops
 
 __all__ = ["StepSkippingUnread"]
 
@@ -66,7 +66,7 @@ def _present_only(opt: Any, reads: set[int], construct: Any) -> Any:
         start = {i: params[i].value().copy() for i in lagging}
         out = construct(opt, gradients)
         for param, value in kept:
-            param.set_data(value)
+            ops.assign(param, value)
         if counts is not None:
             for i, here in enumerate(present):
                 counts[i] += int(here)
@@ -114,4 +114,4 @@ def _adam_update(opt: Any, i: int, start: Any, step: int) -> None:
     second = opt.max_exp_avg_sq[i] if group.get("amsgrad") else opt.exp_avg_sq[i]
     step_size = lr / (1 - beta1**step)
     denom = second.value().sqrt() / math.sqrt(1 - beta2**step) + group["eps"]
-    opt.parameters[i].set_data(start * (1 - lr * decay) - step_size * opt.exp_avg[i].value() / denom)
+    ops.assign(opt.parameters[i], start * (1 - lr * decay) - step_size * opt.exp_avg[i].value() / denom)
