@@ -275,7 +275,9 @@ class StepWriter:
         if found is None:
             if draws := self._host_draws():  # host random streams: drawn per step only when uncompiled
                 self.out.draws = draws
-                uncompiled = "# " + _(HOST_COMMENT).format(draws=", ".join(draws)) + "\n    # " + _(SKIPS_UNREAD_COMMENT)
+                uncompiled = (
+                    "# " + _(HOST_COMMENT).format(draws=", ".join(draws)) + "\n    # " + _(SKIPS_UNREAD_COMMENT)
+                )
                 return TRAIN_STEP_CELL.replace("{jit_comment}\n    @mindspore.jit", uncompiled).replace(
                     "(mindspore.nn.Cell)", f"({SKIPS_UNREAD})", 1
                 )
