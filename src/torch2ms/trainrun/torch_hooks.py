@@ -220,8 +220,13 @@ class TorchSide:
             self.rec.note_inputs(array_stats(_to_numpy(t)) if t is not None else None)
 
     def widen(self, module: torch.nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
-        """The float64 reference run: a trained model's floating inputs in float64, as its parameters."""
-        if not self.cfg.get("float64") or all(m.module is not module for m in self.models):
+        """The float64 reference run: a trained model's floating inputs in float64, as its parameters. The
+        model is the smallest module holding the optimizer's parameters (``netG.net``, the Sequential inside
+        a ``Generator``): a call to a module around it (``netG(fixed_noise)``, a tensor drawn in float32
+        before training) is the model's call too."""
+        if not self.cfg.get("float64") or not self.models:
+            return args, kwargs
+        if all(m.module is not module for m in self.models) and not _holds_any(module, self.models):
             return args, kwargs
         return tuple(_float64(a) for a in args), {k: _float64(v) for k, v in kwargs.items()}
 
@@ -361,6 +366,12 @@ class TorchSide:
             "batches": sum(len(it) for it in self.iterators),
             "note": self.replay_note,
         }
+
+
+def _holds_any(module: torch.nn.Module, models: list[Any]) -> bool:
+    """Whether ``module`` has a trained model among its submodules."""
+    inner = {id(m.module) for m in models}
+    return any(id(sub) in inner for sub in module.modules())
 
 
 def _float64(x: Any) -> Any:

@@ -72,6 +72,10 @@ EAGER_COMMENT = N_(
 HOST_COMMENT = N_(
     "Runs uncompiled: the step draws with {draws} (host code: a compiled graph cannot call it each step)."
 )
+SKIPS_UNREAD = "torch2ms.runtime.StepSkippingUnread"
+SKIPS_UNREAD_COMMENT = N_(
+    "A parameter this forward leaves out gets no gradient in torch and its optimizer skips it: so does this step."
+)
 UNSCALE = """{loss} = {scaler}.unscale({loss})
 grads = {scaler}.unscale(grads)
 {finite} = torch2ms.runtime.scaler_finite({scaler}, grads)
@@ -247,7 +251,8 @@ class StepWriter:
             returns=gen.names_tuple([first, *plan.aux, *clip_out]),
         )
         setup.append(gen.blank_lines(cell, self.gap))
-        instance = _assign(step_name, cst.Call(cst.Name(cls_name)))
+        step_args = [cst.Arg(cst.Name(opt_name))] if self.out.draws else []  # StepSkippingUnread(optimizer)
+        instance = _assign(step_name, cst.Call(cst.Name(cls_name), step_args))
         setup.append(gen.blank_lines(instance, self.gap))
         for i in [*plan.clips, plan.step_at, *plan.zero_at, *plan.scaler_calls]:
             self.out.replace[id(plan.body[i])] = []
@@ -270,8 +275,12 @@ class StepWriter:
         if found is None:
             if draws := self._host_draws():  # host random streams: drawn per step only when uncompiled
                 self.out.draws = draws
-                uncompiled = "# " + _(HOST_COMMENT).format(draws=", ".join(draws))
-                return TRAIN_STEP_CELL.replace("{jit_comment}\n    @mindspore.jit", uncompiled)
+                uncompiled = (
+                    "# " + _(HOST_COMMENT).format(draws=", ".join(draws)) + "\n    # " + _(SKIPS_UNREAD_COMMENT)
+                )
+                return TRAIN_STEP_CELL.replace("{jit_comment}\n    @mindspore.jit", uncompiled).replace(
+                    "(mindspore.nn.Cell)", f"({SKIPS_UNREAD})", 1
+                )
             return TRAIN_STEP_CELL.replace("{jit_comment}", "# " + _(JIT_COMMENT))  # a comment holds no node
         self.out.eager = found
         comment = f"{MARK} " + _(EAGER_COMMENT).format(what=found[0], line=found[1])
