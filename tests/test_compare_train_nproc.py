@@ -6,7 +6,9 @@ named and imported, sampler arguments, module-level loop or a main() — and eve
 MindSpore with nothing of torch left (communication.init, the data-parallel context, the gradient
 reducer, the sharded sampler). Two of them run end to end: torchrun and msrun with 2 CPU processes each,
 rank 0's losses compared step by step (SAME), every rank's parameters equal to rank 0's on both sides;
-the gradient reducer removed from the conversion makes the ranks part and the runs DIFFERENT. The fast
+the gradient reducer removed from the conversion makes the ranks part and the runs DIFFERENT; a model
+never wrapped in DDP parts the ranks on both sides, and the runs stay SAME (tests/test_ddp_wrapping.py
+checks the conversion statically). The fast
 tests check where each rank records, the launch commands, the rank comparison on made-up records and
 the usage errors.
 """
