@@ -6,7 +6,9 @@ named and imported, sampler arguments, module-level loop or a main() — and eve
 MindSpore with nothing of torch left (communication.init, the data-parallel context, the gradient
 reducer, the sharded sampler). Two of them run end to end: torchrun and msrun with 2 CPU processes each,
 rank 0's losses compared step by step (SAME), every rank's parameters equal to rank 0's on both sides;
-the gradient reducer removed from the conversion makes the ranks part and the runs DIFFERENT. The fast
+the gradient reducer removed from the conversion makes the ranks part and the runs DIFFERENT; a model
+never wrapped in DDP parts the ranks on both sides, and the runs stay SAME (tests/test_ddp_wrapping.py
+checks the conversion statically). The fast
 tests check where each rank records, the launch commands, the rank comparison on made-up records and
 the usage errors.
 """
@@ -172,8 +174,10 @@ def test_guarded_ddp_script_converts_with_its_single_process_path():
     code = convert_source(guarded_script(), "ddp_train.py").code
     assert not TORCH_LEFT.search(_code_only(code)), code
     assert 'int(os.environ.get("RANK_SIZE", "1")) > 1' in code  # torchrun's WORLD_SIZE → msrun's RANK_SIZE
-    # without msrun there is no init: the reducer must not be built (it needs the communication group)
-    assert "if ms.communication.GlobalComm.INITED else nn.Identity()" in code
+    # without msrun there is no init: the reducer must not be built (it needs the communication group);
+    # runtime averaged() checks GlobalComm.INITED
+    assert "if averaged(optimizer.parameters) else nn.Identity()" in code
+    assert "model = data_parallel(net) if distributed else net" in code
 
 
 # ---- where each rank records, and how the launchers are started -------------------------------------
@@ -376,3 +380,33 @@ def test_ddp_script_without_a_launcher_trains_alone_the_same(tmp_path):
     assert rep.status == "same", (rep.error, rep.findings)
     assert len(rep.rows) == STEPS and max(r["rel"] for r in rep.rows) <= 1e-4
     assert not list((tmp_path / "out").glob("*.rank*"))
+
+
+@pytest.mark.slow
+@pytest.mark.differential
+def test_never_wrapped_model_trains_apart_in_every_rank_on_both_sides(tmp_path):
+    """init_process_group without DDP (imagenet/main.py on CPU): torch averages nothing, its ranks part on their
+    shards; the conversion builds no reducer, its ranks part the same way: SAME, the parting named on both sides."""
+    combo = ("positional", "attribute", "module_path", "function")
+    torch_src = ddp_script(*combo).replace(DDP["attribute"][1], "net").replace("model.module.", "model.")
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "ddp_train.py").write_text(torch_src, encoding="utf-8")
+    convert_tree(str(src), str(tmp_path / "ms"))
+    ms_script = tmp_path / "ms" / "ddp_train.py"
+    code = ms_script.read_text(encoding="utf-8")
+    assert "ms.communication.init()" in code and "DistributedGradReducer" not in code, code
+    rep = compare_train(
+        str(src / "ddp_train.py"),
+        str(ms_script),
+        steps=STEPS,
+        nproc=2,
+        cwd=str(tmp_path),
+        timeout=300,
+        out_dir=str(tmp_path / "out"),
+    )
+    assert rep.status == "same", (rep.error, rep.findings, rep.sides)
+    assert len(rep.rows) == STEPS and max(r["rel"] for r in rep.rows) <= 1e-4
+    parted = [f for f in rep.findings if f["kind"] == "ranks"]
+    assert {f["message"].split()[0] for f in parted} == {"torch", "MindSpore"}, parted
+    assert all(f["severity"] == "warning" for f in parted), parted

@@ -163,7 +163,7 @@ def test_r19_ddp_wrapper_is_dropped_with_its_module_attribute_and_import():
             model = DDP(net, device_ids=[rank])
             return model.module.state_dict(), model(1)
         """)
-    assert "model = net\n" in out
+    assert "model = data_parallel(net)\n" in out  # the model itself, its parameters marked for the reducer
     assert "model.state_dict(), model(1)" in out
     assert "DDP" not in out and "DistributedDataParallel" not in out
 
@@ -204,11 +204,13 @@ def test_r19_converted_file_names_its_msrun_launch_command():
 
 def test_r19_training_step_averages_gradients_only_in_distributed_scripts():
     out = convert_source(DDP_SCRIPT).code
-    # a run without msrun (no init) must not reach the reducer: it segfaults uninitialised
+    # a run without msrun (no init) must not reach the reducer: it segfaults uninitialised; averaged()
+    # also says False for parameters of a model torch never wrapped in DDP (tests/test_ddp_wrapping.py)
     assert (
         "grad_reducer = nn.DistributedGradReducer(optimizer.parameters, mean=True) "
-        "if ms.communication.GlobalComm.INITED else nn.Identity()" in out
+        "if averaged(optimizer.parameters) else nn.Identity()" in out
     )
+    assert "model = data_parallel(net)" in out
     step = out[out.index("def construct(self, xb, yb):") :]
     lines = [ln.strip() for ln in step.splitlines()[1:4]]
     assert lines == ["loss, grads = grad_fn(xb, yb)", "grads = grad_reducer(grads)", "optimizer(grads)"]

@@ -349,7 +349,7 @@ def test_convert_report_md_in_chinese(tmp_path):
     )
     assert "## 需要人工处理" in report and "| 位置 | API | 操作 | 原因 |" in report
     assert (
-        "生成：torch2ms_runtime/：转换后的代码用到的 torch2ms.runtime 辅助函数（ckpt_path, load_checkpoint, load_param_into_net_strict）"
+        "生成：torch2ms_runtime/：转换后的代码用到的 torch2ms.runtime 辅助函数（ckpt_path, data_parallel, load_checkpoint, load_param_into_net_strict）"
         in report
     )
     en = _run(["convert", "train.py", "-o", "out_en"], tmp_path, "en")

@@ -388,7 +388,7 @@ for _names, _why in (
     (
         "Generator CoupledAdam accumulate_grads SummaryWriter assert_allclose assert_close make_tensor onnx_export "
         "onnx_export_outputs numpy_defers_to_tensors grad_of statistics_kept DisabledLossScaler scaler_finite "
-        "set_group_lr tensors_format_like_torch",
+        "set_group_lr tensors_format_like_torch data_parallel averaged",
         _TRAIN,
     ),
 ):

@@ -38,7 +38,7 @@ class FileState:
     # A construct stage rewrote statements beyond one call (distributed, training): the facts are
     # computed again from the code it wrote.
     restructured: bool = False
-    data_parallel: bool = False  # DDP / init_process_group: the training step averages gradients
+    data_parallel: bool = False  # a DDP wrapper: the training step averages the wrapped models' gradients
     # (class, function, name): names a training loop calls as its model, typed as Modules there
     assumed_modules: list[tuple[str, str, str]] = field(default_factory=list)
     context: RewriteContext | None = None  # the rewrite stage's (the imports stage reads what it needed)

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["accumulate_grads", "grad_of", "statistics_kept"]
+__all__ = ["accumulate_grads", "averaged", "data_parallel", "grad_of", "statistics_kept"]
 
 
 def accumulate_grads(total: Any, grads: Any) -> tuple:
@@ -48,3 +48,22 @@ def statistics_kept(cells: Any) -> Iterator[None]:
     finally:
         for p, value in saved:
             p.set_data(value)
+
+
+def data_parallel(module: Any) -> Any:
+    """torch's ``DistributedDataParallel(module)``: the module itself, its parameters marked, so that
+    ``averaged`` knows torch all-reduces their gradients in ``backward()`` (a module torch never wraps
+    trains on its own in every worker)."""
+    for p in module.get_parameters() if hasattr(module, "get_parameters") else ():
+        p.torch2ms_ddp = True
+    return module
+
+
+def averaged(weights: Any) -> bool:
+    """Whether a training step averages the gradients of ``weights`` across the workers, as DDP does:
+    the communication is initialised (msrun) and every weight belongs to a module wrapped with
+    ``data_parallel``."""
+    from mindspore.communication import GlobalComm
+
+    weights = list(weights)
+    return bool(GlobalComm.INITED) and bool(weights) and all(getattr(w, "torch2ms_ddp", False) for w in weights)

@@ -7,7 +7,7 @@ import mindspore as ms
 from mindspore import nn, ops
 import mindspore.dataset as ds
 from mindspore.experimental import optim
-from torch2ms.runtime import CrossEntropyLoss
+from torch2ms.runtime import CrossEntropyLoss, averaged, data_parallel
 
 
 def worker(rank: int, world_size: int):
@@ -19,7 +19,7 @@ def worker(rank: int, world_size: int):
     data = ds.dataloader.TensorDataset(ops.randn(32, 8), ops.randint(0, 2, (32,)))
     sampler = ds.dataloader.DistributedSampler(data, num_replicas=world_size, rank=rank, shuffle=False)
     loader = ds.NumpySlicesDataset(tuple(t.asnumpy() for t in data.tensors), column_names=['data', 'label'], sampler=sampler).batch(4, drop_remainder=False)
-    model = nn.Dense(8, 2)
+    model = data_parallel(nn.Dense(8, 2))
     optimizer = optim.SGD(model.trainable_params(), lr=0.1)
     loss_fn = CrossEntropyLoss()
 
@@ -31,8 +31,8 @@ def worker(rank: int, world_size: int):
         return loss
 
     grad_fn = ms.value_and_grad(forward_fn, None, optimizer.parameters)
-    # torch2ms: DDP averaged the gradients across workers (identity when run without msrun)
-    grad_reducer = nn.DistributedGradReducer(optimizer.parameters, mean=True) if ms.communication.GlobalComm.INITED else nn.Identity()
+    # torch2ms: DDP averaged the gradients across workers: only for the models torch wrapped, and under msrun
+    grad_reducer = nn.DistributedGradReducer(optimizer.parameters, mean=True) if averaged(optimizer.parameters) else nn.Identity()
 
     class TrainStep(nn.Cell):
         """Forward, loss.backward() and optimizer.step() of the torch loop as one Cell."""

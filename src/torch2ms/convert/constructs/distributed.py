@@ -6,9 +6,12 @@ sets it once, globally, and launches the workers with ``msrun`` instead of ``tor
 - ``dist.init_process_group(backend)`` → ``mindspore.communication.init()`` (MindSpore picks the
   collective library by device) + ``set_auto_parallel_context(DATA_PARALLEL, gradients_mean=True)``;
   ``gloo`` (torch's CPU backend) also selects ``mindspore.set_device("CPU")``.
-- ``DistributedDataParallel(model, ...)`` → ``model``: the gradient all-reduce DDP did inside
-  ``backward()`` becomes ``nn.DistributedGradReducer`` in the training step (training.py adds it
-  when this pass reports the file as distributed); ``ddp.module`` → ``ddp``.
+- ``DistributedDataParallel(model, ...)`` → ``torch2ms.runtime.data_parallel(model)``: the model itself,
+  its parameters marked, where torch wrapped it (``if cond: model = DDP(model)`` keeps its ``if``). The
+  gradient all-reduce DDP did inside ``backward()`` becomes ``nn.DistributedGradReducer`` in the training
+  step (training.py adds it when this pass found a DDP wrapper), built only for an optimizer over marked
+  parameters: a model torch never wrapped trains on its own in every worker, as in torch (a file with
+  ``init_process_group`` alone gets no reducer); ``ddp.module`` → ``ddp``.
 - ``get_rank``/``get_world_size``/``destroy_process_group`` → ``mindspore.communication``;
   ``all_reduce``/``broadcast`` → ``mindspore.ops.communication``, which keeps torch's in-place
   signatures (``all_reduce(t)`` sums into ``t``: measured on CPU under msrun); ``barrier()`` → a
@@ -200,6 +203,7 @@ class _Pass(TrackedTransformer):
         self.needs_os = False
         self.workers = "N"  # spawn's nprocs when it is a literal
         self.data_parallel = self.launched = False
+        self.wrapped = False  # a DDP wrapper: the training steps get a gradient reducer
         self.stmt_call: cst.Call | None = None
 
     # ---- helpers ---------------------------------------------------------------------------
@@ -251,14 +255,14 @@ class _Pass(TrackedTransformer):
             self.note(
                 full,
                 _(
-                    "wrapper dropped: the bare network trains; gradients are averaged by "
-                    "nn.DistributedGradReducer in the training step (data-parallel context)"
+                    "wrapper dropped: the bare network trains, its parameters marked; their gradients are "
+                    "averaged by nn.DistributedGradReducer in the training step where torch wrapped it"
                 ),
                 key="DDP",
             )
-            self.data_parallel = True
+            self.data_parallel = self.wrapped = True
             self._consume(original.func)
-            return model
+            return self.ms("torch2ms.runtime.data_parallel({model})", model=model)
         if full == INIT and original is not self.stmt_call:  # as a value: statements get the context too
             self.note(full, _("mindspore.communication.init(); set the data-parallel context too"), "review")
             self.data_parallel = True
@@ -390,18 +394,6 @@ class _Pass(TrackedTransformer):
             return new.with_changes(leading_lines=original.leading_lines)
         return updated
 
-    def leave_Assign(self, original: cst.Assign, updated: cst.Assign):
-        # model = DDP(model) became model = model: nothing left to do
-        value = original.value
-        if (
-            isinstance(value, cst.Call)
-            and self.torch_name(value.func) in self.apis.ddp
-            and len(updated.targets) == 1
-            and code(updated.targets[0].target).strip() == code(updated.value).strip()
-        ):
-            return cst.RemovalSentinel.REMOVE
-        return updated
-
     def _init(self, call: cst.Call, stmt: cst.SimpleStatementLine):
         bound = self._bind(call, ("backend", "init_method", "timeout", "world_size", "rank")) or {}
         backend = bound.get("backend")
@@ -504,7 +496,7 @@ def run(state: FileState) -> None:
     }
     if dropped:  # `from torch.nn.parallel import DistributedDataParallel`: nothing reads it any more
         module = module.visit(_DropImports(dropped, state.index))  # type: ignore[arg-type]
-    state.data_parallel = stage.data_parallel
+    state.data_parallel = stage.wrapped
     if stage.edits or dropped or stage.data_parallel or stage.launched:
         state.module = module
         state.restructured = True

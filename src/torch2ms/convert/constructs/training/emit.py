@@ -41,9 +41,9 @@ GRAD_FN_AUX = "{grad_fn} = mindspore.value_and_grad({forward_fn}, None, {opt}.pa
 REDUCER = (
     "{note}\n"
     "{reducer} = mindspore.nn.DistributedGradReducer({opt}.parameters, mean=True) "
-    "if mindspore.communication.GlobalComm.INITED else mindspore.nn.Identity()\n"
+    "if torch2ms.runtime.averaged({opt}.parameters) else mindspore.nn.Identity()\n"
 )
-REDUCER_NOTE = N_("DDP averaged the gradients across workers (identity when run without msrun)")
+REDUCER_NOTE = N_("DDP averaged the gradients across workers: only for the models torch wrapped, and under msrun")
 REDUCE = "grads = {reducer}(grads)\n"
 AMP_CAST = {
     "float16": 'mindspore.amp.auto_mixed_precision({model}, "O1", dtype=mindspore.float16)',
