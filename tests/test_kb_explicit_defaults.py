@@ -57,25 +57,10 @@ TORCH_REFUSES = {
     ("torch.median", "out"): "median(x, out=None) needs dim",
     ("torch.nanmedian", "out"): "nanmedian(x, out=None) needs dim",
 }
-# The hfft family: MindSpore 2.10's CPU kernels of ops.hfft/ihfft/hfft2/ihfft2/hfftn/ihfftn give torch's
-# values on the first call in a process and other ones (errors 0.4-16) on the second, alternating after, for
-# fresh input tensors too (the second hfft is torch's hfft of the conjugate input; the second ihfft, the
-# conjugate of torch's). These rows "failed only in a full run": an odd number of earlier calls of the op in
-# the same xdist worker (tests/test_kb_differential.py) made their one call the wrong one.
-FFT_EVERY_SECOND_CALL = (
-    "MindSpore 2.10 CPU's ops.{op} gives other values on every second call in a process (the first agrees): "
-    "the KB maps torch.fft.{op} to it directly (each row here runs its case twice)"
-)
 # Found at the merge of session 23 (the signature audit added these rules after this matrix was written):
 # each still fails and is a known gap to fix, kept in the run as a strict xfail so a fix shows up.
 KNOWN_GAPS = {
     ("torch.nonzero", "out"): "the handler refuses out= even at its default None",
-    ("torch.fft.hfft", "out"): FFT_EVERY_SECOND_CALL.format(op="hfft"),
-    ("torch.fft.ihfft", "out"): FFT_EVERY_SECOND_CALL.format(op="ihfft"),
-    ("torch.fft.hfft2", "out"): FFT_EVERY_SECOND_CALL.format(op="hfft2"),
-    ("torch.fft.ihfft2", "out"): FFT_EVERY_SECOND_CALL.format(op="ihfft2"),
-    ("torch.fft.hfftn", "out"): FFT_EVERY_SECOND_CALL.format(op="hfftn"),
-    ("torch.fft.ihfftn", "out"): FFT_EVERY_SECOND_CALL.format(op="ihfftn"),
     ("torchvision.datasets.ImageFolder", "loader"): "the KB's sig says loader=None; torch's default is default_loader",
     ("torch.utils.checkpoint.checkpoint", "context_fn"): "the KB's sig says None; torch's default is noop_context_fn",
 }

@@ -64,9 +64,38 @@ def kb_graph_names() -> dict[str, list[str]]:
     return out
 
 
+def _complex_case(t: str, m: str, shape: tuple[int, ...]):
+    """A case of a helper with a complex result, made real: both parts compared, each call's imaginary part
+    with its own weight (a call that returned the conjugate shows)."""
+    return (
+        ("None", f"{t}.resolve_conj().imag - 3 * {t}.resolve_conj().imag + {t}.real"),
+        ("None", f"mindspore.ops.imag({m}) - 3 * mindspore.ops.imag({m}) + mindspore.ops.real({m})"),
+        {"x": shape},
+    )
+
+
 # name → (torch side: (init, expression)), (MindSpore side: (init, expression)), inputs {name: shape})
 # ``self.m`` is what init built; the expressions read the inputs by name.
 CASES: dict[str, tuple[tuple[str, str], tuple[str, str], dict[str, tuple[int, ...]]]] = {
+    # the Hermitian FFTs (runtime/hermitian_fft.py): called again in one construct, every call torch's
+    "hfft": (
+        ("None", "torch.fft.hfft(x, norm='ortho') + torch.fft.hfft(x, norm='ortho')"),
+        ("None", "hfft(x, None, -1, 'ortho') + hfft(x, None, -1, 'ortho')"),
+        {"x": (3, 6)},
+    ),
+    "ihfft": _complex_case("torch.fft.ihfft(x, n=6, dim=0)", "ihfft(x, 6, 0)", (5, 4)),
+    "hfft2": (
+        ("None", "torch.fft.hfft2(x, s=(3, 6)) + torch.fft.hfft2(x, s=(3, 6))"),
+        ("None", "hfft2(x, (3, 6)) + hfft2(x, (3, 6))"),
+        {"x": (2, 3, 5)},
+    ),
+    "ihfft2": _complex_case("torch.fft.ihfft2(x, norm='forward')", "ihfft2(x, None, (-2, -1), 'forward')", (3, 8)),
+    "hfftn": (
+        ("None", "torch.fft.hfftn(x, dim=(1, 2)) + torch.fft.hfftn(x, dim=(1, 2))"),
+        ("None", "hfftn(x, None, (1, 2)) + hfftn(x, None, (1, 2))"),
+        {"x": (2, 3, 5)},
+    ),
+    "ihfftn": _complex_case("torch.fft.ihfftn(x, s=(3, 5), dim=(0, 1))", "ihfftn(x, (3, 5), (0, 1))", (2, 3, 4)),
     "parse_shape": (
         ("None", "x.reshape(einops.parse_shape(x, 'b c _')['c'], -1)"),
         ("None", "x.reshape(parse_shape(x, 'b c _')['c'], -1)"),
