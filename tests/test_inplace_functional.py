@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import itertools
 import re
 import sys
 import textwrap
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from matrix_support import covering
 
 from torch2ms.convert import convert_source
 from torch2ms.kb import load_kb
@@ -90,10 +92,13 @@ def _statements(code: str) -> list[str]:
 _TARGETS = {"x": ("x",), "self.h": ("self.h", "h"), "xs[0]": ("xs[0]",)}
 
 
-@pytest.mark.parametrize("api", FUNCTIONS)
-@pytest.mark.parametrize("spelling", ["keyword", "positional", "variable"])
-@pytest.mark.parametrize("target", list(_TARGETS))
-@pytest.mark.parametrize("context", list(_CONTEXTS))
+@pytest.mark.parametrize(
+    "api, spelling, target, context",
+    covering(
+        list(itertools.product(FUNCTIONS, ["keyword", "positional", "variable"], list(_TARGETS), list(_CONTEXTS))),
+        pairs=True,
+    ),
+)
 def test_inplace_statement_is_assigned_back(api, spelling, target, context):
     if target == "self.h" and context != "forward":
         target = "x"
@@ -111,9 +116,10 @@ def test_inplace_statement_is_assigned_back(api, spelling, target, context):
         assert " if " not in rebinds[-1], code
 
 
-@pytest.mark.parametrize("api", FUNCTIONS)
-@pytest.mark.parametrize("spelling", ["false", "absent"])
-@pytest.mark.parametrize("context", list(_CONTEXTS))
+@pytest.mark.parametrize(
+    "api, spelling, context",
+    covering(list(itertools.product(FUNCTIONS, ["false", "absent"], list(_CONTEXTS))), pairs=True),
+)
 def test_not_inplace_statement_is_left_alone(api, spelling, context):
     code = _convert(context, _call(api, "x", spelling))
     assert not [s for s in _statements(code) if s.startswith("x = ") and "ones" not in s], code
