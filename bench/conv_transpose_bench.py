@@ -100,16 +100,16 @@ def bench_ops(n: int, repeat: int, skip_native: bool) -> None:
     import mindspore as ms
     from mindspore import nn
 
-    from torch2ms.runtime.conv_transpose import ConvTranspose2d
+    from torch2ms.runtime.convolution import Conv2dTranspose
 
     for name, cin, cout, k, s, p, h in GEN:
         ref = torch_times("t", n, cin, cout, k, s, p, h, repeat)
         row(f"torch  ConvTranspose2d {name}", ref, ref)
+        pad = {"pad_mode": "pad", "padding": p} if p else {"pad_mode": "valid"}
         if not skip_native:
-            pad = {"pad_mode": "pad", "padding": p} if p else {"pad_mode": "valid"}
             native = nn.Conv2dTranspose(cin, cout, k, s, has_bias=False, **pad)
             row(f"ms     Conv2dTranspose {name}", ms_times(native, n, cin, h, repeat), ref)
-        ours = ConvTranspose2d(cin, cout, k, s, padding=p, has_bias=False)
+        ours = Conv2dTranspose(cin, cout, k, s, has_bias=False, **pad)
         row(f"ms rt  ConvTranspose2d {name}", ms_times(ours, n, cin, h, repeat), ref)
     for name, cin, cout, k, s, p, h in DISC:
         ref = torch_times("c", n, cin, cout, k, s, p, h, repeat)
@@ -134,14 +134,12 @@ def bench_step(n: int, native: bool) -> None:
     import mindspore as ms
     from mindspore import nn, ops
 
-    from torch2ms.runtime.conv_transpose import ConvTranspose2d
+    from torch2ms.runtime.convolution import Conv2dTranspose
 
     def block(cin, cout, s, p):
-        if native:
-            pad = {"pad_mode": "pad", "padding": p} if p else {"pad_mode": "valid"}
-            conv = nn.Conv2dTranspose(cin, cout, 4, s, has_bias=False, **pad)
-        else:
-            conv = ConvTranspose2d(cin, cout, 4, s, padding=p, has_bias=False)
+        pad = {"pad_mode": "pad", "padding": p} if p else {"pad_mode": "valid"}
+        cls = nn.Conv2dTranspose if native else Conv2dTranspose
+        conv = cls(cin, cout, 4, s, has_bias=False, **pad)
         return [conv, nn.BatchNorm2d(cout), nn.ReLU()]
 
     gen = nn.SequentialCell(

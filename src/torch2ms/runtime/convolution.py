@@ -1,14 +1,20 @@
-"""Transposed convolutions that run fast on CPU: MindSpore's own Cells, with a different forward there.
+"""Convolutions that run fast on CPU: MindSpore's own Cells, with a different forward there.
 
-MindSpore 2.10's CPU kernel for Conv2DTranspose (= Conv2DBackpropInput) is one to two orders of magnitude
-slower than torch's at a DCGAN generator's shapes (bench/conv_transpose_bench.py; issue 22 class 12).
-A transposed convolution is exactly a stride-1 convolution of the zero-inserted input (``stride - 1``
-zeros between the samples), padded by ``dilation * (k - 1) - padding`` on each side (plus
-``output_padding`` after), with the kernel flipped and its in/out channels swapped per group. On CPU
-these Cells compute that (a Conv2D/Conv3D primitive, whose CPU kernels are fast, and whose gradients
-give the transposed convolution's input and weight gradients); elsewhere they run MindSpore's forward.
+MindSpore 2.10's CPU kernels for Conv2D and Conv2DTranspose (= Conv2DBackpropInput) run at tens of
+MFLOP/s at the channel counts of a DCGAN or a wide CNN, 10-200x slower than torch, while its MatMul,
+im2col (``ops.unfold``) and col2im (``ops.fold``) kernels are fast (bench/conv_transpose_bench.py;
+issue 22 class 12). On CPU these Cells compute, for one group and 2-D (1-D run as 2-D):
 
-They subclass ``nn.Conv1dTranspose`` / ``nn.Conv2dTranspose`` / ``nn.Conv3dTranspose`` with the same
+- ``Conv2d``: im2col of the (padded) input, then one MatMul with the weight;
+- ``Conv*dTranspose``: one MatMul of the weight's transpose with the input, summed into the output by
+  col2im, then cut to MindSpore's length (the gradients are a MatMul and an im2col: fast kernels too).
+
+Other cases (groups, 3-D) compute the transposed convolution as a stride-1 convolution of the
+zero-inserted input (``stride - 1`` zeros between the samples), padded by ``dilation * (k - 1) - padding``
+on each side (plus ``output_padding`` after), with the kernel flipped and its in/out channels swapped
+per group; a grouped Conv2d runs MindSpore's forward. Elsewhere than CPU they run MindSpore's forward.
+
+They subclass ``nn.Conv2d`` / ``nn.Conv1dTranspose`` / ``nn.Conv2dTranspose`` / ``nn.Conv3dTranspose`` with the same
 constructor, so parameters, their names and shapes, initialisation, checkpoints and ``isinstance``
 checks are MindSpore's. The output is MindSpore's for every ``pad_mode`` (and torch's where the converter
 gave torch's padding); ``output_padding`` is applied as torch does (MindSpore's own is wrong on CPU).
@@ -22,7 +28,7 @@ from typing import Any
 import mindspore as ms
 from mindspore import nn, ops
 
-__all__ = ["Conv1dTranspose", "Conv2dTranspose", "Conv3dTranspose"]
+__all__ = ["Conv1dTranspose", "Conv2d", "Conv2dTranspose", "Conv3dTranspose"]
 
 
 def _on_cpu() -> bool:
@@ -72,6 +78,7 @@ class _FastForward:
         op = _tuple(out_pad, dims) if self._dims != 1 else (0, 0)
         self._fast_plan = _plan(self.pad_mode, pad_t, op, k, s, d)
         self._fast_k = k
+        self._fast_dil = d
         self._fast_eff = tuple(dd * (kk - 1) + 1 for kk, dd in zip(k, d))
         g = int(self.group)
         conv_cls = ops.Conv3D if dims == 3 else ops.Conv2D
@@ -114,6 +121,8 @@ class _FastForward:
         return x
 
     def _fast_forward(self, x: Any, weight: Any) -> Any:
+        if len(self._fast_plan) == 2 and self.group == 1:
+            return self._matmul_forward(x, weight)
         first = x.ndim - len(self._fast_plan)
         for i in range(len(self._fast_plan)):
             x = self._spread(x, first + i, self._fast_plan[i], self._fast_eff[i])
@@ -121,6 +130,35 @@ class _FastForward:
         if self.has_bias:
             out = self.bias_add(out, self.bias)
         return out
+
+    def _matmul_forward(self, x: Any, weight: Any) -> Any:
+        """2-D, one group: columns = W^T @ x (one MatMul), summed into the output by col2im (fold),
+        then cut to MindSpore's length (the gradients are a MatMul and an im2col: fast kernels too)."""
+        n, cin, h, w = x.shape
+        kh, kw = self._fast_k
+        cout = weight.shape[1]
+        wm = ops.transpose(weight.reshape((cin, cout * kh * kw)), (1, 0))
+        xm = ops.transpose(x.reshape((n, cin, h * w)), (1, 0, 2)).reshape((cin, n * h * w))
+        cols = ops.transpose(ops.matmul(wm, xm).reshape((cout * kh * kw, n, h * w)), (1, 0, 2))
+        (bh, eh, sh), (bw, ew, sw) = self._fast_plan
+        hf = (h - 1) * sh + self._fast_eff[0]
+        wf = (w - 1) * sw + self._fast_eff[1]
+        size = ms.Tensor((hf, wf), ms.int32)
+        out = ops.fold(cols, size, self._fast_k, self._fast_dil, 0, (sh, sw))
+        out = self._cut(out, 2, bh, hf + eh)
+        out = self._cut(out, 3, bw, wf + ew)
+        if self.has_bias:
+            out = self.bias_add(out, self.bias)
+        return out
+
+    def _cut(self, x: Any, axis: int, start: int, stop: int) -> Any:
+        """``x[start:stop]`` along ``axis``, zeros where ``stop`` runs past the end."""
+        n = x.shape[axis]
+        if start > 0 or stop < n:
+            x = ops.narrow(x, axis, start, min(stop, n) - start)
+        if stop > n:
+            x = ops.pad(x, (0, 0) * (x.ndim - axis - 1) + (0, stop - n))
+        return x
 
 
 class Conv2dTranspose(_FastForward, nn.Conv2dTranspose):
@@ -166,3 +204,48 @@ class Conv3dTranspose(_FastForward, nn.Conv3dTranspose):
         if self._fast:
             return self._fast_forward(x, self.weight)
         return super().construct(x)
+
+
+class Conv2d(nn.Conv2d):
+    """``nn.Conv2d`` (same arguments, parameters and names) computed on CPU as im2col + one MatMul."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._fast = _on_cpu() and self.group == 1 and self.data_format == "NCHW"
+        pad = self.padding
+        self._pads = (pad,) * 4 if isinstance(pad, int) else tuple(int(p) for p in pad)
+        k, s, d = self.kernel_size, self.stride, self.dilation
+        self._eff = tuple(int(d[i]) * (int(k[i]) - 1) + 1 for i in range(2))
+
+    def _same_pads(self, h: int, w: int) -> tuple[int, int, int, int]:
+        """MindSpore's (and TF's) 'same': output ceil(in / stride), the extra padding row at the end."""
+        out: list[int] = []
+        for size, s, eff in ((h, self.stride[0], self._eff[0]), (w, self.stride[1], self._eff[1])):
+            need = max(0, ((size + s - 1) // s - 1) * s + eff - size)
+            out += [need // 2, need - need // 2]
+        return (out[0], out[1], out[2], out[3])
+
+    def construct(self, x: Any) -> Any:
+        if not self._fast:
+            return super().construct(x)
+        n = x.shape[0]
+        if self.pad_mode == "same":
+            top, bottom, left, right = self._same_pads(x.shape[2], x.shape[3])
+        elif self.pad_mode == "pad":
+            top, bottom, left, right = self._pads
+        else:
+            top, bottom, left, right = 0, 0, 0, 0
+        if top or bottom or left or right:
+            x = ops.pad(x, (left, right, top, bottom))
+        h, w = x.shape[2], x.shape[3]
+        ho = (h - self._eff[0]) // self.stride[0] + 1
+        wo = (w - self._eff[1]) // self.stride[1] + 1
+        cols = ops.unfold(x, self.kernel_size, self.dilation, 0, self.stride)  # (n, cin * kh * kw, ho * wo)
+        kk = cols.shape[1]
+        cols = ops.transpose(cols, (1, 0, 2)).reshape((kk, n * ho * wo))
+        cout = self.weight.shape[0]
+        out = ops.matmul(self.weight.reshape((cout, kk)), cols)
+        out = ops.transpose(out.reshape((cout, n, ho * wo)), (1, 0, 2)).reshape((n, cout, ho, wo))
+        if self.has_bias:
+            out = self.bias_add(out, self.bias)
+        return out
