@@ -6,8 +6,8 @@ discriminator's strided convolutions (features 64, 64x64 images):
 
 - torch ``conv_transpose2d`` / ``conv2d``: forward, and forward + backward (input and weight gradients);
 - MindSpore ``nn.Conv2dTranspose`` (the Conv2DTranspose = Conv2DBackpropInput kernel): the same two;
-- MindSpore's runtime ``ConvTranspose2d`` (regular conv over the zero-inserted input, torch2ms_runtime);
-- MindSpore ``nn.Conv2d`` and ``nn.BatchNorm2d``: the same two;
+- the runtime's ``Conv2dTranspose`` (MatMul + col2im on CPU, torch2ms_runtime): the same two;
+- MindSpore ``nn.Conv2d``, the runtime's ``Conv2d`` (im2col + MatMul) and ``nn.BatchNorm2d``: the same two;
 - optionally (``--step``) one whole generator step, PyNative and ``ms.jit``, with the compile time apart.
 
 Run: ``nice -n 10 .venv/bin/python bench/conv_transpose_bench.py --batch 16 [--step]``. Prints one line per op
@@ -100,7 +100,7 @@ def bench_ops(n: int, repeat: int, skip_native: bool) -> None:
     import mindspore as ms
     from mindspore import nn
 
-    from torch2ms.runtime.convolution import Conv2dTranspose
+    from torch2ms.runtime.convolution import Conv2d, Conv2dTranspose
 
     for name, cin, cout, k, s, p, h in GEN:
         ref = torch_times("t", n, cin, cout, k, s, p, h, repeat)
@@ -116,12 +116,14 @@ def bench_ops(n: int, repeat: int, skip_native: bool) -> None:
         row(f"torch  Conv2d {name}", ref, ref)
         conv = nn.Conv2d(cin, cout, k, s, pad_mode="pad", padding=p, has_bias=False)
         row(f"ms     Conv2d {name}", ms_times(conv, n, cin, h, repeat), ref)
+        ours = Conv2d(cin, cout, k, s, pad_mode="pad", padding=p, has_bias=False)
+        row(f"ms rt  Conv2d {name}", ms_times(ours, n, cin, h, repeat), ref)
     for c, h in ((1024, 4), (256, 16), (128, 32)):
         import torch
 
         bn_t = torch.nn.BatchNorm2d(c)
         xt = torch.randn(n, c, h, h, requires_grad=True)
-        ref = (best(lambda: bn_t(xt), repeat), best(lambda: bn_t(xt).sum().backward(), repeat))
+        ref = (best(lambda b=bn_t, x=xt: b(x), repeat), best(lambda b=bn_t, x=xt: b(x).sum().backward(), repeat))
         row(f"torch  BatchNorm2d {c}x{h}x{h}", ref, ref)
         bn = nn.BatchNorm2d(c)
         bn.set_train(True)

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from rc_models_support import MODES, ms_mode, relative_error, weights_by_converter, load_all, convert_pair
+from rc_models_support import MODES, convert_pair, load_all, ms_mode, relative_error, weights_by_converter
 from requires_support import require_module
 
 pytestmark = pytest.mark.differential
@@ -80,17 +80,13 @@ def _slice(rows: list[tuple[Any, ...]], n: int, seed: int) -> list[tuple[Any, ..
 
 
 FULL = bool(os.environ.get("TORCH2MS_FULL_CONV_MATRIX"))
-ROWS = (
-    _transposed_rows() + _conv_rows() if FULL else _slice(_transposed_rows(), 16, 22) + _slice(_conv_rows(), 8, 12)
-)
+ROWS = _transposed_rows() + _conv_rows() if FULL else _slice(_transposed_rows(), 16, 22) + _slice(_conv_rows(), 8, 12)
 
 
 def _source(row: tuple[Any, ...]) -> str:
     kind, dims, stride, padding, out_pad, dilation, groups, bias = row
     spelled = f"padding={padding}" + (f", output_padding={out_pad}" if out_pad else "")
-    layer = (
-        f"nn.{kind}{dims}d(4, 6, 3, stride={stride}, {spelled}, dilation={dilation}, groups={groups}, bias={bias})"
-    )
+    layer = f"nn.{kind}{dims}d(4, 6, 3, stride={stride}, {spelled}, dilation={dilation}, groups={groups}, bias={bias})"
     return (
         "import torch\nimport torch.nn as nn\n\n\nclass Net(nn.Module):\n    def __init__(self):\n"
         f"        super().__init__()\n        self.layer = {layer}\n\n    def forward(self, x):\n        return self.layer(x)\n"

@@ -40,7 +40,12 @@ def _tuple(value: Any, n: int) -> tuple[int, ...]:
 
 
 def _plan(
-    pad_mode: str, padding: tuple[int, ...], out_pad: tuple[int, ...], k: tuple[int, ...], s: tuple[int, ...], d: tuple[int, ...]
+    pad_mode: str,
+    padding: tuple[int, ...],
+    out_pad: tuple[int, ...],
+    k: tuple[int, ...],
+    s: tuple[int, ...],
+    d: tuple[int, ...],
 ) -> tuple[tuple[int, int, int], ...]:
     """Per spatial dim, (before, after_extra, stride) where the equivalent convolution's input is the
     zero-inserted input padded by ``eff_k - 1 - before`` in front and cut/extended to give MindSpore's length.
@@ -65,6 +70,17 @@ class _FastForward:
     """The CPU forward shared by the three Cells (``self._dims`` spatial dims, 1-D run as 2-D)."""
 
     _dims = 2
+    # set by the MindSpore Cell this mixes into (declared for the type checker only)
+    kernel_size: Any
+    stride: Any
+    dilation: Any
+    padding: Any
+    pad_mode: str
+    group: int
+    out_channels: int
+    has_bias: bool
+    bias: Any
+    bias_add: Any
 
     def _setup_fast(self, out_pad: Any) -> None:
         dims = 3 if self._dims == 3 else 2
@@ -214,7 +230,7 @@ class Conv2d(nn.Conv2d):
         self._fast = _on_cpu() and self.group == 1 and self.data_format == "NCHW"
         pad = self.padding
         self._pads = (pad,) * 4 if isinstance(pad, int) else tuple(int(p) for p in pad)
-        k, s, d = self.kernel_size, self.stride, self.dilation
+        k, d = self.kernel_size, self.dilation
         self._eff = tuple(int(d[i]) * (int(k[i]) - 1) + 1 for i in range(2))
 
     def _same_pads(self, h: int, w: int) -> tuple[int, int, int, int]:
