@@ -149,7 +149,10 @@ def bench_step(n: int, native: bool) -> None:
     )
     gen.set_train(True)
     z = ms.Tensor(np.random.default_rng(0).standard_normal((n, 100, 1, 1)).astype(np.float32))
-    grad_fn = ms.value_and_grad(lambda zz: gen(zz).square().mean(), None, gen.trainable_params())
+    def loss_fn(zz):
+        return gen(zz).square().mean()
+
+    grad_fn = ms.value_and_grad(loss_fn, None, gen.trainable_params())
     label = "native Conv2dTranspose" if native else "runtime ConvTranspose2d"
     t = time.perf_counter()
     loss, grads = grad_fn(z)
