@@ -149,6 +149,7 @@ def bench_step(n: int, native: bool) -> None:
     )
     gen.set_train(True)
     z = ms.Tensor(np.random.default_rng(0).standard_normal((n, 100, 1, 1)).astype(np.float32))
+
     def loss_fn(zz):
         return gen(zz).square().mean()
 
