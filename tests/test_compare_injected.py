@@ -62,7 +62,7 @@ BUGS = {
     "gelu_tanh_vs_exact": ([("approximate=False", "approximate=True")], "act", "values", "GELU approximation", 0),
     "bn_momentum_not_inverted": ([("momentum=0.9", "momentum=0.1")], "bn1", "values", "BN momentum", 2),
     "conv_pad_mode_same": (
-        [("Conv2d(8, 16, 3, pad_mode='valid', has_bias=True)", "Conv2d(8, 16, 3, has_bias=True)")],
+        [("nn.Conv2d(8, 16, 3, pad_mode='valid', has_bias=True)", "nn.Conv2d(8, 16, 3, has_bias=True)")],
         "conv2",
         "shape",
         "pad_mode='same'",

@@ -2,8 +2,9 @@
 im2col/col2im + MatMul, or as a convolution of the zero-inserted input) equal torch — a generated matrix.
 
 MindSpore 2.10's CPU Conv2D and Conv2DTranspose kernels run at tens of MFLOP/s at a DCGAN's widths
-(bench/conv_transpose_bench.py), so the KB maps torch's layers to these Cells. Each row writes a torch
-net with one layer spelled as users write it (keywords, tuples, ``padding='same'``), converts it, carries
+(bench/conv_transpose_bench.py), so ``torch2ms convert --cpu-fast-conv`` maps torch's layers to these
+Cells (by default they stay MindSpore's own). Each row writes a torch net with one layer spelled as users
+write it (keywords, tuples, ``padding='same'``), converts it with the option on, carries
 the weights over with ``torch2ms weights`` and compares, in PyNative and in GRAPH_MODE: the output, the
 input gradient and the weight (and bias) gradients against torch's autograd for one random cotangent.
 
@@ -129,7 +130,7 @@ def test_fast_conv_equals_torch_forward_and_gradients(row: tuple[Any, ...], tmp_
     from torch2ms.runtime import convolution
 
     torch.manual_seed(0)
-    tmod, mmod, code = convert_pair(_source(row), tmp_path)
+    tmod, mmod, code = convert_pair(_source(row), tmp_path, cpu_fast_conv=True)
     kind, dims = row[0], row[1]
     cls = f"Conv{dims}dTranspose" if kind == "ConvTranspose" else "Conv2d"
     assert f"= {cls}(" in code, code  # the runtime's layer, not mindspore.nn's
@@ -157,3 +158,43 @@ def test_the_fast_forward_is_what_runs_on_cpu() -> None:
     assert Conv2d(4, 6, 3)._fast and not Conv2d(4, 6, 3, group=2)._fast  # grouped: MindSpore's forward
     for cls in (Conv1dTranspose, Conv2dTranspose, Conv3dTranspose):
         assert cls(4, 6, 3)._fast
+
+
+_LAYERS = (
+    "        self.a = nn.Conv2d(3, 8, 3, padding=1)\n"
+    "        self.b = nn.ConvTranspose1d(3, 8, 3)\n"
+    "        self.c = nn.ConvTranspose2d(3, 8, 3, stride=2)\n"
+    "        self.d = nn.ConvTranspose3d(3, 8, 3)\n"
+)
+_NET = (
+    "import torch.nn as nn\n\n\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n" + _LAYERS
+)
+
+
+def test_native_layers_by_default_runtime_layers_with_the_option(tmp_path: Path) -> None:
+    """Converted code keeps MindSpore's own layers (what Ascend runs); --cpu-fast-conv opts in to the runtime's."""
+    from torch2ms.convert import convert_source, convert_tree
+
+    native = convert_source(_NET, "net.py").code
+    for cls in ("nn.Conv2d(", "nn.Conv1dTranspose(", "nn.Conv2dTranspose(", "nn.Conv3dTranspose("):
+        assert cls in native, native
+    assert "torch2ms" not in native, native
+    fast = convert_source(_NET, "net.py", cpu_fast_conv=True).code
+    assert "from torch2ms.runtime import Conv1dTranspose, Conv2d, Conv2dTranspose, Conv3dTranspose" in fast, fast
+    for cls in ("Conv2d(", "Conv1dTranspose(", "Conv2dTranspose(", "Conv3dTranspose("):
+        assert f"= {cls}" in fast and f"nn.{cls}" not in fast, fast
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "net.py").write_text(_NET)
+    for option, expected in ((False, "self.a = nn.Conv2d("), (True, "self.a = Conv2d(")):
+        out = tmp_path / f"out{int(option)}"
+        convert_tree(tmp_path / "src", out, jobs=1, cpu_fast_conv=option)
+        assert expected in (out / "net.py").read_text()
+    assert (out / "torch2ms_runtime").is_dir()  # vendored with the option: runs without torch2ms
+
+
+def test_cli_cpu_fast_conv_option(tmp_path: Path) -> None:
+    from torch2ms.cli import main
+
+    (tmp_path / "net.py").write_text(_NET)
+    assert main(["convert", str(tmp_path / "net.py"), "-o", str(tmp_path / "out"), "--cpu-fast-conv"]) == 0
+    assert "self.a = Conv2d(" in (tmp_path / "out" / "net.py").read_text()

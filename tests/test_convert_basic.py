@@ -35,8 +35,7 @@ def test_r6_r7_r8_module_converted_with_comments():
     assert "class Block(nn.Cell):" in code
     assert "def construct(self, x):" in code
     assert "# the conv keeps its comment" in code and "# batch" in code
-    # the runtime's Conv2d: MindSpore's nn.Conv2d, run as im2col + MatMul on CPU (issue 22 class 12)
-    assert "Conv2d(3, 8, 3, pad_mode='pad', padding=(1, 1, 2, 2), has_bias=False)" in code
+    assert "nn.Conv2d(3, 8, 3, pad_mode='pad', padding=(1, 1, 2, 2), has_bias=False)" in code
     assert "nn.BatchNorm2d(8, momentum=0.9)" in code
     assert "x = x.add(1)" in code
     assert "n = x.shape[0]" in code and "no_grad" not in code

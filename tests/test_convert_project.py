@@ -82,7 +82,7 @@ def test_bad_input_copied_unchanged_and_reported(project: Path, tmp_path: Path):
     assert "syntax error" in errors["bad_syntax.py"]
     for name in errors:
         assert (out / name).read_bytes() == (project / name).read_bytes()
-    assert "Conv2d(3, 1, 3, pad_mode='valid'" in (out / "layer0.py").read_text()
+    assert "nn.Conv2d(3, 1, 3, pad_mode='valid'" in (out / "layer0.py").read_text()
 
 
 def test_converter_crash_copies_file_and_cli_exit_code(project: Path, tmp_path: Path, monkeypatch, capsys):

@@ -11,8 +11,7 @@ def test_r2_lookup_conv2d_full_and_short_names():
         d = lookup_dict(lookup(name))
         assert d["found"] and d["torch"] == "torch.nn.Conv2d"
     d = lookup_dict(lookup("nn.Conv2d"))
-    # the runtime's Conv2d: MindSpore's nn.Conv2d, run as im2col + MatMul on CPU (issue 22 class 12)
-    assert d["mindspore"] == "torch2ms.runtime.Conv2d"
+    assert d["mindspore"] == "mindspore.nn.Conv2d"
     assert d["status"] == "args-differ"
     assert "CPU" in d["backends"]
     diffs = "\n".join(d["argument_differences"])
