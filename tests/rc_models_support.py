@@ -22,10 +22,13 @@ def import_file(path: Path, name: str) -> Any:
     return load_script(path, name)
 
 
-def convert_pair(source: str, tmp: Path, allow_marks: bool = False) -> tuple[Any, Any, str]:
-    """(torch module, converted MindSpore module, converted code) of one source file."""
+def convert_pair(
+    source: str, tmp: Path, allow_marks: bool = False, cpu_fast_conv: bool = False
+) -> tuple[Any, Any, str]:
+    """(torch module, converted MindSpore module, converted code) of one source file
+    (``cpu_fast_conv``: as `torch2ms convert --cpu-fast-conv`)."""
     tag = f"t2m_rc_{next(_COUNTER)}"
-    res = convert_source(source, f"{tag}.py")
+    res = convert_source(source, f"{tag}.py", cpu_fast_conv=cpu_fast_conv)
     assert res.error is None, res.error
     marks = [c for c in res.changes if c.action == "not-converted"]
     assert allow_marks or not marks, [(c.api, c.note) for c in marks]

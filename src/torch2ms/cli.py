@@ -95,7 +95,13 @@ def cmd_convert(args: argparse.Namespace) -> int:
     console = Console(stderr=True)
     try:
         report = convert_tree(
-            args.src, args.output, jobs=args.jobs, progress=console.is_terminal, force=args.force, runtime=args.runtime
+            args.src,
+            args.output,
+            jobs=args.jobs,
+            progress=console.is_terminal,
+            force=args.force,
+            runtime=args.runtime,
+            cpu_fast_conv=args.cpu_fast_conv,
         )
     except ConvertError as exc:
         raise UsageError(str(exc)) from exc
@@ -302,6 +308,15 @@ def _add_convert(sub: argparse._SubParsersAction) -> None:
             "vendor (default): the torch2ms.runtime helpers the converted code uses are written into the output "
             "as torch2ms_runtime/ and imported from there, so the project runs with MindSpore alone; package: the "
             "converted code imports torch2ms.runtime (torch2ms must be installed where it runs)"
+        ),
+    )
+    cv.add_argument(
+        "--cpu-fast-conv",
+        action="store_true",
+        help=_(
+            "convert torch.nn.Conv2d and ConvTranspose1d/2d/3d to torch2ms.runtime's layers (MindSpore's, "
+            "computed on CPU as im2col/col2im + MatMul; MindSpore's own CPU kernels are 10-100x slower than "
+            "torch's) instead of MindSpore's nn.Conv2d / nn.Conv*dTranspose; changes nothing on GPU or Ascend"
         ),
     )
     cv.set_defaults(func=cmd_convert)

@@ -241,6 +241,7 @@ def convert_source(
     project_names: dict[str, str] | None = None,
     tree: ast.Module | None = None,
     imported_names: frozenset[str] | None = None,
+    cpu_fast_conv: bool = False,
 ) -> ConvertedModule:
     """Convert one module. A file that cannot be parsed comes back unchanged with the error.
 
@@ -249,8 +250,15 @@ def convert_source(
     ``project_names``: torch names the file gets from other project files (analysis/project_names.py).
     ``tree``: ``ast.parse(source)`` when the caller has it already (not parsed twice).
     ``imported_names``: names other project files import from this one (None: not known).
+    ``cpu_fast_conv``: torch's Conv2d / ConvTranspose1d/2d/3d become torch2ms.runtime's (fast on CPU;
+    convert/fast_conv.py) instead of MindSpore's own layers.
     """
-    state = FileState(path, source, kb or load_kb(), local_roots, project_modules, dict(project_names or {}))
+    kb = kb or load_kb()
+    if cpu_fast_conv:
+        from .fast_conv import fast_conv_kb
+
+        kb = fast_conv_kb(kb)
+    state = FileState(path, source, kb, local_roots, project_modules, dict(project_names or {}))
     state.imported_names = imported_names
     state.tree = tree
     with collector_paused():

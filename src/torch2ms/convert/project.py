@@ -320,16 +320,19 @@ def convert_tree(
     progress: bool | Progress = False,
     force: bool = False,
     runtime: str = "vendor",
+    cpu_fast_conv: bool = False,
 ) -> ConvertReport:
     """Convert SRC (file or directory) into OUT. OUT appears whole or not at all.
 
     ``runtime="vendor"``: the torch2ms.runtime helpers the converted code uses are written into OUT as
     ``torch2ms_runtime/`` and imported from there (the project runs without torch2ms); ``"package"``:
     the converted code imports them from ``torch2ms.runtime``.
+    ``cpu_fast_conv``: torch's Conv2d / ConvTranspose1d/2d/3d become torch2ms.runtime's layers (fast on
+    CPU, convert/fast_conv.py) instead of MindSpore's own.
     ``progress``: True draws a bar on stderr; a :class:`Progress` receives the file counts.
     SIGTERM stops the run as Ctrl-C does (KeyboardInterrupt), the temporary folder removed."""
     with terminate_as_interrupt():
-        return _convert_tree(src, out, jobs, progress, force, runtime)
+        return _convert_tree(src, out, jobs, progress, force, runtime, cpu_fast_conv)
 
 
 def _convert_tree(
@@ -339,6 +342,7 @@ def _convert_tree(
     progress: bool | Progress,
     force: bool,
     runtime: str,
+    cpu_fast_conv: bool = False,
 ) -> ConvertReport:
     if runtime not in RUNTIME_CHOICES:
         raise ConvertError(f"--runtime {runtime}: choose one of {', '.join(RUNTIME_CHOICES)}")
@@ -361,7 +365,8 @@ def _convert_tree(
         levels = (lambda rel: _import_level(rel, packages)) if vendor is not None else None
         # one file converted alone: who imports from it is not known
         known = imported if src_p.is_dir() else None
-        for job, outcome in _run(listing.python, base, roots, modules, names, jobs, progress, levels, known):
+        run = _run(listing.python, base, roots, modules, names, jobs, progress, levels, known, cpu_fast_conv)
+        for job, outcome in run:
             # (the worker found whether torchvision_ms is used and pointed the runtime imports at the vendor)
             uses_vision_package |= outcome.uses_vision_package
             if vendor is not None and outcome.runtime is not None:
@@ -439,6 +444,7 @@ def _run(
     progress: bool | Progress,
     runtime_level: Callable[[str], int] | None = None,
     imported: dict[str, set[str]] | None = None,
+    cpu_fast_conv: bool = False,
 ) -> Iterator[tuple[Job, Outcome]]:
     from ..kb import load_kb
 
@@ -456,6 +462,7 @@ def _run(
             tuple(sorted(names.get(module_name(p.relative_to(base)), {}).items())),
             runtime_level(str(p.relative_to(base))) if runtime_level is not None else None,
             _imported(imported, module_name(p.relative_to(base))),
+            cpu_fast_conv,
         )
         for p in files
     )

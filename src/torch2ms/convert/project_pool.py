@@ -87,6 +87,7 @@ class Job:
     runtime_level: int | None = None
     # names other project files import from this one (facts.py ``_reexports``); None: not known
     imported_names: tuple[str, ...] | None = None
+    cpu_fast_conv: bool = False  # convert --cpu-fast-conv (convert/fast_conv.py)
 
     @property
     def cpu_budget(self) -> int:
@@ -191,6 +192,7 @@ def _convert(job: Job) -> Outcome:
             project_names=dict(job.project_names),
             tree=tree,
             imported_names=frozenset(job.imported_names) if job.imported_names is not None else None,
+            cpu_fast_conv=job.cpu_fast_conv,
         )
         converted = None
         if mod.changed and mod.error is None and depth >= 0:
