@@ -9,6 +9,7 @@ files and at N (10,000 by default) and prints both.
     python bench/tree_bench.py [--files 10000] [--small 1000] [-j 2]
     python bench/tree_bench.py --big    # one generated file of 1, 2 and 5 MB: convert's peak RSS and time
     python bench/tree_bench.py --only scan --files 100000 --small 10000   # scan alone at 100k files
+    python bench/tree_bench.py --only scan --files 100000 --small 10000 --lines 15   # 100k generated small files
 """
 
 from __future__ import annotations
@@ -88,8 +89,51 @@ if __name__ == "__main__":
 """
 
 
-def build_tree(root: Path, n: int) -> int:
-    """``n`` Python files: copies of the corpus, each copy a package of its own."""
+# A small generated module (--lines): a model, a function and a loop, ~15 lines; more lines repeat the function.
+SMALL = """import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Net{i}(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear({i} % 7 + 4, 2)
+
+    def forward(self, x):
+        return F.relu(self.fc(x)).sum(dim=-1)
+"""
+SMALL_MORE = """
+
+def step{k}(model, x, opt):
+    loss = model(x).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    return loss.item()
+"""
+
+
+def build_small_tree(root: Path, n: int, lines: int) -> int:
+    """``n`` generated Python files of about ``lines`` lines each, 100 to a package."""
+    for i in range(n):
+        text = SMALL.format(i=i)
+        k = 0
+        while text.count("\n") + 8 <= lines:
+            text += SMALL_MORE.format(k=k)
+            k += 1
+        folder = root / f"pkg{i // 100:05d}"
+        if i % 100 == 0:
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "__init__.py").write_text("")
+        (folder / f"m{i:06d}.py").write_text(text)
+    return sum(p.stat().st_size for p in root.rglob("*.py"))
+
+
+def build_tree(root: Path, n: int, lines: int | None = None) -> int:
+    """``n`` Python files: copies of the corpus, each copy a package of its own (or generated small files)."""
+    if lines:
+        return build_small_tree(root, n, lines)
     seeds = sorted(p for p in CORPUS.rglob("*.py"))
     if not seeds:
         sys.exit(f"no corpus at {CORPUS}")
@@ -112,9 +156,9 @@ def _run(script: str, *args: str) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def measure(n: int, jobs: int, work: Path, only: str | None = None) -> dict:
+def measure(n: int, jobs: int, work: Path, only: str | None = None, lines: int | None = None) -> dict:
     tree = work / f"tree{n}"
-    size = build_tree(tree, n)
+    size = build_tree(tree, n, lines)
     runs = {}
     if only in (None, "convert"):
         runs["convert"] = _run(CONVERT, str(tree), str(work / f"out{n}"), str(jobs))
@@ -186,15 +230,17 @@ def main() -> int:
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--big", action="store_true", help="one big generated file instead of a big tree")
     ap.add_argument("--only", choices=("convert", "scan"), help="measure one command (e.g. scan at 100,000 files)")
+    ap.add_argument("--lines", type=int, help="generated files of about this many lines instead of corpus copies")
+    ap.add_argument("--work", help="folder for the generated trees (default: a temporary folder)")
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory(dir=args.work) as tmp:
         if args.big:
             big_files(Path(tmp))
             return 0
         runs = []
         for n in sorted({args.small, args.files}):
             start = time.perf_counter()
-            runs.append(measure(n, args.jobs, Path(tmp), args.only))
+            runs.append(measure(n, args.jobs, Path(tmp), args.only, args.lines))
             print(f"  (bench wall time {time.perf_counter() - start:.0f} s)", flush=True)
         if len(runs) == 2:
             ratios(*runs)

@@ -6,9 +6,10 @@ Static only: reads source with ``ast``; needs neither torch nor MindSpore.
 from __future__ import annotations
 
 import ast
+import heapq
 import os
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -35,6 +36,7 @@ from .infer import (
 from .project_names import module_name, project_bindings, top_level_imports
 from .risks import Risk, forward_risks
 from .sourcefiles import MAX_FILE_BYTES, SKIP_DIRS, BadInput, Problem, TreeListing, display, read_python, walk_tree
+from .spool import Spool
 
 __all__ = ["MAX_FILE_BYTES", "SKIP_DIRS", "BadInput", "read_source", "iter_python_files", "scan_path", "scan_source"]
 
@@ -76,7 +78,8 @@ class FileReport:
 @dataclass
 class ScanReport:
     root: str
-    files: list[FileReport] = field(default_factory=list)
+    # Each file's report, on disk until read (issue 26: the driver's memory does not grow with the tree).
+    files: Spool[FileReport] = field(default_factory=Spool)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # folders not walked: (path, why)
 
     @property
@@ -366,9 +369,13 @@ def _scan_files(tasks: list[tuple[Path, str, dict[str, str] | None]], kb: KB, jo
         _POOL_KB = None
 
 
-def scan_path(path: str | os.PathLike, kb: KB | None = None, jobs: int = 1) -> ScanReport:
+def scan_path(
+    path: str | os.PathLike, kb: KB | None = None, jobs: int = 1, fill: Callable[[FileReport], None] | None = None
+) -> ScanReport:
     """Scan a file or a project tree; bad files are reported and the rest still scanned.
-    ``jobs`` > 1: files are scanned in that many worker processes (same report)."""
+    ``jobs`` > 1: files are scanned in that many worker processes (same report). ``fill`` completes each
+    file's report before it is kept (convert/estimate.py: the conversion's counts). The reports are
+    kept on disk in path order as they arrive, so memory does not grow with the tree."""
     kb = kb or load_kb()
     root = Path(path)
     if not root.exists() and not root.is_symlink():
@@ -377,10 +384,20 @@ def scan_path(path: str | os.PathLike, kb: KB | None = None, jobs: int = 1) -> S
     base = root if root.is_dir() else root.parent
     report = ScanReport(display(root))
     names = _project_names(listing.python, base) if root.is_dir() else {}
-    tasks = [(f, rel, names.get(module_name(rel))) for f in listing.python for rel in (_relative(f, base),)]
-    report.files.extend(_scan_files(tasks, kb, jobs))
-    for p in _python_problems(listing):
-        report.files.append(FileReport(_relative(p.path, base), error=p.reason))
+    tasks = sorted(
+        ((f, rel, names.get(module_name(rel))) for f in listing.python for rel in (_relative(f, base),)),
+        key=lambda t: t[1],
+    )
+    del names
+    bad = sorted((FileReport(_relative(p.path, base), error=p.reason) for p in _python_problems(listing)), key=_path)
     report.skipped = [(_relative(p.path, base), p.reason) for p in listing.skipped]
-    report.files.sort(key=lambda f: f.path)
+    del listing
+    for f in heapq.merge(_scan_files(tasks, kb, jobs), bad, key=_path):
+        if fill is not None:
+            fill(f)
+        report.files.append(f)
     return report
+
+
+def _path(f: FileReport) -> str:
+    return f.path

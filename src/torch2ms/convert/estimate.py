@@ -15,8 +15,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..analysis.scan import ScanReport, scan_path
+from ..analysis.scan import FileReport, ScanReport, scan_path
 from ..analysis.sourcefiles import display
+from ..analysis.spool import Spool
 from ..kb import KB
 from .project import _listing, _project_facts, _run, local_packages
 
@@ -48,11 +49,24 @@ def estimate_tree(src: str | os.PathLike, jobs: int | None = None) -> Iterator[F
 
 
 def scan_with_estimate(path: str | os.PathLike, kb: KB | None = None, jobs: int = 1) -> ScanReport:
-    """``scan_path``'s inventory and risks, with each file's effort taken from its conversion."""
-    report = scan_path(path, kb, jobs)
-    by_path = {f.path: f for f in report.files}
-    for est in estimate_tree(path, jobs):
-        f = by_path.get(est.path)
-        if f is not None:
+    """``scan_path``'s inventory and risks, with each file's effort taken from its conversion.
+
+    The conversions run first, their estimates kept on disk (only a path-to-record index in memory),
+    and each file's report takes its own as the scan keeps it: memory does not grow with the tree."""
+    estimates: Spool[FileEstimate] = Spool()
+    where: dict[str, int] = {}
+    if Path(path).exists():  # else scan_path says so
+        for est in estimate_tree(path, jobs):
+            where[est.path] = len(estimates)
+            estimates.append(est)
+
+    def fill(f: FileReport) -> None:
+        i = where.pop(f.path, None)
+        if i is not None:
+            est = estimates[i]
             f.conversion, f.left = est.counts, est.left
-    return report
+
+    try:
+        return scan_path(path, kb, jobs, fill)
+    finally:
+        estimates.close()

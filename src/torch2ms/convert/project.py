@@ -13,22 +13,26 @@ from __future__ import annotations
 
 import ast
 import io
+import itertools
 import json
 import os
 import re
 import shutil
 import sys
 import tempfile
+import weakref
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from ..analysis.astwalk import walk
+from ..analysis.astwalk import depth, walk
+from ..analysis.headroom import MAX_NESTING, run_with_headroom
 from ..analysis.imports import ImportMap
 from ..analysis.project_names import ModuleUses, imported_names, module_name, module_uses, project_bindings
 from ..analysis.sourcefiles import BadInput, TreeListing, display, read_python, skip_reason, walk_tree
+from ..analysis.spool import Spool
 from ..i18n import N_, _
 from ..progress import Progress
 from . import layer_map, vision_models
@@ -55,8 +59,16 @@ class _Spill:
     """Each file's change list, kept in an unnamed temporary file until the report is written, so the
     driver's memory does not grow with the tree (10,000 files hold ~100 MB of change records)."""
 
+    _open: weakref.WeakValueDictionary[int, _Spill] = weakref.WeakValueDictionary()
+    _keys = itertools.count()
+
     def __init__(self) -> None:
         self.fh = tempfile.TemporaryFile("w+b")
+        self.key = next(_Spill._keys)
+        _Spill._open[self.key] = self
+
+    def __reduce__(self):  # a FileResult kept in the report's Spool names its spill (this process), never copies it
+        return (_open_spill, (self.key,))
 
     def put(self, changes: list[dict]) -> tuple[int, int]:
         data = json.dumps(changes, ensure_ascii=False).encode("utf-8")
@@ -67,6 +79,10 @@ class _Spill:
     def get(self, offset: int, size: int) -> list[dict]:
         self.fh.seek(offset)
         return json.loads(self.fh.read(size))
+
+
+def _open_spill(key: int) -> _Spill:
+    return _Spill._open[key]
 
 
 @dataclass
@@ -108,12 +124,14 @@ class FileResult:
 class ConvertReport:
     src: str
     out: str
-    files: list[FileResult] = field(default_factory=list)
+    # Each file's result, on disk until read (issue 26: the driver's memory does not grow with the tree).
+    files: Spool[FileResult] = field(default_factory=Spool)
     copied: int = 0
     not_read: list[tuple[str, str]] = field(default_factory=list)  # (path, why): left out of OUT
     skipped: list[tuple[str, str]] = field(default_factory=list)  # folders not walked: (path, why)
     # Packages torch2ms wrote beside the converted files (torchvision_ms), or why it could not.
     generated: list[str] = field(default_factory=list)
+    spill: _Spill | None = field(default=None, repr=False, compare=False)  # the change lists the files name
 
     @property
     def failed(self) -> list[FileResult]:
@@ -225,9 +243,13 @@ def _project_facts(
     classes: list[tuple[str, tuple[str, ...], bool]] = []
     imports: dict[str, tuple[ast.Module, bool]] = {}
     uses: dict[str, ModuleUses] | None = {} if imported is not None else None
-    with collector_paused():  # each tree is freed as the next is parsed (no cycles): nothing to collect
+
+    def read_all() -> None:
         for p in py_files:
             _project_file_facts(p, base, roots, classes, imports, layers, uses)
+
+    with collector_paused():  # each tree is freed as the next is parsed (no cycles): nothing to collect
+        run_with_headroom(read_all)  # the walks below have room for files up to the nesting cap
     if imported is not None and uses is not None:
         imported.update(imported_names(uses))
     found: set[str] = set()
@@ -255,6 +277,24 @@ def _project_file_facts(
         tree = ast.parse(read_python(p).text)
     except (BadInput, SyntaxError, ValueError, RecursionError, MemoryError):
         return  # reported when the file itself is converted
+    if depth(tree) > MAX_NESTING:
+        return  # refused when the file itself is converted (over the cap no walk is given room)
+    try:
+        _tree_facts(p, tree, base, roots, classes, imports, layers, uses)
+    except RecursionError:  # one file never ends the run: its own conversion says what is wrong
+        return
+
+
+def _tree_facts(
+    p: Path,
+    tree: ast.Module,
+    base: Path,
+    roots: frozenset[str],
+    classes: list[tuple[str, tuple[str, ...], bool]],
+    imports: dict[str, tuple[ast.Module, bool]],
+    layers: dict | None,
+    uses: dict[str, ModuleUses] | None,
+) -> None:
     classes += _class_bases(tree, roots)
     try:
         name = module_name(p.relative_to(base))
@@ -357,7 +397,7 @@ def _convert_tree(
     imported: dict[str, set[str]] = {}
     modules, names = _project_facts(listing.python, base, roots, layers, imported)
     tmp = fresh_temp_dir(out_p)
-    spill = _Spill()
+    spill = report.spill = _Spill()
     uses_vision_package = False
     vendor = RuntimeVendor() if runtime == "vendor" else None
     packages = _package_dirs(listing.python, base) if src_p.is_dir() else frozenset()
