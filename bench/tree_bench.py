@@ -59,7 +59,7 @@ project_pool.MAX_CONVERT_BYTES = 1 << 40
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 t = time.perf_counter()
 p = sys.argv[1]
-o = project_pool.convert_job(project_pool.Job(p, os.path.basename(p), frozenset(), frozenset(), os.path.getsize(p)))
+o = project_pool.convert_job(project_pool.Job(p, os.path.basename(p), os.path.getsize(p)))
 print(json.dumps({"seconds": time.perf_counter() - t, "error": o.error, "base_rss_mb": base,
     "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """

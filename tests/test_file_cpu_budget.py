@@ -278,8 +278,6 @@ def test_r26_in_process_call_leaves_the_callers_cpu_limit_alone(tmp_path: Path):
     before = resource.getrlimit(resource.RLIMIT_CPU)
     path = tmp_path / "f.py"
     path.write_text(_source("functional", 2), encoding="utf-8")
-    outcome = project_pool.convert_job(
-        project_pool.Job(str(path), "f.py", frozenset(), frozenset(), path.stat().st_size)
-    )
+    outcome = project_pool.convert_job(project_pool.Job(str(path), "f.py", path.stat().st_size))
     assert outcome.error is None and outcome.code is not None
     assert resource.getrlimit(resource.RLIMIT_CPU) == before

@@ -48,7 +48,7 @@ from .project_paths import (
     fresh_temp_dir,
     swap_into_place,
 )
-from .project_pool import Job, Outcome, run_jobs
+from .project_pool import Job, Outcome, Project, run_jobs
 from .runtime_vendor import RuntimeVendor
 
 __all__ = ["REPORT_JSON", "REPORT_MD", "ConvertError", "ConvertReport", "FileResult", "convert_tree", "to_markdown"]
@@ -496,8 +496,6 @@ def _run(
         Job(
             str(p),
             str(p.relative_to(base)),
-            roots,
-            modules,
             _size(p),
             tuple(sorted(names.get(module_name(p.relative_to(base)), {}).items())),
             runtime_level(str(p.relative_to(base))) if runtime_level is not None else None,
@@ -506,7 +504,7 @@ def _run(
         )
         for p in files
     )
-    return _with_progress(run_jobs(work, workers), len(files), progress)
+    return _with_progress(run_jobs(work, workers, Project(roots, modules)), len(files), progress)
 
 
 def _imported(imported: dict[str, set[str]] | None, module: str) -> tuple[str, ...] | None:
