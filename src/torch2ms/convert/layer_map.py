@@ -19,6 +19,14 @@ OUT, what the source says: for each class, ``self.NAME = <call>`` as
 Parameter → the key of the layer that made it). What the source does not say (a factory function's
 result, a list built in a loop) is not recorded: ``weights`` then tells the class by the attribute
 names the checkpoint shows, or lists the renames it had to guess. Only ``ast`` (no torch, no KB).
+
+``"inventory"`` (added later; a map without it reads as before): ``layers``, every torch.nn layer
+class the project names anywhere (called, passed as an argument or a default, in a ``partial``, an
+alias, a base class), and ``open``, the places that could build a layer it cannot name
+(``getattr(nn, name)``, ``eval``, a name from a package outside the project and not known to hold
+no torch layers, ``torchvision.models``...). ``weights`` calls a rename the attributes do not
+prove certain when every candidate layer agrees on it, and only with ``open`` empty
+(weights/inventory.py).
 """
 
 from __future__ import annotations
@@ -265,13 +273,19 @@ def record(tree: ast.Module, module: str, roots: frozenset[str], into: dict[str,
 
 INVENTORY = " inventory"  # the key ``record`` keeps it under in ``into`` (no class is named so)
 _TORCH_MODULES = ("torch.nn", "torch.nn.modules", "torch")
-# packages whose objects are never torch layers (an import of any other package the project
+# packages whose objects are never torch layers (other frameworks' included) (an import of any other package the project
 # calls may construct one the inventory cannot see)
 _NO_LAYERS = frozenset(
     "numpy scipy PIL matplotlib pandas tqdm cv2 sklearn yaml h5py requests skimage imageio typing_extensions"
-    " packaging regex ftfy tiktoken sentencepiece tensorboard tensorboardX wandb visdom seaborn".split()
+    " packaging regex ftfy tiktoken sentencepiece tensorboard tensorboardX wandb visdom seaborn tensorflow jax"
+    " mpi4py blobfile".split()
 )
-_OPENING = ("torchvision.models", "torchvision.ops", "torch.hub", "einops.layers.torch.EinMix", "importlib")
+# names that build torch layers the inventory cannot name (torch.hub.load_state_dict_from_url does not)
+_OPENING = ("torchvision.models", "torchvision.ops", "torch.hub.load", "einops.layers.torch.EinMix", "importlib")
+
+
+def _opening(full: str) -> bool:
+    return any(full == p or full.startswith(p + ".") for p in _OPENING)
 
 
 def _stdlib(root: str) -> bool:
@@ -280,7 +294,7 @@ def _stdlib(root: str) -> bool:
 
 def _opens(full: str, imap: ImportMap) -> bool:
     """A name outside the project that may construct a torch layer the inventory cannot name."""
-    if full.startswith(_OPENING):
+    if _opening(full):
         return True
     root = full.split(".", 1)[0]
     if root in imap.local_roots or full.startswith(".") or imap.is_framework(full):
@@ -333,7 +347,7 @@ def inventory(tree: ast.Module, module: str, roots: frozenset[str], into: dict[s
             inv["layers"].add(full)
         elif full.endswith(".__dict__") and full.rsplit(".", 1)[0] in _TORCH_MODULES:
             inv["open"].append(("", f"{where}:{node.lineno}: {full}"))
-        elif _opens(full, imap) and (isinstance(node, ast.Name) or full.startswith(_OPENING)):
+        elif _opens(full, imap) and (isinstance(node, ast.Name) or _opening(full)):
             inv["open"].append((full, f"{where}:{node.lineno}: {full}"))
 
 
