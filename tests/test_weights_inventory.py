@@ -19,7 +19,6 @@ import itertools
 import os
 import shlex
 import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -93,10 +92,10 @@ class Scale(nn.Module):
     def forward(self, x):
         return x * self.weight + self.bias
 ''',
-    "getattr_nn": '''
+    "getattr_nn": """
 def layer_by_name(name, *args):
     return getattr(nn, name)(*args)
-''',
+""",
 }
 
 
@@ -130,9 +129,7 @@ def _cases() -> list[tuple[str, str, str, str]]:
             for (i, r), (j, k) in itertools.product(enumerate(REACHES), enumerate(KINDS))
         ]
     spoiled = [  # in containers whose layers the attribute map cannot see
-        (("seq_loop", "nested")[j % 2], REACHES[j % len(REACHES)], k, s)
-        for s in SPOILERS
-        for j, k in enumerate(KINDS)
+        (("seq_loop", "nested")[j % 2], REACHES[j % len(REACHES)], k, s) for s in SPOILERS for j, k in enumerate(KINDS)
     ]
     return plain + spoiled
 

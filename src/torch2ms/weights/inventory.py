@@ -26,11 +26,16 @@ __all__ = ["settle"]
 
 # the direct parameters and buffers of each torch.nn layer that has any (leaf → ranks, None: any
 # rank), from instances of torch 2.x; a layer absent here holds none of its own
+Ranks = dict[str, list[int] | None]
 _V = [1]
-_BN = {"weight": _V, "bias": _V, "running_mean": _V, "running_var": _V, "num_batches_tracked": [0]}
-_CONV = {1: {"weight": [3], "bias": _V}, 2: {"weight": [4], "bias": _V}, 3: {"weight": [5], "bias": _V}}
-_CELL = {"weight_ih": [2], "weight_hh": [2], "bias_ih": _V, "bias_hh": _V}
-LEAVES: dict[str, dict[str, list[int] | None]] = {
+_BN: Ranks = {"weight": _V, "bias": _V, "running_mean": _V, "running_var": _V, "num_batches_tracked": [0]}
+_CONV: dict[int, Ranks] = {
+    1: {"weight": [3], "bias": _V},
+    2: {"weight": [4], "bias": _V},
+    3: {"weight": [5], "bias": _V},
+}
+_CELL: Ranks = {"weight_ih": [2], "weight_hh": [2], "bias_ih": _V, "bias_hh": _V}
+LEAVES: dict[str, Ranks] = {
     "BatchNorm1d": _BN,
     "BatchNorm2d": _BN,
     "BatchNorm3d": _BN,
