@@ -16,6 +16,7 @@ MindSpore network, one forward compared with torch's.
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import shlex
 import textwrap
@@ -219,3 +220,42 @@ def test_empty_state_dict_is_refused_with_a_clear_line(tmp_path, capsys):
     torch.save({"epoch": 3}, tmp_path / "meta.pth")
     assert main(["weights", str(tmp_path / "meta.pth"), "-o", str(ckpt)]) == 2
     assert "holds no tensors" in capsys.readouterr().err
+
+
+INVENTORY_SPELLINGS = [  # (source line inside a function, a layer it records or "", whether the world opens)
+    ("x = nn.GroupNorm(2, 4)", "torch.nn.GroupNorm", False),
+    ("x = partial(nn.Conv1d, kernel_size=1)", "torch.nn.Conv1d", False),
+    ("Norm = nn.LayerNorm", "torch.nn.LayerNorm", False),
+    ("def f(norm_layer=nn.BatchNorm2d): return norm_layer", "torch.nn.BatchNorm2d", False),
+    ("x = getattr(nn, 'PReLU')(4)", "torch.nn.PReLU", False),
+    ("ok = isinstance(m, (nn.Embedding, nn.Linear))", "", False),
+    ("sd = torch.hub.load_state_dict_from_url(url)", "", False),
+    ("import tensorflow as tf; tf.constant(1)", "", False),
+    ("x = getattr(nn, name)(4)", "", True),
+    ("x = eval('nn.Linear(2, 2)')", "", True),
+    ("setattr(self, name, nn.Parameter(w))", "", True),
+    ("import timm; x = timm.create_model('vit')", "", True),
+    ("x = torch.hub.load('repo', 'model')", "", True),
+    ("import torchvision; x = torchvision.models.resnet18()", "", True),
+]
+
+
+@pytest.mark.parametrize(("line", "layer", "opens"), INVENTORY_SPELLINGS)
+def test_layer_map_inventory_records_each_spelling(line, layer, opens, tmp_path):
+    """What `torch2ms convert` records in the layer map's inventory, spelling by spelling (the
+    isinstance check builds nothing; a state dict from torch.hub or another framework's objects
+    build no torch layer)."""
+    src, out = tmp_path / "src", tmp_path / "out"
+    src.mkdir()
+    body = textwrap.indent(line.replace("; ", "\n"), " " * 8)
+    (src / "model.py").write_text(
+        "from functools import partial\n\nimport torch\nimport torch.nn as nn\n\n\nclass Net(nn.Module):\n"
+        "    def __init__(self, m=None, name='', url='', w=None):\n        super().__init__()\n"
+        f"{body}\n        self.fc = nn.Identity()\n"
+    )
+    convert_tree(src, out, runtime="package")
+    inv = json.loads((out / "torch2ms_layers.json").read_text())["inventory"]
+    assert set(inv["layers"]) - {"torch.nn.Module", "torch.nn.Identity", "torch.nn.Parameter"} == (
+        {layer} if layer else set()
+    ), inv
+    assert bool(inv["open"]) == opens, inv

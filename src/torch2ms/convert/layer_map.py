@@ -322,11 +322,14 @@ def inventory(tree: ast.Module, module: str, roots: frozenset[str], into: dict[s
     inv = into.setdefault(INVENTORY, {"layers": set(), "open": [], "tops": set()})
     imap = ImportMap.from_tree(tree, roots)
     where = module or "<module>"
-    inv["tops"].add(module.split(".", 1)[0])
+    inv["tops"].update(module.split("."))  # `import utils` beside a script: that file's own module
     for star in imap.stars:
         if star.split(".", 1)[0] in FRAMEWORK_ROOTS or _opens(star, imap):
             inv["open"].append((star, f"{where}: from {star} import *"))
+    checked = _type_checks(tree)
     for node in ast.walk(tree):
+        if id(node) in checked:
+            continue
         if isinstance(node, ast.Call):
             reads, layer = _getattr_on_torch(node, imap)
             if reads and layer is None:
@@ -349,6 +352,19 @@ def inventory(tree: ast.Module, module: str, roots: frozenset[str], into: dict[s
             inv["open"].append(("", f"{where}:{node.lineno}: {full}"))
         elif _opens(full, imap) and (isinstance(node, ast.Name) or _opening(full)):
             inv["open"].append((full, f"{where}:{node.lineno}: {full}"))
+
+
+def _type_checks(tree: ast.Module) -> set[int]:
+    """The class references ``isinstance(m, (nn.Linear, nn.LayerNorm))`` checks against: they build
+    nothing (an init_weights loop names every layer type it handles)."""
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) == 2:
+            if node.func.id in ("isinstance", "issubclass"):
+                classes = node.args[1]
+                elts = classes.elts if isinstance(classes, ast.Tuple) else [classes]
+                out.update(id(sub) for e in elts if isinstance(e, (ast.Name, ast.Attribute)) for sub in ast.walk(e))
+    return out
 
 
 def _hides(node: ast.Call, imap: ImportMap) -> bool:
@@ -396,7 +412,7 @@ def write(classes: dict[str, Any], out_dir: Path, prior: dict[str, Any] | None =
     data: dict[str, Any] = {"version": 1, "classes": dict(sorted(classes.items()))}
     if inv is not None:
         # what `weights` needs to call a rename certain where no attribute says the layer's type
-        # a package of the project itself (a folder without __init__.py) builds nothing unseen
+        # a module of the project itself (a folder without __init__.py, a file beside a script) is seen
         opened = list(dict.fromkeys(t for full, t in inv["open"] if full.split(".", 1)[0] not in inv["tops"]))
         data["inventory"] = {"layers": sorted(inv["layers"]), "open": opened[:20], "open_count": len(opened)}
     (out_dir / LAYER_MAP_FILE).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
