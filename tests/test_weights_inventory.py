@@ -222,13 +222,19 @@ def test_empty_state_dict_is_refused_with_a_clear_line(tmp_path, capsys):
     assert "holds no tensors" in capsys.readouterr().err
 
 
-INVENTORY_SPELLINGS = [  # (source line inside a function, a layer it records or "", whether the world opens)
+INVENTORY_SPELLINGS = [  # (source lines inside a function, the layers it records, whether the world opens)
     ("x = nn.GroupNorm(2, 4)", "torch.nn.GroupNorm", False),
     ("x = partial(nn.Conv1d, kernel_size=1)", "torch.nn.Conv1d", False),
     ("Norm = nn.LayerNorm", "torch.nn.LayerNorm", False),
     ("def f(norm_layer=nn.BatchNorm2d): return norm_layer", "torch.nn.BatchNorm2d", False),
     ("x = getattr(nn, 'PReLU')(4)", "torch.nn.PReLU", False),
     ("ok = isinstance(m, (nn.Embedding, nn.Linear))", "", False),
+    ("types = (nn.Embedding, nn.Linear); ok = isinstance(m, types)", "", False),
+    (
+        "types = (nn.Embedding, nn.Linear); ok = isinstance(m, types); x = types[0](2, 2)",
+        "torch.nn.Embedding torch.nn.Linear",
+        False,
+    ),
     ("sd = torch.hub.load_state_dict_from_url(url)", "", False),
     ("import tensorflow as tf; tf.constant(1)", "", False),
     ("x = getattr(nn, name)(4)", "", True),
@@ -255,7 +261,7 @@ def test_layer_map_inventory_records_each_spelling(line, layer, opens, tmp_path)
     )
     convert_tree(src, out, runtime="package")
     inv = json.loads((out / "torch2ms_layers.json").read_text())["inventory"]
-    assert set(inv["layers"]) - {"torch.nn.Module", "torch.nn.Identity", "torch.nn.Parameter"} == (
-        {layer} if layer else set()
-    ), inv
+    assert set(inv["layers"]) - {"torch.nn.Module", "torch.nn.Identity", "torch.nn.Parameter"} == set(layer.split()), (
+        inv
+    )
     assert bool(inv["open"]) == opens, inv

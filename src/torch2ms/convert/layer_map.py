@@ -358,13 +358,29 @@ def _type_checks(tree: ast.Module) -> set[int]:
     """The class references ``isinstance(m, (nn.Linear, nn.LayerNorm))`` checks against: they build
     nothing (an init_weights loop names every layer type it handles)."""
     out: set[int] = set()
+    checked: set[int] = set()  # the Name nodes isinstance checks against
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) == 2:
             if node.func.id in ("isinstance", "issubclass"):
-                classes = node.args[1]
-                elts = classes.elts if isinstance(classes, ast.Tuple) else [classes]
-                out.update(id(sub) for e in elts if isinstance(e, (ast.Name, ast.Attribute)) for sub in ast.walk(e))
+                checked.add(id(node.args[1]))
+                out.update(_class_refs(node.args[1]))
+    for fn in ast.walk(tree):  # `bn_types = (nn.BatchNorm1d, ...)`, a local read only by isinstance
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            loads: dict[str, list[int]] = {}
+            for n in ast.walk(fn):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                    loads.setdefault(n.id, []).append(id(n))
+            for n in ast.walk(fn):
+                if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
+                    uses = loads.get(n.targets[0].id, [])
+                    if uses and all(u in checked for u in uses):
+                        out.update(_class_refs(n.value))
     return out
+
+
+def _class_refs(classes: ast.expr) -> set[int]:
+    elts = classes.elts if isinstance(classes, ast.Tuple) else [classes]
+    return {id(sub) for e in elts if isinstance(e, (ast.Name, ast.Attribute)) for sub in ast.walk(e)}
 
 
 def _hides(node: ast.Call, imap: ImportMap) -> bool:
