@@ -92,7 +92,7 @@ def test_modules_loop_unpacks_cells_and_names(tmp_path, receiver, var, body):
     assert f"for _, {var} in " in code and "(c for _, c in" not in code, code
     expected = tmod.Net().walk() if where == "method" else tmod.walk(tmod.Net())
     got = mmod.Net().walk() if where == "method" else mmod.walk(mmod.Net())
-    names = {"Linear": "Dense", "Module": "Cell", "Sequential": "Sequential"}
+    names = {"Linear": "Dense", "Module": "Cell", "Sequential": "SequentialCell"}
     assert [names.get(n, n) for n in expected if n not in ("Net",)] == [n for n in got if n not in ("Net",)]
 
 

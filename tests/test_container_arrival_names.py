@@ -67,6 +67,22 @@ class Net_{tag}(nn.Module):
 {walk}
         return self.head(x)
 """
+# Never changed after construction: the user's idiomatic MindSpore stays (SequentialCell, CellList).
+FIXED = """
+
+class Net_fixed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mlp = nn.Sequential(nn.Linear(4, 4), nn.Sequential(nn.Linear(4, 4), nn.LayerNorm(4)))
+        self.stages = nn.ModuleList([nn.Sequential(nn.Linear(4, 4), nn.Tanh()) for _ in range(2)])
+        self.head = nn.Linear(4, 2)
+
+    def forward(self, x):
+        x = self.mlp(x)
+        for stage in self.stages:
+            x = stage(x)
+        return self.head(x)
+"""
 RENAMES = {"gamma": "weight", "beta": "bias"}
 CASES = list(itertools.product(CONTAINERS, ARRIVALS, CELLS))
 
@@ -99,7 +115,7 @@ def project(tmp_path_factory):
     root = tmp_path_factory.mktemp("arrivals")
     src, out = root / "src", root / "out"
     src.mkdir()
-    (src / "nets.py").write_text(HEAD + "".join(_net(*case) for case in CASES))
+    (src / "nets.py").write_text(HEAD + "".join(_net(*case) for case in CASES) + FIXED)
     assert main(["convert", str(src), "-o", str(out)]) == 0
     sys.path.insert(0, str(out))  # the converted module imports the helpers vendored beside it
     try:
@@ -136,6 +152,44 @@ def test_arrived_cells_keep_torch_names_and_load_in_both_modes(project, tmp_path
                 head, _, last = p.name.rpartition(".")
                 names.append(f"{head}.{RENAMES.get(last, last)}")
             assert sorted(names) == keys, (mode, sorted(names), keys)
+            missing, unexpected = ms.load_param_into_net(mnet, ms.load_checkpoint(str(ckpt)), strict_load=True)
+            assert not missing and not unexpected, (mode, missing, unexpected)
+            got = mnet(ms.Tensor(x))
+        assert relative_error(expected, got) <= 1e-5, mode
+
+
+def test_never_changed_containers_stay_idiomatic_and_load_torch_names(project, tmp_path):
+    """Only a container that gets cells later is torch2ms.runtime's; the others are MindSpore's own."""
+    import mindspore as ms
+    import torch
+
+    from torch2ms.cli import main
+
+    tmod, mmod, out = project
+    code = (out / "nets.py").read_text()
+    fixed = code[code.index("class Net_fixed") :]
+    assert "self.mlp = nn.SequentialCell(nn.Dense(4, 4), nn.SequentialCell(nn.Dense(4, 4), nn.LayerNorm(" in fixed
+    assert "self.stages = nn.CellList([nn.SequentialCell(" in fixed, fixed
+    for container, built in (("ModuleList", "nn.CellList(["), ("Sequential", "nn.SequentialCell(")):
+        own = code[code.index(f"class Net_{container}_constructor_1") :]
+        assert f"self.blocks = {built}" in own[: own.index("def construct")]
+        grown = code[code.index(f"class Net_{container}_append_1") :]
+        assert f"self.blocks = {container}(" in grown[: grown.index("def construct")]
+    tnet = tmod.Net_fixed().eval()
+    pth, ckpt = tmp_path / "t.pth", tmp_path / "m.ckpt"
+    torch.save(tnet.state_dict(), pth)
+    assert main(["weights", str(pth), "-o", str(ckpt), "--project", str(out)]) == 0
+    x = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
+    with torch.no_grad():
+        expected = tnet(torch.from_numpy(x))
+    for mode in ("PYNATIVE_MODE", "GRAPH_MODE"):
+        with ms_mode(mode):
+            mnet = mmod.Net_fixed()
+            names = sorted(
+                f"{p.name.rpartition('.')[0]}.{RENAMES.get(p.name.rpartition('.')[2], p.name.rpartition('.')[2])}"
+                for p in mnet.get_parameters()
+            )
+            assert names == sorted(tnet.state_dict()), (mode, names)
             missing, unexpected = ms.load_param_into_net(mnet, ms.load_checkpoint(str(ckpt)), strict_load=True)
             assert not missing and not unexpected, (mode, missing, unexpected)
             got = mnet(ms.Tensor(x))

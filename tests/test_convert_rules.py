@@ -72,8 +72,8 @@ def test_r6_container_constructors():
                 self.lst = nn.ModuleList([nn.ReLU() for _ in range(2)])
                 self.dct = nn.ModuleDict({"a": nn.ReLU()})
         """)
-    assert "self.seq = Sequential(nn.ReLU(), nn.Tanh())" in code
-    assert "self.lst = ModuleList([nn.ReLU() for _ in range(2)])" in code
+    assert "self.seq = nn.SequentialCell(nn.ReLU(), nn.Tanh())" in code
+    assert "self.lst = nn.CellList([nn.ReLU() for _ in range(2)])" in code
     # CellDict refuses CellList/SequentialCell values: ModuleDict is torch2ms.runtime's Cell
     assert 'self.dct = ModuleDict({"a": nn.ReLU()})' in code
 

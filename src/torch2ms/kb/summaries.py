@@ -115,7 +115,7 @@ SUMMARIES = (
     N_("kernel_size of a 1-D convolution → int."),
     N_("stride of a 1-D convolution → int."),
     N_("dilation of a 1-D convolution → int."),
-    N_("nn.ModuleList([...]) → torch2ms.runtime.ModuleList([...]), a CellList."),
+    N_("nn.ModuleList([...]) → CellList([...]); built empty → torch2ms.runtime.ModuleList()."),
     # kb/handlers/tensor_methods.py
     N_("x.to(dtype) → x.to(dtype); x.to(device) → x; x.to(other) → x.astype(other.dtype)."),
     N_("x.type(torch.float16) → x.astype(mindspore.float16); x.type() → torch-style type string."),

@@ -5,7 +5,6 @@ import math
 import mindspore as ms
 from mindspore import nn, ops
 from mindspore.common import initializer as init
-from torch2ms.runtime import ModuleList, Sequential
 
 
 class SelfAttention(nn.Cell):
@@ -38,7 +37,7 @@ class Block(nn.Cell):
         self.ln1 = nn.LayerNorm((width,), epsilon=1e-05)
         self.attn = SelfAttention(width, heads, context)
         self.ln2 = nn.LayerNorm((width,), epsilon=1e-05)
-        self.mlp = Sequential(nn.Dense(width, 4 * width), nn.GELU(approximate=False), nn.Dense(4 * width, width))
+        self.mlp = nn.SequentialCell(nn.Dense(width, 4 * width), nn.GELU(approximate=False), nn.Dense(4 * width, width))
 
     def construct(self, x):
         x = x + self.attn(self.ln1(x))
@@ -50,7 +49,7 @@ class TinyGPT(nn.Cell):
         super().__init__()
         self.tok = nn.Embedding(vocab, width)
         self.pos = ms.Parameter(ops.zeros((1, context, width)))
-        self.blocks = ModuleList([Block(width, heads, context) for _ in range(layers)])
+        self.blocks = nn.CellList([Block(width, heads, context) for _ in range(layers)])
         self.ln_f = nn.LayerNorm((width,), epsilon=1e-05)
         self.head = nn.Dense(width, vocab, has_bias=False)
         self.apply(self._init_weights)

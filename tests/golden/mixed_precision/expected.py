@@ -3,11 +3,11 @@
 import mindspore as ms
 from mindspore import nn, ops
 from mindspore.experimental import optim
-from torch2ms.runtime import CrossEntropyLoss, Sequential, scaler_finite
+from torch2ms.runtime import CrossEntropyLoss, scaler_finite
 
 
 def train(steps: int = 3):
-    model = Sequential(nn.Conv2d(3, 8, 3, pad_mode='pad', padding=1, has_bias=True), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Dense(8, 2))
+    model = nn.SequentialCell(nn.Conv2d(3, 8, 3, pad_mode='pad', padding=1, has_bias=True), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Dense(8, 2))
     optimizer = optim.AdamW(model.trainable_params(), lr=1e-3, weight_decay=0.01)
     scaler = ms.amp.DynamicLossScaler(scale_value=65536.0, scale_factor=2, scale_window=2000)
     criterion = CrossEntropyLoss()

@@ -208,16 +208,16 @@ def int1_dilation(value: str | None, bound: dict[str, str], entry: Entry) -> dic
 
 @handler
 def module_list(bound: dict[str, str], receiver: str | None, entry: Entry) -> str:
-    """``nn.ModuleList([...])`` → ``torch2ms.runtime.ModuleList([...])``, a CellList.
+    """``nn.ModuleList([...])`` → ``CellList([...])``; built empty → ``torch2ms.runtime.ModuleList()``.
 
     Given anything else (``ModuleList(fns)`` of a ``*fns`` tuple, a generator): ``ModuleList(list(...))``.
 
-    The cells appended, extended or inserted later must keep the parent's name prefix, which CellList
-    does not give them when the list is empty (``0.w`` for ``layers.0.w``) and guesses wrong when its
-    first cell holds a ``0`` of its own (``input_blocks.0.1.0.w`` for ``input_blocks.1.0.w``)."""
+    Built empty (``ModuleList()``, ``ModuleList([])``), the cells appended later must keep the parent's
+    name prefix, which CellList does not give them (``0.w`` for ``layers.0.w``: torch's state dict would
+    not load)."""
     modules = bound.get("modules")
     if modules is None or modules.strip() in ("[]", "()", "None"):
         return "torch2ms.runtime.ModuleList()"
     if not modules.strip().startswith("["):  # a tuple, a generator, a name: CellList takes a list only
         return f"torch2ms.runtime.ModuleList(list({modules}))"
-    return f"torch2ms.runtime.ModuleList({modules})"
+    return f"{entry.ms}({modules})"
