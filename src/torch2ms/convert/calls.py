@@ -9,6 +9,7 @@ argument nodes whose text did not change are put back as they were (comments and
 from __future__ import annotations
 
 import ast
+import dataclasses
 from collections import Counter
 
 import libcst as cst
@@ -19,6 +20,7 @@ from ..i18n import _
 from ..kb import Entry
 from ..kb.rewrite import CallRewrite, bind, rewrite_call
 from ..kb.source import known_ints
+from .container_growth import grows
 from .context import RewriteContext
 from .cstutil import code, comment_counts, comments_in, dotted
 from .hooks import ActiveHooks
@@ -50,9 +52,15 @@ def torch_call(
     return apply_entry(ctx, entry, original, updated, None, entry.torch)
 
 
+# A container that gets cells after it is built (issue 24): torch2ms.runtime's, which names them by their path.
+_GROWING = {"torch.nn.Sequential": "torch2ms.runtime.Sequential", "torch.nn.ModuleList": "torch2ms.runtime.ModuleList"}
+
+
 def apply_entry(
     ctx: RewriteContext, entry: Entry, original: cst.Call, updated: cst.Call, receiver: str | None, api: str
 ) -> cst.BaseExpression:
+    if entry.torch in _GROWING and receiver is None and grows(ctx, original):
+        entry = dataclasses.replace(entry, ms=_GROWING[entry.torch])  # cells arrive later: named by their path
     split = ctx.split_args(updated)
     if split is None:
         if not entry.sig and not entry.args and not entry.template and entry.status == "direct":

@@ -19,17 +19,26 @@ OUT, what the source says: for each class, ``self.NAME = <call>`` as
 Parameter → the key of the layer that made it). What the source does not say (a factory function's
 result, a list built in a loop) is not recorded: ``weights`` then tells the class by the attribute
 names the checkpoint shows, or lists the renames it had to guess. Only ``ast`` (no torch, no KB).
+
+``"inventory"`` (added later; a map without it reads as before): ``layers``, every torch.nn layer
+class the project names anywhere (called, passed as an argument or a default, in a ``partial``, an
+alias, a base class), and ``open``, the places that could build a layer it cannot name
+(``getattr(nn, name)``, ``eval``, a name from a package outside the project and not known to hold
+no torch layers, ``torchvision.models``...). ``weights`` calls a rename the attributes do not
+prove certain when every candidate layer agrees on it, and only with ``open`` empty
+(weights/inventory.py).
 """
 
 from __future__ import annotations
 
 import ast
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..analysis.imports import ImportMap
+from ..analysis.imports import FRAMEWORK_ROOTS, ImportMap
 from ..kb.source import draws_random
 
 LAYER_MAP_FILE = "torch2ms_layers.json"  # weights/project_map.py reads it under the same name
@@ -239,6 +248,7 @@ def _random_persistent(node: ast.Call) -> bool:
 
 def record(tree: ast.Module, module: str, roots: frozenset[str], into: dict[str, Any]) -> None:
     """Add each class of ``tree`` (module ``module``) to ``into``: ``{"bases": [...], "attrs": {...}}``."""
+    inventory(tree, module, roots, into)
     classes = [n for n in _statements(tree.body, into_defs=True) if isinstance(n, ast.ClassDef)]
     if not classes:
         return
@@ -258,6 +268,137 @@ def record(tree: ast.Module, module: str, roots: frozenset[str], into: dict[str,
         into[f"{module}.{node.name}" if module else node.name] = entry
 
 
+# ---------------------------------------------------------------------------------------------
+# The inventory: every torch layer class the project could put anywhere, and what hides one.
+
+INVENTORY = " inventory"  # the key ``record`` keeps it under in ``into`` (no class is named so)
+_TORCH_MODULES = ("torch.nn", "torch.nn.modules", "torch")
+# packages whose objects are never torch layers (other frameworks' included) (an import of any other package the project
+# calls may construct one the inventory cannot see)
+_NO_LAYERS = frozenset(
+    "numpy scipy PIL matplotlib pandas tqdm cv2 sklearn yaml h5py requests skimage imageio typing_extensions"
+    " packaging regex ftfy tiktoken sentencepiece tensorboard tensorboardX wandb visdom seaborn tensorflow jax"
+    " mpi4py blobfile".split()
+)
+# names that build torch layers the inventory cannot name (torch.hub.load_state_dict_from_url does not)
+_OPENING = ("torchvision.models", "torchvision.ops", "torch.hub.load", "einops.layers.torch.EinMix", "importlib")
+
+
+def _opening(full: str) -> bool:
+    return any(full == p or full.startswith(p + ".") for p in _OPENING)
+
+
+def _stdlib(root: str) -> bool:
+    return root in sys.stdlib_module_names or root == "__future__"
+
+
+def _opens(full: str, imap: ImportMap) -> bool:
+    """A name outside the project that may construct a torch layer the inventory cannot name."""
+    if _opening(full):
+        return True
+    root = full.split(".", 1)[0]
+    if root in imap.local_roots or full.startswith(".") or imap.is_framework(full):
+        return False
+    return not (_stdlib(root) or root in _NO_LAYERS)
+
+
+def _getattr_on_torch(node: ast.Call, imap: ImportMap) -> tuple[bool, str | None]:
+    """``getattr(nn, NAME)``: (whether it reads torch's namespace, the layer when NAME is a constant)."""
+    if not (isinstance(node.func, ast.Name) and node.func.id == "getattr" and len(node.args) >= 2):
+        return False, None
+    owner = imap.resolve(node.args[0])
+    if owner is None or not (owner in _TORCH_MODULES or owner.startswith("torch.nn.modules.")):
+        return False, None
+    arg = node.args[1]
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        return True, _name(f"{owner}.{arg.value}") if owner != "torch" else f"torch.{arg.value}"
+    return True, None
+
+
+def inventory(tree: ast.Module, module: str, roots: frozenset[str], into: dict[str, Any]) -> None:
+    """Add to ``into[INVENTORY]`` the torch.nn layer classes ``tree`` names anywhere (called, passed,
+    defaulted, aliased, derived from) and, under ``open``, each place that could build a layer
+    the inventory cannot see (``getattr(nn, name)``, ``eval``, a package from outside the project)."""
+    inv = into.setdefault(INVENTORY, {"layers": set(), "open": [], "tops": set()})
+    imap = ImportMap.from_tree(tree, roots)
+    where = module or "<module>"
+    inv["tops"].update(module.split("."))  # `import utils` beside a script: that file's own module
+    for star in imap.stars:
+        if star.split(".", 1)[0] in FRAMEWORK_ROOTS or _opens(star, imap):
+            inv["open"].append((star, f"{where}: from {star} import *"))
+    checked = _type_checks(tree)
+    for node in ast.walk(tree):
+        if id(node) in checked:
+            continue
+        if isinstance(node, ast.Call):
+            reads, layer = _getattr_on_torch(node, imap)
+            if reads and layer is None:
+                inv["open"].append(("", f"{where}:{node.lineno}: {ast.unparse(node)[:80]}"))
+            elif layer is not None:
+                inv["layers"].add(layer)
+            if _hides(node, imap):
+                inv["open"].append(("", f"{where}:{node.lineno}: {ast.unparse(node)[:80]}"))
+            continue
+        if not isinstance(node, (ast.Name, ast.Attribute)) or not isinstance(node.ctx, ast.Load):
+            continue
+        full = imap.resolve(node)
+        if full is None:
+            continue
+        full = _name(full) if imap.is_framework(full) else full
+        last = full.rsplit(".", 1)[-1]
+        if full.startswith("torch.nn.") and full.count(".") == 2 and last[:1].isupper():
+            inv["layers"].add(full)
+        elif full.endswith(".__dict__") and full.rsplit(".", 1)[0] in _TORCH_MODULES:
+            inv["open"].append(("", f"{where}:{node.lineno}: {full}"))
+        elif _opens(full, imap) and (isinstance(node, ast.Name) or _opening(full)):
+            inv["open"].append((full, f"{where}:{node.lineno}: {full}"))
+
+
+def _type_checks(tree: ast.Module) -> set[int]:
+    """The class references ``isinstance(m, (nn.Linear, nn.LayerNorm))`` checks against: they build
+    nothing (an init_weights loop names every layer type it handles)."""
+    out: set[int] = set()
+    checked: set[int] = set()  # the Name nodes isinstance checks against
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) == 2:
+            if node.func.id in ("isinstance", "issubclass"):
+                checked.add(id(node.args[1]))
+                out.update(_class_refs(node.args[1]))
+    for fn in ast.walk(tree):  # `bn_types = (nn.BatchNorm1d, ...)`, a local read only by isinstance
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            loads: dict[str, list[int]] = {}
+            for n in ast.walk(fn):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                    loads.setdefault(n.id, []).append(id(n))
+            for n in ast.walk(fn):
+                if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
+                    uses = loads.get(n.targets[0].id, [])
+                    if uses and all(u in checked for u in uses):
+                        out.update(_class_refs(n.value))
+    return out
+
+
+def _class_refs(classes: ast.expr) -> set[int]:
+    elts = classes.elts if isinstance(classes, ast.Tuple) else [classes]
+    return {id(sub) for e in elts if isinstance(e, (ast.Name, ast.Attribute)) for sub in ast.walk(e)}
+
+
+def _hides(node: ast.Call, imap: ImportMap) -> bool:
+    """``eval``/``exec``/``__import__``, or a parameter, buffer or module set under a computed name
+    (``setattr(self, name, ...)``, ``self.register_parameter(name, ...)``): the layer map cannot
+    tell what it is."""
+    func = node.func
+    if isinstance(func, ast.Name) and func.id not in imap.names:
+        if func.id in ("eval", "exec", "__import__"):
+            return True
+        named = func.id == "setattr" and len(node.args) >= 2
+        return named and not isinstance(node.args[1], ast.Constant)
+    registers = ("register_parameter", "register_buffer", "add_module", "register_module")
+    if isinstance(func, ast.Attribute) and func.attr in registers and node.args:
+        return not isinstance(node.args[0], ast.Constant)
+    return False
+
+
 def prior_classes(src_dir: Path) -> dict[str, Any]:
     """The classes an earlier conversion recorded when SRC_DIR is itself a torch2ms output, else ``{}``:
     they describe the torch layers, which a second pass (reading MindSpore code) can no longer see."""
@@ -266,7 +407,10 @@ def prior_classes(src_dir: Path) -> dict[str, Any]:
     except (OSError, ValueError):
         return {}
     ok = isinstance(data, dict) and data.get("version") == 1 and isinstance(data.get("classes"), dict)
-    return data["classes"] if ok else {}
+    if not ok:
+        return {}
+    # the first pass's inventory too (None: that pass recorded none, so this one records none either)
+    return {**data["classes"], INVENTORY: data.get("inventory")}
 
 
 def write(classes: dict[str, Any], out_dir: Path, prior: dict[str, Any] | None = None) -> str | None:
@@ -274,10 +418,18 @@ def write(classes: dict[str, Any], out_dir: Path, prior: dict[str, Any] | None =
     ``prior``: an earlier pass's classes, which win over this pass's record of the same class; with a
     prior, this pass adds only classes that still name torch (the MindSpore classes the first pass wrote,
     such as a training step's Cell, are not torch layouts)."""
+    inv = classes.pop(INVENTORY, None)
     if prior:
+        prior = dict(prior)
+        inv = prior.pop(INVENTORY, None)
         classes = {**{k: v for k, v in classes.items() if '"torch.' in json.dumps(v)}, **prior}
     if not any(c["attrs"] or c["bases"] for c in classes.values()):
         return None
-    data = {"version": 1, "classes": dict(sorted(classes.items()))}
+    data: dict[str, Any] = {"version": 1, "classes": dict(sorted(classes.items()))}
+    if inv is not None:
+        # what `weights` needs to call a rename certain where no attribute says the layer's type
+        # a module of the project itself (a folder without __init__.py, a file beside a script) is seen
+        opened = list(dict.fromkeys(t for full, t in inv["open"] if full.split(".", 1)[0] not in inv["tops"]))
+        data["inventory"] = {"layers": sorted(inv["layers"]), "open": opened[:20], "open_count": len(opened)}
     (out_dir / LAYER_MAP_FILE).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return LAYER_MAP_FILE

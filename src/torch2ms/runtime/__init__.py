@@ -110,6 +110,36 @@ def _sequential_cell():
             super().insert_child_to_cell(child_name, child_cell)
             object.__setattr__(self, "cell_list", list(self._cells.values()))
 
+        def update_parameters_name(self, prefix: str = "", recurse: bool = True) -> None:
+            object.__setattr__(self, "_torch2ms_prefix", prefix)
+            super().update_parameters_name(prefix, recurse)
+
+        def append(self, cell: Any) -> Any:
+            """Named under the Sequential's own name (issue 24: ``input_blocks.1.0.w``, not ``0.1.0.w``)."""
+            return self.insert(len(self), cell)
+
+        def extend(self, cells: Any) -> Any:
+            for cell in list(cells):
+                self.append(cell)
+            return self
+
+        def __iadd__(self, cells: Any) -> Any:
+            return self.extend(cells)
+
+        def insert(self, index: int, cell: Any) -> Any:
+            from .containers import _name_by_path, _own_prefix
+
+            prefix = _own_prefix(self)
+            length = len(self._cells)
+            index = index if index >= 0 else length + index
+            for i in range(length, index, -1):  # as torch's Sequential.insert: the later keys move up one
+                self._cells[str(i)] = self._cells[str(i - 1)]
+            self._cells[str(index)] = cell
+            self._is_dynamic_name.append(True)
+            object.__setattr__(self, "cell_list", list(self._cells.values()))
+            _name_by_path(self, prefix)
+            return self
+
     return Sequential
 
 

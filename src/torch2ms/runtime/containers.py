@@ -16,6 +16,24 @@ from mindspore import nn
 __all__ = ["ModuleList", "call_cells"]
 
 
+def _own_prefix(cells: Any) -> str:
+    """The name prefix a container's parameters carry: read off a parameter whose name ends with its
+    path inside the container (MindSpore guesses it from the first key it meets in a name, which in
+    ``input_blocks.0.0.weight`` is the inner ``0``), else the prefix its parent last gave it."""
+    for path, param in cells.parameters_and_names():
+        rest = param.name[: -len(path)]
+        if param.name.endswith(path) and rest in ("", rest.rstrip(".") + "."):
+            return rest
+    return cells.__dict__.get("_torch2ms_prefix") or ""
+
+
+def _name_by_path(cells: Any, prefix: str) -> None:
+    """Every parameter under ``cells`` named by its path, as torch's state dict keys it."""
+    if cells._auto_prefix:
+        for path, param in cells.parameters_and_names():
+            param.name = prefix + path
+
+
 class ModuleList(nn.CellList):
     """A CellList whose appended, extended or inserted cells are named under the list's own name."""
 
@@ -23,24 +41,24 @@ class ModuleList(nn.CellList):
         object.__setattr__(self, "_torch2ms_prefix", prefix)
         super().update_parameters_name(prefix, recurse)
 
-    def _name_cells(self) -> None:
-        prefix = self.__dict__.get("_torch2ms_prefix")
-        if prefix is not None and self._auto_prefix:
-            for key, cell in self._cells.items():
-                cell.update_parameters_name(f"{prefix}{key}.")
-
     def append(self, cell: Any) -> None:
+        prefix = _own_prefix(self)
         super().append(cell)
-        self._name_cells()
+        _name_by_path(self, prefix)
 
     def extend(self, cells: Any) -> Any:
-        out = super().extend(cells)
-        self._name_cells()
+        prefix = _own_prefix(self)
+        out = super().extend(list(cells))
+        _name_by_path(self, prefix)
         return out
 
     def insert(self, index: int, cell: Any) -> None:
+        prefix = _own_prefix(self)
         super().insert(index, cell)
-        self._name_cells()
+        _name_by_path(self, prefix)
+
+    def __iadd__(self, cells: Any) -> Any:
+        return self.extend(cells)
 
 
 def call_cells(cells: Any, x: Any) -> Any:

@@ -289,7 +289,7 @@ def cmd_weights(args: argparse.Namespace) -> int:
 def _layer_map(args: argparse.Namespace):
     """The converted project's layer map (``--project``, or found beside ``--net``/here), or None."""
     from .convert import WeightsError
-    from .project_map import find_map, load_map
+    from .project_map import find_map, load_inventory, load_map
 
     if args.net or args.torch_net:
         return None  # the network (or the torch model) says every layer's type
@@ -304,7 +304,7 @@ def _layer_map(args: argparse.Namespace):
         return None
     args.map_dir = str(path.parent)  # for the command that makes the guesses certain
     try:
-        return load_map(path), root
+        return load_map(path), root, load_inventory(path)
     except (ValueError, OSError) as exc:
         raise WeightsError(_("{path}: not a layer map ({error})").format(path=path, error=exc)) from exc
 

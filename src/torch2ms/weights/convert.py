@@ -28,6 +28,7 @@ from ..kb import KB, load_kb
 from ..progress import Progress
 from .ckpt_io import ckpt_size, read_ckpt, save_with_mindspore, write_ckpt
 from .dataflow import embeddings_by_dataflow
+from .inventory import settle
 from .layers import layer_types
 from .project_map import resolve as resolve_map
 from .rename import INVERSE_LAYOUTS, LAYOUTS, RESHAPE_ONLY_LAYOUTS, rename_key
@@ -160,6 +161,14 @@ def extract_state_dict(obj: Any, key: str | None = None, _depth: int = 0) -> tup
         if not found:
             raise WeightsError(_("--key {key}: holds no tensors").format(key=key))
         return found, key
+    if _depth == 0 and isinstance(obj, Mapping) and not obj:
+        # refused, not written: MindSpore 2.10's load_checkpoint raises on a .ckpt with no entries
+        raise WeightsError(
+            _(
+                "the checkpoint is an empty state dict (a model without parameters or buffers): nothing to "
+                "convert, and MindSpore cannot load an empty .ckpt; the converted network needs no checkpoint"
+            )
+        )
     if _is_state_dict(obj):
         return dict(obj), ""
     if isinstance(obj, Mapping) and _depth < 8:  # a container holding itself under "model" ends here
@@ -672,7 +681,7 @@ def convert_checkpoint(
     force: bool = False,
     verify: bool = True,
     progress: Progress | None = None,
-    project: tuple[Mapping[str, Any], str] | None = None,
+    project: tuple[Any, ...] | None = None,
     find_project: Callable[[Mapping[str, tuple[int, ...]]], Any] | None = None,
 ) -> ConversionResult:
     """Convert a torch checkpoint file into a MindSpore .ckpt.
@@ -682,7 +691,8 @@ def convert_checkpoint(
     ``force``. ``writer``: ``"stream"`` (default; one tensor in memory at a time) or
     ``"mindspore"`` (``mindspore.save_checkpoint`` from a dict of numpy arrays). ``progress``: told
     each phase and the tensors/bytes written. ``project``: the converted project's layer map (its
-    ``classes``) and the model's class in it (``""``: found), which say each layer's type; without a net, what neither it nor ``layer_types``
+    ``classes``) and the model's class in it (``""``: found), which say each layer's type, and
+    optionally its inventory (:func:`~.inventory.settle`); without a net, what neither it nor ``layer_types``
     says is guessed and listed in ``result.guessed``. ``find_project``: without a net, a layer map or
     ``layer_types``, called with the checkpoint's shapes; a :class:`~.project_map.Found` it returns with
     ``classes`` is used as ``project`` (and kept in ``result.found``).
@@ -711,7 +721,7 @@ def convert_checkpoint(
     else:
         found = find_project(shapes) if find_project and project is None and layer_types is None else None
         if found is not None and found.classes:
-            project = (found.classes, found.root)
+            project = (found.classes, found.root, found.inventory)
         plan, dropped, types, guessed, resolved = _plan_without_net(shapes, kb, layer_types, project, tied)
     # MindSpore 2.10's load_checkpoint fails on the whole file ("'Complex64'") for one complex tensor;
     # such a tensor is a buffer the network computes (torch.polar), never a trained parameter.
@@ -739,7 +749,7 @@ def _plan_without_net(
     shapes: Mapping[str, tuple[int, ...]],
     kb: KB,
     layer_types: Mapping[str, str] | None,
-    project: tuple[Mapping[str, Any], str] | None,
+    project: tuple[Any, ...] | None,
     tied: list[list[str]],
 ) -> tuple[list[Assignment], list[str], dict[str, str], set[str], Any]:
     """(plan, dropped keys, layer types, keys whose type was guessed, what the layer map said)."""
@@ -749,6 +759,9 @@ def _plan_without_net(
         else None
     )
     types, guessed = _types_without_net(shapes, kb, layer_types, resolved)
+    if resolved is not None and project is not None and len(project) > 2:
+        # the layer types the project builds anywhere: where they all agree, no guess is left
+        settle(shapes, kb, types, guessed, project[2], project[0])
     types, aliases = tie_layer_types(tied, shapes, types, kb)
     plan, dropped = plan_conversion(shapes, types, kb)
     named = {a.ms_name for a in plan}

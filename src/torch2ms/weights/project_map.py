@@ -76,6 +76,18 @@ def load_map(path: Path) -> dict[str, Any]:
     return classes
 
 
+def load_inventory(path: Path) -> dict[str, Any] | None:
+    """The layer map's inventory, or None (a map written before there was one, or a broken one)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    inv = data.get("inventory") if isinstance(data, dict) else None
+    if not isinstance(inv, dict) or not isinstance(inv.get("layers"), list):
+        return None
+    return inv
+
+
 class _Map:
     def __init__(self, classes: Mapping[str, Any]) -> None:
         self.classes = classes
@@ -345,6 +357,7 @@ class Found:
     root: str  # the model's class in it ("": several classes, all saying the same)
     agreeing: list[Path] = field(default_factory=list)  # other projects that explain it the same way
     conflicting: list[Path] = field(default_factory=list)  # projects that explain every key differently
+    inventory: Any = None  # the chosen project's inventory of layer types (inventory.py), if recorded
 
 
 def explains(classes: Mapping[str, Any], shapes: Mapping[str, tuple[int, ...]]) -> Resolved | None:
@@ -407,4 +420,6 @@ def pick(shapes: Mapping[str, tuple[int, ...]], folders: list[Path]) -> Found | 
         return Found(hits[0][0], {}, "", conflicting=[p for p, _c, _r in hits])
     best = max(range(len(hits)), key=lambda i: (len(hits[i][2].certain), -i))
     chosen, its_classes, r = hits[best]
-    return Found(chosen, its_classes, r.root, agreeing=[p for p, _c, _r in hits if p != chosen])
+    found = Found(chosen, its_classes, r.root, agreeing=[p for p, _c, _r in hits if p != chosen])
+    found.inventory = load_inventory(chosen)
+    return found
