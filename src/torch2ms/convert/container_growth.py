@@ -3,9 +3,10 @@
 Converted code is the user's code: ``nn.Sequential(a, b)`` that is never changed stays ``nn.SequentialCell``
 and ``nn.ModuleList([...])`` stays ``nn.CellList``. Only a container that cells arrive in later
 (``.append``/``.extend``/``.insert``/``+=`` in the same class or function) needs torch2ms.runtime's
-ModuleList/Sequential, which names those cells by their path as torch's state dict keys them. When in
-doubt (the container is not assigned to one name, is passed to a function, returned or aliased), it is
-the runtime one too.
+ModuleList/Sequential, which names those cells by their path as torch's state dict keys them. A
+container passed to a function or returned stays native: cells rarely arrive after it leaves, and if one
+does, its shifted name fails MindSpore's strict load loudly. When the container cannot be tracked to one
+name (nested in another expression, assigned to several names, aliased), it is the runtime one.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from .context import RewriteContext, _functions
 from .cstutil import code
 
 _GROW = frozenset({"append", "extend", "insert"})
-_FRAMEWORKS = frozenset({"torch", "nn", "F", "ms", "mindspore", "ops", "optim", "torch2ms", "amp"})
 
 
 def grows(ctx: RewriteContext, original: cst.Call) -> bool:
@@ -29,6 +29,8 @@ def grows(ctx: RewriteContext, original: cst.Call) -> bool:
     stmt = info.node
     if _inside_container(stmt, original):
         return False  # nn.Sequential(a, nn.Sequential(b)): the inner one has no name to grow by
+    if isinstance(stmt, ast.Return) and stmt.value is not None and _same(stmt.value, original):
+        return False  # ``return nn.Sequential(*layers)``: built whole; a later append fails loudly at a strict load
     if not isinstance(stmt, (ast.Assign, ast.AnnAssign)):
         return True
     targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
@@ -74,34 +76,15 @@ def _function_node(tree: ast.Module, ctx: RewriteContext) -> ast.AST | None:
 
 
 def _changed(scope: ast.AST, name: str) -> bool:
-    """``name`` grows in ``scope``, or leaves it (an argument, a return value, another name's value)."""
+    """``name`` grows in ``scope``, or becomes another name's value (an alias that may grow elsewhere)."""
     for node in ast.walk(scope):
         if isinstance(node, ast.Call):
             func = node.func
             if isinstance(func, ast.Attribute) and func.attr in _GROW and ast.unparse(func.value) == name:
                 return True
-            if _framework_call(func):
-                continue  # torch's, MindSpore's or a stage's own call (auto_mixed_precision(model)) adds no cell
-            passed = [*node.args, *(k.value for k in node.keywords)]
-            if any(ast.unparse(a.value if isinstance(a, ast.Starred) else a) == name for a in passed):
-                return True
         elif isinstance(node, ast.AugAssign) and ast.unparse(node.target) == name:
-            return True
-        elif isinstance(node, (ast.Return, ast.Yield)) and node.value is not None and _returned(node.value, name):
             return True
         elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
             if ast.unparse(node.value) == name:
                 return True  # an alias that may grow elsewhere
     return False
-
-
-def _framework_call(func: ast.expr) -> bool:
-    while isinstance(func, ast.Attribute):
-        func = func.value
-    return isinstance(func, ast.Name) and func.id in _FRAMEWORKS
-
-
-def _returned(value: ast.expr, name: str) -> bool:
-    """``return layers`` or ``return layers, n`` (not ``return self.head(x)``)."""
-    values = value.elts if isinstance(value, (ast.Tuple, ast.List)) else [value]
-    return any(ast.unparse(v) == name for v in values)
