@@ -349,6 +349,20 @@ _RUNTIME_WORD = re.compile(r"[A-Za-z_]\w*")
 MATRIX = {
     name: "tests/test_einops_graph_matrix.py" for name in ("rearrange", "reduce", "repeat", "Rearrange", "Reduce")
 } | {"CellParameters": "tests/test_module_state_in_graph.py", "call_cells": "tests/test_sequential_slice.py"}
+# the fast CPU convolutions (convert --cpu-fast-conv): outputs and gradients against torch in both modes
+MATRIX |= {
+    n: "tests/test_conv_fast_matrix.py" for n in ("Conv2d", "Conv1dTranspose", "Conv2dTranspose", "Conv3dTranspose")
+}
+# layers built where they are used: compare-train in PyNative and GRAPH_MODE
+MATRIX |= {
+    n: "tests/test_train_fresh_layers.py"
+    for n in ("fresh_linear", "fresh_conv1d", "fresh_conv2d", "fresh_embedding", "fresh_layer_norm")
+}
+# a compiled @jit step over two instances of one class (SAME); the skipping step compiled as a plain Cell
+MATRIX |= {
+    "distinct_names": "tests/test_train_same_class_instances.py",
+    "StepSkippingUnread": "tests/test_train_unread_params.py",
+}
 
 # name → (reason, MindSpore init and expression that show it failing to compile)
 NOT_COMPILED = {
