@@ -118,12 +118,17 @@ def project(tmp_path_factory):
     (src / "nets.py").write_text(HEAD + "".join(_net(*case) for case in CASES) + FIXED)
     assert main(["convert", str(src), "-o", str(out)]) == 0
     sys.path.insert(0, str(out))  # the converted module imports the helpers vendored beside it
+    _forget_runtime()  # another test's vendored (trimmed) runtime may be cached in this worker
     try:
         yield import_file(src / "nets.py", "t2m_arrivals_torch"), import_file(out / "nets.py", "t2m_arrivals_ms"), out
     finally:
         sys.path.remove(str(out))
-        for name in [m for m in sys.modules if m == "torch2ms_runtime" or m.startswith("torch2ms_runtime.")]:
-            del sys.modules[name]
+        _forget_runtime()
+
+
+def _forget_runtime() -> None:
+    for name in [m for m in sys.modules if m == "torch2ms_runtime" or m.startswith("torch2ms_runtime.")]:
+        del sys.modules[name]
 
 
 @pytest.mark.parametrize(("container", "arrival", "depth"), CASES)

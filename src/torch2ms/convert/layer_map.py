@@ -419,13 +419,16 @@ def write(classes: dict[str, Any], out_dir: Path, prior: dict[str, Any] | None =
     prior, this pass adds only classes that still name torch (the MindSpore classes the first pass wrote,
     such as a training step's Cell, are not torch layouts)."""
     inv = classes.pop(INVENTORY, None)
+    recorded = None  # an earlier pass's inventory, already in the file's form: kept as it was written
     if prior:
         prior = dict(prior)
-        inv = prior.pop(INVENTORY, None)
+        recorded, inv = prior.pop(INVENTORY, None), None
         classes = {**{k: v for k, v in classes.items() if '"torch.' in json.dumps(v)}, **prior}
     if not any(c["attrs"] or c["bases"] for c in classes.values()):
         return None
     data: dict[str, Any] = {"version": 1, "classes": dict(sorted(classes.items()))}
+    if recorded is not None:
+        data["inventory"] = recorded
     if inv is not None:
         # what `weights` needs to call a rename certain where no attribute says the layer's type
         # a module of the project itself (a folder without __init__.py, a file beside a script) is seen
