@@ -55,6 +55,9 @@ def frameworks():
 
 @pytest.mark.parametrize("entry", [_param(e) for e in ENTRIES])
 def test_r2_differential(graph_batches, entry):
+    if any(c.check == "onnx" for c in entry.cases):  # torch.onnx.export: both models run in onnxruntime
+        require_module("onnx")
+        require_module("onnxruntime")
     run_entry(entry, KB, graph_batches)
 
 

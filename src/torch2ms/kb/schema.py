@@ -15,7 +15,7 @@ from ..i18n import pick
 STATUSES = ("direct", "args-differ", "composite", "no-equivalent")
 KINDS = ("class", "function", "method", "attribute", "dtype", "module")
 BACKENDS = ("CPU", "GPU", "Ascend")
-CHECKS = ("values", "shape", "stats", "state", "optimizer", "scheduler")
+CHECKS = ("values", "shape", "stats", "state", "optimizer", "scheduler", "onnx")
 # How convert treats a construct beyond the call itself (convert/handlers.py):
 # grad-context: ``with x():`` is unwrapped and ``@x`` dropped (MindSpore differentiates only inside
 # grad functions); drop-decorator: ``@x`` means something only to TorchScript/FX/autograd, dropped;

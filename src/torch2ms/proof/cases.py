@@ -63,6 +63,10 @@ def run_case(entry: Entry, case: Case, index: int, kb: KB, graph: GraphRunner = 
     t_out = eval(case.call, sides.torch)
     m_out = eval(ms_call, sides.ms)
     worst = compare(to_numpy(t_out), to_numpy(m_out), case)
+    if case.check == "onnx":  # the call wrote a model to `f` on each side: run both in onnxruntime
+        from .onnx_files import compare_onnx_files
+
+        worst = max(worst, compare_onnx_files(sides.torch.get("f"), sides.ms.get("f"), raw_inputs, case))
     worst = max(worst, _compare_mutated(entry, case, sides, m_out))
     if entry.kind == "class" and case.train:
         worst = max(worst, _compare_state(sides, case, kb))
