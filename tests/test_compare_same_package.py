@@ -80,6 +80,24 @@ LAYOUTS = {
         },
         "{pkg}/models.py:Net",
     ),
+    # folders without __init__.py (namespace packages; the kit's segment-anything and guided-diffusion
+    # copies): the model file's relative imports say how many folders make its package
+    "namespace_relative": (
+        {
+            "{pkg}/parts.py": BLOCK,
+            "{pkg}/model.py": MODEL.format(import_block="from .parts import Block"),
+            "train.py": SCRIPT.format(import_net="from {pkg}.model import Net"),
+        },
+        "{pkg}/model.py:Net",
+    ),
+    "namespace_two_levels": (
+        {
+            "{pkg}/parts.py": BLOCK,
+            "{pkg}/sub/model.py": MODEL.format(import_block="from ..parts import Block"),
+            "train.py": SCRIPT.format(import_net="from {pkg}.sub.model import Net"),
+        },
+        "{pkg}/sub/model.py:Net",
+    ),
     "sibling_modules": (
         {
             "layers.py": BLOCK,

@@ -52,13 +52,27 @@ else:
 
 
 def package_root(path: Path) -> tuple[Path, str]:
-    """For a file inside packages (dirs with __init__.py): (dir to put on sys.path, dotted name)."""
+    """For a file inside packages (dirs with __init__.py, or namespace packages its relative imports
+    climb: ``from .modeling import X`` in a folder without __init__.py): (dir to put on sys.path,
+    dotted name)."""
     parts = [path.stem]
     folder = path.parent
-    while (folder / "__init__.py").exists():
+    levels = _relative_levels(path)
+    while (folder / "__init__.py").exists() or len(parts) <= levels:
+        if folder.parent == folder:
+            break
         parts.insert(0, folder.name)
         folder = folder.parent
     return folder, ".".join(parts)
+
+
+def _relative_levels(path: Path) -> int:
+    """How many package levels the file's relative imports climb (0: none, or the file does not parse)."""
+    try:
+        tree = ast.parse(path.read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return 0
+    return max((n.level for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)), default=0)
 
 
 def _is_main_guard(test: ast.expr) -> bool:
