@@ -33,7 +33,12 @@ def _param(entry):
 @pytest.fixture(scope="module")
 def graph_batches(request, frameworks):
     """Batches over the selected entries only (a `-k` run compiles what it runs; a full run: CHUNKS)."""
-    selected = [item.callspec.params["entry"] for item in request.session.items if "entry" in _params(item)]
+    # Only this test's items: other files name a parameter `entry` too (a string, a loss entry).
+    selected = [
+        item.callspec.params["entry"]
+        for item in request.session.items
+        if getattr(item, "function", None) is test_r2_differential and "entry" in _params(item)
+    ]
     return GraphBatches(KB, selected)
 
 
