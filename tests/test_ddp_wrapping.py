@@ -22,6 +22,7 @@ import itertools
 import re
 
 import pytest
+from requires_support import require_module
 
 from torch2ms.convert import convert_source
 
@@ -126,7 +127,7 @@ def test_gradients_are_averaged_for_the_wrapped_models_under_torchs_condition(wr
 
 
 def test_averaged_needs_the_communication_and_every_parameter_wrapped(monkeypatch):
-    ms = pytest.importorskip("mindspore")
+    ms = require_module("mindspore")
     from mindspore.communication import GlobalComm
 
     from torch2ms.runtime import averaged, data_parallel

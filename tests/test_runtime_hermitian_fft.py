@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from requires_support import require_module
 
-torch = pytest.importorskip("torch")
-ms = pytest.importorskip("mindspore")
+torch = require_module("torch")
+ms = require_module("mindspore")
 
 from mindspore import ops  # noqa: E402
 
