@@ -378,6 +378,10 @@ def _slice(asts: list[ast.stmt], ib: int, target: ast.expr, skip: set[int], line
     return sorted(out)
 
 
+# Builtins that fetch or reshape a batch on the host (``next(it)``, ``next(iter(loader))``, ``tuple(batch)``).
+_FETCH_BUILTINS = frozenset({"next", "iter", "len", "list", "tuple", "zip", "map", "enumerate", "int", "float"})
+
+
 def _prep(roles: Roles, asts: list[ast.stmt], slice_idx: list[int], local: set[str]) -> set[int]:
     """Leading slice statements that only reshape/move the batch (no module or user call):
     they stay in the loop instead of moving into forward_fn."""
@@ -388,6 +392,8 @@ def _prep(roles: Roles, asts: list[ast.stmt], slice_idx: list[int], local: set[s
             if isinstance(n, ast.Call):
                 if roles.resolve(n.func) or (isinstance(n.func, ast.Name) and n.func.id in roles.data_functions):
                     continue
+                if isinstance(n.func, ast.Name) and n.func.id in _FETCH_BUILTINS:
+                    continue  # x, y = next(it): fetching the batch is host code (an iterator is no graph input)
                 root = n.func
                 while isinstance(root, (ast.Attribute, ast.Subscript, ast.Call)):
                     root = root.func if isinstance(root, ast.Call) else root.value

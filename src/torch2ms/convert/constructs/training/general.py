@@ -94,7 +94,7 @@ class GeneralWriter:
     def write(self) -> Emitted:
         flow = self.flow
         for h in flow.holders.values():
-            h.grads = self.fresh(f"grads_{h.key.split('.')[-1]}")
+            h.grads = self.fresh(_grads_name(h.key))
         setup: list[Statement] = [
             gen.statement(comment_template(TRAIN_MODE, TRAIN_MODE_NOTE), self.refs, model=expr(m)) for m in flow.train
         ]
@@ -396,6 +396,14 @@ def _weights(back: Backward) -> str:
     if len(back.holders) == 1:
         return back.holders[0].weights
     return "[" + ", ".join(f"*{h.weights}" for h in back.holders) + "]"
+
+
+def _grads_name(key: str) -> str:
+    """The gradient tuple's name for a holder: ``netD`` → grads_netD, ``self.G`` → grads_G, a module held in
+    a container (``models['net']``, ``nets[0]``) → grads_models_net / grads_nets_0."""
+    last = key.split(".")[-1]
+    word = "_".join(w for w in "".join(c if c.isalnum() or c == "_" else " " for c in last).split() if w)
+    return f"grads_{word}" if word else "grads"
 
 
 def _callees(roles: Roles, asts: list[ast.stmt]) -> list[str]:
