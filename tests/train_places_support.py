@@ -49,7 +49,7 @@ MODES: dict[str, tuple[str, str, str, str, str]] = {
     "epoch": ("", "{m}.train()", "", "{m}.eval()", ""),
     "in_body": ("", "", "{m}.train()", "", "{m}.eval()"),
     "eval_epoch_end": ("", "", "", "{m}.eval()\nwith torch.no_grad():\n    {m}(X[:4])\n{m}.train()", ""),
-    "train_true": ("{m}.train(True)", "", "", "{m}.train(mode=False)", ""),
+    "train_true": ("", "{m}.train(True)", "", "{m}.train(mode=False)", ""),
 }
 INSERTS = {"never", "eval_after", "eval_epoch_end"}
 # how the batch loop gets its batch (the class-10 `next()` spellings; "for" is the plain loop)
@@ -141,6 +141,13 @@ def script(place: str, mode: str = "never", fetch: str = "for") -> str:
         return head + "\n\n" + "\n".join([*fn, "", "", *setup, "train(model, loader, optimizer, criterion)"]) + "\n"
     if place == "main":
         body = [*setup, *loop]
-        main = ["def main():", *("    " + x if x else x for x in body), "", "", 'if __name__ == "__main__":', "    main()"]
+        main = [
+            "def main():",
+            *("    " + x if x else x for x in body),
+            "",
+            "",
+            'if __name__ == "__main__":',
+            "    main()",
+        ]
         return head + "\n\n" + "\n".join(main) + "\n"
     return head + "\n" + "\n".join([*setup, *loop]) + "\n"
