@@ -542,18 +542,47 @@ def trained_module(roles: Roles, opt: str, scope: ast.AST, fwd: list[ast.stmt]) 
     link = roles.opt_module(opt, scope)
     if link is not None:
         return link[0]
+    methods = _method_names(roles.tree)
     for a in fwd:
         for n in post_order(a):
             if isinstance(n, ast.Call) and not roles.resolve(n.func):
                 if isinstance(n.func, ast.Name) and n.func.id[:1].islower() and n.func.id not in _BUILTIN_NAMES:
                     return n.func.id
-                if (
-                    isinstance(n.func, ast.Attribute)
-                    and isinstance(n.func.value, ast.Name)
-                    and n.func.value.id == "self"
-                ):
+                if _self_call(n, methods):
                     return ast.unparse(n.func)
     return None
+
+
+def self_model(roles: Roles, fwd: list[ast.stmt]) -> str | None:
+    """The first ``self.<attr>(...)`` the forward calls, in evaluation order, that is no method of a class of
+    the file: a Trainer's model (``self.model``), never its own ``self.get_batch()``."""
+    methods = _method_names(roles.tree)
+    for a in fwd:
+        for n in post_order(a):
+            if isinstance(n, ast.Call) and not roles.resolve(n.func) and _self_call(n, methods):
+                return ast.unparse(n.func)
+    return None
+
+
+def _self_call(n: ast.Call, methods: set[str]) -> bool:
+    func = n.func
+    return (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Name)
+        and func.value.id == "self"
+        and func.attr not in methods
+    )
+
+
+def _method_names(tree: ast.Module) -> set[str]:
+    """Names of the methods the file's classes define (``self.<name>(...)`` calls one of them, not a module)."""
+    return {
+        f.name
+        for c in nodes(tree)
+        if isinstance(c, ast.ClassDef)
+        for f in c.body
+        if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
 
 
 def forward_modules(roles: Roles, fwd: list[ast.stmt]) -> list[str]:

@@ -24,7 +24,7 @@ from ...changes import MARK
 from ...cstutil import Statement, block, code
 from ...generated import GeneratedRefs
 from .amp import RenameCall
-from .analysis import Roles
+from .analysis import Roles, self_model
 from .emit import (
     FORWARD_DOC,
     FORWARD_FN,
@@ -156,7 +156,9 @@ class GeneralWriter:
         for i in back.forward:
             self.out.replace[id(flow.body[i])] = []
         self._call(back, grad_fn, _rerun_cells([flow.asts[i] for i in back.forward if i in seen], self.roles))
-        self.out.modules += [("", forward_fn, n) for n in _callees(self.roles, [flow.asts[i] for i in back.forward])]
+        fwd = [flow.asts[i] for i in back.forward]
+        model = self_model(self.roles, fwd)  # a Trainer's self.model: a Module in its whole class
+        self.out.modules += [("", forward_fn, n) for n in [*_callees(self.roles, fwd), *([model] if model else [])]]
         return [gen.blank_lines(fn, self.gap), gen.blank_lines(grad, self.gap)]
 
     def _amp_call(self, stmt: Statement) -> Statement:
