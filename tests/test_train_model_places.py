@@ -6,16 +6,17 @@
   the step, on the model's own expression wherever it lives; one whose mode the script sets before the
   first step must not.
 - **mode-switch-on-attribute-model**: ``self.model.train()`` in a Trainer whose class never calls
-  ``self.model.parameters()``, ``models['net'].train()``, ``nets[0].train(mode=False)``: every mode switch of
-  the trained model becomes ``set_train`` (a Cell has no ``train``: AttributeError).
+  ``self.model.parameters()`` (in the method that holds the step, or in ``fit()`` around ``train_epoch()``),
+  ``models['net'].train()``, ``nets[0].train(mode=False)``: every mode switch of the trained model becomes
+  ``set_train`` (a Cell has no ``train``: AttributeError).
 - **next-batch-inside-step** (class 10): ``x, y = next(it)`` fetches the batch on the host; it must stay in
   the loop, not go into the compiled ``forward_fn`` with the iterator as the step's argument — over an
   iterator per epoch, a list's iterator, ``itertools.cycle``, ``next(iter(loader))`` each step, a ``while
   True`` loop ended by StopIteration, ``batch = next(it)`` then unpacked.
 
-Matrix: where the model is built and held (module level, a function, ``main()``, a Trainer's attribute, a
-dict, a list) × where its mode is switched × how the batch is fetched. Every case is converted and checked
-statically (``make test`` runs a pairwise covering slice, ``TORCH2MS_FULL_MATRIX=1`` all 336); a covering
+Matrix: where the model is built and held (module level, a function, ``main()``, a Trainer's attribute with
+the loop in one method or split over two, a dict, a list) × where its mode is switched × how the batch is fetched. Every case is converted and checked
+statically (``make test`` runs a pairwise covering slice, ``TORCH2MS_FULL_MATRIX=1`` all 392); a covering
 slice runs through the real compare-train (PyTorch and MindSpore, each in its own process): SAME.
 """
 
@@ -29,7 +30,7 @@ from pathlib import Path
 import pytest
 from matrix_support import covering
 from requires_support import require_module
-from train_places_support import FETCHES, INSERTS, MODES, PLACES, model_expr, script
+from train_places_support import FETCHES, INSERTS, MODES, PLACES, inserts, model_expr, script
 
 from torch2ms.convert import convert_tree
 
@@ -70,7 +71,7 @@ def test_converted_loop_trains_its_model_in_training_mode_and_fetches_on_the_hos
     assert not left, out
     # set_train(True) written exactly when torch's first step runs in the default mode, on the model
     inserted = re.findall(r"^\s*(.*?)" + re.escape(TRAIN_MODE), out, re.M)
-    assert inserted == ([model_expr(place)] if mode in INSERTS else []), out
+    assert inserted == ([model_expr(place)] if inserts(place, mode) else []), out
     # the step is converted, and the batch is fetched outside its differentiated function
     forward = _functions(tree, "forward_fn")
     assert forward, out
