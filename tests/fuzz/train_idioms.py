@@ -87,16 +87,8 @@ ONLY_MODEL = {"hidden": "rnn"}
 # Idioms (``axis=value``, or ``axis=value@model`` for one base only) whose failure class is not fixed
 # yet, with the class name. The fixed-seed slice asserts that each still fails.
 KNOWN: dict[str, str] = {
-    # issue 22 class 1: a model built and trained at module level with eval() only after training trains
-    # BatchNorm in inference mode on MindSpore (compare-train: BN/Dropout mode differs). The LSTM has no BN.
-    "mode=eval_after@mlp": "eval-only-after-training",
-    "mode=eval_after@cnn": "eval-only-after-training",
-    # issue 22 class 1 (a mode switch the conversion misses): a model held by a Trainer whose class never
-    # calls self.model.parameters() — self.model.train() is left as torch's (AttributeError).
-    "loop=trainer": "mode-switch-on-attribute-model",
-    # issue 22 class 10 (host code pulled into the compiled step): `x, y = next(it)` inside the loop goes
-    # into forward_fn with the iterator as the step's argument (TypeError: ReplayIterator not subscriptable).
-    "loop=iter_next": "next-batch-inside-step",
+    # (mode=eval_after, eval-only-after-training; loop=trainer, mode-switch-on-attribute-model; loop=iter_next,
+    # next-batch-inside-step: fixed, tests/test_train_model_places.py)
     # (hidden=module, self.hidden on the module: fixed, the step runs uncompiled; tests/test_train_rnn_state_on_module.py)
     # two optimizers over one loss (optimizer.step(); optimizer2.step()): AttributeError 'SGD' ... 'step'.
     "zero_grad=several": "two-optimizers-one-loss",

@@ -46,9 +46,9 @@ MODULE_ONLY_METHODS = frozenset(
 
 
 def module_receivers(tree: ast.Module) -> dict[tuple[str, ...], set[str]]:
-    """Receivers that a MODULE_ONLY method is called on (``self.model.parameters()``), by where that
-    evidence holds: a ``self.<attr>`` chain for its whole class (key ``(class,)``), any other name or
-    chain for its function (key ``(class, function)``). ``self.model.train()`` in the same trainer
+    """Receivers that a MODULE_ONLY method is called on (``self.model.parameters()``, ``models['G'].eval()``),
+    by where that evidence holds: a ``self.<attr>`` chain for its whole class (key ``(class,)``), any other
+    name or chain for its function (key ``(class, function)``). ``self.model.train()`` in the same trainer
     class is then a Module's ``train``, not some other object's."""
     out: dict[tuple[str, ...], set[str]] = {}
     todo: list[tuple[ast.AST, str, str]] = [(tree, "", "")]
@@ -66,11 +66,23 @@ def module_receivers(tree: ast.Module) -> dict[tuple[str, ...], set[str]]:
                 and isinstance(child.func, ast.Attribute)
                 and child.func.attr in MODULE_ONLY_METHODS
             ):
-                text = dotted(child.func.value)
+                text = receiver_text(child.func.value)
                 if text:
                     out.setdefault((cls,) if text.startswith("self.") else (cls, fn), set()).add(text)
             todo.append((child, cls, fn))
     return out
+
+
+def receiver_text(node: ast.AST) -> str | None:
+    """``a.b.c``, or an element of one by a constant key (``models['G']``, ``nets[0]``, ``self.nets[-1]``),
+    in ``ast.unparse``'s spelling; else None."""
+    if isinstance(node, ast.Subscript):
+        key = node.slice
+        if isinstance(key, ast.UnaryOp) and isinstance(key.op, ast.USub):
+            key = key.operand
+        inner = receiver_text(node.value)
+        return f"{inner}[{ast.unparse(node.slice)}]" if inner and isinstance(key, ast.Constant) else None
+    return dotted(node)
 
 
 AMBIGUOUS_METHODS = frozenset(

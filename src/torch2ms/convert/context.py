@@ -17,7 +17,7 @@ import re
 import libcst as cst
 
 from ..analysis.astwalk import nodes
-from ..analysis.infer import Scope, expr_type
+from ..analysis.infer import Scope, expr_type, receiver_text
 from ..analysis.int_names import dataclass_int_fields, function_int_names, module_int_names
 from ..kb import KB
 from .changes import Change
@@ -285,13 +285,25 @@ class RewriteContext(Traversal, ChangeRecorder):
         return out
 
     def used_as_module(self, receiver: cst.BaseExpression) -> bool:
-        """``self.model`` / ``model`` is also called with Module-only methods in this class/function."""
-        text = dotted(receiver)
+        """``self.model`` / ``model`` / ``models['G']`` is also called with Module-only methods in this
+        class/function."""
+        text = dotted(receiver) or _element_text(receiver)
         if not text:
             return False
         cls = self.class_stack[-1] if self.class_stack else ""
         key = (cls,) if text.startswith("self.") else (cls, self.func_stack[-1] if self.func_stack else "")
         return text in self.facts.module_receivers().get(key, ())
+
+
+def _element_text(receiver: cst.BaseExpression) -> str | None:
+    """``models["G"]`` / ``nets[0]`` as infer.receiver_text spells it (the evidence's key)."""
+    if not isinstance(receiver, cst.Subscript):
+        return None
+    try:
+        tree = ast.parse(code(receiver).strip(), mode="eval").body
+    except SyntaxError:
+        return None
+    return receiver_text(tree)
 
 
 def _element_path(receiver: cst.BaseExpression) -> str | None:

@@ -74,7 +74,12 @@ class ModuleFacts:
         return any(full.split(".", 1)[0] in _MINDSPORE_SIDE for full in self.imap.names.values())
 
     def assume_module(self, cls: str, fn: str, name: str) -> None:
-        """``name`` holds a Module inside ``cls.fn`` (a training loop calls it as the model)."""
+        """``name`` holds a Module inside ``cls.fn`` (a training loop calls it as the model); ``self.<attr>``
+        holds one in the whole class ``cls`` (a Trainer's ``self.model``)."""
+        attr = name.removeprefix("self.")
+        if attr != name and cls and attr.isidentifier():
+            self.self_attrs.setdefault(cls, {}).setdefault(attr, MODULE)
+            return
         self.scopes.setdefault((cls, fn), Scope(dict(self.module_classes))).types.setdefault(name, MODULE)
 
 

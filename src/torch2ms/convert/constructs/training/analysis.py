@@ -378,6 +378,10 @@ def _slice(asts: list[ast.stmt], ib: int, target: ast.expr, skip: set[int], line
     return sorted(out)
 
 
+# Builtins that fetch or reshape a batch on the host (``next(it)``, ``next(iter(loader))``, ``tuple(batch)``).
+_FETCH_BUILTINS = frozenset({"next", "iter", "len", "list", "tuple", "zip", "map", "enumerate", "int", "float"})
+
+
 def _prep(roles: Roles, asts: list[ast.stmt], slice_idx: list[int], local: set[str]) -> set[int]:
     """Leading slice statements that only reshape/move the batch (no module or user call):
     they stay in the loop instead of moving into forward_fn."""
@@ -388,6 +392,8 @@ def _prep(roles: Roles, asts: list[ast.stmt], slice_idx: list[int], local: set[s
             if isinstance(n, ast.Call):
                 if roles.resolve(n.func) or (isinstance(n.func, ast.Name) and n.func.id in roles.data_functions):
                     continue
+                if isinstance(n.func, ast.Name) and n.func.id in _FETCH_BUILTINS:
+                    continue  # x, y = next(it): fetching the batch is host code (an iterator is no graph input)
                 root = n.func
                 while isinstance(root, (ast.Attribute, ast.Subscript, ast.Call)):
                     root = root.func if isinstance(root, ast.Call) else root.value
@@ -536,18 +542,47 @@ def trained_module(roles: Roles, opt: str, scope: ast.AST, fwd: list[ast.stmt]) 
     link = roles.opt_module(opt, scope)
     if link is not None:
         return link[0]
+    methods = _method_names(roles.tree)
     for a in fwd:
         for n in post_order(a):
             if isinstance(n, ast.Call) and not roles.resolve(n.func):
                 if isinstance(n.func, ast.Name) and n.func.id[:1].islower() and n.func.id not in _BUILTIN_NAMES:
                     return n.func.id
-                if (
-                    isinstance(n.func, ast.Attribute)
-                    and isinstance(n.func.value, ast.Name)
-                    and n.func.value.id == "self"
-                ):
+                if _self_call(n, methods):
                     return ast.unparse(n.func)
     return None
+
+
+def self_model(roles: Roles, fwd: list[ast.stmt]) -> str | None:
+    """The first ``self.<attr>(...)`` the forward calls, in evaluation order, that is no method of a class of
+    the file: a Trainer's model (``self.model``), never its own ``self.get_batch()``."""
+    methods = _method_names(roles.tree)
+    for a in fwd:
+        for n in post_order(a):
+            if isinstance(n, ast.Call) and not roles.resolve(n.func) and _self_call(n, methods):
+                return ast.unparse(n.func)
+    return None
+
+
+def _self_call(n: ast.Call, methods: set[str]) -> bool:
+    func = n.func
+    return (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Name)
+        and func.value.id == "self"
+        and func.attr not in methods
+    )
+
+
+def _method_names(tree: ast.Module) -> set[str]:
+    """Names of the methods the file's classes define (``self.<name>(...)`` calls one of them, not a module)."""
+    return {
+        f.name
+        for c in nodes(tree)
+        if isinstance(c, ast.ClassDef)
+        for f in c.body
+        if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
 
 
 def forward_modules(roles: Roles, fwd: list[ast.stmt]) -> list[str]:

@@ -18,7 +18,7 @@ import libcst as cst
 from ....i18n import _
 from ...cstutil import Statement
 from .amp import inline_autocast
-from .analysis import Roles, forward_modules, method_call, sets_mode
+from .analysis import Roles, forward_modules, method_call, self_model, sets_mode
 from .errors import NotConvertible
 from .flow import (
     LOOPS,
@@ -379,7 +379,8 @@ def _modules_to_train(
                     and n.func.id not in vars(builtins)  # range(...) in the forward is no model
                 ):
                     return list(dict.fromkeys([n.func.id, *called]))  # decoder(...) as well as encoder(...)
-    return called
+    model = self_model(roles, [asts[i] for b in backwards for i in b.forward])  # a Trainer's self.model(x)
+    return list(dict.fromkeys([model, *called])) if model else called
 
 
 __all__ = ["analyse_flow", "Statement"]

@@ -151,11 +151,7 @@ class StepWriter:
                     for m in models
                 ]
                 setup = [*modes, gen.blank_lines(setup[0], self.gap), *setup[1:]]
-        for a in [plan.asts[i] for i in plan.forward]:
-            for n in ast.walk(a):
-                if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and not self.roles.resolve(n.func):
-                    cls, fn = plan.scope_names
-                    out.modules += [(cls, fn, n.func.id), (cls, forward_fn, n.func.id)]
+        out.modules += self._called_modules(forward_fn)
         for i in [*plan.forward, *plan.after]:
             out.replace[id(plan.body[i])] = []
         reduce = gen.statements(REDUCE, self.refs, reducer=cst.Name(reducer)) if reducer else []
@@ -177,6 +173,23 @@ class StepWriter:
         return out
 
     # ---- pieces --------------------------------------------------------------------------------
+
+    def _called_modules(self, forward_fn: str) -> list[tuple[str, str, str]]:
+        """(class, function, name) the step shows to hold a Module: names the forward calls, here and in
+        forward_fn, and the ``self.<attr>`` it trains (a Trainer's ``self.model``, whose ``train()`` /
+        ``eval()`` are then a Cell's ``set_train`` although the class never calls ``self.model.parameters()``)."""
+        plan = self.plan
+        cls, fn = plan.scope_names
+        fwd = [plan.asts[i] for i in plan.forward]
+        found = []
+        for a in fwd:
+            for n in ast.walk(a):
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and not self.roles.resolve(n.func):
+                    found += [(cls, fn, n.func.id), (cls, forward_fn, n.func.id)]
+        model = trained_module(self.roles, plan.opt, plan.scope_ast, fwd)
+        if cls and model and model.startswith("self."):
+            found.append((cls, fn, model))
+        return found
 
     def _forward_fn(self, forward_fn: str, grad_fn: str, amp_model: str | None) -> list[Statement]:
         plan = self.plan

@@ -24,7 +24,7 @@ from ...changes import MARK
 from ...cstutil import Statement, block, code
 from ...generated import GeneratedRefs
 from .amp import RenameCall
-from .analysis import Roles
+from .analysis import Roles, self_model
 from .emit import (
     FORWARD_DOC,
     FORWARD_FN,
@@ -94,7 +94,7 @@ class GeneralWriter:
     def write(self) -> Emitted:
         flow = self.flow
         for h in flow.holders.values():
-            h.grads = self.fresh(f"grads_{h.key.split('.')[-1]}")
+            h.grads = self.fresh(_grads_name(h.key))
         setup: list[Statement] = [
             gen.statement(comment_template(TRAIN_MODE, TRAIN_MODE_NOTE), self.refs, model=expr(m)) for m in flow.train
         ]
@@ -156,7 +156,9 @@ class GeneralWriter:
         for i in back.forward:
             self.out.replace[id(flow.body[i])] = []
         self._call(back, grad_fn, _rerun_cells([flow.asts[i] for i in back.forward if i in seen], self.roles))
-        self.out.modules += [("", forward_fn, n) for n in _callees(self.roles, [flow.asts[i] for i in back.forward])]
+        fwd = [flow.asts[i] for i in back.forward]
+        model = self_model(self.roles, fwd)  # a Trainer's self.model: a Module in its whole class
+        self.out.modules += [("", forward_fn, n) for n in [*_callees(self.roles, fwd), *([model] if model else [])]]
         return [gen.blank_lines(fn, self.gap), gen.blank_lines(grad, self.gap)]
 
     def _amp_call(self, stmt: Statement) -> Statement:
@@ -396,6 +398,14 @@ def _weights(back: Backward) -> str:
     if len(back.holders) == 1:
         return back.holders[0].weights
     return "[" + ", ".join(f"*{h.weights}" for h in back.holders) + "]"
+
+
+def _grads_name(key: str) -> str:
+    """The gradient tuple's name for a holder: ``netD`` → grads_netD, ``self.G`` → grads_G, a module held in
+    a container (``models['net']``, ``nets[0]``) → grads_models_net / grads_nets_0."""
+    last = key.split(".")[-1]
+    word = "_".join(w for w in "".join(c if c.isalnum() or c == "_" else " " for c in last).split() if w)
+    return f"grads_{word}" if word else "grads"
 
 
 def _callees(roles: Roles, asts: list[ast.stmt]) -> list[str]:
