@@ -91,7 +91,10 @@ def script(spelling: str, place: str) -> str:
     if place == "module":
         code = [*SETUP, *_loop(spelling, "model", "optimizer", "criterion")]
     elif place == "function":
-        code = ["def train(model, optimizer, criterion):", *("    " + ln for ln in _loop(spelling, "model", "optimizer", "criterion"))]
+        code = [
+            "def train(model, optimizer, criterion):",
+            *("    " + ln for ln in _loop(spelling, "model", "optimizer", "criterion")),
+        ]
         code += ["", "", *SETUP, "train(model, optimizer, criterion)"]
     elif place == "main":
         code = ["def main():", *("    " + ln for ln in [*SETUP, *_loop(spelling, "model", "optimizer", "criterion")])]
@@ -170,7 +173,9 @@ def test_torch_parameters_leave_batchnorm_statistics_out():
     assert shapes == [tuple(p.shape) for p in t_net.parameters()]
 
 
-DIFFERENTIAL = covering([(s, p, m) for s, p in CASES for m in MODES], keep=lambda c: c == ("gen_pow", "module", "graph"))
+DIFFERENTIAL = covering(
+    [(s, p, m) for s, p in CASES for m in MODES], keep=lambda c: c == ("gen_pow", "module", "graph")
+)
 
 
 @pytest.mark.slow

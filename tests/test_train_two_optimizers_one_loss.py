@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import itertools
 import re
-from pathlib import Path
 
 import pytest
 from matrix_support import covering
@@ -107,7 +106,14 @@ def script(zero: str, step: str, hold: str, place: str) -> str:
         names = "model, criterion, opt1, opt2" if hold == "names" else "model, criterion, opts"
         code = [f"def train({names}):", *("    " + ln for ln in loop), "", "", *setup, f"train({names})"]
     else:
-        code = ["def main():", *("    " + ln for ln in [*setup, *loop]), "", "", 'if __name__ == "__main__":', "    main()"]
+        code = [
+            "def main():",
+            *("    " + ln for ln in [*setup, *loop]),
+            "",
+            "",
+            'if __name__ == "__main__":',
+            "    main()",
+        ]
     return HEAD + "\n" + "\n".join(code) + "\n"
 
 
@@ -148,7 +154,9 @@ def _static(out: str) -> str:
 
 DIFFERENTIAL = covering(
     [(*c, m) for c in CASES for m in MODES],
-    keep=lambda c: c in {("each", "each", "names", "module", "graph"), ("model", "loop", "list_built", "function", "pynative")},
+    keep=lambda c: (
+        c in {("each", "each", "names", "module", "graph"), ("model", "loop", "list_built", "function", "pynative")}
+    ),
 )
 
 
@@ -175,4 +183,4 @@ def test_two_optimizers_train_as_torch(tmp_path, zero, step, hold, place, mode):
         mode=mode,
     )
     assert rep.status == "same", (rep.error, rep.findings, rep.first_divergence)
-    assert len(rep.rows) == 8
+    assert len(rep.rows) == 16 and {r["opt"] for r in rep.rows} == {0, 1}  # each step, each optimizer
