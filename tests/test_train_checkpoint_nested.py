@@ -221,8 +221,15 @@ def test_checkpoint_saves_loads_and_resumes_on_mindspore(tmp_path, save, load, p
     for name in ("torch", "torch2ms"):  # importing either fails in the child
         (blocker / f"{name}.py").write_text(f"raise ImportError('{name} must not be imported')\n")
     env = dict(os.environ, PYTHONPATH=str(blocker), GLOG_v="3")
-    prelude = f"import mindspore as ms; ms.set_context(mode=ms.{'GRAPH_MODE' if mode == 'graph' else 'PYNATIVE_MODE'})"
-    cmd = [sys.executable, "-c", f"{prelude}; import runpy; runpy.run_path({str(converted)!r}, run_name='__main__')"]
+    context = "GRAPH_MODE" if mode == "graph" else "PYNATIVE_MODE"
+    runner = tmp_path / "run_it.py"  # `python out/train.py` in the chosen mode: the script's folder first on sys.path
+    runner.write_text(
+        "import runpy, sys\nimport mindspore as ms\n"
+        f"ms.set_context(mode=ms.{context})\n"
+        f"sys.path.insert(0, {str(converted.parent)!r})\n"
+        f"runpy.run_path({str(converted)!r}, run_name='__main__')\n"
+    )
+    cmd = [sys.executable, str(runner)]
     res = subprocess.run(cmd, cwd=run, env=env, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert "resumed at 1" in res.stdout

@@ -2,7 +2,7 @@
 different parameters of one model, ``opt1.zero_grad(); opt2.zero_grad(); loss.backward(); opt1.step();
 opt2.step()``. One gradient over the union of both optimizers' parameters, each optimizer applied to its share.
 
-Seen failing: a list of optimizers stepped in a loop (``for o in opts: o.step()``, ``[o.step() for o in
+(tests/test_train_several_optimizers_one_backward.py covers named optimizers in several orders.) Seen failing: a list of optimizers stepped in a loop (``for o in opts: o.step()``, ``[o.step() for o in
 opts]``) was left as a skeleton, ``opts[0].step()`` stopped the training stage ("Name 'grads_opts[0]' is not a
 valid identifier"), and ``model.zero_grad()`` did not clear the gradients kept for the optimizers of its
 sub-modules (they summed over every step).
