@@ -29,7 +29,7 @@ from torch2ms.convert.pipeline import convert_source
 ZERO = ["each", "model", "loop", "set_to_none", "index"]
 STEP = ["each", "loop", "comprehension", "index"]
 HOLD = ["names", "list_built", "list_names", "tuple_unpack"]
-PLACES = ["module", "function", "main"]
+PLACES = ["module", "function", "main", "trainer"]
 MODES = ["pynative", "graph"]
 # how the optimizers are held -> (their classes' constructors over {a} and {b})
 CLASSES = {
@@ -97,6 +97,10 @@ def _body(zero: str, step: str, hold: str) -> list[str]:
     return [*zeros, "out = model(x)", "loss = criterion(out, y)", "loss.backward()", *steps]
 
 
+def _on_self(line: str) -> str:
+    return re.sub(r"(?<![\w.'])(model|criterion|opt1|opt2|opts)\b", r"self.\1", line)
+
+
 def script(zero: str, step: str, hold: str, place: str) -> str:
     loop = ["for epoch in range(2):", "    for x, y in loader:", *("        " + ln for ln in _body(zero, step, hold))]
     setup = _setup(hold)
@@ -105,6 +109,10 @@ def script(zero: str, step: str, hold: str, place: str) -> str:
     elif place == "function":
         names = "model, criterion, opt1, opt2" if hold == "names" else "model, criterion, opts"
         code = [f"def train({names}):", *("    " + ln for ln in loop), "", "", *setup, f"train({names})"]
+    elif place == "trainer":  # everything held by the Trainer, built in its __init__
+        own = [_on_self(ln) for ln in ["self.model.train()", *loop]]
+        code = ["class Trainer:", "    def __init__(self):", *("        " + _on_self(ln) for ln in setup), ""]
+        code += ["    def fit(self):", *("        " + ln for ln in own), "", "", "Trainer().fit()"]
     else:
         code = [
             "def main():",
@@ -131,13 +139,16 @@ def test_one_gradient_each_optimizer_its_share(zero, step, hold, place):
     out = convert_source(source, "train.py").code
     assert "not converted" not in out and "zero_grad" not in _static(out), out
     opts = ["opts[0]", "opts[1]"] if hold == "list_built" else ["opt1", "opt2"]
-    assert "set_train" not in "".join(re.findall(r"^\s*opt.*set_train.*$", out, re.M)), out  # an optimizer no module
+    if place == "trainer":
+        opts = [f"self.{o}" for o in opts]
+    assert "set_train" not in "".join(re.findall(r"^\s*(?:self\.)?opt.*set_train.*$", out, re.M)), out  # an optimizer no module
     # one value_and_grad over both optimizers' parameters
     grads = re.findall(r"value_and_grad\(\w+, None, (.*)\)$", out, re.M)
     assert len(grads) == 1, out
     # each optimizer applied to its own share, each share cleared at each step before the backward
     applied = re.findall(r"^\s*(\S+)\((grads_\w+)\)  # torch2ms: ", out, re.M)
-    items = ["opts[0]", "opts[1]"] if step == "index" or hold == "list_built" else opts  # the step's spelling
+    items = ["opts[0]", "opts[1]"] if step == "index" or hold == "list_built" else ["opt1", "opt2"]
+    items = [f"self.{o}" for o in items] if place == "trainer" else items  # the step's spelling
     assert [a for a, _ in applied] == items, out
     assert len({g for _, g in applied}) == 2, out
     loop = out[out.index("for epoch in range(2):") :]

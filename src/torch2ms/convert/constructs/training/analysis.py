@@ -657,8 +657,8 @@ def _bound_calls(target: ast.expr, value: ast.expr) -> list[tuple[str, ast.Call]
         return []
     if isinstance(target, ast.Tuple) and len(target.elts) == len(value.elts):
         return [(ast.unparse(t), v) for t, v in zip(target.elts, value.elts) if isinstance(v, ast.Call)]
-    if isinstance(target, ast.Name):
-        return [(f"{target.id}[{k}]", v) for k, v in enumerate(value.elts) if isinstance(v, ast.Call)]
+    if isinstance(target, (ast.Name, ast.Attribute)):
+        return [(f"{ast.unparse(target)}[{k}]", v) for k, v in enumerate(value.elts) if isinstance(v, ast.Call)]
     return []
 
 

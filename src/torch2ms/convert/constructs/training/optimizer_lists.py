@@ -45,22 +45,24 @@ def _is_optimizer_call(node: ast.expr, resolve) -> bool:
 
 
 def _literal(it: ast.expr, scopes: list[ast.AST]) -> tuple[str, list[ast.expr]] | None:
-    """(the list's name, its elements): ``X`` a list/tuple literal, or a name bound once to one in a scope."""
+    """(the list's name, its elements): ``X`` a list/tuple literal, or a name (``self.x`` too) bound once to one
+    in a scope."""
     if isinstance(it, (ast.List, ast.Tuple)):
         return "", list(it.elts)
-    if not isinstance(it, ast.Name):
+    if not isinstance(it, (ast.Name, ast.Attribute)):
         return None
+    name = ast.unparse(it)  # opts, or self.opts (bound in __init__)
     for scope in scopes:
         bound = [
             n.value
             for n in ast.walk(scope)
             if isinstance(n, ast.Assign)
             and len(n.targets) == 1
-            and isinstance(n.targets[0], ast.Name)
-            and n.targets[0].id == it.id
+            and isinstance(n.targets[0], (ast.Name, ast.Attribute))
+            and ast.unparse(n.targets[0]) == name
         ]
         if len(bound) == 1 and isinstance(bound[0], (ast.List, ast.Tuple)):
-            return it.id, list(bound[0].elts)
+            return name, list(bound[0].elts)
         if bound:
             return None
     return None
