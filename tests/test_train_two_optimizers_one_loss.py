@@ -2,13 +2,15 @@
 different parameters of one model, ``opt1.zero_grad(); opt2.zero_grad(); loss.backward(); opt1.step();
 opt2.step()``. One gradient over the union of both optimizers' parameters, each optimizer applied to its share.
 
-(tests/test_train_several_optimizers_one_backward.py covers named optimizers in several orders.) Seen failing: a list of optimizers stepped in a loop (``for o in opts: o.step()``, ``[o.step() for o in
-opts]``) was left as a skeleton, ``opts[0].step()`` stopped the training stage ("Name 'grads_opts[0]' is not a
-valid identifier"), and ``model.zero_grad()`` did not clear the gradients kept for the optimizers of its
-sub-modules (they summed over every step).
+Seen failing: a list of optimizers stepped in a loop (``for o in opts: o.step()``, ``[o.step() for o in
+opts]``, ``self.opts`` in a Trainer) was left as a skeleton, ``opts[0].step()`` stopped the training stage
+("Name 'grads_opts[0]' is not a valid identifier"), and ``model.zero_grad()`` did not clear the gradients kept
+for the optimizers of its sub-modules (they summed over every step). (Named optimizers stepped in several
+orders: tests/test_train_several_optimizers_one_backward.py.)
 
 Generated matrix: how the gradients are cleared x how the optimizers step x how they are held (two names, a
-list built in place, a list of names, a tuple unpacked) x where the loop lives; the optimizer classes vary
+list built in place, a list of names, a tuple unpacked) x where the loop lives (module level, a function,
+``main()``, a Trainer holding it all on ``self``); the optimizer classes vary
 with how they are held. Every case converts to one gradient call whose weights are both optimizers' and
 one update per optimizer with its own share, cleared each step; a covering slice (tests/matrix_support.py),
 in PyNative and GRAPH_MODE, is trained by torch and by the conversion with the real compare_train: SAME.
@@ -141,7 +143,9 @@ def test_one_gradient_each_optimizer_its_share(zero, step, hold, place):
     opts = ["opts[0]", "opts[1]"] if hold == "list_built" else ["opt1", "opt2"]
     if place == "trainer":
         opts = [f"self.{o}" for o in opts]
-    assert "set_train" not in "".join(re.findall(r"^\s*(?:self\.)?opt.*set_train.*$", out, re.M)), out  # an optimizer no module
+    assert "set_train" not in "".join(re.findall(r"^\s*(?:self\.)?opt.*set_train.*$", out, re.M)), (
+        out
+    )  # an optimizer no module
     # one value_and_grad over both optimizers' parameters
     grads = re.findall(r"value_and_grad\(\w+, None, (.*)\)$", out, re.M)
     assert len(grads) == 1, out
