@@ -90,8 +90,7 @@ KNOWN: dict[str, str] = {
     # (mode=eval_after, eval-only-after-training; loop=trainer, mode-switch-on-attribute-model; loop=iter_next,
     # next-batch-inside-step: fixed, tests/test_train_model_places.py)
     # (hidden=module, self.hidden on the module: fixed, the step runs uncompiled; tests/test_train_rnn_state_on_module.py)
-    # two optimizers over one loss (optimizer.step(); optimizer2.step()): AttributeError 'SGD' ... 'step'.
-    "zero_grad=several": "two-optimizers-one-loss",
+    # (zero_grad=several, two optimizers over one loss: fixed, tests/test_train_two_optimizers_one_loss.py)
     # a WGAN-GP's torch.autograd.grad(..., create_graph=True): the converted step fails before its first step.
     "gan=gp": "gradient-penalty-autograd-grad",
     # issue 22 class 6 (developer "scripts"): the generator's forward runs twice per GAN step.
@@ -106,12 +105,8 @@ KNOWN: dict[str, str] = {
     "gan=clip_weights": "data-inplace-update-after-step",  # a WGAN's p.data.clamp_ on D after opt_D.step()
     # `for p in model.parameters(): p.grad = None` instead of zero_grad(): TypeError 'NoneType' not iterable.
     "zero_grad=grad_none": "grad-set-to-none-loop",
-    # issue 22 class 10: `sum(p.pow(2).sum() for p in model.parameters())` in the loss is pulled into the
-    # compiled step, which GRAPH_MODE cannot compile.
-    "loss=two_losses": "parameters-generator-in-compiled-step",
-    # torch.save({'epoch': e, 'model': model.state_dict(), 'optimizer': optimizer.state_dict()}, path) becomes
-    # ms.save_checkpoint of a nested dict, which MindSpore cannot write (UnboundLocalError 'each_param').
-    "ckpt=full": "checkpoint-nested-state-dicts",
+    # (loss=two_losses, model.parameters() in the compiled step's loss: fixed, tests/test_train_parameters_in_loss.py)
+    # (ckpt=full, nested state dicts in one checkpoint: fixed, tests/test_train_checkpoint_nested.py)
     # torch's CUDA autocast and GradScaler switch themselves off on a CPU torch (float32) while the
     # conversion runs MindSpore's float16 O1: the losses part beyond 1e-4 (tests/test_compare_train_shapes.py
     # compares it at 2e-3).

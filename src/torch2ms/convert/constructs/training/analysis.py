@@ -266,7 +266,11 @@ def _forward(
     # statements between the first forward statement and backward that are not part of the
     # forward (metrics on its outputs, logging) run after the step call, in their order
     after = [i for i in range(forward[0] + 1, ib) if i not in slice_idx and i not in zero_at]
-    return _Forward(forward, after, _params(stmts, forward, local), aux, outer, scope_ast)
+    params = _params(stmts, forward, local)
+    # `(criterion(model(x), y) + penalty).backward()`: the loss expression reads loop locals too (a compiled
+    # step would hold the first batch's `y` as a constant of its graph)
+    params += [r for r in reads(loss) if r in local and r not in fwd_writes and r not in params]
+    return _Forward(forward, after, params, aux, outer, scope_ast)
 
 
 def _scope_names(stack: list[cst.CSTNode], scope_at: int) -> tuple[str, str]:
@@ -665,17 +669,32 @@ def method_call(s: ast.stmt, attr: str) -> ast.Call | None:
 def _optimizer_names(tree: ast.Module, imap: ImportMap) -> tuple[set[str], set[str]]:
     opts, scheds = set(), set()
     for n in nodes(tree):
-        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call):
-            full = imap.resolve(n.value.func) or ""
-            if not imap.is_framework(full):
-                continue
-            for t in n.targets:
-                name = ast.unparse(t)
+        if not isinstance(n, ast.Assign):
+            continue
+        for t in n.targets:
+            for name, value in _bound_calls(t, n.value):
+                full = imap.resolve(value.func) or ""
+                if not imap.is_framework(full):
+                    continue
                 if full.startswith("torch.optim.lr_scheduler."):
                     scheds.add(name)
                 elif full.startswith("torch.optim.") and full.count(".") == 2:
                     opts.add(name)
     return opts, scheds
+
+
+def _bound_calls(target: ast.expr, value: ast.expr) -> list[tuple[str, ast.Call]]:
+    """(name, call) of ``x = f()``; of each ``a, b = f(), g()``; ``opts[k]`` of ``opts = [f(), g()]`` (several
+    optimizers kept in a list: optimizer_lists.py)."""
+    if isinstance(value, ast.Call):
+        return [(ast.unparse(target), value)]
+    if not isinstance(value, (ast.List, ast.Tuple)):
+        return []
+    if isinstance(target, ast.Tuple) and len(target.elts) == len(value.elts):
+        return [(ast.unparse(t), v) for t, v in zip(target.elts, value.elts) if isinstance(v, ast.Call)]
+    if isinstance(target, (ast.Name, ast.Attribute)):
+        return [(f"{ast.unparse(target)}[{k}]", v) for k, v in enumerate(value.elts) if isinstance(v, ast.Call)]
+    return []
 
 
 # Methods and attributes only a learning-rate scheduler has.

@@ -29,6 +29,7 @@ from .amp import Amp, RenameCall
 from .analysis import CLIP_VALUE, Roles, StepPlan, forward_modules, method_call, sets_mode, trained_module
 from .bindings import maybe_unbound
 from .host_code import host_code, host_draws
+from .step_params import ParameterHoist
 
 FORWARD_FN = """def {forward_fn}({params}):
     {doc}
@@ -201,6 +202,10 @@ class StepWriter:
                 stmt = stmt.visit(RenameCall(amp.model, amp_model))  # type: ignore[assignment]
             body.append(stmt)
         loss = expr(f"{plan.scaler}.scale({plan.loss_src})" if plan.scaler else plan.loss_src)
+        # model.parameters() in the loss (an L2 penalty): a tuple bound before the loop, which a graph compiles
+        hoist = ParameterHoist(self.refs, self.fresh)
+        body, loss = [hoist.apply(stmt) for stmt in body], hoist.apply(loss)
+        binds = hoist.binds()
         ret = gen.tuple_of([loss, *map(cst.Name, plan.aux)])
         params = gen.parameters(plan.params)
         fn = gen.statement(
@@ -218,7 +223,7 @@ class StepWriter:
             forward_fn=cst.Name(forward_fn),
             opt=expr(plan.opt),
         )
-        return [fn, gen.blank_lines(grad, self.gap)]
+        return [*binds, gen.blank_lines(fn, self.gap) if binds else fn, gen.blank_lines(grad, self.gap)]
 
     def _host_draws(self) -> list[str]:
         """The host random streams the step reaches (host_code.host_draws)."""

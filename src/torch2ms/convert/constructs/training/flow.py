@@ -29,6 +29,7 @@ from .analysis import Roles, helper_zeros, method_call
 from .errors import NotConvertible
 from .grad_reads import check_header, grad_attributes, is_direct_read, named_loop_parameter
 from .helper_updates import helper_read_loop
+from .optimizer_lists import listed_name, optimizer_loop
 
 LOOPS = (cst.For, cst.While)
 USES = ("step", "clip", "read", "unscale", "scaler_step")
@@ -55,6 +56,7 @@ class Event:
     nested: bool  # inside a branch: may not run
     scaler: str = ""  # the GradScaler of unscale_ / step / update
     inline: ast.For | None = None  # read: a helper's gradient loop, for the call that runs it (helper_updates.py)
+    opt: str = ""  # zero / step of one optimizer of a loop over several (optimizer_lists.py)
 
 
 @dataclass
@@ -193,6 +195,7 @@ class Holders:
         return self._get(module, f"{module}.trainable_params()", module)
 
     def of_optimizer(self, opt: str) -> Holder:
+        opt = listed_name(opt, [self.scope, self.roles.tree])  # opts[0] of opts = [opt1, opt2]: opt1
         link = self.roles.opt_module(opt, self.scope)
         if link is None:
             return self._get(opt, f"{opt}.parameters", None)
@@ -203,8 +206,11 @@ class Holders:
 
     def of_receiver(self, recv: str) -> Holder:
         """``x.zero_grad()``: an optimizer's (x has ``step()`` called, or is built as one) or a module's."""
-        if recv in self.roles.optimizers or self.roles.opt_module(recv, self.scope) or recv in self.roles.stepped:
-            return self.of_optimizer(recv)
+        named = listed_name(recv, [self.scope, self.roles.tree])  # opts[0] of opts = [opt1, opt2]: opt1
+        for r in dict.fromkeys([recv, named]):
+            if r in self.roles.optimizers or self.roles.opt_module(r, self.scope) or r in self.roles.stepped:
+                return self.of_optimizer(named)
+        recv = named
         return self.of_module(recv)
 
 
@@ -285,6 +291,12 @@ def find_events(roles: Roles, body: list[Statement], asts: list[ast.stmt], holde
             na = a if node is stmt else roles.ast_of(node)
             if na is None or id(node) in skip:
                 continue
+            listed = optimizer_loop(na, [holders.scope, roles.tree], roles.resolve)
+            if listed is not None:  # for o in opts: o.step() — one event per optimizer
+                kind = "zero" if listed[0] == "zero_grad" else "step"
+                events += [Event(node, kind, holders.of_optimizer(r), top, node is not stmt, opt=r) for r in listed[1]]
+                skip |= {id(n) for n in nested_statements(node)}
+                continue
             inline = helper_read_loop(roles, na)
             holder = _read_loop(inline or na, holders)
             if holder is not None:
@@ -312,14 +324,16 @@ def find_events(roles: Roles, body: list[Statement], asts: list[ast.stmt], holde
 
 def _module_zero_clears_optimizers(events: list[Event], holders: Holders) -> list[Event]:
     """``model.zero_grad()`` clears the gradients of every parameter of the model: also those of an
-    optimizer whose module is unknown and that nothing else clears."""
+    optimizer whose module is unknown and that nothing else clears, and those of its sub-modules' holders
+    (``opt1`` over ``model.features``, ``opt2`` over ``model.head``: two optimizers, one loss)."""
     cleared = {e.holder.key for e in events if e.kind == "zero" and e.holder is not None}
     orphans = [h for h in holders.by_key.values() if h.module is None and h.key not in cleared]
     out: list[Event] = []
     for e in events:
         out.append(e)
         if e.kind == "zero" and e.holder is not None and e.holder.module is not None:
-            out += [Event(e.node, "zero", h, e.top, e.nested) for h in orphans]
+            inner = [h for h in holders.by_key.values() if h.module and h.module.startswith(e.holder.module + ".")]
+            out += [Event(e.node, "zero", h, e.top, e.nested) for h in [*orphans, *inner]]
     return out
 
 

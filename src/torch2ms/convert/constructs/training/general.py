@@ -41,6 +41,7 @@ from .emit import (
 from .errors import NotConvertible
 from .flow import Backward, Event, Flow, Holder, writes
 from .grad_reads import NAMED_READ_LOOP, GradOf
+from .step_params import ParameterHoist
 
 GRAD_FN = "{grad_fn} = mindspore.value_and_grad({forward_fn}, None, {weights})\n"
 GRAD_FN_AUX = "{grad_fn} = mindspore.value_and_grad({forward_fn}, None, {weights}, has_aux=True)\n"
@@ -132,7 +133,8 @@ class GeneralWriter:
     def _backward(self, back: Backward, seen: set[int]) -> list[Statement]:
         flow = self.flow
         forward_fn, grad_fn = self.fresh("forward_fn"), self.fresh("grad_fn")
-        body = [self._amp_call(flow.body[i]) for i in back.forward]
+        hoist = ParameterHoist(self.refs, self.fresh)  # model.parameters() in the loss: step_params.py
+        body = [hoist.apply(self._amp_call(flow.body[i])) for i in back.forward]
         body[0] = _without_blank_lines(body[0])
         fn = gen.statement(
             doc_template(FORWARD_FN, FORWARD_DOC),
@@ -140,7 +142,7 @@ class GeneralWriter:
             forward_fn=cst.Name(forward_fn),
             params=gen.parameters(back.params),
             body=body,
-            ret=gen.tuple_of(self._returns(back)),
+            ret=gen.tuple_of([hoist.apply(r) for r in self._returns(back)]),
         )
         if seen & set(back.forward):
             fn = fn.with_changes(
@@ -159,7 +161,7 @@ class GeneralWriter:
         fwd = [flow.asts[i] for i in back.forward]
         model = self_model(self.roles, fwd)  # a Trainer's self.model: a Module in its whole class
         self.out.modules += [("", forward_fn, n) for n in [*_callees(self.roles, fwd), *([model] if model else [])]]
-        return [gen.blank_lines(fn, self.gap), gen.blank_lines(grad, self.gap)]
+        return [*hoist.binds(), gen.blank_lines(fn, self.gap), gen.blank_lines(grad, self.gap)]
 
     def _amp_call(self, stmt: Statement) -> Statement:
         """Inside an autocast block, the model runs as its O1 mixed-precision version."""
@@ -218,9 +220,12 @@ class GeneralWriter:
         elif event.kind == "zero":
             new = [_comment(_assign(h.grads, cst.Name("None")), f"{MARK} {text}")]
         elif event.kind == "step":
-            opt = text.rsplit(".step(", 1)[0]
+            opt = event.opt or text.rsplit(".step(", 1)[0]
             call = cst.SimpleStatementLine([cst.Expr(gen.arguments(expr(opt), [cst.Name(h.grads)]))])
             new = [_comment(call, f"{MARK} {text}")]
+            if event.opt and id(node) in self.out.replace:  # a loop over several optimizers: one step each
+                self.out.replace[id(node)] += new
+                return
         elif event.kind == "clip":
             a = self.roles.ast_of(node)
             assert a is not None
