@@ -99,7 +99,6 @@ def _sees(source: str, tree: ast.Module, plan: list[Stmt]) -> None:
 CONSTRUCT = Construct("parameter updates in a loop", order=122, sees=_sees)
 
 
-
 class _Updates(cst.CSTVisitor):
     """Whether the body calls ``assign_data(<name>, ...)``."""
 
@@ -108,14 +107,16 @@ class _Updates(cst.CSTVisitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        called = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        called = (
+            func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        )
         if called == "assign_data" and node.args and isinstance(node.args[0].value, cst.Name):
             self.found = self.found or node.args[0].value.value == self.name
 
 
 def _loop_parameter(loop: cst.For) -> str | None:
     """``p`` of ``for p in ...`` or ``for name, p in ...``."""
-    target = loop.target
+    target: cst.BaseExpression = loop.target
     if isinstance(target, cst.Tuple) and len(target.elements) == 2:
         target = target.elements[1].value
     return target.value if isinstance(target, cst.Name) else None
