@@ -83,7 +83,10 @@ def _data_update(ctx: RewriteContext, target: cst.BaseExpression, value: cst.Bas
     """``p.data.clamp_(-c, c)`` (WGAN weight clipping, manual SGD) or ``p.clamp_(...)`` on a loop's
     variable: the tensor itself changes in torch, so ``torch2ms.runtime.assign_data(p, value)`` updates
     the Parameter where a compiled step sees it (``p.data = v`` would not; ``p = v`` rebinds a name).
-    None: another target, rebound as before."""
+    None: another target, rebound as before, and inside ``forward`` (compiled code calls no such helper)."""
+    nodes = [getattr(info, "node", None) for info in ctx.statements]
+    if any(isinstance(node, ast.FunctionDef) and node.name == "forward" for node in nodes):
+        return None
     if isinstance(target, cst.Attribute) and target.attr.value == "data":
         call = cst.Call(ctx.parse_ms("torch2ms.runtime.assign_data"), [cst.Arg(target.value), cst.Arg(value)])
         return cst.Expr(call)
