@@ -9,6 +9,9 @@
 * grad-set-to-none-loop: ``for p in model.parameters(): p.grad = None`` in place of ``zero_grad()``
   became a loop over ``zip(weights, None)`` (TypeError); now the gradient tuple's reset alone.
 
+The same ``.data`` updates outside a loop (weight initialisation in a function or a constructor) take
+``assign_data`` too; inside ``forward`` (compiled) they stay a rebinding.
+
 Each class: a generated matrix of spellings × how the parameters are iterated × where the loop lives,
 every case converted (one tree) and checked; a covering slice (tests/matrix_support.py) trained side by
 side with the real compare-train, PyNative and GRAPH_MODE (SAME).
@@ -218,3 +221,30 @@ def test_inplace_update_after_step_trains_the_same(tmp_path, case):
 def test_grad_set_to_none_loop_trains_the_same(tmp_path, case):
     *spelling, mode = case
     _train(tmp_path, clear_script(*spelling), mode)
+
+
+OUTSIDE = {  # where a `.data` in-place update lives outside a training loop -> converted to assign_data?
+    "init_function": ("def init(m):\n    m.weight.data.normal_(0.0, 0.02)\n    m.bias.data.fill_(0)\n", True),
+    "in_constructor": (
+        "class A(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.l = nn.Linear(2, 2)\n"
+        "        self.l.weight.data.uniform_(-0.1, 0.1)\n",
+        True,
+    ),
+    # compiled code calls no runtime helper: inside forward the update stays a rebinding, as before
+    "in_forward": (
+        "class B(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.l = nn.Linear(2, 2)\n\n"
+        "    def forward(self, x):\n        self.l.weight.data.clamp_(-1, 1)\n        return self.l(x)\n",
+        False,
+    ),
+}
+
+
+@pytest.mark.parametrize("place", list(OUTSIDE))
+def test_data_inplace_update_outside_a_loop(place):
+    from torch2ms.convert import convert_source
+
+    source, assigned = OUTSIDE[place]
+    out = convert_source("import torch\nimport torch.nn as nn\n\n\n" + source).code
+    ast.parse(out)
+    assert ("assign_data(" in out) == assigned, out
+    assert ".data.normal_(" not in out and ".data.fill_(" not in out and ".data.clamp_(" not in out, out
