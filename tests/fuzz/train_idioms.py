@@ -95,16 +95,9 @@ KNOWN: dict[str, str] = {
     "gan=gp": "gradient-penalty-autograd-grad",
     # issue 22 class 6 (developer "scripts"): the generator's forward runs twice per GAN step.
     "gan=detach": "gan-generator-forward-twice",
-    # issue 22 class 7 (developer "scripts"): no optimizer, so compare-train has nothing to compare.
-    "manual=data_add": "manual-update-no-optimizer",
-    "manual=no_grad_sub": "manual-update-no-optimizer",
-    "manual=data_sub": "manual-update-no-optimizer",
-    # `.data` in updates: `p.data.clamp_(...)` after optimizer.step() (WGAN-style weight clipping) is not
-    # applied on MindSpore: the losses agree, the trained parameters differ.
-    "legacy=data_clamp": "data-inplace-update-after-step",
-    "gan=clip_weights": "data-inplace-update-after-step",  # a WGAN's p.data.clamp_ on D after opt_D.step()
-    # `for p in model.parameters(): p.grad = None` instead of zero_grad(): TypeError 'NoneType' not iterable.
-    "zero_grad=grad_none": "grad-set-to-none-loop",
+    # (manual=*: manual updates without an optimizer, issue 22 class 7: fixed, tests/test_train_manual_updates.py;
+    # legacy=data_clamp, gan=clip_weights: p.data.clamp_ after step(), and zero_grad=grad_none: `p.grad = None`
+    # loops: fixed, tests/test_train_param_updates.py)
     # (loss=two_losses, model.parameters() in the compiled step's loss: fixed, tests/test_train_parameters_in_loss.py)
     # (ckpt=full, nested state dicts in one checkpoint: fixed, tests/test_train_checkpoint_nested.py)
     # torch's CUDA autocast and GradScaler switch themselves off on a CPU torch (float32) while the

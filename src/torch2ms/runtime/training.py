@@ -6,7 +6,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["accumulate_grads", "averaged", "data_parallel", "grad_of", "statistics_kept"]
+__all__ = [
+    "accumulate_grads",
+    "assign_data",
+    "averaged",
+    "data_parallel",
+    "grad_of",
+    "statistics_kept",
+    "torch_parameters",
+]
 
 
 def accumulate_grads(total: Any, grads: Any) -> tuple:
@@ -67,3 +75,42 @@ def averaged(weights: Any) -> bool:
 
     weights = list(weights)
     return bool(GlobalComm.INITED) and bool(weights) and all(getattr(w, "torch2ms_ddp", False) for w in weights)
+
+
+def assign_data(target: Any, value: Any) -> Any:
+    """torch's in-place update of a tensor's data (``p.data.clamp_(-c, c)``, ``p.data.add_(-lr * p.grad)``,
+    ``p -= lr * p.grad`` under ``no_grad``): a Parameter takes ``value`` by ``ops.assign``, which a step
+    compiled by ``@ms.jit`` or GRAPH_MODE sees too (``p.data = v`` and ``set_data`` change the Python
+    object only); another tensor takes it as its data. Returns ``target`` (a plain value: ``value``)."""
+    import mindspore as ms
+
+    if isinstance(target, ms.Parameter):
+        if not isinstance(value, ms.Tensor):
+            value = ms.Tensor(value, target.dtype)
+        if value.dtype != target.dtype:
+            value = value.astype(target.dtype)
+        if tuple(value.shape) != tuple(target.shape):
+            value = ms.ops.broadcast_to(value, target.shape)
+        ms.ops.assign(target, value)
+        return target
+    if isinstance(target, ms.Tensor) and isinstance(value, ms.Tensor):
+        target.data = value
+        return target
+    return value
+
+
+def torch_parameters(cell: Any, named: bool = False) -> list:
+    """torch's ``module.parameters()`` (``named_parameters()`` with ``named``) where the loop changes
+    them: the Cell's Parameters without BatchNorm's moving mean and variance, which are buffers in
+    torch (``get_parameters()`` holds them, ``trainable_params()`` leaves out frozen parameters)."""
+    import mindspore as ms
+
+    stats = {
+        id(p)
+        for _, c in cell.cells_and_names()
+        if isinstance(c, ms.nn.layer.normalization._BatchNorm)
+        for p in (getattr(c, "moving_mean", None), getattr(c, "moving_variance", None))
+        if p is not None
+    }
+    pairs = [(n, p) for n, p in cell.parameters_and_names() if id(p) not in stats]
+    return pairs if named else [p for _, p in pairs]

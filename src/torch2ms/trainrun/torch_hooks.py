@@ -208,6 +208,11 @@ class TorchSide:
     def on_outer_call(self, module: torch.nn.Module, args: tuple, kwargs: dict) -> None:
         if self.unassigned:
             self.discover_models()
+        if self.manual is not None and self.manual_gnorm is not None and torch.is_grad_enabled():
+            # the next training forward: the previous manual update is done. Recorded here, before the
+            # forward moves BatchNorm statistics, as the MindSpore side records it before its next
+            # value_and_grad call (the last step's forward does not run on either side)
+            self.manual_step()
         if not self.optimizers and torch.is_grad_enabled() and id(module) not in self.early:
             # a script may update its parameters by hand (no optimizer): its model's state before training
             self.early[id(module)] = {k: _to_numpy(v) for k, v in module.state_dict().items()}

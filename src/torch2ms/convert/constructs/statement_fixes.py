@@ -1,7 +1,8 @@
 """Statement-level fixes once the expressions inside a statement are converted.
 
 - ``x.add_(y)`` became ``x.add(y)``: MindSpore's in-place Tensor methods do not mutate in PyNative
-  (they return the result and leave the tensor as it was), so the result is assigned back.
+  (they return the result and leave the tensor as it was), so the result is assigned back; to a
+  tensor's ``.data`` or a loop's variable through ``torch2ms.runtime.assign_data`` (a Parameter).
 - ``F.relu(x, inplace=True)`` (every KB function with an ``inplace=`` argument) became ``ops.relu(x)``:
   torch changed ``x``, so the result is assigned back to it (``y = F.relu(x, inplace=True)`` also
   rebinds ``x = y``); ``inplace=flag`` assigns back only when the flag is true.
@@ -56,6 +57,9 @@ def after_statement(ctx: RewriteContext, original: cst.SimpleStatementLine, upda
             target = _receiver(target)
         # as converted: ``m.bias.data.zero_()`` on a LayerNorm assigns to ``m.beta.data``
         target = ctx.converted_receivers.get(id(target), target)
+        data = _data_update(ctx, target, after.value)
+        if data is not None:
+            return updated.with_changes(body=[data])
         if isinstance(target, (cst.Name, cst.Attribute, cst.Subscript)):
             assign = cst.Assign(targets=[cst.AssignTarget(target)], value=after.value)
             return updated.with_changes(body=[assign])
@@ -73,6 +77,23 @@ def after_statement(ctx: RewriteContext, original: cst.SimpleStatementLine, upda
             return updated.with_changes(body=[cst.Pass()])
         return cst.RemovalSentinel.REMOVE
     return updated
+
+
+def _data_update(ctx: RewriteContext, target: cst.BaseExpression, value: cst.BaseExpression):
+    """``p.data.clamp_(-c, c)`` (WGAN weight clipping, manual SGD) or ``p.clamp_(...)`` on a loop's
+    variable: the tensor itself changes in torch, so ``torch2ms.runtime.assign_data(p, value)`` updates
+    the Parameter where a compiled step sees it (``p.data = v`` would not; ``p = v`` rebinds a name).
+    None: another target, rebound as before, and inside ``forward`` (compiled code calls no such helper)."""
+    nodes = [getattr(info, "node", None) for info in ctx.statements]
+    if any(isinstance(node, ast.FunctionDef) and node.name == "forward" for node in nodes):
+        return None
+    if isinstance(target, cst.Attribute) and target.attr.value == "data":
+        call = cst.Call(ctx.parse_ms("torch2ms.runtime.assign_data"), [cst.Arg(target.value), cst.Arg(value)])
+        return cst.Expr(call)
+    if isinstance(target, cst.Name) and _loop_variable(ctx, target):
+        call = cst.Call(ctx.parse_ms("torch2ms.runtime.assign_data"), [cst.Arg(target), cst.Arg(value)])
+        return cst.Assign(targets=[cst.AssignTarget(target)], value=call)
+    return None
 
 
 def _inplace_args(ctx: RewriteContext, call: cst.Call) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:

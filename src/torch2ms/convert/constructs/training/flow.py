@@ -281,6 +281,37 @@ def _read_loop(a: ast.stmt, holders: Holders) -> Holder | None:
     return holders.of_module(module)
 
 
+def _clears_only(a: ast.stmt) -> bool:
+    """``for p in model.parameters(): p.grad = None`` (``p.grad.zero_()``, ``p.grad.data.zero_()``, under
+    ``if p.grad is not None:``): a loop whose body does nothing but clear its parameter's gradient."""
+    named = named_loop_parameter(a)
+    param = named[1] if named is not None else getattr(getattr(a, "target", None), "id", None)
+    return isinstance(a, ast.For) and param is not None and not a.orelse and _clear_block(a.body, param)
+
+
+def _clear_block(body: list[ast.stmt], param: str) -> bool:
+    def grad(node: ast.expr) -> bool:
+        while isinstance(node, ast.Attribute) and node.attr == "data":
+            node = node.value
+        return isinstance(node, ast.Attribute) and node.attr == "grad" and _chain(node) == f"{param}.grad"
+
+    for s in body:
+        if isinstance(s, ast.If):
+            if s.orelse or not _clear_block(s.body, param):
+                return False
+        elif isinstance(s, ast.Assign):
+            none = isinstance(s.value, ast.Constant) and s.value.value is None
+            if not (none and len(s.targets) == 1 and grad(s.targets[0])):
+                return False
+        elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
+            f = s.value.func
+            if not (isinstance(f, ast.Attribute) and f.attr == "zero_" and not s.value.args and grad(f.value)):
+                return False
+        elif not isinstance(s, ast.Pass):
+            return False
+    return True
+
+
 def find_events(roles: Roles, body: list[Statement], asts: list[ast.stmt], holders: Holders) -> list[Event]:
     """Every statement of the block that clears, reads or applies gradients (branches included)."""
     events: list[Event] = []
@@ -300,7 +331,9 @@ def find_events(roles: Roles, body: list[Statement], asts: list[ast.stmt], holde
             inline = helper_read_loop(roles, na)
             holder = _read_loop(inline or na, holders)
             if holder is not None:
-                events.append(Event(node, "read", holder, top, node is not stmt, inline=inline))
+                # a loop that only clears p.grad stands for zero_grad() (on an optimizer over the module too)
+                kind = "zero" if inline is None and _clears_only(na) else "read"
+                events.append(Event(node, kind, holder, top, node is not stmt, inline=inline))
                 skip |= {id(n) for n in nested_statements(node)}
                 continue
             check_header(na)

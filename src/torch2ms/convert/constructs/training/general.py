@@ -283,12 +283,26 @@ class GeneralWriter:
         it = gen.expression(template, self.refs, weights=expr(h.weights), grads=cst.Name(h.grads))
         clears = _GradClears(name)
         body: Any = node.body.visit(clears)
-        body = body.visit(_GradToName(name, grad)).visit(_ParamUpdates(name))
+        reset = _comment(_assign(h.grads, cst.Name("None")), f"{MARK} {clears.found[0]}") if clears.found else None
+        if reset is not None and _does_nothing(body):  # only cleared p.grad: the tuple's reset is the loop
+            return [reset]
+        body = body.visit(_GradToName(name, grad)).visit(_ParamUpdates(name, self.refs))
         pair = cst.Tuple([cst.Element(target), cst.Element(cst.Name(grad))], lpar=[], rpar=[])
         loop = node.with_changes(target=pair, iter=it, body=body)
-        if not clears.found:
-            return [loop]
-        return [loop, _comment(_assign(h.grads, cst.Name("None")), f"{MARK} {clears.found[0]}")]
+        return [loop] if reset is None else [loop, reset]
+
+
+def _does_nothing(body: cst.BaseSuite) -> bool:
+    """A loop body left with ``pass`` alone, or ``if p.grad is not None: pass`` (torch's own zero_grad
+    spelling) once its gradient clears are gone."""
+    stmts = body.body if isinstance(body, cst.IndentedBlock) else [body]
+    for s in stmts:
+        if isinstance(s, cst.SimpleStatementLine | cst.SimpleStatementSuite):
+            if not all(isinstance(b, cst.Pass) for b in s.body):
+                return False
+        elif not (isinstance(s, cst.If) and s.orelse is None and _does_nothing(s.body)):
+            return False
+    return True
 
 
 class _GradToName(cst.CSTTransformer):
@@ -350,25 +364,40 @@ INPLACE_UPDATES = {"add_": "add", "sub_": "sub", "mul_": "mul", "div_": "div"}
 
 
 class _ParamUpdates(cst.CSTTransformer):
-    """``p -= v`` / ``p.add_(v)`` on the loop's parameter → ``p.set_data(p - v)`` / ``p.set_data(p.add(v))``:
-    in MindSpore ``p -= v`` makes a new tensor named p and the in-place rewrite (``p = p.add(v)``) does too."""
+    """``p -= v`` / ``p.data -= v`` / ``p.data = v`` / ``p.add_(v)`` on the loop's parameter →
+    ``assign_data(p, p - v)`` / ``assign_data(p, v)`` / ``assign_data(p, p.add(v))``: in MindSpore
+    ``p -= v`` makes a new tensor named p and the in-place rewrite (``p = p.add(v)``) does too, and
+    ``set_data`` / ``p.data = v`` change the Parameter where a compiled value_and_grad does not see it
+    (runtime/training.py: ``ops.assign``)."""
 
-    def __init__(self, param: str) -> None:
+    def __init__(self, param: str, refs: GeneratedRefs) -> None:
         super().__init__()
-        self.param = param
+        self.param, self.refs = param, refs
 
     def _set(self, value: cst.BaseExpression) -> cst.Expr:
-        func = cst.Attribute(cst.Name(self.param), cst.Name("set_data"))
-        return cst.Expr(cst.Call(func, [cst.Arg(value)]))
+        call = gen.expression("torch2ms.runtime.assign_data({p}, {v})", self.refs, p=cst.Name(self.param), v=value)
+        return cst.Expr(call)
+
+    def _mine(self, target: cst.BaseExpression) -> bool:
+        """``p`` or ``p.data``."""
+        if isinstance(target, cst.Attribute) and target.attr.value == "data":
+            target = target.value
+        return isinstance(target, cst.Name) and target.value == self.param
 
     def leave_AugAssign(self, original: cst.AugAssign, updated: cst.AugAssign) -> cst.BaseSmallStatement:
-        if not (isinstance(updated.target, cst.Name) and updated.target.value == self.param):
+        if not self._mine(updated.target):
             return updated
         op = _BINARY.get(type(updated.operator))
         if op is None:
             return updated
         value = cst.BinaryOperation(cst.Name(self.param), op(), _parens(updated.value))
         return self._set(value)
+
+    def leave_Assign(self, original: cst.Assign, updated: cst.Assign) -> cst.BaseSmallStatement:
+        target = updated.targets[0].target if len(updated.targets) == 1 else None
+        if target is None or not isinstance(target, cst.Attribute) or not self._mine(target):
+            return updated  # ``p.data = v`` only: ``p = v`` rebinds the name in torch too
+        return self._set(updated.value)
 
     def leave_Expr(self, original: cst.Expr, updated: cst.Expr) -> cst.BaseSmallStatement:
         call = updated.value
