@@ -48,6 +48,9 @@ def torch_named_parameters(cell: Any) -> tuple[tuple[str, Any], ...]:
     return tuple((_torch_name(name), p) for name, p in cell.parameters_and_names() if id(p) not in skip)
 
 
-def torch_parameters(cell: Any) -> tuple[Any, ...]:
-    """torch's ``cell.parameters()`` as a tuple of Parameters, BatchNorm statistics left out."""
-    return tuple(p for _name, p in torch_named_parameters(cell))
+def torch_parameters(cell: Any, named: bool = False) -> tuple[Any, ...]:
+    """torch's ``cell.parameters()`` as a tuple of Parameters (``named_parameters()`` with ``named``),
+    BatchNorm statistics left out: they are buffers in torch, and a loop that changes every parameter
+    (``p.data.clamp_(-c, c)``) must not change them."""
+    pairs = torch_named_parameters(cell)
+    return pairs if named else tuple(p for _name, p in pairs)

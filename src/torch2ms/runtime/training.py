@@ -13,7 +13,6 @@ __all__ = [
     "data_parallel",
     "grad_of",
     "statistics_kept",
-    "torch_parameters",
 ]
 
 
@@ -97,20 +96,3 @@ def assign_data(target: Any, value: Any) -> Any:
         target.data = value
         return target
     return value
-
-
-def torch_parameters(cell: Any, named: bool = False) -> list:
-    """torch's ``module.parameters()`` (``named_parameters()`` with ``named``) where the loop changes
-    them: the Cell's Parameters without BatchNorm's moving mean and variance, which are buffers in
-    torch (``get_parameters()`` holds them, ``trainable_params()`` leaves out frozen parameters)."""
-    import mindspore as ms
-
-    stats = {
-        id(p)
-        for _, c in cell.cells_and_names()
-        if isinstance(c, ms.nn.layer.normalization._BatchNorm)
-        for p in (getattr(c, "moving_mean", None), getattr(c, "moving_variance", None))
-        if p is not None
-    }
-    pairs = [(n, p) for n, p in cell.parameters_and_names() if id(p) not in stats]
-    return pairs if named else [p for _, p in pairs]
