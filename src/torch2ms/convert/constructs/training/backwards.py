@@ -229,11 +229,20 @@ def _is_prep(roles: Roles, a: ast.stmt, local: set[str]) -> bool:
 
 
 def _forward_part(roles: Roles, asts: list[ast.stmt], slice_idx: list[int], local: set[str]) -> list[int]:
-    """The slice without its leading preparation statements."""
-    for k, i in enumerate(slice_idx):
-        if not _is_prep(roles, asts[i], local):
-            return slice_idx[k:]
-    return []
+    """The slice without its preparation statements: the leading ones, and later ones that read nothing the
+    forward computed and change nothing it read before them (a WGAN-GP's ``alpha = torch.rand(...)`` after
+    the discriminator's first outputs: drawn on the host, once, as the leading draws are)."""
+    out: list[int] = []
+    computed: set[str] = set()
+    seen: set[str] = set()
+    for i in slice_idx:
+        a = asts[i]
+        if _is_prep(roles, a, local) and not reads(a) & computed and not writes(a) & seen:
+            continue
+        out.append(i)
+        computed |= writes(a)
+        seen |= reads(a) | writes(a)
+    return out
 
 
 def _params(asts: list[ast.stmt], forward: list[int], local: set[str]) -> list[str]:
