@@ -72,7 +72,9 @@ def _loads(node: ast.AST | None) -> set[str]:
 
 
 def _stores(node: ast.AST | None) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)} if node else set()
+    return (
+        {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)} if node else set()
+    )
 
 
 def _plain_assign(stmt: Statement) -> tuple[str, cst.BaseExpression] | None:
@@ -233,22 +235,37 @@ class _InputGrads(cst.CSTTransformer):
         if create is None or not (isinstance(create, cst.Name) and create.value == "True"):
             rest += ", create_graph={create}"
             fill["create"] = create if create is not None else cst.Name("False")
-        params = cst.Parameters([cst.Param(cst.Name(n), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) for n in inputs])
-        params = params.with_changes(params=[*params.params[:-1], params.params[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)])
+        params = cst.Parameters(
+            [cst.Param(cst.Name(n), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) for n in inputs]
+        )
+        params = params.with_changes(
+            params=[*params.params[:-1], params.params[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)]
+        )
         fn = cst.Lambda(params, body)
         items = [cst.Element(cst.Name(n), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) for n in inputs]
         items[-1] = items[-1].with_changes(comma=cst.Comma() if len(items) == 1 else cst.MaybeSentinel.DEFAULT)
-        new_call = generated.expression(CALL.format(fn="{fn}", inputs="{inputs}", rest=rest), self.state.generated, fn=fn, inputs=cst.Tuple(items), **fill)
+        new_call = generated.expression(
+            CALL.format(fn="{fn}", inputs="{inputs}", rest=rest),
+            self.state.generated,
+            fn=fn,
+            inputs=cst.Tuple(items),
+            **fill,
+        )
         new = stmts[at].visit(_Replace(call, new_call))
         assert isinstance(new, cst.SimpleStatementLine)
         self.index.derive(new, stmts[at])
         line = self.index.line_of(stmts[at])
-        self.state.record("torch.autograd.grad", "converted", _(
-            "the gradient with respect to {inputs}: mindspore.grad of a function of them (torch2ms.runtime.input_grads), "
-            "which MindSpore differentiates again inside the training step's gradient"
-        ).format(inputs=", ".join(inputs)), line)
+        self.state.record(
+            "torch.autograd.grad",
+            "converted",
+            _(
+                "the gradient with respect to {inputs}: mindspore.grad of a function of them (torch2ms.runtime.input_grads), "
+                "which MindSpore differentiates again inside the training step's gradient"
+            ).format(inputs=", ".join(inputs)),
+            line,
+        )
         self.rewritten += 1
-        return new, self._removable(stmts, at, used, new, call)
+        return new, self._removable(stmts, at, used, new, call) | _requires_grad_marks(stmts, at, inputs)
 
     def _removable(self, stmts: list[Statement], at: int, used: set[int], new: Statement, call: cst.Call) -> set[int]:
         """The statements inlined into the function whose names nothing else reads."""
@@ -266,6 +283,19 @@ class _InputGrads(cst.CSTTransformer):
             if name not in still and all(any(a <= ln <= b for a, b in spans) for ln in lines):
                 gone.add(i)
         return gone
+
+
+def _requires_grad_marks(stmts: list[Statement], at: int, inputs: list[str]) -> set[int]:
+    """``x.requires_grad = True`` / ``x.requires_grad_()`` statements on an input before the call: MindSpore
+    chooses what it differentiates by the function's arguments, a tensor has no such flag."""
+    marks = {f"{n}.requires_grad = True" for n in inputs} | {
+        f"{n}.requires_grad_({t})" for n in inputs for t in ("", "True")
+    }
+    return {i for i in range(at) if isinstance(stmts[i], cst.SimpleStatementLine) and _bare(stmts[i]) in marks}
+
+
+def _bare(stmt: Statement) -> str:
+    return code(stmt.with_changes(leading_lines=[], trailing_whitespace=cst.TrailingWhitespace())).strip()
 
 
 def _arguments(call: cst.Call) -> dict[str, cst.BaseExpression] | None:
