@@ -24,6 +24,7 @@ from .flow import (
     LOOPS,
     Backward,
     Flow,
+    Holder,
     Holders,
     body_of,
     find_events,
@@ -87,9 +88,10 @@ def _reuse_prepared(roles: Roles, stmts: list[ast.stmt], backwards: list[Backwar
     and reads nothing that forward recomputes (the noise a GAN draws once for both losses; the generated
     batch the discriminator's loss reads after the generator's step). The later forward_fn takes the
     value the earlier gradient call returned, as torch computed it once (before any step in between)."""
-    every = {h.module for b in backwards for h in b.holders}
+    trains = [set().union(*(_trained_by(roles, h) for h in b.holders)) for b in backwards]
+    every = set().union(*trains)
     for k, back in enumerate(backwards[1:], 1):
-        modules = {h.module for h in back.holders}
+        modules = trains[k]
         others = every - modules - {None} if None not in modules else set()
         kept: set[str] = set()
         again = []
@@ -102,6 +104,23 @@ def _reuse_prepared(roles: Roles, stmts: list[ast.stmt], backwards: list[Backwar
             kept |= writes(a)
         if again and len(again) < len(back.forward):
             back.forward = [i for i in back.forward if i not in again]
+
+
+def _trained_by(roles: Roles, holder: Holder) -> set[str | None]:
+    """The modules whose parameters a holder's gradients are: its module, else the receivers of
+    ``.parameters()`` in its optimizer's construction (``SGD(itertools.chain(a.parameters(), b.parameters()))``);
+    {None} when unknown."""
+    if holder.module:
+        return {holder.module}
+    for n in ast.walk(roles.tree):
+        if isinstance(n, ast.Assign) and len(n.targets) == 1 and ast.unparse(n.targets[0]) == holder.key:
+            found: set[str | None] = {
+                ast.unparse(c.func.value)
+                for c in ast.walk(n.value)
+                if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "parameters"
+            }
+            return found or {None}
+    return {None}
 
 
 def _only_calls(roles: Roles, a: ast.stmt, local: set[str], modules: set[str]) -> bool:
