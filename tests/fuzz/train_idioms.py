@@ -100,10 +100,9 @@ KNOWN: dict[str, str] = {
     # (hidden=module, self.hidden on the module: fixed, the step runs uncompiled; tests/test_train_rnn_state_on_module.py)
     # two optimizers over one loss (optimizer.step(); optimizer2.step()): AttributeError 'SGD' ... 'step'.
     "zero_grad=several": "two-optimizers-one-loss",
-    # a WGAN-GP's torch.autograd.grad(..., create_graph=True): the converted step fails before its first step.
-    "gan=gp": "gradient-penalty-autograd-grad",
-    # issue 22 class 6 (developer "scripts"): the generator's forward runs twice per GAN step.
-    "gan=detach": "gan-generator-forward-twice",
+    # (gan=gp, a WGAN-GP's torch.autograd.grad(..., create_graph=True): fixed, a nested mindspore.grad;
+    # tests/test_train_gradient_penalty.py. gan=detach, the generator's forward twice per step and the models'
+    # shared parameter names in GRAPH_MODE: fixed; tests/test_train_gan_step_matrix.py)
     # issue 22 class 7 (developer "scripts"): no optimizer, so compare-train has nothing to compare.
     "manual=data_add": "manual-update-no-optimizer",
     "manual=no_grad_sub": "manual-update-no-optimizer",
