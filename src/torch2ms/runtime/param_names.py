@@ -41,7 +41,9 @@ def distinct_cells(*owners: tuple[str, Any]) -> None:
 
     if ms.get_context("mode") != ms.GRAPH_MODE:
         return
-    own = {prefix: {p.name for p in cell.get_parameters()} for prefix, cell in owners if hasattr(cell, "get_parameters")}
+    own = {
+        prefix: {p.name for p in cell.get_parameters()} for prefix, cell in owners if hasattr(cell, "get_parameters")
+    }
     for prefix, cell in owners:
         meets = any(other != prefix and own[prefix] & names for other, names in own.items())
         if prefix in own and meets and not all(n.startswith(prefix + ".") for n in own[prefix]):

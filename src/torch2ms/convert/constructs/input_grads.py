@@ -140,7 +140,8 @@ _CONTAINERS = (
 class _Found(cst.CSTVisitor):
     def __init__(self, state: FileState) -> None:
         super().__init__()
-        self.imap, self.calls = state.imap, []
+        self.imap = state.imap
+        self.calls: list[cst.Call] = []
 
     def visit_Call(self, node: cst.Call) -> None:
         if self.imap is not None and resolve(self.imap, node.func) == GRAD:
@@ -275,7 +276,8 @@ class _InputGrads(cst.CSTTransformer):
             if origin is None:
                 return set()
             spans.append((origin.lineno, origin.end_lineno or origin.lineno))
-        still = _loads(_ast(new.visit(_Replace(call, cst.Name("_")))))  # what the statement reads besides the call
+        bare = new.visit(_Replace(call, cst.Name("_")))
+        still = _loads(_ast(bare)) if isinstance(bare, cst.CSTNode) else set()  # what it reads besides the call
         gone = set()
         for i in used:
             name = _plain_assign(stmts[i])[0]  # type: ignore[index]
@@ -321,7 +323,8 @@ def _definitions(stmts: list[Statement], at: int, inputs: list[str]) -> Defs | N
         if _stores(_ast(stmts[j])) & set(inputs):
             start = j + 1
             break
-    dep, defs = set(inputs), {}
+    dep = set(inputs)
+    defs: Defs = {}
     for j in range(start, at):
         plain = _plain_assign(stmts[j])
         node = _ast(stmts[j])

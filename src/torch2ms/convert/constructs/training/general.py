@@ -127,7 +127,9 @@ class GeneralWriter:
                 self.out.replace[id(node)] = first + more
         for back in flow.backwards:
             # (a parameter the block binds between the forward's first statement and the call is bound)
-            later = set().union(*(writes(flow.asts[i]) for i in range(back.forward[0], back.at) if i not in back.forward))
+            later = set().union(
+                *(writes(flow.asts[i]) for i in range(back.forward[0], back.at) if i not in back.forward)
+            )
             params = [p for p in back.params if p not in later]
             setup += unbound_guards(self.roles, self.refs, flow.body[back.forward[0]], params)
         self.out.setup = [gen.blank_lines(setup[0], 1), *setup[1:]]
