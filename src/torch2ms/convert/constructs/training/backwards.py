@@ -254,9 +254,11 @@ def _forward_part(roles: Roles, asts: list[ast.stmt], slice_idx: list[int], loca
     out: list[int] = []
     computed: set[str] = set()
     seen: set[str] = set()
-    for i in slice_idx:
+    for k, i in enumerate(slice_idx):
         a = asts[i]
-        if _is_prep(roles, a, local) and not reads(a) & computed and not writes(a) & seen:
+        later = set().union(*(writes(asts[j]) for j in slice_idx[k + 1 :]))
+        calls = any(isinstance(n, ast.Call) for n in ast.walk(a))
+        if _is_prep(roles, a, local) and (not out or calls and not (reads(a) & computed or writes(a) & (seen | later))):
             continue
         out.append(i)
         computed |= writes(a)
