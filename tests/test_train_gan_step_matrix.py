@@ -69,7 +69,7 @@ for epoch in range(2):
 """
 
 
-def gan_script(detach: str, where: str, bn: bool, noise: str) -> str:
+def gan_script(detach: str, where: str, bn: bool, noise: str, dropout: bool = False) -> str:
     gen = ["z = torch.randn(x.size(0), 4)", "fake = G(z)"]
     fake_in_d = "fake.detach()" if detach == "detach" else "fake"
     d_step = [
@@ -88,7 +88,10 @@ def gan_script(detach: str, where: str, bn: bool, noise: str) -> str:
         g_step.append("fake = G(z)")
     g_step += ["g_loss = criterion(D(fake), torch.ones(x.size(0), 1))", "g_loss.backward()", "opt_G.step()"]
     body = [*(gen if where == "before" else []), *d_step, *g_step]
-    return HEAD.format(bn=bn) + "".join(f"        {line}\n" for line in body)
+    head = HEAD.format(bn=bn)
+    if dropout:
+        head = head.replace("norm, nn.ReLU(),", "norm, nn.ReLU(), nn.Dropout(0.3),")
+    return head + "".join(f"        {line}\n" for line in body)
 
 
 CASES = list(itertools.product(DETACH, WHERE, BN, NOISE))
@@ -150,3 +153,27 @@ def test_gan_step_trains_as_torch(tmp_path, case):
     )
     assert rep.status == "same", (rep.error, rep.findings, rep.first_divergence)
     assert len(rep.rows) == 3 * 2
+
+
+def test_gan_generator_with_dropout_run_again_is_named(tmp_path):
+    """Where the second forward cannot be exact (dropout in the generator draws again), the conversion's mark
+    says so, and compare-train's diagnosis of a DIFFERENT run names the line (causes.recomputed_findings,
+    read from the converted script). (compare-train itself serves the second forward torch's recorded draw,
+    so the run is SAME under it: the finding is for runs that part.)"""
+    from torch2ms.trainrun.causes import recomputed_findings
+
+    out = _convert_one(tmp_path, gan_script("detach", "before", True, "same", dropout=True))
+    text = out.read_text()
+    assert "statistics_kept([G])" in text and "dropout see one more forward" in text, text
+    line = next(k + 1 for k, t in enumerate(text.splitlines()) if t.lstrip().startswith("with statistics_kept("))
+    found = recomputed_findings(str(out))
+    assert [f["kind"] for f in found] == ["recomputed-forward"] and f"line {line}:" in found[0]["message"], found
+    # torch ran the generator twice itself (new noise for its step): nothing to say
+    assert recomputed_findings(str(_convert_one(tmp_path / "new", gan_script("detach", "before", True, "new")))) == []
+
+
+def _convert_one(tmp_path: Path, source: str) -> Path:
+    (tmp_path / "src").mkdir(parents=True)
+    (tmp_path / "src" / "train.py").write_text(source)
+    convert_tree(str(tmp_path / "src"), str(tmp_path / "out"))
+    return tmp_path / "out" / "train.py"
