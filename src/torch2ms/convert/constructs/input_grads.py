@@ -199,6 +199,7 @@ class _InputGrads(cst.CSTTransformer):
                     stmts[i], gone = done
                     drop |= gone
                     changed = True
+                    break  # (one call per statement: the rewritten statement holds new nodes)
         if not changed:
             return None
         out: list[Statement] = []
