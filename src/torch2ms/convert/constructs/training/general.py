@@ -138,6 +138,7 @@ class GeneralWriter:
     def _distinct_cells(self) -> list[Statement]:
         """Several models trained by the step (a GAN): GRAPH_MODE refuses their Parameters' shared names."""
         models = list(dict.fromkeys(h.module for h in self.flow.holders.values() if h.module and "(" not in h.module))
+        models = [m for m in models if not any(m.startswith(o + ".") for o in models)]  # (model.head is model's)
         if len(models) < 2:
             return []
         owners = ", ".join(f"({m!r}, {m})" for m in models)
