@@ -120,17 +120,11 @@ def test_optimizers_over_several_models_get_distinct_names(converted, count, opt
         assert ("distinct_names(" in line) == (owners > 1), line
 
 
-# Known failure of another class (issue 22, class 6, GAN steps): with the first optimizer's step before the
-# second's, the second forward_fn runs the first models' forward again, after their update and on the name the
-# first step rebound (``m = net_0(m)``): torch detached what it had computed. Strict: fixing it turns this red.
-SECOND_STEP_RERUNS = pytest.mark.xfail(
-    strict=True, reason="class 6: the second step re-runs the first models' forward after their optimizer stepped"
-)
-
-
+# (issue 22, class 6: with the first optimizer's step before the second's, the second forward_fn ran the first
+# models' forward again, after their update and on the name the first step rebound (``m = net_0(m)``), where torch
+# detached what it had computed: it now takes the value the first gradient call returned.)
 def _param(case: tuple[int, str, str]) -> object:
-    marks = [SECOND_STEP_RERUNS] if case[1] == "two" else []
-    return pytest.param(*case, marks=marks, id="-".join(map(str, case)))
+    return pytest.param(*case, id="-".join(map(str, case)))
 
 
 DIFFERENTIAL = [(2, "one", "chain"), (4, "one", "groups"), (3, "two", "chain")]

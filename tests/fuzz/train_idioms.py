@@ -91,10 +91,9 @@ KNOWN: dict[str, str] = {
     # next-batch-inside-step: fixed, tests/test_train_model_places.py)
     # (hidden=module, self.hidden on the module: fixed, the step runs uncompiled; tests/test_train_rnn_state_on_module.py)
     # (zero_grad=several, two optimizers over one loss: fixed, tests/test_train_two_optimizers_one_loss.py)
-    # a WGAN-GP's torch.autograd.grad(..., create_graph=True): the converted step fails before its first step.
-    "gan=gp": "gradient-penalty-autograd-grad",
-    # issue 22 class 6 (developer "scripts"): the generator's forward runs twice per GAN step.
-    "gan=detach": "gan-generator-forward-twice",
+    # (gan=gp, a WGAN-GP's torch.autograd.grad(..., create_graph=True): fixed, a nested mindspore.grad;
+    # tests/test_train_gradient_penalty.py. gan=detach, the generator's forward twice per step and the models'
+    # shared parameter names in GRAPH_MODE: fixed; tests/test_train_gan_step_matrix.py)
     # (manual=*: manual updates without an optimizer, issue 22 class 7: fixed, tests/test_train_manual_updates.py;
     # legacy=data_clamp, gan=clip_weights: p.data.clamp_ after step(), and zero_grad=grad_none: `p.grad = None`
     # loops: fixed, tests/test_train_param_updates.py)

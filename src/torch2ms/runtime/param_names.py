@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["distinct_names"]
+__all__ = ["distinct_cells", "distinct_names"]
 
 
 def distinct_names(params: Any, *owners: tuple[str, Any]) -> list[Any]:
@@ -30,3 +30,21 @@ def distinct_names(params: Any, *owners: tuple[str, Any]) -> list[Any]:
             if not done:
                 cell.update_parameters_name(prefix + ".")
     return params
+
+
+def distinct_cells(*owners: tuple[str, Any]) -> None:
+    """Several models one training step reaches (a GAN's generator and discriminator, both holding
+    ``net.0.weight``): GRAPH_MODE compiles the step as one graph, which refuses two Parameters of one name,
+    so each model whose names meet another's is renamed ``prefix.<name>`` there. PyNative keeps the names
+    (a checkpoint saved from the model keeps torch's keys)."""
+    import mindspore as ms
+
+    if ms.get_context("mode") != ms.GRAPH_MODE:
+        return
+    own = {
+        prefix: {p.name for p in cell.get_parameters()} for prefix, cell in owners if hasattr(cell, "get_parameters")
+    }
+    for prefix, cell in owners:
+        meets = any(other != prefix and own[prefix] & names for other, names in own.items())
+        if prefix in own and meets and not all(n.startswith(prefix + ".") for n in own[prefix]):
+            cell.update_parameters_name(prefix + ".")

@@ -178,6 +178,8 @@ def judge(
         rep.first_divergence = None
     rep.conditions = conditions(rep, t_rec, m_rec)
     differs = k is not None or any(f["severity"] == "difference" for f in rep.findings)
+    if differs:
+        rep.findings += causes.recomputed_findings(rep.ms_script)
     if rep.error is None:
         rep.status = "different" if differs else "same"
 

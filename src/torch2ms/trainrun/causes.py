@@ -3,6 +3,7 @@ step beyond tolerance. Each finding: ``{"kind", "severity": "difference"|"warnin
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from ..i18n import N_, _
@@ -310,6 +311,25 @@ def _max_rel(rows: list[dict[str, Any]]) -> float:
 
 
 STATISTICS = ("moving_mean", "moving_variance")
+
+
+def recomputed_findings(ms_script: str) -> list[Finding]:
+    """The conversion's own word where a forward torch ran once runs again (``with statistics_kept(...)``,
+    written by convert/constructs/training/general.py: a GAN's generator in the generator's step): exact for
+    BatchNorm, whose statistics are kept, not for dropout or another random draw in that forward."""
+    try:
+        lines = Path(ms_script).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return []
+    at = [k + 1 for k, line in enumerate(lines) if line.lstrip().startswith("with statistics_kept(")]
+    if not at:
+        return []
+    text = _(
+        "the MindSpore script runs a forward again where torch reused its output (line {lines}: a GAN's "
+        "generator in the generator's step, marked there): its BatchNorm statistics are kept, but dropout or "
+        "any other random draw in that forward draws again, so that step sees another output than torch's"
+    )
+    return [_finding("recomputed-forward", text.format(lines=", ".join(map(str, at[:4]))), severity="warning")]
 
 
 def final_parameter_finding(bad: list[dict[str, Any]], tol: float, losses_agree: bool) -> Finding:

@@ -24,6 +24,7 @@ from .flow import (
     LOOPS,
     Backward,
     Flow,
+    Holder,
     Holders,
     body_of,
     find_events,
@@ -87,9 +88,10 @@ def _reuse_prepared(roles: Roles, stmts: list[ast.stmt], backwards: list[Backwar
     and reads nothing that forward recomputes (the noise a GAN draws once for both losses; the generated
     batch the discriminator's loss reads after the generator's step). The later forward_fn takes the
     value the earlier gradient call returned, as torch computed it once (before any step in between)."""
-    every = {h.module for b in backwards for h in b.holders}
+    trains = [set().union(*(_trained_by(roles, h) for h in b.holders)) for b in backwards]
+    every = set().union(*trains)
     for k, back in enumerate(backwards[1:], 1):
-        modules = {h.module for h in back.holders}
+        modules = trains[k]
         others = every - modules - {None} if None not in modules else set()
         kept: set[str] = set()
         again = []
@@ -102,6 +104,23 @@ def _reuse_prepared(roles: Roles, stmts: list[ast.stmt], backwards: list[Backwar
             kept |= writes(a)
         if again and len(again) < len(back.forward):
             back.forward = [i for i in back.forward if i not in again]
+
+
+def _trained_by(roles: Roles, holder: Holder) -> set[str | None]:
+    """The modules whose parameters a holder's gradients are: its module, else the receivers of
+    ``.parameters()`` in its optimizer's construction (``SGD(itertools.chain(a.parameters(), b.parameters()))``);
+    {None} when unknown."""
+    if holder.module:
+        return {holder.module}
+    for n in ast.walk(roles.tree):
+        if isinstance(n, ast.Assign) and len(n.targets) == 1 and ast.unparse(n.targets[0]) == holder.key:
+            found: set[str | None] = {
+                ast.unparse(c.func.value)
+                for c in ast.walk(n.value)
+                if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "parameters"
+            }
+            return found or {None}
+    return {None}
 
 
 def _only_calls(roles: Roles, a: ast.stmt, local: set[str], modules: set[str]) -> bool:
@@ -229,11 +248,22 @@ def _is_prep(roles: Roles, a: ast.stmt, local: set[str]) -> bool:
 
 
 def _forward_part(roles: Roles, asts: list[ast.stmt], slice_idx: list[int], local: set[str]) -> list[int]:
-    """The slice without its leading preparation statements."""
+    """The slice without its preparation statements: the leading ones, and later ones that read nothing the
+    forward computed and change nothing it read before them (a WGAN-GP's ``alpha = torch.rand(...)`` after
+    the discriminator's first outputs: drawn on the host, once, as the leading draws are)."""
+    out: list[int] = []
+    computed: set[str] = set()
+    seen: set[str] = set()
     for k, i in enumerate(slice_idx):
-        if not _is_prep(roles, asts[i], local):
-            return slice_idx[k:]
-    return []
+        a = asts[i]
+        later = set().union(*(writes(asts[j]) for j in slice_idx[k + 1 :]))
+        calls = any(isinstance(n, ast.Call) for n in ast.walk(a))
+        if _is_prep(roles, a, local) and (not out or calls and not (reads(a) & computed or writes(a) & (seen | later))):
+            continue
+        out.append(i)
+        computed |= writes(a)
+        seen |= reads(a) | writes(a)
+    return out
 
 
 def _params(asts: list[ast.stmt], forward: list[int], local: set[str]) -> list[str]:

@@ -104,6 +104,7 @@ class GeneralWriter:
             self.amp_model = self.fresh(f"amp_{amp.model.split('.')[-1]}")
             setup.append(amp_setup(self.refs, amp, self.amp_model))
         setup += [_assign(h.grads, cst.Name("None")) for h in flow.holders.values()]
+        setup += self._distinct_cells()
         seen: set[int] = set()
         for back in flow.backwards:
             setup += self._backward(back, seen)
@@ -126,9 +127,23 @@ class GeneralWriter:
                 ]
                 self.out.replace[id(node)] = first + more
         for back in flow.backwards:
-            setup += unbound_guards(self.roles, self.refs, flow.body[back.forward[0]], back.params)
+            # (a parameter the block binds between the forward's first statement and the call is bound)
+            later = set().union(
+                *(writes(flow.asts[i]) for i in range(back.forward[0], back.at) if i not in back.forward)
+            )
+            params = [p for p in back.params if p not in later]
+            setup += unbound_guards(self.roles, self.refs, flow.body[back.forward[0]], params)
         self.out.setup = [gen.blank_lines(setup[0], 1), *setup[1:]]
         return self.out
+
+    def _distinct_cells(self) -> list[Statement]:
+        """Several models trained by the step (a GAN): GRAPH_MODE refuses their Parameters' shared names."""
+        models = list(dict.fromkeys(h.module for h in self.flow.holders.values() if h.module and "(" not in h.module))
+        models = [m for m in models if not any(m.startswith(o + ".") for o in models)]  # (model.head is model's)
+        if len(models) < 2:
+            return []
+        owners = ", ".join(f"({m!r}, {m})" for m in models)
+        return [gen.statement(f"torch2ms.runtime.distinct_cells({owners})\n", self.refs)]
 
     def _backward(self, back: Backward, seen: set[int]) -> list[Statement]:
         flow = self.flow
