@@ -52,9 +52,7 @@ def _moved_lines(a: list[str], b: list[str], out: dict[int, int]) -> None:
     unlike = [
         j
         for j in sorted(out)
-        if b[j - 1]
-        and not b[j - 1].startswith("#")
-        and difflib.SequenceMatcher(None, a[out[j] - 1], b[j - 1]).ratio() < _MOVED_MIN
+        if b[j - 1] and not b[j - 1].startswith("#") and _ratio(a[out[j] - 1], b[j - 1], _MOVED_MIN) < _MOVED_MIN
     ]
     if len(unlike) * len(orphans) > _MAX_CELLS:  # a big rewrite: the monotone pairing stands (bounded work)
         return
@@ -62,10 +60,36 @@ def _moved_lines(a: list[str], b: list[str], out: dict[int, int]) -> None:
         text = b[j - 1]
         if not orphans:
             break
-        ratio, best = max((difflib.SequenceMatcher(None, a[i - 1], text).ratio(), i) for i in orphans)
-        if ratio >= _MOVED_MIN:
-            out[j] = best
-            orphans.remove(best)
+        # the most similar orphan, max((ratio, i)); one that cannot reach the floor or the best so far is not
+        # compared character by character (its ratio could not be the maximum that is taken)
+        matcher = difflib.SequenceMatcher(None, "", text)
+        best: tuple[float, int] | None = None
+        for i in orphans:
+            floor = _MOVED_MIN if best is None else max(_MOVED_MIN, best[0])
+            ratio = _ratio(a[i - 1], text, floor, matcher)
+            if ratio >= floor and (best is None or (ratio, i) > best):
+                best = (ratio, i)
+        if best is not None:
+            out[j] = best[1]
+            orphans.remove(best[1])
+
+
+def _ratio(x: str, y: str, floor: float, matcher: difflib.SequenceMatcher | None = None) -> float:
+    """``difflib.SequenceMatcher(None, x, y).ratio()`` where it is at least ``floor``; below it, some value
+    below ``floor`` (the cheap upper bounds, by length and by characters, decide most pairs).
+    ``matcher``: one already holding ``y`` as its second sequence (its index of ``y`` is reused)."""
+    if x == y and len(y) < 200:  # (from 200 characters difflib's autojunk may match less of equal texts)
+        return 1.0
+    total = len(x) + len(y)
+    if 2.0 * min(len(x), len(y)) / total < floor:  # real_quick_ratio
+        return -1.0
+    if matcher is None:
+        matcher = difflib.SequenceMatcher(None, x, y)
+    else:
+        matcher.set_seq1(x)
+    if matcher.quick_ratio() < floor:
+        return -1.0
+    return matcher.ratio()
 
 
 _MAX_CELLS = 40_000  # a changed run larger than this is mapped proportionally
@@ -78,10 +102,15 @@ def _similar_lines(a: list[str], b: list[str], i1: int, i2: int, j1: int, j2: in
     n, m = i2 - i1, j2 - j1
     if n * m > _MAX_CELLS:
         return {j: i1 + min(n - 1, (j - j1) * n // m) for j in range(j1, j2) if not b[j].startswith(_MARK)}
+    # ratios[j][i]: one matcher per converted line (its index of the line made once), below 0.4 not needed
+    ratios = []
+    for j in range(j1, j2):
+        matcher = difflib.SequenceMatcher(None, "", b[j])
+        ratios.append([_ratio(a[i], b[j], 0.4, matcher) for i in range(i1, i2)])
     score = [[0.0] * (m + 1) for _ in range(n + 1)]
     for i in range(1, n + 1):
         for j in range(1, m + 1):
-            ratio = difflib.SequenceMatcher(None, a[i1 + i - 1], b[j1 + j - 1]).ratio()
+            ratio = ratios[j - 1][i - 1]
             pair = score[i - 1][j - 1] + ratio if ratio >= 0.4 else -1.0
             score[i][j] = max(score[i - 1][j], score[i][j - 1], pair)
     pairs: dict[int, int] = {}
