@@ -57,7 +57,7 @@ def mark_with_parents(plan: list[Stmt], wanted: Callable[[ast.AST], bool]) -> No
 
 
 def _sees(source: str, tree: ast.Module, plan: list[Stmt]) -> None:
-    if _TEXT.search(source):
+    if "lambda" in source and _TEXT.search(source):
         mark_with_parents(plan, _is_map_lambda)
 
 

@@ -168,7 +168,7 @@ def _self_slice(node: ast.AST) -> bool:
 @functools.lru_cache(maxsize=4)
 def _slice_lines(tree: ast.Module) -> tuple[int, ...]:
     """The lines of the file's ``self.<attr>[a:b]`` slices, in order."""
-    return tuple(sorted(n.lineno for n in nodes(tree) if _self_slice(n)))
+    return tuple(sorted(n.lineno for n in nodes(tree) if n.__class__ is ast.Subscript and _self_slice(n)))
 
 
 def _has_self_slices(facts: ModuleFacts) -> bool:
