@@ -17,8 +17,9 @@ import functools
 import libcst as cst
 
 from ..analysis.astwalk import nodes
+from ..kb.source import dotted as ast_dotted
 from .context import RewriteContext, _functions
-from .cstutil import code
+from .cstutil import code, dotted
 
 _GROW = frozenset({"append", "extend", "insert"})
 
@@ -57,11 +58,14 @@ class _Same:
     def __init__(self, original: cst.Call) -> None:
         self.original = original
         self.args = len(original.args)
+        self.func = dotted(original.func)
         self._text: str | None = None
 
     def __call__(self, value: ast.expr) -> bool:
         if not isinstance(value, ast.Call) or len(value.args) + len(value.keywords) != self.args:
             return False  # (the unparsed texts differ)
+        if self.func is not None and (func := ast_dotted(value.func)) is not None and func != self.func:
+            return False  # another callee (the unparsed texts differ)
         if self._text is None:
             try:
                 self._text = ast.unparse(ast.parse(code(self.original).strip(), mode="eval").body)
