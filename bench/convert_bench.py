@@ -17,7 +17,13 @@ next variant misses, so the variants are interleaved: each round times every var
 Per variant the minimum over the rounds is the least-disturbed run (timeit's convention); the median
 of the per-round ratios says whether the ratio is steady. Timing lives here, never in tests.
 
-    python bench/convert_bench.py [--rounds 5]
+    python bench/convert_bench.py [--rounds 5] [--baseline-src PATH]
+
+``--baseline-src PATH`` (a checkout's ``src``, e.g. a worktree at an older commit) adds one comparison to the
+same run: each round times, in fresh processes one after the other (alternating which goes first), this
+checkout's converter and that one's — ``convert_source`` over the files and ``convert_tree`` jobs=1, each after
+a warm-up conversion — and prints both CPU times (minimum over the rounds) and their ratio, with the file each
+process imported torch2ms from.
 """
 
 from __future__ import annotations
@@ -25,9 +31,12 @@ from __future__ import annotations
 import argparse
 import ast
 import gc
+import json
 import os
 import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -106,7 +115,16 @@ def libcst_inputs(convert: Callable[[], object]) -> list[tuple[str, str, tuple, 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=ROUNDS)
-    rounds = ap.parse_args().rounds
+    ap.add_argument("--baseline-src", type=Path, help="another checkout's src/: its converter timed in the same run")
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)  # one timed round, JSON on stdout
+    args = ap.parse_args()
+    if args.child:
+        child_round()
+        return
+    if args.baseline_src is not None:
+        compare_with(args.baseline_src.resolve(), args.rounds)
+        return
+    rounds = args.rounds
 
     root, files = torchvision_tree()
     sources = {p: p.read_text(encoding="utf-8") for p in files}
@@ -162,6 +180,66 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
     report(files, lines, jobs, rounds, parse, paused, serial, tree1, treen)
     report_received(sources, received, given, parse, serial)
+
+
+def child_round() -> None:
+    """One warm round of ``convert_source`` over the files and ``convert_tree`` jobs=1, with whatever
+    torch2ms this process imports (PYTHONPATH): CPU seconds as JSON."""
+    import torch2ms
+
+    root, files = torchvision_tree()
+    sources = {p: p.read_text(encoding="utf-8") for p in files}
+    kb = load_kb()
+    roots = local_packages(root)
+    modules = project_module_classes([ast.parse(s) for s in sources.values()], roots)
+
+    def serial() -> None:
+        for p, s in sources.items():
+            convert_source(s, str(p), kb=kb, local_roots=roots, project_modules=modules)
+
+    work = Path(tempfile.mkdtemp(prefix="t2m-bench-"))
+    try:
+        tree = work / "torchvision"
+        for sub in ("models", "ops"):
+            shutil.copytree(root / sub, tree / sub, ignore=shutil.ignore_patterns("__pycache__"))
+        (tree / "__init__.py").write_text("")
+        serial()  # warm (KB, caches)
+        convert_tree(tree, work / "warm", jobs=1, force=True)
+        c = _cpu()
+        serial()
+        c_serial = _cpu() - c
+        c = _cpu()
+        convert_tree(tree, work / "out1", jobs=1, force=True)
+        c_tree = _cpu() - c
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(json.dumps({"torch2ms": torch2ms.__file__, "convert_source": c_serial, "convert_tree": c_tree}))
+
+
+def compare_with(baseline: Path, rounds: int) -> None:
+    """This checkout's converter against ``baseline`` (a src/ folder), interleaved, one process per timing."""
+    here = Path(__file__).resolve().parents[1] / "src"
+    runs: dict[Path, list[dict]] = {here: [], baseline: []}
+    for r in range(rounds):
+        for src in (here, baseline) if r % 2 == 0 else (baseline, here):
+            env = {**os.environ, "PYTHONPATH": str(src)}
+            out = subprocess.run(
+                [sys.executable, __file__, "--child"], env=env, check=True, capture_output=True, text=True
+            )
+            runs[src].append(json.loads(out.stdout.strip().splitlines()[-1]))
+    print(f"this checkout vs --baseline-src, {rounds} interleaved rounds, CPU s (minimum over the rounds)")
+    for src, label in ((here, "this checkout"), (baseline, "baseline")):
+        print(f"  {label:14s} torch2ms from {runs[src][0]['torch2ms']}")
+    for what in ("convert_source", "convert_tree"):
+        new = [x[what] for x in runs[here]]
+        old = [x[what] for x in runs[baseline]]
+        label = what + (", jobs=1" if what == "convert_tree" else ", 1 process")
+        print(
+            f"  {label:28s} this {min(new):7.3f}  baseline {min(old):7.3f}  ratio min/min {min(new) / min(old):.2f}x, "
+            f"median of rounds {median_ratio(new, old):.2f}x (per round: "
+            + ", ".join(f"{a / b:.2f}" for a, b in zip(new, old, strict=True))
+            + ")"
+        )
 
 
 def report(files, lines, jobs, rounds, parse, paused, serial, tree1, treen) -> None:

@@ -89,6 +89,8 @@ class ImportMap:
                 found.setdefault(name, set()).add(self._legacy_type(node.value))
                 lines.setdefault(name, node.lineno)
                 assigned.add(id(node.targets[0]))
+        if all(kinds == {None} for kinds in found.values()):
+            return  # (most files) no assignment names a legacy type: nothing to bind
         for node in walk:
             if isinstance(node, ast.arg):
                 found.setdefault(node.arg, set()).add(None)  # a parameter of that name: any value

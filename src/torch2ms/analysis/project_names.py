@@ -15,6 +15,7 @@ import ast
 from collections.abc import Mapping
 from pathlib import PurePath
 
+from .astwalk import nodes
 from .imports import ImportMap
 
 Bindings = dict[str, str]  # local name → full torch name
@@ -122,7 +123,7 @@ def module_uses(tree: ast.Module, is_package: bool) -> ModuleUses:
     froms: list[ast.ImportFrom] = []
     aliases: dict[str, str] = {}
     attrs: dict[str, set[str]] = {}
-    for n in ast.walk(tree):
+    for n in nodes(tree):  # ast.walk's order, one cached walk per tree
         if isinstance(n, ast.ImportFrom):
             froms.append(n)
         elif isinstance(n, ast.Import):

@@ -12,11 +12,14 @@ name (nested in another expression, assigned to several names, aliased), it is t
 from __future__ import annotations
 
 import ast
+import functools
 
 import libcst as cst
 
+from ..analysis.astwalk import nodes
+from ..kb.source import dotted as ast_dotted
 from .context import RewriteContext, _functions
-from .cstutil import code
+from .cstutil import code, dotted
 
 _GROW = frozenset({"append", "extend", "insert"})
 
@@ -27,14 +30,15 @@ def grows(ctx: RewriteContext, original: cst.Call) -> bool:
     if info is None or tree is None:
         return True
     stmt = info.node
-    if _inside_container(stmt, original):
+    same = _Same(original)
+    if _inside_container(stmt, same):
         return False  # nn.Sequential(a, nn.Sequential(b)): the inner one has no name to grow by
-    if isinstance(stmt, ast.Return) and stmt.value is not None and _same(stmt.value, original):
+    if isinstance(stmt, ast.Return) and stmt.value is not None and same(stmt.value):
         return False  # ``return nn.Sequential(*layers)``: built whole; a later append fails loudly at a strict load
     if not isinstance(stmt, (ast.Assign, ast.AnnAssign)):
         return True
     targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-    if len(targets) != 1 or stmt.value is None or not _same(stmt.value, original):
+    if len(targets) != 1 or stmt.value is None or not same(stmt.value):
         return True  # nested in another expression, returned, passed, or assigned to several names
     name = ast.unparse(targets[0])
     scope: ast.AST | None
@@ -47,25 +51,60 @@ def grows(ctx: RewriteContext, original: cst.Call) -> bool:
     return scope is None or _changed(scope, name)
 
 
-def _same(value: ast.expr, original: cst.Call) -> bool:
-    try:
-        return ast.unparse(value) == ast.unparse(ast.parse(code(original).strip(), mode="eval").body)
-    except SyntaxError:
-        return False
+class _Same:
+    """Is an ``ast`` expression the call ``original`` (the same code)? The call's text is generated and
+    parsed once, and only for a call with as many arguments."""
+
+    def __init__(self, original: cst.Call) -> None:
+        self.original = original
+        self.args = len(original.args)
+        self.func = dotted(original.func)
+        self._text: str | None = None
+
+    def __call__(self, value: ast.expr) -> bool:
+        if not isinstance(value, ast.Call) or len(value.args) + len(value.keywords) != self.args:
+            return False  # (the unparsed texts differ)
+        if self.func is not None and (func := ast_dotted(value.func)) is not None and func != self.func:
+            return False  # another callee (the unparsed texts differ)
+        if self._text is None:
+            try:
+                self._text = ast.unparse(ast.parse(code(self.original).strip(), mode="eval").body)
+            except SyntaxError:
+                self._text = ""
+        return bool(self._text) and ast.unparse(value) == self._text
 
 
-def _inside_container(stmt: ast.stmt, original: cst.Call) -> bool:
+def _container_name(func: ast.expr) -> str:
+    """The text of a callee, as far as its end tells whether it names a Sequential/ModuleList."""
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    if isinstance(func, ast.Name):
+        return func.id
+    return ast.unparse(func)
+
+
+def _inside_container(stmt: ast.stmt, same: _Same) -> bool:
     """``original`` is (in) an argument of another Sequential/ModuleList call of the statement."""
     for node in ast.walk(stmt):
-        if isinstance(node, ast.Call) and ast.unparse(node.func).endswith(("Sequential", "ModuleList")):
+        if isinstance(node, ast.Call) and _container_name(node.func).endswith(("Sequential", "ModuleList")):
             inner = [*node.args, *(k.value for k in node.keywords)]
-            if any(_same(n, original) for a in inner for n in ast.walk(a) if isinstance(n, ast.Call)):
+            if any(same(n) for a in inner for n in ast.walk(a) if isinstance(n, ast.Call)):
                 return True
     return False
 
 
+@functools.lru_cache(maxsize=4)
+def _classes(tree: ast.Module) -> dict[str, list[ast.ClassDef]]:
+    """The file's classes by name (one walk per tree)."""
+    out: dict[str, list[ast.ClassDef]] = {}
+    for n in nodes(tree):
+        if isinstance(n, ast.ClassDef):
+            out.setdefault(n.name, []).append(n)
+    return out
+
+
 def _class_node(tree: ast.Module, cls: str) -> ast.ClassDef | None:
-    found = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == cls]
+    found = _classes(tree).get(cls, [])
     return found[0] if len(found) == 1 else None
 
 
@@ -77,14 +116,20 @@ def _function_node(tree: ast.Module, ctx: RewriteContext) -> ast.AST | None:
 
 def _changed(scope: ast.AST, name: str) -> bool:
     """``name`` grows in ``scope``, or becomes another name's value (an alias that may grow elsewhere)."""
-    for node in ast.walk(scope):
+    return name in _changed_names(scope)
+
+
+@functools.lru_cache(maxsize=16)
+def _changed_names(scope: ast.AST) -> frozenset[str]:
+    """Every name that grows in ``scope`` or is another name's value there (one walk per scope)."""
+    out: set[str] = set()
+    for node in nodes(scope):
         if isinstance(node, ast.Call):
             func = node.func
-            if isinstance(func, ast.Attribute) and func.attr in _GROW and ast.unparse(func.value) == name:
-                return True
-        elif isinstance(node, ast.AugAssign) and ast.unparse(node.target) == name:
-            return True
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
-            if ast.unparse(node.value) == name:
-                return True  # an alias that may grow elsewhere
-    return False
+            if isinstance(func, ast.Attribute) and func.attr in _GROW:
+                out.add(ast.unparse(func.value))
+        elif isinstance(node, ast.AugAssign):
+            out.add(ast.unparse(node.target))
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, (ast.Name, ast.Attribute)):
+            out.add(ast.unparse(node.value))  # an alias that may grow elsewhere
+    return frozenset(out)

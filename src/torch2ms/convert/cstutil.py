@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -53,6 +54,30 @@ _EMPTY = cst.Module([])
 def code(node: cst.CSTNode) -> str:
     """Source text of a node (libcst codegen outside any module)."""
     return _EMPTY.code_for_node(node)
+
+
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def any_node(node: cst.CSTNode, test: Callable[[cst.CSTNode], bool]) -> bool:
+    """Does ``test`` hold for ``node`` or any node under it? The same nodes a ``CSTVisitor`` visits, read
+    from the dataclass fields (no node is rebuilt, as ``node.visit`` rebuilds each one)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if test(n):
+            return True
+        kind = type(n)
+        names = _CHILD_FIELDS.get(kind)
+        if names is None:
+            names = _CHILD_FIELDS[kind] = tuple(f.name for f in dataclasses.fields(n))
+        for name in names:
+            value = getattr(n, name)
+            if isinstance(value, cst.CSTNode):
+                stack.append(value)
+            elif isinstance(value, (list, tuple)):
+                stack.extend(v for v in value if isinstance(v, cst.CSTNode))
+    return False
 
 
 def _defined_hook(cls: type, name: str):

@@ -32,12 +32,14 @@ prove certain when every candidate layer agrees on it, and only with ``open`` em
 from __future__ import annotations
 
 import ast
+import bisect
 import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..analysis.astwalk import nodes
 from ..analysis.imports import FRAMEWORK_ROOTS, ImportMap
 from ..kb.source import draws_random
 
@@ -248,11 +250,12 @@ def _random_persistent(node: ast.Call) -> bool:
 
 def record(tree: ast.Module, module: str, roots: frozenset[str], into: dict[str, Any]) -> None:
     """Add each class of ``tree`` (module ``module``) to ``into``: ``{"bases": [...], "attrs": {...}}``."""
-    inventory(tree, module, roots, into)
+    imap = ImportMap.from_tree(tree, roots)
+    inventory(tree, module, roots, into, imap)
     classes = [n for n in _statements(tree.body, into_defs=True) if isinstance(n, ast.ClassDef)]
     if not classes:
         return
-    rec = _Recorder(ImportMap.from_tree(tree, roots), module)
+    rec = _Recorder(imap, module)
     for node in classes:
         attrs: dict[str, Spec | None] = {}
         ties: dict[str, str] = {}
@@ -315,19 +318,21 @@ def _getattr_on_torch(node: ast.Call, imap: ImportMap) -> tuple[bool, str | None
     return True, None
 
 
-def inventory(tree: ast.Module, module: str, roots: frozenset[str], into: dict[str, Any]) -> None:
+def inventory(
+    tree: ast.Module, module: str, roots: frozenset[str], into: dict[str, Any], imap: ImportMap | None = None
+) -> None:
     """Add to ``into[INVENTORY]`` the torch.nn layer classes ``tree`` names anywhere (called, passed,
     defaulted, aliased, derived from) and, under ``open``, each place that could build a layer
     the inventory cannot see (``getattr(nn, name)``, ``eval``, a package from outside the project)."""
     inv = into.setdefault(INVENTORY, {"layers": set(), "open": [], "tops": set()})
-    imap = ImportMap.from_tree(tree, roots)
+    imap = imap or ImportMap.from_tree(tree, roots)
     where = module or "<module>"
     inv["tops"].update(module.split("."))  # `import utils` beside a script: that file's own module
     for star in imap.stars:
         if star.split(".", 1)[0] in FRAMEWORK_ROOTS or _opens(star, imap):
             inv["open"].append((star, f"{where}: from {star} import *"))
     checked = _type_checks(tree)
-    for node in ast.walk(tree):
+    for node in nodes(tree):
         if id(node) in checked:
             continue
         if isinstance(node, ast.Call):
@@ -359,13 +364,25 @@ def _type_checks(tree: ast.Module) -> set[int]:
     nothing (an init_weights loop names every layer type it handles)."""
     out: set[int] = set()
     checked: set[int] = set()  # the Name nodes isinstance checks against
-    for node in ast.walk(tree):
+    names: set[str] = set()  # their names
+    for node in nodes(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) == 2:
             if node.func.id in ("isinstance", "issubclass"):
                 checked.add(id(node.args[1]))
                 out.update(_class_refs(node.args[1]))
-    for fn in ast.walk(tree):  # `bn_types = (nn.BatchNorm1d, ...)`, a local read only by isinstance
+                if isinstance(node.args[1], ast.Name):
+                    names.add(node.args[1].id)
+    # the lines assigning a name a check reads (only such a local can be read by checks alone)
+    lines = sorted(
+        n.lineno
+        for n in nodes(tree)
+        if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name) and n.targets[0].id in names
+    )
+    for fn in nodes(tree) if lines else ():  # `bn_types = (nn.BatchNorm1d, ...)`, a local read only by isinstance
         if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            i = bisect.bisect_left(lines, fn.lineno)
+            if i == len(lines) or fn.end_lineno is not None and lines[i] > fn.end_lineno:
+                continue  # (most defs) no such local is assigned here
             loads: dict[str, list[int]] = {}
             for n in ast.walk(fn):
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):

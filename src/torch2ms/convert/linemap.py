@@ -29,20 +29,21 @@ def line_map(original: str, converted: str) -> dict[int, int]:
     """Converted line number → original line number (1-based); lines the converter added are absent."""
     a, b = [s.strip() for s in original.splitlines()], [s.strip() for s in converted.splitlines()]
     out: dict[int, int] = {}
+    memo: dict[tuple[str, str], float] = {}  # exact ratios computed so far (the moved-line pass asks again)
     matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             out.update({j1 + k + 1: i1 + k + 1 for k in range(j2 - j1)})
         elif tag == "replace":
-            out.update({j + 1: i + 1 for j, i in _similar_lines(a, b, i1, i2, j1, j2).items()})
-    _moved_lines(a, b, out)
+            out.update({j + 1: i + 1 for j, i in _similar_lines(a, b, i1, i2, j1, j2, memo).items()})
+    _moved_lines(a, b, out, memo)
     return out
 
 
 _MOVED_MIN = 0.75  # similarity a moved statement keeps with its original (ops.x for F.x, a renamed method)
 
 
-def _moved_lines(a: list[str], b: list[str], out: dict[int, int]) -> None:
+def _moved_lines(a: list[str], b: list[str], out: dict[int, int], memo: dict[tuple[str, str], float]) -> None:
     """Statements the converter moved out of order (a training loop's forward and loss into the
     ``forward_fn`` it writes before the loop) that no monotone pairing can reach: a converted line
     unlike the original it was paired with takes the most similar original line that no converted line
@@ -54,7 +55,7 @@ def _moved_lines(a: list[str], b: list[str], out: dict[int, int]) -> None:
         for j in sorted(out)
         if b[j - 1]
         and not b[j - 1].startswith("#")
-        and difflib.SequenceMatcher(None, a[out[j] - 1], b[j - 1]).ratio() < _MOVED_MIN
+        and _ratio(a[out[j] - 1], b[j - 1], _MOVED_MIN, None, memo) < _MOVED_MIN
     ]
     if len(unlike) * len(orphans) > _MAX_CELLS:  # a big rewrite: the monotone pairing stands (bounded work)
         return
@@ -62,26 +63,72 @@ def _moved_lines(a: list[str], b: list[str], out: dict[int, int]) -> None:
         text = b[j - 1]
         if not orphans:
             break
-        ratio, best = max((difflib.SequenceMatcher(None, a[i - 1], text).ratio(), i) for i in orphans)
-        if ratio >= _MOVED_MIN:
-            out[j] = best
-            orphans.remove(best)
+        # the most similar orphan, max((ratio, i)); one that cannot reach the floor or the best so far is not
+        # compared character by character (its ratio could not be the maximum that is taken)
+        matcher = difflib.SequenceMatcher(None, "", text)
+        best: tuple[float, int] | None = None
+        for i in orphans:
+            floor = _MOVED_MIN if best is None else max(_MOVED_MIN, best[0])
+            ratio = _ratio(a[i - 1], text, floor, matcher, memo)
+            if ratio >= floor and (best is None or (ratio, i) > best):
+                best = (ratio, i)
+        if best is not None:
+            out[j] = best[1]
+            orphans.remove(best[1])
+
+
+def _ratio(
+    x: str,
+    y: str,
+    floor: float,
+    matcher: difflib.SequenceMatcher | None = None,
+    memo: dict[tuple[str, str], float] | None = None,
+) -> float:
+    """``difflib.SequenceMatcher(None, x, y).ratio()`` where it is at least ``floor``; below it, some value
+    below ``floor`` (the cheap upper bounds, by length and by characters, decide most pairs).
+    ``matcher``: one already holding ``y`` as its second sequence (its index of ``y`` is reused); ``memo``: the
+    exact ratios computed before, by pair."""
+    if x == y and len(y) < 200:  # (from 200 characters difflib's autojunk may match less of equal texts)
+        return 1.0
+    total = len(x) + len(y)
+    if 2.0 * min(len(x), len(y)) / total < floor:  # real_quick_ratio
+        return -1.0
+    known = memo.get((x, y)) if memo is not None else None
+    if known is not None:
+        return known
+    if matcher is None:
+        matcher = difflib.SequenceMatcher(None, x, y)
+    else:
+        matcher.set_seq1(x)
+    if matcher.quick_ratio() < floor:
+        return -1.0
+    ratio = matcher.ratio()
+    if memo is not None:
+        memo[(x, y)] = ratio
+    return ratio
 
 
 _MAX_CELLS = 40_000  # a changed run larger than this is mapped proportionally
 
 
-def _similar_lines(a: list[str], b: list[str], i1: int, i2: int, j1: int, j2: int) -> dict[int, int]:
+def _similar_lines(
+    a: list[str], b: list[str], i1: int, i2: int, j1: int, j2: int, memo: dict[tuple[str, str], float] | None = None
+) -> dict[int, int]:
     """Inside a run of changed lines: the monotone pairing with the most similar text (a small dynamic
     programme over character similarity); a converted line left unpaired (an added statement, or the
     continuation of an expanded one) takes the original line of the paired line above it."""
     n, m = i2 - i1, j2 - j1
     if n * m > _MAX_CELLS:
         return {j: i1 + min(n - 1, (j - j1) * n // m) for j in range(j1, j2) if not b[j].startswith(_MARK)}
+    # ratios[j][i]: one matcher per converted line (its index of the line made once), below 0.4 not needed
+    ratios = []
+    for j in range(j1, j2):
+        matcher = difflib.SequenceMatcher(None, "", b[j])
+        ratios.append([_ratio(a[i], b[j], 0.4, matcher, memo) for i in range(i1, i2)])
     score = [[0.0] * (m + 1) for _ in range(n + 1)]
     for i in range(1, n + 1):
         for j in range(1, m + 1):
-            ratio = difflib.SequenceMatcher(None, a[i1 + i - 1], b[j1 + j - 1]).ratio()
+            ratio = ratios[j - 1][i - 1]
             pair = score[i - 1][j - 1] + ratio if ratio >= 0.4 else -1.0
             score[i][j] = max(score[i - 1][j], score[i][j - 1], pair)
     pairs: dict[int, int] = {}

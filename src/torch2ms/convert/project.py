@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from ..analysis.astwalk import depth, walk
+from ..analysis.astwalk import depth, nodes
 from ..analysis.headroom import MAX_NESTING, run_with_headroom
 from ..analysis.imports import ImportMap
 from ..analysis.project_names import ModuleUses, imported_names, module_name, module_uses, project_bindings
@@ -207,7 +207,7 @@ def _class_bases(tree: ast.Module, roots: frozenset[str]) -> list[tuple[str, tup
     tuples stay in memory, not every file's syntax tree (the driver's peak would grow with the tree)."""
     imap = ImportMap.from_tree(tree, roots)
     out = []
-    for n in walk(tree):  # ast.walk's order, a list instead of a generator step per node
+    for n in nodes(tree):  # ast.walk's order, the tree's one cached walk (its ImportMap made it)
         if isinstance(n, ast.ClassDef):
             tails, torch_base = [], False
             for base in n.bases:

@@ -106,10 +106,33 @@ def _closure(tree: SourceTree, needs: list[Need]) -> Closure:
 def _kept_texts(tree: SourceTree, closure: Closure) -> Iterable[str]:
     for key, kept in closure.statements.items():
         mod = tree.modules[key]
+        lines = _lines(mod.text) if kept else []
         for i in kept:
-            segment = ast.get_source_segment(mod.text, mod.tree.body[i])
+            segment = _segment(lines, mod.tree.body[i])
             if segment:
                 yield segment
+
+
+_LINE_END = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")
+
+
+def _lines(text: str) -> list[str]:
+    """``text`` split as the parser splits it (after ``\\n``, ``\\r\\n`` and ``\\r`` only), line ends kept."""
+    lines = _LINE_END.split(text)
+    return lines[:-1] if lines and not lines[-1] else lines
+
+
+def _segment(lines: list[str], node: ast.stmt) -> str | None:
+    """``ast.get_source_segment(text, node)`` from the text's lines, split once per module (the library
+    function splits the whole text for every statement)."""
+    if node.end_lineno is None or node.end_col_offset is None:
+        return None
+    first, last = node.lineno - 1, node.end_lineno - 1
+    if first == last:
+        return lines[first].encode()[node.col_offset : node.end_col_offset].decode()
+    head = lines[first].encode()[node.col_offset :].decode()
+    tail = lines[last].encode()[: node.end_col_offset].decode()
+    return "".join([head, *lines[first + 1 : last], tail])
 
 
 def _entry_text(entry: Entry) -> str:

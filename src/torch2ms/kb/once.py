@@ -118,9 +118,17 @@ def _fresh(hint: str, taken: set[str]) -> str:
     return name
 
 
+def _skipped(node: ast.expr, src: str) -> bool:
+    """Not one expression: a ``*args`` source joined with commas."""
+    return isinstance(node, ast.Tuple) and "," in src and not src.strip().startswith("(")
+
+
 def evaluate_once(out: str, arguments: Iterable[tuple[str, str | None]]) -> str:
     """``out`` (a rewritten call) with every argument that it writes more than once and that may have a
     side effect bound once by a lambda; ``arguments``: (parameter name, source) as the call wrote them."""
+    nodes = [(hint, src, _expr(src)) for hint, src in arguments if src]
+    if all(node is None or _skipped(node, src) or _pure(node) for _, src, node in nodes):
+        return out  # (most calls) nothing that could be bound: ``out`` is not parsed
     tree = _expr(out)
     if tree is None:
         return out
@@ -128,12 +136,11 @@ def evaluate_once(out: str, arguments: Iterable[tuple[str, str | None]]) -> str:
     taken = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
     params: dict[str, str] = {}
     bound: list[tuple[str, str]] = []
-    nodes = [(hint, src, _expr(src)) for hint, src in arguments if src]
     # how often the call itself wrote each expression (``Normalize([0.5] * c, [0.5] * c)``: twice, and torch
     # evaluates it twice): only what the rewrite wrote more often than that is bound
     written = Counter(ast.dump(n) for _, _, node in nodes if node is not None for n in ast.walk(node))
     for hint, src, node in nodes:
-        if node is None or isinstance(node, ast.Tuple) and "," in src and not src.strip().startswith("("):
+        if node is None or _skipped(node, src):
             continue  # not one expression (a *args source joined with commas)
         key = ast.dump(node)
         if seen[key] <= written[key] or written[key] > 1 or _pure(node) or key in params:

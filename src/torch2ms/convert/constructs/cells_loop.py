@@ -14,6 +14,7 @@ import libcst.matchers as m
 
 from ..construct import Construct
 from ..context import RewriteContext
+from ..cstutil import any_node
 from ..facts import ModuleFacts
 from ..hooks import leave
 
@@ -36,14 +37,6 @@ _PAIRS = m.GeneratorExp(
 )
 
 
-class _ReadsUnderscore(cst.CSTVisitor):
-    found = False
-
-    def visit_Name(self, node: cst.Name) -> None:
-        if node.value == "_":
-            self.found = True
-
-
 @leave(cst.For, when=has_modules_loop)
 def cells_loop(ctx: RewriteContext, original: cst.For, updated: cst.For) -> cst.For:
     """``for m in (c for _, c in x.cells_and_names()):`` → ``for _, m in x.cells_and_names():``."""
@@ -56,15 +49,15 @@ def cells_loop(ctx: RewriteContext, original: cst.For, updated: cst.For) -> cst.
     second = pair.elements[1].value
     if not isinstance(second, cst.Name) or second.value != gen.elt.value:
         return updated
-    reads = _ReadsUnderscore()
-    updated.body.visit(reads)
-    if reads.found or updated.orelse is not None and _reads_underscore(updated.orelse):
+    if _reads_underscore(updated.body) or updated.orelse is not None and _reads_underscore(updated.orelse):
         return updated
     target = cst.Tuple(elements=[cst.Element(cst.Name("_")), cst.Element(updated.target)], lpar=[], rpar=[])
     return updated.with_changes(target=target, iter=gen.for_in.iter)
 
 
 def _reads_underscore(node: cst.CSTNode) -> bool:
-    reads = _ReadsUnderscore()
-    node.visit(reads)
-    return reads.found
+    return any_node(node, _is_underscore)
+
+
+def _is_underscore(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.Name) and node.value == "_"

@@ -12,6 +12,7 @@ import libcst as cst
 from ...i18n import N_, _
 from ..construct import Construct
 from ..context import RewriteContext
+from ..facts import ModuleFacts
 from ..hooks import leave
 from .graph_mode import _in_forward, _marked
 
@@ -35,7 +36,13 @@ class _FindKL(cst.CSTVisitor):
             self.found = True
 
 
-@leave(cst.SimpleStatementLine)
+def _may_call_kl(facts: ModuleFacts) -> bool:
+    """Only a file that spells ``kl_divergence`` (or imports it under another name) can call it."""
+    source = facts.source
+    return source is None or "kl_divergence" in source or any(full in _KL for full in facts.imap.names.values())
+
+
+@leave(cst.SimpleStatementLine, when=_may_call_kl)
 def mark_kl_divergence(ctx: RewriteContext, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
     """A kl_divergence call in a method GRAPH_MODE compiles (forward, what it calls): marked."""
     if not _in_forward(ctx):

@@ -25,11 +25,13 @@ pop with no or a literal int index becomes indexing and a rebinding slice, which
 from __future__ import annotations
 
 import ast
+import bisect
 import functools
 import re
 
 import libcst as cst
 
+from ...analysis.astwalk import nodes
 from ...i18n import _
 from ..construct import Construct
 from ..context import RewriteContext
@@ -83,7 +85,7 @@ def _is_pop(call: ast.Call) -> bool:
 
 
 def _sees(source: str, tree: ast.Module, plan: list[Stmt]) -> None:
-    if _TEXT.search(source):
+    if _TEXT.search(source) and _pop_lines(tree):
         safe = _plain_pops(tree)
         mark_with_parents(plan, lambda node: bool(_pops(node)) or _alone(node, safe) is not None)
 
@@ -92,14 +94,32 @@ _OPAQUE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
 @functools.lru_cache(maxsize=4)
+def _pop_lines(tree: ast.Module) -> tuple[int, ...]:
+    """The lines of the file's ``name.pop(...)`` calls, in order (one pass over the cached walk)."""
+    return tuple(sorted(n.lineno for n in nodes(tree) if isinstance(n, ast.Call) and _is_pop(n)))
+
+
+def _has_pop(lines: tuple[int, ...], node: ast.AST) -> bool:
+    """A pop call starts within the lines of ``node`` (a statement or a def)."""
+    end = getattr(node, "end_lineno", None)
+    if end is None:
+        return True
+    i = bisect.bisect_left(lines, node.lineno)  # type: ignore[attr-defined]
+    return i < len(lines) and lines[i] <= end
+
+
+@functools.lru_cache(maxsize=4)
 def _plain_pops(tree: ast.Module) -> frozenset[int]:
     """Ids of the ``name.pop()`` / ``name.pop(<int>)`` calls in the methods of the file's classes whose list
     is a plain local of the method (see the module's text)."""
     found: set[int] = set()
-    for cls in ast.walk(tree):
+    lines = _pop_lines(tree)
+    if not lines:
+        return frozenset()
+    for cls in nodes(tree):
         if isinstance(cls, ast.ClassDef):
             for fn in cls.body:
-                if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and _has_pop(lines, fn):
                     found.update(_plain_pops_of(fn))
     return frozenset(found)
 
@@ -234,7 +254,10 @@ def hoist_pop(ctx: RewriteContext, original: cst.SimpleStatementLine, updated: c
     node = ctx.statement.node if ctx.statement is not None else None
     if node is None or not ctx.in_module_class or not ctx.func_stack or len(updated.body) != 1:
         return updated
-    safe = _plain_pops(ctx.facts.tree) if ctx.facts.tree is not None else frozenset()
+    tree = ctx.facts.tree
+    if tree is not None and not _has_pop(_pop_lines(tree), node):
+        return updated  # no pop in the statement (most): nothing to walk
+    safe = _plain_pops(tree) if tree is not None else frozenset()
     alone = _alone(node, safe)
     if alone is not None:
         return _split_alone(ctx, node, alone, updated)

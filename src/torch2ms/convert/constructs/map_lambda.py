@@ -23,6 +23,7 @@ import libcst as cst
 from ...i18n import _
 from ..construct import Construct
 from ..context import RewriteContext
+from ..facts import ModuleFacts
 from ..hooks import leave
 from ..plan import Stmt, header_nodes
 
@@ -56,7 +57,7 @@ def mark_with_parents(plan: list[Stmt], wanted: Callable[[ast.AST], bool]) -> No
 
 
 def _sees(source: str, tree: ast.Module, plan: list[Stmt]) -> None:
-    if _TEXT.search(source):
+    if "lambda" in source and _TEXT.search(source):
         mark_with_parents(plan, _is_map_lambda)
 
 
@@ -121,7 +122,13 @@ def _reads_rebound(loop: ast.For) -> bool:
     return bool(stored & read)
 
 
-@leave(cst.For)
+def _may_map_lambda(facts: ModuleFacts) -> bool:
+    """Only a file that spells ``lambda`` and ``map`` or ``filter`` has a map/filter of a lambda."""
+    source = facts.source
+    return source is None or "lambda" in source and ("map" in source or "filter" in source)
+
+
+@leave(cst.For, when=_may_map_lambda)
 def map_lambda_loop(ctx: RewriteContext, original: cst.For, updated: cst.For):
     """``for y in map(lambda fn: fn(x), self.fns):`` → ``for y in [fn(x) for fn in self.fns]:``."""
     node = ctx.statement.node if ctx.statement is not None else None
@@ -139,7 +146,7 @@ def map_lambda_loop(ctx: RewriteContext, original: cst.For, updated: cst.For):
     return updated.with_changes(iter=loop_iter)
 
 
-@leave(cst.SimpleStatementLine)
+@leave(cst.SimpleStatementLine, when=_may_map_lambda)
 def map_lambda(ctx: RewriteContext, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
     """``sum(map(lambda fn: fn(x), self.fns))`` → ``sum([fn(x) for fn in self.fns])`` in Module methods."""
     node = ctx.statement.node if ctx.statement is not None else None

@@ -15,6 +15,7 @@ import re
 
 import libcst as cst
 
+from ...analysis.astwalk import nodes
 from ...i18n import _
 from ..construct import Construct
 from ..context import RewriteContext
@@ -70,8 +71,8 @@ def _sees(source: str, tree: ast.Module, plan: list[Stmt]) -> None:
     # mark_with_parents hands over a statement's own expressions (an Assign's targets), not the statement
     targets = {
         id(n.targets[0] if isinstance(n, ast.Assign) else n.target)  # type: ignore[attr-defined]
-        for n in ast.walk(tree)
-        if masked_store(n)
+        for n in nodes(tree)
+        if isinstance(n, (ast.Assign, ast.AugAssign)) and masked_store(n)
     }
     if targets:
         mark_with_parents(plan, lambda root: id(root) in targets)

@@ -14,7 +14,7 @@ _RANGE_INDEX_TEXT = re.compile(r"[\[,]\s*range\(")
 
 def may_have_range_index(source: str | None) -> bool:
     """A cheap text test before any walk (None: unknown, so walk)."""
-    return source is None or _RANGE_INDEX_TEXT.search(source) is not None
+    return source is None or "range(" in source and _RANGE_INDEX_TEXT.search(source) is not None
 
 
 def _is_range(node: ast.expr) -> bool:

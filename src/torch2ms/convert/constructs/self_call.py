@@ -8,18 +8,22 @@ a recursion either way), and so are ``__init__`` and anything outside Module cla
 from __future__ import annotations
 
 import ast
+import functools
 import re
 
 import libcst as cst
 
+from ...analysis.astwalk import nodes
 from ...i18n import _
 from ..construct import Construct
 from ..context import RewriteContext
+from ..facts import ModuleFacts
 from ..hooks import leave
 from ..plan import Stmt
 from .map_lambda import mark_with_parents
 
 _TEXT = re.compile(r"\bself\s*\(")
+_CANDIDATE = re.compile(r"self\s*\(")  # a literal start the regex engine finds fast: _TEXT only where it matches
 
 
 def _calls_self(node: ast.AST) -> bool:
@@ -27,7 +31,7 @@ def _calls_self(node: ast.AST) -> bool:
 
 
 def _sees(source: str, tree: ast.Module, plan: list[Stmt]) -> None:
-    if _TEXT.search(source):
+    if _CANDIDATE.search(source) and _TEXT.search(source):
         mark_with_parents(plan, _calls_self)
 
 
@@ -49,7 +53,17 @@ class _ToConstruct(cst.CSTTransformer):
         return True
 
 
-@leave(cst.SimpleStatementLine)
+@functools.lru_cache(maxsize=4)
+def _calls_self_anywhere(tree: ast.Module) -> bool:
+    """The file calls ``self(...)`` somewhere (one pass over the cached walk)."""
+    return any(n.__class__ is ast.Call and isinstance(n.func, ast.Name) and n.func.id == "self" for n in nodes(tree))
+
+
+def _has_self_calls(facts: ModuleFacts) -> bool:
+    return facts.tree is None or _calls_self_anywhere(facts.tree)
+
+
+@leave(cst.SimpleStatementLine, when=_has_self_calls)
 def self_call(ctx: RewriteContext, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
     """``logits = self(idx)`` in ``generate`` → ``logits = self.construct(idx)``."""
     node = ctx.statement.node if ctx.statement is not None else None

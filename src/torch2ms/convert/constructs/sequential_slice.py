@@ -12,13 +12,17 @@ calling it, directly or through a local it was assigned to, becomes
 from __future__ import annotations
 
 import ast
+import bisect
+import functools
 import re
 
 import libcst as cst
 
+from ...analysis.astwalk import nodes
 from ...i18n import _
 from ..construct import Construct
 from ..context import RewriteContext
+from ..facts import ModuleFacts
 from ..hooks import leave
 from ..plan import Stmt
 from .map_lambda import mark_with_parents
@@ -142,10 +146,52 @@ class _Slices(cst.CSTTransformer):
         return updated.with_changes(func=call, args=[cst.Arg(updated.func), *updated.args])
 
 
-@leave(cst.FunctionDef)
+def _self_slice(node: ast.AST) -> bool:
+    """``self.<attr>[a:b]`` (also ``[a:b,]``) in any spelling: a superset of what ``_container_slice`` finds."""
+    if not isinstance(node, ast.Subscript):
+        return False
+    index = node.slice
+    if not (
+        isinstance(index, ast.Slice)
+        or isinstance(index, ast.Tuple)
+        and any(isinstance(e, ast.Slice) for e in index.elts)
+    ):
+        return False
+    value = node.value
+    if not isinstance(value, ast.Attribute):
+        return False
+    while isinstance(value, ast.Attribute):
+        value = value.value
+    return isinstance(value, ast.Name) and value.id == "self"
+
+
+@functools.lru_cache(maxsize=4)
+def _slice_lines(tree: ast.Module) -> tuple[int, ...]:
+    """The lines of the file's ``self.<attr>[a:b]`` slices, in order."""
+    return tuple(sorted(n.lineno for n in nodes(tree) if n.__class__ is ast.Subscript and _self_slice(n)))
+
+
+def _has_self_slices(facts: ModuleFacts) -> bool:
+    """The file slices a ``self`` attribute somewhere (most do not: then no method is visited again)."""
+    return facts.tree is None or bool(_slice_lines(facts.tree))
+
+
+def _slices_in(ctx: RewriteContext, original: cst.FunctionDef) -> bool:
+    """The def being left holds such a slice (or that cannot be told: a def no stage registered)."""
+    info = ctx.index.get(original) if ctx.index is not None else None
+    fn = info.node if info is not None else None
+    tree = ctx.facts.tree
+    if tree is None or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or fn.end_lineno is None:
+        return True
+    lines = _slice_lines(tree)
+    i = bisect.bisect_left(lines, min([fn.lineno, *(d.lineno for d in fn.decorator_list)]))
+    return i < len(lines) and lines[i] <= fn.end_lineno
+
+
+@leave(cst.FunctionDef, when=_has_self_slices)
 def sequential_slice(ctx: RewriteContext, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
     """In a Module's method: slices of its own Sequential/ModuleList become tuples of the same cells."""
-    if not ctx.in_module_class:
+    if not ctx.in_module_class or not _slices_in(ctx, original):
         return updated
     containers = _containers(ctx)
     if not containers:

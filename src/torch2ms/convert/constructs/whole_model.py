@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Mapping
 
+from ...analysis.astwalk import nodes
 from ...analysis.imports import ImportMap
 from ...analysis.infer import MODULE, MODULE_ONLY_METHODS, Scope, expr_type
 from ...kb import KB
@@ -23,7 +24,7 @@ _MODEL_METHODS = MODULE_ONLY_METHODS | {"train", "load_state_dict", "state_dict"
 def whole_model_loads(tree: ast.Module, imap: ImportMap, module_classes: Mapping[str, str], kb: KB) -> dict[int, str]:
     """``id`` of each ``NAME = torch.load(...)`` statement that loads a whole model → BUILT or USED."""
     found: dict[int, str] = {}
-    if not any(_loads_into_name(n, imap) for n in ast.walk(tree)):
+    if not any(_loads_into_name(n, imap) for n in nodes(tree)):
         return found  # most files: nothing to type
     top = _scope_facts(tree.body, imap, module_classes, kb)
     scopes: list[tuple[list[ast.stmt], set[str]]] = [(tree.body, set())]
