@@ -199,3 +199,36 @@ def test_penalty_over_parameters_trains_as_torch(tmp_path, spelling, place, mode
     )
     assert rep.status == "same", (rep.error, rep.findings, rep.first_divergence)
     assert len(rep.rows) == 6
+
+
+@pytest.mark.parametrize("with_parameters", [False, True], ids=["no-parameters", "parameters"])
+def test_hoist_keeps_what_earlier_stages_generated(with_parameters):
+    """The hoist runs over the forward statements after earlier stages wrote into them
+    (``torch2ms.runtime.input_grads`` of a gradient penalty); those names are known by node identity
+    (GeneratedRefs), so the nodes the hoist does not change stay the same objects."""
+    import libcst as cst
+
+    from torch2ms.convert.constructs.training.step_params import ParameterHoist
+    from torch2ms.convert.generated import GeneratedRefs
+
+    refs = GeneratedRefs()
+    penalty = " + sum(p.sum() for p in model.parameters())" if with_parameters else ""
+    stmt = cst.parse_statement(f"loss = torch2ms.runtime.input_grads(f, (x,))[0].sum(){penalty}\n")
+    refs.register(stmt)
+    out = ParameterHoist(refs, lambda stem: stem).apply(stmt)
+    helper = [n for n in _attributes(out) if refs.full_name(n) == "torch2ms.runtime.input_grads"]
+    assert len(helper) == 1, cst.Module([out]).code
+    assert ("model_parameters" in cst.Module([out]).code) == with_parameters
+
+
+def _attributes(node):
+    import libcst as cst
+
+    found = []
+
+    class _All(cst.CSTVisitor):
+        def visit_Attribute(self, n):
+            found.append(n)
+
+    node.visit(_All())
+    return found

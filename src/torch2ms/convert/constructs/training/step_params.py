@@ -25,6 +25,7 @@ from ...generated import GeneratedRefs
 
 HELPERS = {"parameters": "torch_parameters", "named_parameters": "torch_named_parameters"}
 T = TypeVar("T", bound=cst.CSTNode)
+N = TypeVar("N", bound=cst.CSTNode)
 BIND = "{name} = torch2ms.runtime.{helper}({module})\n"
 
 
@@ -34,6 +35,15 @@ class _Hoist(cst.CSTTransformer):
     def __init__(self, fresh: Callable[[str], str], bound: dict[tuple[str, str], str]) -> None:
         super().__init__()
         self.fresh, self.bound = fresh, bound
+
+    def on_leave(self, original_node: N, updated_node: N) -> N | cst.RemovalSentinel | cst.FlattenSentinel[N]:
+        # libcst rebuilds every node it visits: an unchanged subtree keeps its original nodes, whose ids
+        # name what earlier stages generated (GeneratedRefs: ``torch2ms.runtime.input_grads`` in the loss)
+        result = super().on_leave(original_node, updated_node)
+        before, after = original_node.children, updated_node.children
+        if result is updated_node and len(before) == len(after) and all(a is b for a, b in zip(before, after)):
+            return original_node
+        return result
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         func = updated.func
