@@ -183,17 +183,26 @@ def test_convert_writes_the_converted_torchvision_beside_the_project(converted):
     assert report.rate() == 1.0, report.to_dict()["files"]
 
 
-def test_weights_cli_converts_the_user_checkpoints(converted):
+@pytest.fixture(scope="module")
+def user_checkpoints(converted):
+    """The user's checkpoints through ``torch2ms weights --net``: a fixture, not a test's side effect, so the
+    comparison below has them on whichever xdist worker runs it (``--dist loadgroup`` splits this module)."""
     _, out, data, _ = converted
-    for factory in FACTORIES:
-        res = _weights(
+    return {
+        factory: _weights(
             str(data / f"{factory}.pth"), "--net", f"{out / 'model.py'}:{factory}", "-o", str(data / f"{factory}.ckpt")
         )
+        for factory in FACTORIES
+    }
+
+
+def test_weights_cli_converts_the_user_checkpoints(user_checkpoints):
+    for res in user_checkpoints.values():
         assert res.returncode == 0, res.stdout + res.stderr
         assert "every network parameter loaded" in res.stdout, res.stdout
 
 
-def test_converted_models_match_torch_without_torch_in_both_modes(converted):
+def test_converted_models_match_torch_without_torch_in_both_modes(converted, user_checkpoints):
     _, out, data, torch_home = converted
     hub = torch_home / "hub" / "checkpoints"
     pth = next(hub.glob("resnet18-*.pth"))
