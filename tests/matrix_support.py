@@ -25,6 +25,7 @@ import itertools
 import os
 import random
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 FULL_ENV = "TORCH2MS_FULL_MATRIX"
@@ -81,3 +82,15 @@ def covering(
 def product(*axes: Iterable[Any], pairs: bool = True, **kwargs: Any) -> list[tuple[Any, ...]]:
     """``covering(itertools.product(*axes))``: the slice of a product of axes (pairwise by default)."""
     return covering(itertools.product(*axes), pairs=pairs, **kwargs)
+
+
+def convert_cases(root: Path, cases: Sequence[tuple[Any, ...]], script: Callable[..., str]) -> dict[Any, str]:
+    """Each case's script (``script(*case)``) written into ``root/src`` and converted as one tree (one
+    conversion for the whole matrix): case → its converted text."""
+    from torch2ms.convert import convert_tree
+
+    (root / "src").mkdir()
+    for i, case in enumerate(cases):
+        (root / "src" / f"case_{i}.py").write_text(script(*case), encoding="utf-8")
+    convert_tree(str(root / "src"), str(root / "out"))
+    return {case: (root / "out" / f"case_{i}.py").read_text(encoding="utf-8") for i, case in enumerate(cases)}

@@ -20,7 +20,7 @@ import itertools
 from pathlib import Path
 
 import pytest
-from matrix_support import covering
+from matrix_support import convert_cases, covering
 from requires_support import require_module
 
 from torch2ms.convert import convert_tree
@@ -100,12 +100,7 @@ IDS = ["-".join(map(str, c)) for c in CASES]
 
 @pytest.fixture(scope="module")
 def converted(tmp_path_factory) -> dict[tuple, str]:
-    root = tmp_path_factory.mktemp("gan")
-    (root / "src").mkdir()
-    for i, case in enumerate(CASES):
-        (root / "src" / f"case_{i}.py").write_text(gan_script(*case))
-    convert_tree(str(root / "src"), str(root / "out"))
-    return {case: (root / "out" / f"case_{i}.py").read_text() for i, case in enumerate(CASES)}
+    return convert_cases(tmp_path_factory.mktemp("gan"), CASES, gan_script)
 
 
 @pytest.mark.parametrize(("detach", "where", "bn", "noise"), CASES, ids=IDS)

@@ -20,7 +20,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from matrix_support import covering
+from matrix_support import convert_cases, covering
 from requires_support import require_module
 
 from torch2ms.convert import convert_tree
@@ -175,12 +175,7 @@ IDS = ["-".join(c) for c in CASES]
 
 @pytest.fixture(scope="module")
 def converted(tmp_path_factory) -> dict[tuple[str, str, str], str]:
-    root = tmp_path_factory.mktemp("gp")
-    (root / "src").mkdir()
-    for i, case in enumerate(CASES):
-        (root / "src" / f"case_{i}.py").write_text(gp_script(*case))
-    convert_tree(str(root / "src"), str(root / "out"))
-    return {case: (root / "out" / f"case_{i}.py").read_text() for i, case in enumerate(CASES)}
+    return convert_cases(tmp_path_factory.mktemp("gp"), CASES, gp_script)
 
 
 @pytest.mark.parametrize(("where", "outputs", "requires"), CASES, ids=IDS)
