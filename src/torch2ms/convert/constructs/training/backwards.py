@@ -256,13 +256,27 @@ def _forward_part(roles: Roles, asts: list[ast.stmt], slice_idx: list[int], loca
     seen: set[str] = set()
     for k, i in enumerate(slice_idx):
         a = asts[i]
-        later = set().union(*(writes(asts[j]) for j in slice_idx[k + 1 :]))
+        later = set().union(*(writes(asts[j]) | _stored_into(asts[j]) for j in slice_idx[k + 1 :]))
         calls = any(isinstance(n, ast.Call) for n in ast.walk(a))
         if _is_prep(roles, a, local) and (not out or calls and not (reads(a) & computed or writes(a) & (seen | later))):
             continue
         out.append(i)
         computed |= writes(a)
         seen |= reads(a) | writes(a)
+    return out
+
+
+def _stored_into(a: ast.stmt) -> set[str]:
+    """Names whose items the statement assigns (``outs[i] = y``, ``x[m] += v``): a tensor the forward changes
+    in place stays the forward's own (MindSpore refuses to assign into a step's input)."""
+    out: set[str] = set()
+    for n in ast.walk(a):
+        if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store):
+            root: ast.expr = n.value
+            while isinstance(root, (ast.Subscript, ast.Attribute)):
+                root = root.value
+            if isinstance(root, ast.Name):
+                out.add(root.id)
     return out
 
 
