@@ -118,3 +118,18 @@ def test_r4_cpu_is_listed_only_where_a_case_proves_it():
         KB([entry_from_toml({**base, "status": "direct", "case": case}, "t.toml")]), resolve_targets=False
     )
     assert proven == []
+
+
+def test_no_case_writes_to_a_fixed_path():
+    """Cases run in several xdist workers at once: a file a case writes goes under `tmp`, its process's own
+    folder. A shared absolute path raced (one worker read a PNG another was still writing)."""
+    import re
+
+    fixed = re.compile(r"""['"]/(tmp|var|home|root)/""")
+    offenders = [
+        f"{entry.torch} case {i}"
+        for entry in load_kb()
+        for i, case in enumerate(entry.cases)
+        if any(fixed.search(text or "") for text in (case.setup, case.init, case.call))
+    ]
+    assert offenders == []

@@ -7,7 +7,9 @@ proves the rule, not a hand-written twin. Both frameworks are imported when a ca
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -105,15 +107,33 @@ def _sides(raw_inputs: dict[str, Any]) -> _Sides:
     def t_value(v):
         return torch.from_numpy(np.array(v)) if isinstance(v, np.ndarray) else v
 
-    tns: dict[str, Any] = {"torch": torch, "np": np, **{k: t_value(v) for k, v in raw_inputs.items()}}
+    scratch = {"tmp": _scratch_folder()}
+    tns: dict[str, Any] = {"torch": torch, "np": np, **scratch, **{k: t_value(v) for k, v in raw_inputs.items()}}
     if importlib.util.find_spec("torchvision") is not None:  # torchvision entries' calls name it
         import torchvision
 
         tns["torchvision"] = torchvision
-    mns: dict[str, Any] = {"mindspore": ms, "ms": ms, "np": np, "torch2ms": torch2ms, **ms_inputs(raw_inputs)}
+    mns: dict[str, Any] = {
+        "mindspore": ms,
+        "ms": ms,
+        "np": np,
+        "torch2ms": torch2ms,
+        **scratch,
+        **ms_inputs(raw_inputs),
+    }
     torch.manual_seed(0)
     ms.set_seed(0)
     return _Sides(tns, mns, case_owners(raw_inputs))
+
+
+@functools.cache
+def _scratch_folder() -> str:
+    """This process's folder for the files a case writes (``tmp`` in its source).
+
+    One per process: a fixed path raced when two xdist workers ran the same dataset case at once, and
+    one read a PNG the other was still writing.
+    """
+    return tempfile.mkdtemp(prefix="torch2ms_kb_")
 
 
 def rewrite_case_source(kb: KB, src: str, owners: Owners, what: str = "") -> str:
