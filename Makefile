@@ -28,7 +28,7 @@ demo: $(STAMP)
 # seed: tests/matrix_support.py); `make test-full` runs every case. --dist loadgroup keeps the KB
 # differential's GRAPH_MODE batches on one worker each (one compile a batch). Cost per file: bench/test_time.md.
 test: $(STAMP)
-	$(PY) -m pytest -n $(WORKERS) --dist loadgroup -q -p no:cacheprovider --durations=40
+	$(PY) -m pytest -n $(WORKERS) --dist loadgroup -q -p no:cacheprovider --durations=15
 
 test-full: $(STAMP)
 	TORCH2MS_FULL_MATRIX=1 $(PY) -m pytest -n $(WORKERS) --dist loadgroup -q -p no:cacheprovider

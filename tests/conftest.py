@@ -32,10 +32,34 @@ def pytest_addoption(parser):
     parser.addoption("--update-golden", action="store_true", help="rewrite tests/golden/*/expected files")
 
 
+# Seconds per test file (setup + call + teardown, summed over xdist workers): printed last, so the tail of
+# CI's log says which files hold `make test`'s time (the 25-minute budget), not only the slowest tests.
+_FILE_SECONDS: dict[str, float] = {}
+_FILE_TESTS: dict[str, int] = {}
+TIME_TABLE_ROWS = 25
+
+
+def pytest_runtest_logreport(report):
+    path = report.nodeid.split("::", 1)[0]
+    _FILE_SECONDS[path] = _FILE_SECONDS.get(path, 0.0) + report.duration
+    if report.when == "call" or (report.when == "setup" and report.skipped):
+        _FILE_TESTS[path] = _FILE_TESTS.get(path, 0) + 1
+
+
+@pytest.hookimpl(trylast=True)
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    """One line: what was skipped and why (tests/requires_support.py tags the expected kinds)."""
+    """What was skipped and why (tests/requires_support.py tags the expected kinds); where the time went."""
     from requires_support import skip_summary
 
     line = skip_summary(terminalreporter.stats.get("skipped", []))
     if line:
         terminalreporter.write_line(line, yellow=True)
+    total = sum(_FILE_SECONDS.values())
+    if total < 60:  # a quick subset: nothing to budget
+        return
+    terminalreporter.write_sep("=", f"test seconds by file (top {TIME_TABLE_ROWS}; all files {total:.0f} s)")
+    ranked = sorted(_FILE_SECONDS.items(), key=lambda kv: (-kv[1], kv[0]))[:TIME_TABLE_ROWS]
+    for path, seconds in ranked:
+        terminalreporter.write_line(
+            f"{seconds:8.1f} s {100 * seconds / total:5.1f}% {_FILE_TESTS.get(path, 0):6d} tests  {path}"
+        )
