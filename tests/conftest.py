@@ -41,6 +41,9 @@ TIME_TABLE_ROWS = 25
 
 def pytest_runtest_logreport(report):
     path = report.nodeid.split("::", 1)[0]
+    if os.environ.get("TORCH2MS_TEST_LOG"):  # one line per phase as it ends: a long run's failures seen early
+        with open(os.environ["TORCH2MS_TEST_LOG"], "a", encoding="utf-8") as log:
+            log.write(f"{report.duration:9.2f} {report.when:8} {report.outcome:7} {report.nodeid}\n")
     _FILE_SECONDS[path] = _FILE_SECONDS.get(path, 0.0) + report.duration
     if report.when == "call" or (report.when == "setup" and report.skipped):
         _FILE_TESTS[path] = _FILE_TESTS.get(path, 0) + 1
