@@ -85,7 +85,7 @@ i18n: $(STAMP)
 realcode: $(STAMP)
 	@test -f $(REALCODE)/eval_realcode.py || { echo "the real-code kit is not at $(REALCODE) (REALCODE=...)"; exit 2; }
 	@# what the kit's training scripts import besides the frameworks (else each counts as MISSING_DEP)
-	@test ! -f $(REALCODE)/requirements-scripts.txt || $(PIP) install -q -r $(REALCODE)/requirements-scripts.txt
+	@test ! -f $(REALCODE)/requirements-scripts.txt || $(PIP) install -q -r $(REALCODE)/requirements-scripts.txt 'numpy<2'
 	$(PY) $(REALCODE)/eval_realcode.py --project . --jobs $(WORKERS) $(if $(OUT),--out $(OUT),) \
 		--weights-cmd '{converter} weights {pth} -o {ckpt} --project {converted_root}'  # renames by the layer map
 
