@@ -40,6 +40,8 @@ TIME_TABLE_ROWS = 25
 
 
 def pytest_runtest_logreport(report):
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # the controller gets every report too: count each once
+        return
     path = report.nodeid.split("::", 1)[0]
     if os.environ.get("TORCH2MS_TEST_LOG"):  # one line per phase as it ends: a long run's failures seen early
         with open(os.environ["TORCH2MS_TEST_LOG"], "a", encoding="utf-8") as log:
