@@ -27,6 +27,24 @@ def _own_project_index(monkeypatch, tmp_path_factory):
     monkeypatch.setenv("TORCH2MS_CACHE_DIR", str(tmp_path_factory.mktemp("project-index")))
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups (--dist loadgroup)
+def pytest_collection_modifyitems(config, items):
+    """A file whose tests share a module- or class-scoped fixture runs on one xdist worker: spread over
+    both, each worker built the fixture (a converted corpus, a fuzz campaign: 100-500 s paid twice)."""
+    own_groups = {i.nodeid.split("::", 1)[0] for i in items if i.get_closest_marker("xdist_group") is not None}
+    for item in items:
+        if item.nodeid.split("::", 1)[0] in own_groups:  # the file splits its tests into groups itself
+            continue
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None:
+            continue
+        if any(d.scope in _SHARED_SCOPES for defs in info.name2fixturedefs.values() for d in defs):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+
+
+_SHARED_SCOPES = ("module", "class", "package")
+
+
 def pytest_addoption(parser):
     # Golden conversions (tests/golden/<case>/expected.py): rewrite them from the converter's output.
     parser.addoption("--update-golden", action="store_true", help="rewrite tests/golden/*/expected files")
