@@ -85,8 +85,18 @@ def write_config(work: Path, **config: Any) -> Path:
     return path
 
 
-def _child_env(seed: int = 0) -> dict[str, str]:
+# MindSpore's CPU speed switches (see `torch2ms doctor`), for the MindSpore side only and only where the
+# user left them unset: on an AVX-512 host MindSpore 2.10's bundled oneDNN runs a naive convolution, and a
+# DCGAN's converted step took past 600 s where torch took a minute (issue 22, class 12). Numerics: the same
+# kernels' AVX2 versions. torch's side keeps its own oneDNN level.
+MS_SPEED_ENV = {"ONEDNN_MAX_CPU_ISA": "AVX2", "MS_DEV_LAUNCH_BLOCKING": "1", "MS_DEV_HOST_BLOCKING_RUN": "1"}
+
+
+def _child_env(seed: int = 0, mindspore: bool = False) -> dict[str, str]:
     env = dict(os.environ)
+    if mindspore:
+        for key, value in MS_SPEED_ENV.items():
+            env.setdefault(key, value)
     # set iteration order and hash() alike on both sides (a label map built from a set, say)
     env["PYTHONHASHSEED"] = str(seed)
     root = str(HERE.parents[1])  # the folder holding the torch2ms package: the MindSpore side imports it
@@ -118,7 +128,12 @@ def run_side(
     t0 = time.perf_counter()
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            command, cwd=cwd, env=_child_env(seed), stdout=out, stderr=subprocess.STDOUT, start_new_session=group
+            command,
+            cwd=cwd,
+            env=_child_env(seed, mindspore=is_mindspore_command(command)),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=group,
         )
         try:
             rc = _wait(proc, timeout, work / side / PROGRESS_FILE, progress or Progress(), (label or side, steps))
@@ -180,6 +195,11 @@ def torch_command(torch_python: str | None, config: Path, nproc: int = 1) -> lis
         return [python, str(HERE / "torch_boot.py"), str(config)]
     run = [python, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}", "--nnodes=1"]
     return [*run, "--master_addr=127.0.0.1", f"--master_port={free_port()}", str(HERE / "torch_boot.py"), str(config)]
+
+
+def is_mindspore_command(command: list[str]) -> bool:
+    """A command :func:`ms_command` built (one process, or msrun's launcher)."""
+    return MS_LAUNCH in command or "mindspore.parallel.cluster.run" in command
 
 
 def ms_command(config: Path, nproc: int = 1) -> list[str]:
