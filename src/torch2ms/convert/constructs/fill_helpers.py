@@ -1,5 +1,6 @@
 """A function of the file that fills a tensor it is given item by item (``def fill(buf, out): buf[i] = out[i]``),
-called as a statement of its own (``fill(buf, out)``): issue 22, a stage before the training stage.
+called as a statement of its own (``fill(buf, out)``): issue 22, a stage after the training stage (which reads the
+call as filling ``buf``, training/stores.py, and moves it into ``forward_fn`` with the statement making ``buf``).
 
 torch changes the caller's tensor in place. A MindSpore graph (GRAPH_MODE, and the ``@mindspore.jit`` step
 PyNative runs too) compiles an item assignment as a new value of the callee's local name: the caller's tensor
@@ -14,7 +15,8 @@ brought is zero). So the function returns what it filled, and each call takes it
 
 Python runs it as before (the same tensor comes back). Only where it is sure: a module-level function with no
 decorator that returns no value and never yields, every use of its name a call on a line of its own, each filled
-argument a plain name, no ``*args``/``**kwargs`` at the call.
+argument a plain name, no ``*args``/``**kwargs`` at the call. A function that calls ``backward()`` is a training
+loop, run on the host (``train(model, loader, norms)`` filling a dict of gradient norms): it stays as it is.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ def helpers(tree: ast.Module) -> dict[str, list[str]]:
     for name, positions in found.items():
         fn = defs[name]
         params = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args]]
-        if fn.decorator_list or _returns_value(fn) or sum(1 for d in tree.body if _binds(d, name)) != 1:
+        if fn.decorator_list or _returns_value(fn) or _trains(fn) or sum(1 for d in tree.body if _binds(d, name)) != 1:
             continue
         filled = [params[k] for k in sorted(positions)]
         if _calls_are_statements(tree, name, params, filled):
@@ -59,6 +61,12 @@ def _returns_value(fn: ast.FunctionDef) -> bool:
         if isinstance(n, (ast.Yield, ast.YieldFrom)) or isinstance(n, ast.Return) and n.value is not None:
             return True
     return False
+
+
+def _trains(fn: ast.FunctionDef) -> bool:
+    return any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward" for n in _own(fn)
+    )
 
 
 def _own(fn: ast.AST) -> list[ast.AST]:
@@ -123,7 +131,7 @@ def run(state: FileState) -> None:
         state.restructured = True
 
 
-CONSTRUCT = Construct("functions filling an argument", order=212, stage=run, whole_file=applies)
+CONSTRUCT = Construct("functions filling an argument", order=230, stage=run, whole_file=applies)
 
 
 def _value(names: list[str]) -> cst.BaseExpression:
@@ -145,6 +153,11 @@ class _Returned(cst.CSTTransformer):
 
     def on_leave(self, original, updated):  # type: ignore[override]
         result = super().on_leave(original, updated)
+        # libcst rebuilds every node it visits: an unchanged subtree keeps its original nodes, whose ids name
+        # what the training stage generated (GeneratedRefs: ``ms.value_and_grad`` in the step it wrote)
+        before, after = original.children, updated.children
+        if result is updated and len(before) == len(after) and all(a is b for a, b in zip(before, after)):
+            return original
         if (
             isinstance(original, cst.BaseCompoundStatement)
             and result is not original
