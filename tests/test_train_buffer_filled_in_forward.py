@@ -175,3 +175,37 @@ def test_buffer_filled_inside_the_forward_trains_as_torch(tmp_path, case):
     )
     assert rep.status == "same", (rep.error, rep.findings, rep.first_divergence)
     assert len(rep.rows) == 3 * (1 if spelling[-1] == "one" else 2)
+
+
+SHOW = """
+
+def show(xs):
+    for i in range(len(xs)):
+        print(xs[i])
+
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.differential
+def test_a_function_s_own_loop_variable_is_not_returned_from_forward_fn(tmp_path):
+    """The fill's loop variable ``i`` is read by another function of the file, as its own local: forward_fn
+    returns no ``i`` (in GRAPH_MODE a loop variable used after its loop stops the compile)."""
+    require_module("torch")
+    require_module("mindspore")
+    from torch2ms.trainrun import compare_train
+
+    source = buffer_script("zeros", "item", "loop", "two").replace(
+        "import torch.nn as nn\n", "import torch.nn as nn\n" + SHOW
+    )
+    (tmp_path / "train.py").write_text(source)
+    (tmp_path / "c" / "src").mkdir(parents=True)
+    (tmp_path / "c" / "src" / "train.py").write_text(source)
+    convert_tree(str(tmp_path / "c" / "src"), str(tmp_path / "c" / "out"))
+    out = (tmp_path / "c" / "out" / "train.py").read_text()
+    forward = out[out.index("def forward_fn(") : out.index("value_and_grad(")]
+    assert "return loss\n" in forward, out
+    rep = compare_train(
+        str(tmp_path / "train.py"), str(tmp_path / "c" / "out" / "train.py"), steps=3, mode="graph", cwd=str(tmp_path)
+    )
+    assert rep.status == "same", (rep.error, rep.findings, rep.first_divergence)

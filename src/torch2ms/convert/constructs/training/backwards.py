@@ -316,7 +316,7 @@ def _aux(scope: ast.AST, asts: list[ast.stmt], back: Backward, carried: set[str]
     the name is carried to a forward_fn call (a parameter of this one or another one's): a name bound on one
     path only (``topi`` in the branch without teacher forcing) is no return value that may be unbound."""
     own = {id(asts[i]) for i in back.forward}
-    read = set().union(*(reads(n) for n in _pruned(scope, own))) | carried
+    read = set().union(*(_visible_reads(n) for n in _pruned(scope, own))) | carried
     loss = ast.unparse(back.loss)
     order: list[str] = []
     for i in back.forward:
@@ -325,6 +325,26 @@ def _aux(scope: ast.AST, asts: list[ast.stmt], back: Backward, carried: set[str]
             if text in writes(asts[i]) and text in read and text != loss and text not in order and "." not in text:
                 order.append(text)
     return order
+
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+
+
+def _visible_reads(node: ast.AST) -> set[str]:
+    """What ``node`` reads of the code around it: a function defined in it reads its own parameters and
+    locals (``def show(xs): for i in ...: print(xs[i])`` reads no ``i`` of the training loop's; returned from
+    forward_fn, a loop variable stops GRAPH_MODE's compile: "defined in the 'for' loop body")."""
+    if not any(isinstance(n, _FUNCTIONS) for n in ast.walk(node)):
+        return reads(node)
+    inner = set().union(set(), *(_visible_reads(c) for c in ast.iter_child_nodes(node)))
+    if not isinstance(node, _FUNCTIONS):
+        return inner
+    args = node.args
+    params = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg] if a}
+    declared = {name for n in ast.walk(node) if isinstance(n, (ast.Global, ast.Nonlocal)) for name in n.names}
+    body = node.body if isinstance(node.body, list) else [node.body]
+    local = (params | set().union(set(), *(writes(s) for s in body))) - declared
+    return {r for r in inner if r.split(".")[0] not in local}
 
 
 def _pruned(node: ast.AST, skip: set[int]) -> list[ast.AST]:
