@@ -136,7 +136,7 @@ CONSTRUCT = Construct("functions filling an argument", order=230, stage=run, who
 
 def _value(names: list[str]) -> cst.BaseExpression:
     exprs = [cst.parse_expression(n) for n in names]
-    return exprs[0] if len(exprs) == 1 else cst.Tuple([cst.Element(e) for e in exprs])
+    return exprs[0] if len(exprs) == 1 else cst.Tuple([cst.Element(e) for e in exprs], lpar=[], rpar=[])
 
 
 class _Returned(cst.CSTTransformer):
@@ -226,7 +226,7 @@ class _Returned(cst.CSTTransformer):
         if taken is None:
             return updated
         target: cst.BaseAssignTargetExpression = (
-            taken[0] if len(taken) == 1 else cst.Tuple([cst.Element(t) for t in taken])
+            taken[0] if len(taken) == 1 else cst.Tuple([cst.Element(t) for t in taken], lpar=[], rpar=[])
         )
         new = updated.with_changes(body=[cst.Assign([cst.AssignTarget(target)], call)])
         self.index.derive(new, original)
