@@ -8,8 +8,8 @@ the forward (a WGAN-GP's ``alpha``) still leave it (tests/test_train_gradient_pe
 Generated matrix: how the buffer is made (torch.zeros / torch.empty / torch.zeros_like / x.new_zeros /
 torch.full) × how an item is stored (``buf[i] =``, ``buf[i] +=``, ``buf[i, :] =``, ``buf[i][0] =``) × where
 the fill is (a loop in the step, a helper function of the file, statements of their own, those with the buffer
-made before the first model call) × the optimizers (one: the fused TrainStep where the forward is plain statements; two;
-two stepped through a list). A pairwise covering slice is converted (every case under ``make test-full``):
+made before the first model call) × the optimizers (one: the fused TrainStep where the forward is plain
+statements, the general step where it holds a loop or a call; two; two stepped through a list). A pairwise covering slice is converted (every case under ``make test-full``):
 ``forward_fn`` takes no buffer, and the fill is inside it; a covering slice × PyNative / GRAPH_MODE is trained
 side by side with the real compare-train (SAME).
 """
@@ -145,7 +145,7 @@ DEFINED = [c for c in CASES if not (c[0] == "empty" and c[1] in ("aug", "nested"
 KEEP = (
     ("zeros", "item", "loop", "two", "graph"),  # the general step (seq2seq's form)
     ("new_zeros", "slice", "unrolled", "one", "pynative"),  # the fused TrainStep
-    ("zeros", "item", "helper", "one", "graph"),  # a helper filling its argument, in the compiled TrainStep
+    ("zeros", "item", "helper", "one", "graph"),  # a helper filling its argument, compiled by GRAPH_MODE
 )
 DIFFERENTIAL = covering(
     [(*c, m) for c, m in itertools.product(DEFINED, MODES)],
