@@ -9,9 +9,9 @@ Generated matrix: how the buffer is made (torch.zeros / torch.empty / torch.zero
 torch.full) × how an item is stored (``buf[i] =``, ``buf[i] +=``, ``buf[i, :] =``, ``buf[i][0] =``) × where
 the fill is (a loop in the step, a helper function of the file, statements of their own, those with the buffer
 made before the first model call) × the optimizers (one: the fused TrainStep where the forward is plain
-statements, the general step where it holds a loop or a call; two; two stepped through a list). A pairwise covering slice is converted (every case under ``make test-full``):
-``forward_fn`` takes no buffer, and the fill is inside it; a covering slice × PyNative / GRAPH_MODE is trained
-side by side with the real compare-train (SAME).
+statements, the general step where it holds a loop or a call; two; two stepped through a list). A pairwise
+covering slice is converted (every case under ``make test-full``): ``forward_fn`` takes no buffer, and the fill
+is inside it; a covering slice × PyNative / GRAPH_MODE is trained side by side with the real compare-train (SAME).
 """
 
 from __future__ import annotations
