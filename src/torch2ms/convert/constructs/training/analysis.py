@@ -25,6 +25,7 @@ from ...index import StatementIndex
 from .amp import Amp, inline_autocast
 from .errors import NotConvertible
 from .sampling import data_objects
+from .stores import FETCHES, filling_functions, stored_into, with_filled
 
 LOOPS = (cst.For, cst.While)
 _BUILTIN_NAMES = frozenset(dir(builtins))
@@ -91,6 +92,11 @@ class Roles:
         ``self`` or global state in sight. A forward that starts with a call to one keeps it out of the
         compiled step: the gradients do not depend on it, and compiling data sampling costs time each step."""
         return _data_functions(self.tree, self)
+
+    @functools.cached_property
+    def fillers(self) -> dict[str, set[int]]:
+        """Module-level functions that fill a parameter item by item (stores.py): name → its positions."""
+        return filling_functions(self.tree)
 
     @functools.cached_property
     def data_objects(self) -> set[str]:
@@ -245,14 +251,15 @@ def _forward(
 ) -> _Forward:
     """The forward slice (statements before backward the loss depends on), where the setup goes,
     forward_fn's parameters and the names it returns next to the loss."""
-    slice_idx = _slice(stmts, ib, loss, set(zero_at), [roles.index.line_of(s) for s in body])
+    slice_idx = _slice(stmts, ib, loss, set(zero_at), [roles.index.line_of(s) for s in body], roles.fillers)
     outer = _insertion_loop(roles, loops, opt, [stmts[i] for i in slice_idx])
     outer_ast = roles.ast_of(outer)
     if outer_ast is None:
         raise NotConvertible(_("cannot analyse the loop"))
     local = {n.id for n in ast.walk(outer_ast) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     prep = _prep(roles, stmts, slice_idx, local)
-    forward = [i for i in slice_idx if i not in prep]
+    fetches = FETCHES | roles.data_functions | roles.data_objects
+    forward = with_filled(stmts, slice_idx, [i for i in slice_idx if i not in prep], roles.fillers, fetches)
     if not forward:
         raise NotConvertible(_("the loss does not come from a forward pass in this loop body"))
     scope_ast = (roles.ast_of(scope_node) if scope_node is not None else None) or roles.tree
@@ -367,14 +374,16 @@ def _scaler_roles(
     return opt, unscales, update_at
 
 
-def _slice(asts: list[ast.stmt], ib: int, target: ast.expr, skip: set[int], lines: list[int]) -> list[int]:
-    """The statements before backward the loss depends on (assignments only)."""
+def _slice(
+    asts: list[ast.stmt], ib: int, target: ast.expr, skip: set[int], lines: list[int], fillers: dict[str, set[int]]
+) -> list[int]:
+    """The statements before backward the loss depends on (assignments only; ``buf[i] = y`` changes ``buf``)."""
     needed = set(reads(target))
     out = []
     for i in range(ib - 1, -1, -1):
         if i in skip:
             continue
-        if writes(asts[i]) & needed:
+        if (writes(asts[i]) | stored_into(asts[i], fillers)) & needed:
             if not isinstance(asts[i], (ast.Assign, ast.AugAssign, ast.AnnAssign)):
                 raise NotConvertible(_("the loss depends on a compound statement (line {line})").format(line=lines[i]))
             out.append(i)

@@ -35,6 +35,7 @@ from .flow import (
     retains_graph,
     writes,
 )
+from .stores import FETCHES, stored_into, with_filled
 
 _EVENT_CALLS = ("backward", "zero_grad", "step")
 _BUILTINS = frozenset(dir(builtins))
@@ -181,7 +182,7 @@ def _backward(roles: Roles, asts: list[ast.stmt], at: int, local: set[str]) -> B
 
 def forward_slice(roles: Roles, asts: list[ast.stmt], at: int, local: set[str]) -> list[int]:
     """The statements of the forward pass behind ``backward()`` at ``at``; [] when no model computes it."""
-    forward = _forward_part(roles, asts, _slice(asts, at, loss_text(asts[at])[0]), local)
+    forward = _forward_part(roles, asts, _slice(asts, at, loss_text(asts[at])[0], roles.fillers), local)
     return forward if any(_calls_model(roles, asts[i], local) for i in forward) else []
 
 
@@ -206,13 +207,14 @@ def _touches_gradients(a: ast.stmt) -> bool:
     ) or any(isinstance(n, ast.Attribute) and n.attr == "grad" for n in ast.walk(a))
 
 
-def _slice(asts: list[ast.stmt], at: int, loss: ast.expr) -> list[int]:
-    """Statements before ``backward()`` the loss depends on (a whole assignment overwrites a name)."""
+def _slice(asts: list[ast.stmt], at: int, loss: ast.expr, fillers: dict[str, set[int]]) -> list[int]:
+    """Statements before ``backward()`` the loss depends on (a whole assignment overwrites a name; a statement
+    that fills its items changes it: stores.py)."""
     needed = reads(loss)
     out = []
     for i in range(at - 1, -1, -1):
         a = asts[i]
-        if not writes(a) & needed:
+        if not (writes(a) | stored_into(a, fillers)) & needed:
             continue
         if _touches_gradients(a):
             raise NotConvertible(
@@ -250,34 +252,21 @@ def _is_prep(roles: Roles, a: ast.stmt, local: set[str]) -> bool:
 def _forward_part(roles: Roles, asts: list[ast.stmt], slice_idx: list[int], local: set[str]) -> list[int]:
     """The slice without its preparation statements: the leading ones, and later ones that read nothing the
     forward computed and change nothing it read before them (a WGAN-GP's ``alpha = torch.rand(...)`` after
-    the discriminator's first outputs: drawn on the host, once, as the leading draws are)."""
+    the discriminator's first outputs: drawn on the host, once, as the leading draws are). A tensor the forward
+    fills item by item is made inside it, wherever it is made (stores.py)."""
     out: list[int] = []
     computed: set[str] = set()
     seen: set[str] = set()
     for k, i in enumerate(slice_idx):
         a = asts[i]
-        later = set().union(*(writes(asts[j]) | _stored_into(asts[j]) for j in slice_idx[k + 1 :]))
+        later = set().union(*(writes(asts[j]) | stored_into(asts[j], roles.fillers) for j in slice_idx[k + 1 :]))
         calls = any(isinstance(n, ast.Call) for n in ast.walk(a))
         if _is_prep(roles, a, local) and (not out or calls and not (reads(a) & computed or writes(a) & (seen | later))):
             continue
         out.append(i)
         computed |= writes(a)
         seen |= reads(a) | writes(a)
-    return out
-
-
-def _stored_into(a: ast.stmt) -> set[str]:
-    """Names whose items the statement assigns (``outs[i] = y``, ``x[m] += v``): a tensor the forward changes
-    in place stays the forward's own (MindSpore refuses to assign into a step's input)."""
-    out: set[str] = set()
-    for n in ast.walk(a):
-        if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store):
-            root: ast.expr = n.value
-            while isinstance(root, (ast.Subscript, ast.Attribute)):
-                root = root.value
-            if isinstance(root, ast.Name):
-                out.add(root.id)
-    return out
+    return with_filled(asts, slice_idx, out, roles.fillers, FETCHES | roles.data_functions | roles.data_objects)
 
 
 def _params(asts: list[ast.stmt], forward: list[int], local: set[str]) -> list[str]:
@@ -327,7 +316,7 @@ def _aux(scope: ast.AST, asts: list[ast.stmt], back: Backward, carried: set[str]
     the name is carried to a forward_fn call (a parameter of this one or another one's): a name bound on one
     path only (``topi`` in the branch without teacher forcing) is no return value that may be unbound."""
     own = {id(asts[i]) for i in back.forward}
-    read = set().union(*(reads(n) for n in _pruned(scope, own))) | carried
+    read = set().union(*(_visible_reads(n) for n in _pruned(scope, own))) | carried
     loss = ast.unparse(back.loss)
     order: list[str] = []
     for i in back.forward:
@@ -336,6 +325,26 @@ def _aux(scope: ast.AST, asts: list[ast.stmt], back: Backward, carried: set[str]
             if text in writes(asts[i]) and text in read and text != loss and text not in order and "." not in text:
                 order.append(text)
     return order
+
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+
+
+def _visible_reads(node: ast.AST) -> set[str]:
+    """What ``node`` reads of the code around it: a function defined in it reads its own parameters and
+    locals (``def show(xs): for i in ...: print(xs[i])`` reads no ``i`` of the training loop's; returned from
+    forward_fn, a loop variable stops GRAPH_MODE's compile: "defined in the 'for' loop body")."""
+    if not any(isinstance(n, _FUNCTIONS) for n in ast.walk(node)):
+        return reads(node)
+    inner = set().union(set(), *(_visible_reads(c) for c in ast.iter_child_nodes(node)))
+    if not isinstance(node, _FUNCTIONS):
+        return inner
+    args = node.args
+    params = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg] if a}
+    declared = {name for n in ast.walk(node) if isinstance(n, (ast.Global, ast.Nonlocal)) for name in n.names}
+    body = node.body if isinstance(node.body, list) else [node.body]
+    local = (params | set().union(set(), *(writes(s) for s in body))) - declared
+    return {r for r in inner if r.split(".")[0] not in local}
 
 
 def _pruned(node: ast.AST, skip: set[int]) -> list[ast.AST]:
