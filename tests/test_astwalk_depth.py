@@ -7,7 +7,7 @@ import ast
 
 import pytest
 
-from torch2ms.analysis.astwalk import depth
+from torch2ms.analysis.astwalk import depth, nodes, walked_depth
 from torch2ms.convert.project_pool import nesting_depth
 
 SOURCES = [
@@ -33,6 +33,9 @@ def test_r20_nesting_depth_counts_as_a_recursive_walk(source: str):
     tree = ast.parse(source)
     assert depth(tree) == _recursive_depth(tree)
     assert nesting_depth(source) == _recursive_depth(tree)
+    fresh = ast.parse(source)  # walked_depth: the same number, and the walk it leaves is nodes()'s
+    assert walked_depth(fresh) == _recursive_depth(tree)
+    assert [ast.dump(n) for n in nodes(fresh)] == [ast.dump(n) for n in ast.walk(ast.parse(source))]
 
 
 def test_r20_nesting_depth_of_text_that_does_not_parse():

@@ -111,6 +111,35 @@ def depth(tree: ast.AST) -> int:
     return deepest
 
 
+def walked_depth(tree: ast.AST) -> int:
+    """``depth(tree)``, counted while the walk ``nodes(tree)`` caches is made: one pass for both (a file's
+    depth is checked before the converter walks it). In breadth-first order a level ends where the list
+    stood when its first node was reached."""
+    out = [tree]
+    append = out.append
+    fields_of = _CHILD_FIELDS
+    deepest, level_end = 0, 1
+    for i, node in enumerate(out):
+        if i == level_end:  # the first node one level deeper: that level is all in the list now
+            deepest += 1
+            level_end = len(out)
+        kind = node.__class__
+        fields = fields_of.get(kind)
+        if fields is None:
+            fields = _child_fields(kind)
+        for name in fields:
+            value = getattr(node, name, None)
+            if value.__class__ is list:
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        append(item)
+            elif isinstance(value, ast.AST):
+                append(value)
+    if getattr(tree, _ATTR, None) is None:
+        setattr(tree, _ATTR, out[1:])  # (without the root: see nodes)
+    return deepest
+
+
 def bound_names(tree: ast.AST) -> set[str]:
     """Every name the code uses or binds (names, defs, arguments): generated names avoid them."""
     used: set[str] = set()

@@ -83,10 +83,11 @@ class ImportMap:
         lines: dict[str, int] = {}
         assigned: set[int] = set()  # the Name targets of those assignments
         walk = nodes(tree)
+        named = (ast.Attribute, ast.Name, ast.IfExp)  # the only values _legacy_type may find a type in
         for node in walk:
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                name = node.targets[0].id
-                found.setdefault(name, set()).add(self._legacy_type(node.value))
+                name, value = node.targets[0].id, node.value
+                found.setdefault(name, set()).add(self._legacy_type(value) if isinstance(value, named) else None)
                 lines.setdefault(name, node.lineno)
                 assigned.add(id(node.targets[0]))
         if all(kinds == {None} for kinds in found.values()):

@@ -248,9 +248,12 @@ def _random_persistent(node: ast.Call) -> bool:
     return draws_random(ast.unparse(node.args[1]))
 
 
-def record(tree: ast.Module, module: str, roots: frozenset[str], into: dict[str, Any]) -> None:
-    """Add each class of ``tree`` (module ``module``) to ``into``: ``{"bases": [...], "attrs": {...}}``."""
-    imap = ImportMap.from_tree(tree, roots)
+def record(
+    tree: ast.Module, module: str, roots: frozenset[str], into: dict[str, Any], imap: ImportMap | None = None
+) -> None:
+    """Add each class of ``tree`` (module ``module``) to ``into``: ``{"bases": [...], "attrs": {...}}``.
+    ``imap``: ``ImportMap.from_tree(tree, roots)`` when the caller made it (it is only read here)."""
+    imap = imap or ImportMap.from_tree(tree, roots)
     inventory(tree, module, roots, into, imap)
     classes = [n for n in _statements(tree.body, into_defs=True) if isinstance(n, ast.ClassDef)]
     if not classes:

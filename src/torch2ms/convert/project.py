@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from ..analysis.astwalk import depth, nodes
+from ..analysis.astwalk import nodes, walked_depth
 from ..analysis.headroom import MAX_NESTING, run_with_headroom
 from ..analysis.imports import ImportMap
 from ..analysis.project_names import ModuleUses, imported_names, module_name, module_uses, project_bindings
@@ -200,12 +200,15 @@ class ConvertReport:
         fh.write("," + tail[tail.index("{") + 1 :] + "\n")
 
 
-def _class_bases(tree: ast.Module, roots: frozenset[str]) -> list[tuple[str, tuple[str, ...], bool]]:
+def _class_bases(
+    tree: ast.Module, roots: frozenset[str], imap: ImportMap | None = None
+) -> list[tuple[str, tuple[str, ...], bool]]:
     """Each class of a module: (name, the last names of its bases, does it subclass a torch.nn class).
 
     The rule of ``analysis.infer.project_module_classes``, resolved file by file so that only these
-    tuples stay in memory, not every file's syntax tree (the driver's peak would grow with the tree)."""
-    imap = ImportMap.from_tree(tree, roots)
+    tuples stay in memory, not every file's syntax tree (the driver's peak would grow with the tree).
+    ``imap``: ``ImportMap.from_tree(tree, roots)`` when the caller made it."""
+    imap = imap or ImportMap.from_tree(tree, roots)
     out = []
     for n in nodes(tree):  # ast.walk's order, the tree's one cached walk (its ImportMap made it)
         if isinstance(n, ast.ClassDef):
@@ -277,7 +280,7 @@ def _project_file_facts(
         tree = ast.parse(read_python(p).text)
     except (BadInput, SyntaxError, ValueError, RecursionError, MemoryError):
         return  # reported when the file itself is converted
-    if depth(tree) > MAX_NESTING:
+    if walked_depth(tree) > MAX_NESTING:  # (the walk it makes is the one the facts below read)
         return  # refused when the file itself is converted (over the cap no walk is given room)
     try:
         _tree_facts(p, tree, base, roots, classes, imports, layers, uses)
@@ -295,7 +298,8 @@ def _tree_facts(
     layers: dict | None,
     uses: dict[str, ModuleUses] | None,
 ) -> None:
-    classes += _class_bases(tree, roots)
+    imap = ImportMap.from_tree(tree, roots)  # (one per file: the class bases and the layer map only read it)
+    classes += _class_bases(tree, roots, imap)
     try:
         name = module_name(p.relative_to(base))
         imports[name] = (_top_level_imports(tree), p.name == "__init__.py")
@@ -304,7 +308,7 @@ def _tree_facts(
     if uses is not None:
         uses[name] = module_uses(tree, p.name == "__init__.py")
     if layers is not None:
-        layer_map.record(tree, name, roots, layers)
+        layer_map.record(tree, name, roots, layers, imap)
 
 
 def local_packages(src: Path) -> frozenset[str]:

@@ -34,7 +34,7 @@ from itertools import islice
 from pathlib import PurePath
 from typing import TYPE_CHECKING
 
-from ..analysis.astwalk import depth as tree_depth
+from ..analysis.astwalk import walked_depth
 from ..analysis.headroom import MAX_NESTING as HEADROOM_NESTING
 from ..analysis.headroom import run_with_headroom
 from ..i18n import _
@@ -269,7 +269,7 @@ def nesting_depth_and_tree(text: str) -> tuple[int, ast.Module | None]:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return -1, None
-    return tree_depth(tree), tree
+    return walked_depth(tree), tree  # (the walk it makes is the one the converter reads)
 
 
 def _syntax_error_or_tree(code: str) -> tuple[str | None, ast.Module | None]:

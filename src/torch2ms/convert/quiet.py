@@ -96,6 +96,11 @@ def hide_quiet_statements(source: str, tree: ast.Module, plan: list[Stmt]) -> Qu
     return Quiet("".join(out), new_plan, segments)
 
 
+def is_placeholder(stmt: ast.stmt) -> bool:
+    """A statement ``hide_quiet_statements`` wrote in place of a quiet one (no source holds the prefix)."""
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Name) and stmt.value.id.startswith(PREFIX)
+
+
 def _own_lines(node: ast.stmt, lines: list[str]) -> tuple[int, int] | None:
     """(first line, last line) when the statement alone fills them (decorators included)."""
     decorators = getattr(node, "decorator_list", [])

@@ -22,6 +22,7 @@ from .cstutil import FastDispatch, comment_counts, comments_in
 from .hooks import ActiveHooks
 from .index import StatementInfo
 from .inert import InertExpressions
+from .quiet import is_placeholder
 
 _SIMPLE = (cst.SimpleStatementLine, cst.SimpleStatementSuite)
 _STATEMENTS = frozenset(
@@ -147,6 +148,9 @@ class Rewriter(FastDispatch, cst.CSTTransformer):
             return False
         if kind in _STATEMENTS:
             go = self._enter_statement(node, kind)
+            if go is None:  # a quiet statement's placeholder: nothing in it, no hook may change it
+                self._skipped = node
+                return False
             return super().on_visit(node) and go
         if self._generated is not None and id(node) in self._generated:
             return False  # a MindSpore name a construct stage wrote: leave_Attribute shortens it
@@ -175,13 +179,18 @@ class Rewriter(FastDispatch, cst.CSTTransformer):
             self.ctx.statements.pop()
         return result
 
-    def _enter_statement(self, node: cst.CSTNode, kind: type) -> bool:
+    def _enter_statement(self, node: cst.CSTNode, kind: type) -> bool | None:
+        """Whether to visit inside the statement; None: a placeholder of quiet.py (neither it nor its
+        leave hooks are visited: half of a model zoo's statements, and render puts their text back)."""
         info: StatementInfo | None = self.ctx.index.get(node)
         if info is None:
             # Not in the index: a statement no stage registered. Visit it whole, on its parent's line.
             self.ctx.statements.append(self.ctx.statement)
             self._header_quiet = False
             return True
+        if not info.interesting and kind is cst.SimpleStatementLine and is_placeholder(info.node):
+            self._header_quiet = False  # (as entering any simple statement does)
+            return None
         self.ctx.statements.append(info)
         # A def/class header with nothing to convert: its parameters, decorators, bases are skipped
         # (statements of the body set it back when entered).

@@ -17,6 +17,7 @@ import ast
 
 import libcst as cst
 
+from ...analysis.astwalk import nodes, walk
 from ..construct import Construct
 from ..context import RewriteContext
 from ..hooks import leave
@@ -62,18 +63,19 @@ def _update_targets(tree: ast.Module) -> set[int]:
     """Ids of the targets of ``p -= v``, ``p.data -= v``, ``p.data = v`` inside a loop over parameters
     whose variable is p, and of the receivers of ``p.data.copy_(v)``."""
     found: set[int] = set()
-    for loop in ast.walk(tree):
-        name = _loop_variable(loop) if isinstance(loop, ast.For) and _parameter_iteration(loop.iter) else None
-        for node in ast.walk(loop) if name else ():
-            if isinstance(node, ast.AugAssign) and _updated_name(node.target) == name:
-                found.add(id(node.target))
-            elif isinstance(node, ast.Assign) and len(node.targets) == 1:
-                t = node.targets[0]
-                if isinstance(t, ast.Attribute) and _updated_name(t) == name:
-                    found.add(id(t))
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and _is_data_copy(node):
-            found.add(id(node))
+    for node in nodes(tree):  # the file's one cached walk; only a loop over parameters is walked again
+        if isinstance(node, ast.Call):
+            if _is_data_copy(node):
+                found.add(id(node))
+        elif isinstance(node, ast.For) and _parameter_iteration(node.iter):
+            name = _loop_variable(node)
+            for inner in walk(node) if name else ():
+                if isinstance(inner, ast.AugAssign) and _updated_name(inner.target) == name:
+                    found.add(id(inner.target))
+                elif isinstance(inner, ast.Assign) and len(inner.targets) == 1:
+                    t = inner.targets[0]
+                    if isinstance(t, ast.Attribute) and _updated_name(t) == name:
+                        found.add(id(t))
     return found
 
 
