@@ -94,3 +94,23 @@ def convert_cases(root: Path, cases: Sequence[tuple[Any, ...]], script: Callable
         (root / "src" / f"case_{i}.py").write_text(script(*case), encoding="utf-8")
     convert_tree(str(root / "src"), str(root / "out"))
     return {case: (root / "out" / f"case_{i}.py").read_text(encoding="utf-8") for i, case in enumerate(cases)}
+
+
+def converted_trains_like_torch(tmp_path: Path, source: str, mode: str, steps: int = 3) -> Any:
+    """``source`` as train.py, converted as a one-file project, and compare-train's report on the pair
+    (run from ``tmp_path``: the torch script's own folder)."""
+    from torch2ms.convert import convert_tree
+    from torch2ms.trainrun import compare_train
+
+    (tmp_path / "train.py").write_text(source)
+    (tmp_path / "c" / "src").mkdir(parents=True)
+    (tmp_path / "c" / "src" / "train.py").write_text(source)
+    convert_tree(str(tmp_path / "c" / "src"), str(tmp_path / "c" / "out"))
+    return compare_train(
+        str(tmp_path / "train.py"),
+        str(tmp_path / "c" / "out" / "train.py"),
+        steps=steps,
+        mode=mode,
+        out_dir=str(tmp_path / "cmp"),
+        cwd=str(tmp_path),
+    )

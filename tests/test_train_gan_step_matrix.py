@@ -20,7 +20,7 @@ import itertools
 from pathlib import Path
 
 import pytest
-from matrix_support import convert_cases, covering
+from matrix_support import convert_cases, converted_trains_like_torch, covering
 from requires_support import require_module
 
 from torch2ms.convert import convert_tree
@@ -130,22 +130,8 @@ DIFFERENTIAL = covering(
 def test_gan_step_trains_as_torch(tmp_path, case):
     require_module("torch")
     require_module("mindspore")
-    from torch2ms.trainrun import compare_train
-
     *spelling, mode = case
-    source = gan_script(*spelling)
-    (tmp_path / "train.py").write_text(source)
-    (tmp_path / "c" / "src").mkdir(parents=True)
-    (tmp_path / "c" / "src" / "train.py").write_text(source)
-    convert_tree(str(tmp_path / "c" / "src"), str(tmp_path / "c" / "out"))
-    rep = compare_train(
-        str(tmp_path / "train.py"),
-        str(Path(tmp_path / "c" / "out" / "train.py")),
-        steps=3,
-        mode=mode,
-        out_dir=str(tmp_path / "cmp"),
-        cwd=str(tmp_path),
-    )
+    rep = converted_trains_like_torch(tmp_path, gan_script(*spelling), mode)
     assert rep.status == "same", (rep.error, rep.findings, rep.first_divergence)
     assert len(rep.rows) == 3 * 2
 
