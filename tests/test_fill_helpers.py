@@ -5,9 +5,10 @@ tensor keeps its zeros, with no error). Where the rewrite is not sure, the code 
 from __future__ import annotations
 
 import pytest
+from matrix_support import converted_trains_like_torch
 from requires_support import require_module
 
-from torch2ms.convert import convert_source, convert_tree
+from torch2ms.convert import convert_source
 
 HEAD = "import torch\nimport torch.nn as nn\n\n\n"
 
@@ -111,15 +112,7 @@ def test_a_model_s_forward_filling_through_a_function_trains_as_torch(tmp_path, 
     rewrite ``buf`` stays zeros there and the encoder gets no gradient."""
     require_module("torch")
     require_module("mindspore")
-    from torch2ms.trainrun import compare_train
-
-    (tmp_path / "train.py").write_text(FORWARD)
-    (tmp_path / "c" / "src").mkdir(parents=True)
-    (tmp_path / "c" / "src" / "train.py").write_text(FORWARD)
-    convert_tree(str(tmp_path / "c" / "src"), str(tmp_path / "c" / "out"))
+    rep = converted_trains_like_torch(tmp_path, FORWARD, mode)
     out = (tmp_path / "c" / "out" / "train.py").read_text()
     assert "buf = fill(buf, self.enc(x))" in out and "    return buf\n" in out, out
-    rep = compare_train(
-        str(tmp_path / "train.py"), str(tmp_path / "c" / "out" / "train.py"), steps=3, mode=mode, cwd=str(tmp_path)
-    )
     assert rep.status == "same", (rep.error, rep.findings, rep.first_divergence)

@@ -24,7 +24,7 @@ import itertools
 from pathlib import Path
 
 import pytest
-from matrix_support import covering
+from matrix_support import converted_trains_like_torch, covering
 from requires_support import require_module
 
 from torch2ms.convert import convert_tree
@@ -184,20 +184,7 @@ def test_grad_set_to_none_loop_is_the_gradient_reset(converted, case):
 def _train(tmp_path: Path, source: str, mode: str, steps: int = 6):
     require_module("torch")
     require_module("mindspore")
-    from torch2ms.trainrun import compare_train
-
-    (tmp_path / "train.py").write_text(source)
-    (tmp_path / "c" / "src").mkdir(parents=True)
-    (tmp_path / "c" / "src" / "train.py").write_text(source)
-    convert_tree(str(tmp_path / "c" / "src"), str(tmp_path / "c" / "out"))
-    rep = compare_train(
-        str(tmp_path / "train.py"),
-        str(tmp_path / "c" / "out" / "train.py"),
-        steps=steps,
-        out_dir=str(tmp_path / "cmp"),
-        cwd=str(tmp_path),
-        mode=mode,
-    )
+    rep = converted_trains_like_torch(tmp_path, source, mode, steps)
     assert rep.status == "same", (rep.error, rep.findings, rep.first_divergence)
     assert len(rep.rows) == steps
     return rep

@@ -86,35 +86,15 @@ def _child_fields(kind: type) -> tuple[str, ...]:
 
 def depth(tree: ast.AST) -> int:
     """How many levels below ``tree`` its deepest node lies (what a recursive walk over
-    ``ast.iter_child_nodes`` finds), counted one level at a time with ``walk``'s field table."""
-    level = [tree]
-    deepest = -1
-    fields_of = _CHILD_FIELDS
-    while level:
-        deepest += 1
-        below: list[ast.AST] = []
-        append = below.append
-        for node in level:  # walk's child loop, inlined as there: a call per node would cost what it saves
-            kind = node.__class__
-            fields = fields_of.get(kind)
-            if fields is None:
-                fields = _child_fields(kind)
-            for name in fields:
-                value = getattr(node, name, None)
-                if value.__class__ is list:
-                    for item in value:
-                        if isinstance(item, ast.AST):
-                            append(item)
-                elif isinstance(value, ast.AST):
-                    append(value)
-        level = below
-    return deepest
+    ``ast.iter_child_nodes`` finds); the walk made on the way is cached as ``nodes(tree)`` reads it."""
+    return walked_depth(tree)
 
 
 def walked_depth(tree: ast.AST) -> int:
-    """``depth(tree)``, counted while the walk ``nodes(tree)`` caches is made: one pass for both (a file's
-    depth is checked before the converter walks it). In breadth-first order a level ends where the list
-    stood when its first node was reached."""
+    """How many levels below ``tree`` its deepest node lies, counted while the walk ``nodes(tree)`` caches
+    is made: one pass for both (a file's depth is checked before the converter walks it). In breadth-first
+    order a level ends where the list stood when its first node was reached. Its child loop is ``walk``'s,
+    inlined: a call per node would cost what the single pass saves."""
     out = [tree]
     append = out.append
     fields_of = _CHILD_FIELDS
