@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from torch2ms.trainrun.runner import MS_SPEED_ENV, _child_env, is_mindspore_command, ms_command, torch_command
+from torch2ms.doctor import MS_SPEED_ENV
+from torch2ms.trainrun.runner import _child_env, is_mindspore_command, ms_command, torch_command
 
 
 @pytest.fixture

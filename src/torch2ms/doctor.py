@@ -14,6 +14,9 @@ PACKAGES = ("torch", "torchvision", "mindspore", "numpy", "libcst", "rich", "saf
 PINNED = {"mindspore": "2.10.0", "torch": "2.14.1", "torchvision": "0.29.1"}
 # MindSpore's documented switches for single-threaded PyNative dispatch (bench/train_step_bench.py).
 CPU_DISPATCH_ENV = ("MS_DEV_LAUNCH_BLOCKING", "MS_DEV_HOST_BLOCKING_RUN")
+# Every CPU speed switch doctor asks for, with its value (compare-train sets them for its MindSpore side):
+# oneDNN capped at AVX2, as on an AVX-512 host MindSpore 2.10's bundled oneDNN picks a naive convolution.
+MS_SPEED_ENV = {"ONEDNN_MAX_CPU_ISA": "AVX2", **{k: "1" for k in CPU_DISPATCH_ENV}}
 
 
 @dataclass

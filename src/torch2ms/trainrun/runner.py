@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..doctor import MS_SPEED_ENV
 from ..i18n import _
 from ..progress import Progress
 from .common import PROGRESS_FILE
@@ -85,15 +86,11 @@ def write_config(work: Path, **config: Any) -> Path:
     return path
 
 
-# MindSpore's CPU speed switches (see `torch2ms doctor`), for the MindSpore side only and only where the
-# user left them unset: on an AVX-512 host MindSpore 2.10's bundled oneDNN runs a naive convolution, and a
-# DCGAN's converted step took past 600 s where torch took a minute (issue 22, class 12). Numerics: the same
-# kernels' AVX2 versions. torch's side keeps its own oneDNN level.
-MS_SPEED_ENV = {"ONEDNN_MAX_CPU_ISA": "AVX2", "MS_DEV_LAUNCH_BLOCKING": "1", "MS_DEV_HOST_BLOCKING_RUN": "1"}
-
-
 def _child_env(seed: int = 0, mindspore: bool = False) -> dict[str, str]:
     env = dict(os.environ)
+    # MindSpore's CPU speed switches (doctor's), for its side only and only where the user left them unset:
+    # on an AVX-512 host a DCGAN's converted step took past 600 s where torch took a minute (issue 22,
+    # class 12). Numerics: the same kernels' AVX2 versions. torch's side keeps its own oneDNN level.
     if mindspore:
         for key, value in MS_SPEED_ENV.items():
             env.setdefault(key, value)
