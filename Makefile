@@ -28,10 +28,10 @@ demo: $(STAMP)
 # seed: tests/matrix_support.py); `make test-full` runs every case. --dist loadgroup keeps the KB
 # differential's GRAPH_MODE batches on one worker each (one compile a batch). Cost per file: bench/test_time.md.
 test: $(STAMP)
-	$(PY) -m pytest -n $(WORKERS) --dist loadgroup -q -p no:cacheprovider --durations=15
+	$(PY) -m pytest -n $(WORKERS) --dist loadgroup -q -p no:cacheprovider --durations=15 --timeout=1500
 
 test-full: $(STAMP)
-	TORCH2MS_FULL_MATRIX=1 $(PY) -m pytest -n $(WORKERS) --dist loadgroup -q -p no:cacheprovider
+	TORCH2MS_FULL_MATRIX=1 $(PY) -m pytest -n $(WORKERS) --dist loadgroup -q -p no:cacheprovider --timeout=1500
 
 # Static tests only (no framework imports): quick feedback while editing.
 test-fast: $(STAMP)

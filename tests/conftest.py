@@ -1,6 +1,8 @@
 import os
 
 import pytest
+from lean_support import lean_items
+from xdist_groups_support import group_shared_fixture_files
 
 # Keep both frameworks quiet and single-process friendly in tests.
 os.environ.setdefault("GLOG_v", "3")
@@ -29,20 +31,8 @@ def _own_project_index(monkeypatch, tmp_path_factory):
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups (--dist loadgroup)
 def pytest_collection_modifyitems(config, items):
-    """A file whose tests share a module- or class-scoped fixture runs on one xdist worker: spread over
-    both, each worker built the fixture (a converted corpus, a fuzz campaign: 100-500 s paid twice)."""
-    own_groups = {i.nodeid.split("::", 1)[0] for i in items if i.get_closest_marker("xdist_group") is not None}
-    for item in items:
-        if item.nodeid.split("::", 1)[0] in own_groups:  # the file splits its tests into groups itself
-            continue
-        info = getattr(item, "_fixtureinfo", None)
-        if info is None:
-            continue
-        if any(d.scope in _SHARED_SCOPES for defs in info.name2fixturedefs.values() for d in defs):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
-
-
-_SHARED_SCOPES = ("module", "class", "package")
+    lean_items(config, items)  # make test's lean tier: each function's cases within its time budget
+    group_shared_fixture_files(items)  # a file sharing a module/class fixture runs on one worker
 
 
 def pytest_addoption(parser):

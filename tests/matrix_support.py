@@ -60,6 +60,25 @@ def covering(
     cases = list(cases)
     if full_matrix(*legacy) or len(cases) <= 1:
         return cases
+    order = covering_order(cases, pairs=pairs, axes=axes, keep=keep, seed=seed)
+    return [cases[i] for i in sorted(order[: order.covered])]
+
+
+class _Order(list):
+    covered = 0  # how many of the first indices cover every value (and pair)
+
+
+def covering_order(
+    cases: Sequence[Any],
+    *,
+    pairs: bool = False,
+    axes: Callable[[Any], Sequence[Any]] | None = None,
+    keep: Callable[[Any], bool] | None = None,
+    seed: int = 0,
+) -> _Order:
+    """Every case's index, in the order the greedy cover picks them (``keep`` cases first, then the case
+    that covers most of what is still uncovered), then the rest in the matrix's order; ``.covered`` says
+    how many of the first indices are the covering slice."""
     axes = axes or _values
     needs: list[set[tuple[Any, ...]]] = []
     for case in cases:
@@ -76,7 +95,10 @@ def covering(
         best = max(order, key=lambda i: len(needs[i] & uncovered))  # the first best in the seeded order
         chosen.append(best)
         uncovered -= needs[best]
-    return [cases[i] for i in sorted(set(chosen))]
+    picked = _Order(dict.fromkeys(chosen))
+    picked.covered = len(picked)
+    picked.extend(i for i in range(len(cases)) if i not in set(picked[: picked.covered]))
+    return picked
 
 
 def product(*axes: Iterable[Any], pairs: bool = True, **kwargs: Any) -> list[tuple[Any, ...]]:

@@ -58,6 +58,7 @@ def frameworks():
     return torch, ms
 
 
+@pytest.mark.every_case  # one KB entry, one proof: the lean tier never cuts it
 @pytest.mark.parametrize("entry", [_param(e) for e in ENTRIES])
 def test_r2_differential(graph_batches, entry):
     if any(c.check == "onnx" for c in entry.cases):  # torch.onnx.export: both models run in onnxruntime

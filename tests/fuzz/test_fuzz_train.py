@@ -11,9 +11,11 @@ import random
 
 import pytest
 from fuzz_train import run_campaign, summary
+from matrix_support import full_matrix
 from train_idioms import AXES, BASE, KNOWN, MODELS, idioms, make_case, make_cases
 
-SEED, CASES = 22, 12
+# make test's lean tier runs 6 generated scripts (~15 s each on 2 cores); make test-full 12.
+SEED, CASES = 22, 12 if full_matrix() else 6
 
 
 def slice_cases():
@@ -50,7 +52,7 @@ def test_i22_known_table_names_real_idioms_and_classes():
 @pytest.mark.slow
 @pytest.mark.differential
 def test_i22_slice_trains_the_same_or_is_known(campaign):
-    assert len({r.idiom.split("=")[0] for r in campaign}) >= 6
+    assert len({r.idiom.split("=")[0] for r in campaign}) >= min(6, CASES - 1)
     new = [r for r in campaign if not r.ok and not r.known]
     fixed = [r for r in campaign if r.ok and r.known]
     assert not new, summary(campaign)
