@@ -27,7 +27,7 @@ def per_case_seconds(log_lines: list[str]) -> dict[str, float]:
         parts = line.split(None, 3)
         if len(parts) != 4 or not parts[3].startswith("tests/"):
             continue  # a nested pytest session's lines (a test that runs pytest) name no tests/ path
-        nodeid = parts[3].strip()
+        nodeid = parts[3].strip().split("@", 1)[0]  # --dist loadgroup appends "@group" to a grouped test's id
         path, _, rest = nodeid.partition("::")
         function = f"{path}::{rest.split('[', 1)[0]}"
         cases[function][nodeid] += float(parts[0])
