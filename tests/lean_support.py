@@ -58,7 +58,7 @@ def lean_selection(items: list[Any], seconds: dict[str, float], budget: float = 
         if not all(hasattr(c, "callspec") for c in cases):
             continue
         runs = max(1, int(budget // per_case))
-        order = covering_order(cases, axes=lambda c: tuple(c.callspec.params.values()))
+        order, _ = covering_order(cases, axes=lambda c: tuple(c.callspec.params.values()))
         dropped.update(id(cases[i]) for i in order[runs:])
     return [item for item in items if id(item) not in dropped]
 

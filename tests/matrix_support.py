@@ -60,12 +60,8 @@ def covering(
     cases = list(cases)
     if full_matrix(*legacy) or len(cases) <= 1:
         return cases
-    order = covering_order(cases, pairs=pairs, axes=axes, keep=keep, seed=seed)
-    return [cases[i] for i in sorted(order[: order.covered])]
-
-
-class _Order(list):
-    covered = 0  # how many of the first indices cover every value (and pair)
+    order, covered = covering_order(cases, pairs=pairs, axes=axes, keep=keep, seed=seed)
+    return [cases[i] for i in sorted(order[:covered])]
 
 
 def covering_order(
@@ -75,10 +71,10 @@ def covering_order(
     axes: Callable[[Any], Sequence[Any]] | None = None,
     keep: Callable[[Any], bool] | None = None,
     seed: int = 0,
-) -> _Order:
+) -> tuple[list[int], int]:
     """Every case's index, in the order the greedy cover picks them (``keep`` cases first, then the case
-    that covers most of what is still uncovered), then the rest in the matrix's order; ``.covered`` says
-    how many of the first indices are the covering slice."""
+    that covers most of what is still uncovered), then the rest in the matrix's order; and how many of the
+    first indices are the covering slice."""
     axes = axes or _values
     needs: list[set[tuple[Any, ...]]] = []
     for case in cases:
@@ -95,10 +91,9 @@ def covering_order(
         best = max(order, key=lambda i: len(needs[i] & uncovered))  # the first best in the seeded order
         chosen.append(best)
         uncovered -= needs[best]
-    picked = _Order(dict.fromkeys(chosen))
-    picked.covered = len(picked)
-    picked.extend(i for i in range(len(cases)) if i not in set(picked[: picked.covered]))
-    return picked
+    picked = list(dict.fromkeys(chosen))
+    taken = set(picked)
+    return picked + [i for i in range(len(cases)) if i not in taken], len(picked)
 
 
 def product(*axes: Iterable[Any], pairs: bool = True, **kwargs: Any) -> list[tuple[Any, ...]]:

@@ -13,8 +13,7 @@ _SHARED_SCOPES = ("module", "class", "package")
 
 
 def group_shared_fixture_files(items: list[Any]) -> None:
-    """A file whose tests share a module- or class-scoped fixture runs on one xdist worker: spread over
-    both, each worker built the fixture (a converted corpus, a fuzz campaign: 100-500 s paid twice)."""
+    """Mark each such test with its file's group (a file that sets groups itself is left as it is)."""
     own_groups = {i.nodeid.split("::", 1)[0] for i in items if i.get_closest_marker("xdist_group") is not None}
     for item in items:
         if item.nodeid.split("::", 1)[0] in own_groups:  # the file splits its tests into groups itself
